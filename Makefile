@@ -1,0 +1,187 @@
+# onionfront — one non-recursive Makefile (no autotools).
+#
+#   make            build build/onionfront (release flags)
+#   make test       install what is missing, build with ASan/UBSan, run unit, fuzz-smoke and integration tests
+#   make unit       only the cmocka unit tests
+#   make demo       install, build, run onionfront on a private local Tor network and fetch a page
+#   make bench      benchmarks (not part of make test)
+#   make fuzz       build libFuzzer targets and run each FUZZ_SECONDS (default 600)
+#   make install    PREFIX=/usr/local DESTDIR=
+#   make clean
+#
+# V=1 shows the commands. SANITIZE= overrides the test builds' sanitizers.
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+CC ?= cc
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 600
+FUZZ_SMOKE_SECONDS ?= 15
+SANITIZE ?= -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+
+PKGS := libevent jansson libcurl openssl
+# Evaluated once; silent when pkg-config is not installed yet (the deps step installs it and re-runs make).
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CMOCKA_CFLAGS := $(shell pkg-config --cflags cmocka 2>/dev/null)
+CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -I. $(PKG_CFLAGS) -MMD -MP
+REL_CFLAGS := $(BASE_CFLAGS) -O2 -g -fstack-protector-strong -D_FORTIFY_SOURCE=2 $(CFLAGS)
+SAN_CFLAGS := $(BASE_CFLAGS) -O1 -g $(SANITIZE) $(CMOCKA_CFLAGS) $(CFLAGS)
+FUZZ_CFLAGS := $(BASE_CFLAGS) -O1 -g -fsanitize=fuzzer-no-link,address,undefined -DFUZZING
+LIBS := $(PKG_LIBS) -lm
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+CP_SRC := $(sort $(wildcard controlproto/*.c))
+SIDECAR_LIB_SRC := $(sort $(filter-out sidecar/main.c,$(wildcard sidecar/*.c)))
+TEST_SUPPORT_SRC := $(sort $(wildcard tests/fake/*.c))
+UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
+ITEST_SRC := $(sort $(wildcard tests/integration/test_*.c))
+FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+TOOLS_SRC := $(sort $(wildcard tests/tools/*.c))
+TOOLS_BIN := $(patsubst tests/tools/%.c,build/tools/%,$(TOOLS_SRC))
+
+# Generated sources: the torrc template compiled into the binary (see sidecar/torrc.h).
+GEN_SRC := build/gen/torrc_template.c
+REL_LIB_OBJ := $(patsubst %.c,build/rel/%.o,$(CP_SRC) $(SIDECAR_LIB_SRC)) build/rel/gen/torrc_template.o
+SAN_LIB_OBJ := $(patsubst %.c,build/san/%.o,$(CP_SRC) $(SIDECAR_LIB_SRC)) build/san/gen/torrc_template.o
+SAN_SUPPORT_OBJ := $(patsubst %.c,build/san/%.o,$(TEST_SUPPORT_SRC))
+FUZZ_LIB_OBJ := $(patsubst %.c,build/fuzz/%.o,$(CP_SRC) $(SIDECAR_LIB_SRC)) build/fuzz/gen/torrc_template.o
+
+UNIT_BIN := $(patsubst tests/unit/%.c,build/test/%,$(UNIT_SRC))
+ITEST_BIN := $(patsubst tests/integration/%.c,build/test/%,$(ITEST_SRC))
+FUZZ_BIN := $(patsubst tests/fuzz/%.c,build/fuzz/bin/%,$(FUZZ_SRC))
+
+.PHONY: all deps deps-bench test test-run unit integration fuzz fuzz-build fuzz-smoke demo bench install clean check-layering
+.DEFAULT_GOAL := all
+
+all: build/onionfront $(TOOLS_BIN)
+
+# Test and demo helpers (a backend web server ...): plain builds, not part of the daemon.
+build/tools/%: build/rel/tests/tools/%.o $(REL_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	@echo "  LD tool $@"
+	$(Q)$(CC) $(REL_CFLAGS) -o $@ $(filter %.o,$^) $(LIBS)
+
+build/onionfront: build/rel/sidecar/main.o $(REL_LIB_OBJ)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(REL_CFLAGS) -o $@ $(filter %.o,$^) $(LIBS)
+
+# The sanitizer build of the daemon, used by the integration tests.
+build/onionfront-san: build/san/sidecar/main.o $(SAN_LIB_OBJ)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(SAN_CFLAGS) -o $@ $(filter %.o,$^) $(LIBS)
+
+build/gen/torrc_template.c: templates/torrc.in
+	@mkdir -p $(dir $@)
+	@echo "  GEN     $@"
+	$(Q){ echo '/* generated from templates/torrc.in by the Makefile */'; \
+	  echo '#include "sidecar/torrc.h"'; echo 'const char torrc_template[] ='; \
+	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; echo ';'; } > $@.tmp && mv $@.tmp $@
+
+build/rel/gen/%.o: build/gen/%.c
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(REL_CFLAGS) -c -o $@ $<
+
+build/san/gen/%.o: build/gen/%.c
+	@mkdir -p $(dir $@)
+	@echo "  CC san  $<"
+	$(Q)$(CC) $(SAN_CFLAGS) -c -o $@ $<
+
+build/fuzz/gen/%.o: build/gen/%.c
+	@mkdir -p $(dir $@)
+	@echo "  CC fuzz $<"
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -c -o $@ $<
+
+build/rel/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(REL_CFLAGS) -c -o $@ $<
+
+build/san/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "  CC san  $<"
+	$(Q)$(CC) $(SAN_CFLAGS) -c -o $@ $<
+
+build/fuzz/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "  CC fuzz $<"
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -c -o $@ $<
+
+build/test/%: build/san/tests/unit/%.o $(SAN_LIB_OBJ) $(SAN_SUPPORT_OBJ)
+	@mkdir -p $(dir $@)
+	@echo "  LD test $@"
+	$(Q)$(CC) $(SAN_CFLAGS) -o $@ $(filter %.o,$^) $(LIBS) $(CMOCKA_LIBS)
+
+$(ITEST_BIN): build/test/%: build/san/tests/integration/%.o $(SAN_LIB_OBJ) $(SAN_SUPPORT_OBJ)
+	@mkdir -p $(dir $@)
+	@echo "  LD test $@"
+	$(Q)$(CC) $(SAN_CFLAGS) -o $@ $(filter %.o,$^) $(LIBS) $(CMOCKA_LIBS)
+
+build/fuzz/bin/%: build/fuzz/tests/fuzz/%.o $(FUZZ_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	@echo "  LD fuzz $@"
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $(filter %.o,$^) $(LIBS)
+
+deps:
+	@sh tests/install-deps.sh test
+
+deps-bench:
+	@sh tests/install-deps.sh bench
+
+# make test: install, then re-run make so pkg-config sees the freshly installed packages.
+test: deps
+	@$(MAKE) --no-print-directory test-run
+
+test-run: all build/onionfront-san $(UNIT_BIN) $(ITEST_BIN) fuzz-build check-layering
+	@sh tests/run-tests.sh
+
+unit: $(UNIT_BIN)
+	@sh tests/run-tests.sh unit
+
+integration: all build/onionfront-san $(ITEST_BIN)
+	@sh tests/run-tests.sh integration
+
+fuzz-build: $(FUZZ_BIN)
+
+fuzz-smoke: fuzz-build
+	@sh tests/run-tests.sh fuzz
+
+fuzz: deps
+	@$(MAKE) --no-print-directory fuzz-build
+	@for f in $(FUZZ_BIN); do \
+	  n=$$(basename $$f); mkdir -p tests/fuzz/corpus-$$n; \
+	  echo "== $$n for $(FUZZ_SECONDS) s"; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 tests/fuzz/corpus-$$n tests/fuzz/seeds/$$n 2>&1 | tail -n 12 || exit 1; \
+	done
+
+# controlproto/ is a reusable library: it must not include anything from sidecar/.
+check-layering:
+	@! grep -n '#include *"sidecar/' controlproto/*.c controlproto/*.h || { echo "controlproto includes sidecar/"; exit 1; }
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@bash tests/demo.sh
+
+bench: deps-bench
+	@$(MAKE) --no-print-directory all
+	@bash tests/bench/run.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/onionfront $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 0755 build/onionfront $(DESTDIR)$(PREFIX)/bin/onionfront
+	install -m 0644 templates/* $(DESTDIR)$(PREFIX)/share/onionfront/
+	[ ! -f sidecar/onionfront.1 ] || install -m 0644 sidecar/onionfront.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+
+clean:
+	rm -rf build
+
+-include $(shell find build -name '*.d' 2>/dev/null)

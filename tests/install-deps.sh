@@ -1,0 +1,39 @@
+#!/bin/sh
+# Install what onionfront needs to build, test and run, on Debian, as root.
+# Shared by the Makefile (make test / make demo / make bench) and docker/Dockerfile so the tested path and
+# the image path cannot drift. Does nothing when everything is present.
+# Usage: install-deps.sh [build|test|bench|runtime]
+set -eu
+what=${1:-test}
+
+runtime="tor libevent-2.1-7 libevent-openssl-2.1-7 libjansson4 libcurl4 ca-certificates"
+build="build-essential pkg-config libevent-dev libjansson-dev libcurl4-openssl-dev libssl-dev"
+test="$build libcmocka-dev clang curl iproute2 tor valgrind procps"
+bench="$test haproxy gnuplot-nox"
+
+case "$what" in
+  runtime) pkgs=$runtime ;;
+  build) pkgs="$build tor" ;;
+  test) pkgs=$test ;;
+  bench) pkgs=$bench ;;
+  *) echo "install-deps.sh: unknown set '$what' (build|test|bench|runtime)" >&2; exit 2 ;;
+esac
+
+missing=""
+for p in $pkgs; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" != 0 ]; then
+  echo "install-deps.sh: missing packages:$missing — run as root or install them" >&2
+  exit 1
+fi
+echo "install-deps.sh: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# policy-rc.d keeps the package's own tor service from starting: onionfront and the tests run their own.
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod 755 /usr/sbin/policy-rc.d; trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+fi
+apt-get install -y -qq --no-install-recommends $missing >/dev/null

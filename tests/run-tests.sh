@@ -1,0 +1,87 @@
+#!/bin/sh
+# Runs onionfront's tests and prints one closing line "N passed, N failed".
+#   run-tests.sh            unit, fuzz smoke, integration (one private Tor network for all of them)
+#   run-tests.sh unit|fuzz|integration
+# Every test binary or script is run with a time bound; a test that times out counts as failed.
+set -u
+cd "$(dirname "$0")/.."
+what=${1:-all}
+passed=0
+failed=0
+failures=""
+log_dir=build/test-logs
+mkdir -p "$log_dir"
+
+run_one() { # name timeout_s cmd...
+  name=$1; limit=$2; shift 2
+  log="$log_dir/$name.log"
+  start=$(date +%s)
+  if timeout --kill-after=10 "$limit" "$@" >"$log" 2>&1; then
+    passed=$((passed + 1)); status=ok
+  else
+    rc=$?
+    failed=$((failed + 1)); status="FAIL (exit $rc)"; failures="$failures $name"
+  fi
+  printf '%-40s %s  (%ss)\n' "$name" "$status" "$(( $(date +%s) - start ))"
+  # cmocka's own summary lines, so the runner's result is visible in CI output
+  grep -E '^\[  (PASSED|FAILED)  \]|^\[==========\] .* ran' "$log" | sed 's/^/    /'
+  if [ "$status" != ok ]; then tail -n 40 "$log" | sed 's/^/    | /'; fi
+}
+
+if [ "$what" = all ] || [ "$what" = unit ]; then
+  echo "== unit tests"
+  for t in build/test/test_*; do
+    [ -x "$t" ] || continue
+    n=$(basename "$t")
+    [ -f "tests/unit/$n.c" ] || continue
+    run_one "$n" 300 "$t"
+  done
+fi
+
+if [ "$what" = all ] || [ "$what" = fuzz ]; then
+  echo "== fuzz smoke runs (${FUZZ_SMOKE_SECONDS:-15} s each)"
+  for f in build/fuzz/bin/fuzz_*; do
+    [ -x "$f" ] || continue
+    n=$(basename "$f")
+    seeds=tests/fuzz/seeds/$n
+    mkdir -p "build/fuzz/corpus/$n"
+    if [ -d "$seeds" ]; then
+      run_one "$n" 120 "$f" -max_total_time="${FUZZ_SMOKE_SECONDS:-15}" "build/fuzz/corpus/$n" "$seeds"
+    else
+      run_one "$n" 120 "$f" -max_total_time="${FUZZ_SMOKE_SECONDS:-15}" "build/fuzz/corpus/$n"
+    fi
+  done
+fi
+
+if [ "$what" = all ] || [ "$what" = integration ]; then
+  echo "== integration tests"
+  # Tests that need no private network (they start their own tor, e.g. with DisableNetwork).
+  for t in build/test/test_*; do
+    n=$(basename "$t")
+    [ -f "tests/integration/$n.c" ] || continue
+    run_one "$n" 300 "$t"
+  done
+  # Tests on the shared private Tor network: one network for the whole run.
+  scripts=$(ls tests/integration/test_*.sh 2>/dev/null)
+  if [ -n "$scripts" ]; then
+    net_dir=$(mktemp -d /tmp/onionfront-testnet.XXXXXX)
+    if bash tests/testnet/testnet.sh start "$net_dir" > "$log_dir/testnet.log" 2>&1; then
+      cat "$log_dir/testnet.log" | grep -i bootstrapped
+      eval "$(bash tests/testnet/testnet.sh env "$net_dir")"
+      export TESTNET_DIR TESTNET_SOCKS_PORT TESTNET_CLIENT_CONTROL TESTNET_TORRC_EXTRA TESTNET_RELAY_COUNT
+      for s in $scripts; do
+        n=$(basename "$s" .sh)
+        run_one "$n" 600 bash "$s"
+      done
+    else
+      failed=$((failed + 1)); failures="$failures testnet"
+      echo "testnet: could not start the private Tor network"; tail -n 40 "$log_dir/testnet.log"
+    fi
+    bash tests/testnet/testnet.sh stop "$net_dir" >/dev/null 2>&1
+    rm -rf "$net_dir"
+  fi
+fi
+
+[ -n "$failures" ] && echo "failed:$failures (logs in $log_dir/)"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
