@@ -1,0 +1,1079 @@
+/* cp_conn.c — an asynchronous tor control-port client on libevent.
+ *
+ * Owns one control connection's socket (a bufferevent), its reply parser, the FIFO of commands waiting for
+ * their replies (one completion each), the event subscribers, one timer (the oldest command's deadline,
+ * and the connect+auth deadline) and the authentication exchange: PROTOCOLINFO 1, then SAFECOOKIE
+ * (AUTHCHALLENGE, tor's SERVERHASH checked in constant time), COOKIE, HASHEDPASSWORD or NULL
+ * (control-spec 3.5, 3.21, 3.24).
+ * It does not frame replies (cp_reply.c), encode commands (cp_cmd.c) or interpret events (cp_event.c),
+ * never decides what to send after authenticating, and never logs. The cookie, nonces, HMACs, the
+ * password and every command it sends are wiped with OPENSSL_cleanse once no longer needed.
+ *
+ * Reentrancy: every entry point that may call the caller back (libevent callbacks, cp_conn_close,
+ * cp_conn_free) counts itself in `depth`; cp_conn_free() only marks the object, and the outermost entry
+ * point releases it once the callback chain has unwound. A close bumps `gen`, so code that called out
+ * notices that the connection it was serving is gone. */
+#include "controlproto/cp_conn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/util.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
+#include "controlproto/cp_cmd.h"
+#include "controlproto/cp_kv.h"
+#include "controlproto/cp_reply.h"
+
+/* control-spec 3.21: "All authentication cookies are 32 bytes long." 3.24: ServerNonce is 32 bytes. */
+#define CP_CONN_COOKIE_LEN 32
+#define CP_CONN_NONCE_LEN 32
+#define CP_CONN_HASH_LEN 32 /* SHA-256 */
+#define CP_CONN_DEFAULT_TIMEOUT_US (30 * INT64_C(1000000))
+#define CP_CONN_ERRLEN 512
+
+/* control-spec 3.24 */
+static const char cp_conn_server_key[] = "Tor safe cookie authentication server-to-controller hash";
+static const char cp_conn_client_key[] = "Tor safe cookie authentication controller-to-server hash";
+
+/* One command written to tor and waiting for its reply. The command text itself is owned by the output
+ * evbuffer (a reference) and wiped by cp_conn_wipe_ref_cb once written. */
+struct cp_conn_cmd {
+    struct cp_conn_cmd *next;
+    cp_conn_reply_cb cb;
+    void *arg;
+    int64_t deadline_us; /* monotonic */
+};
+
+struct cp_conn_sub {
+    char *event;         /* event name or "*" */
+    cp_conn_event_cb cb; /* NULL: removed during dispatch, compacted afterwards */
+    void *arg;
+};
+
+struct cp_conn {
+    struct event_base *base; /* borrowed */
+
+    /* configuration, copied from struct cp_conn_opts */
+    char *unix_path;
+    char *host;
+    unsigned short port;
+    struct sockaddr_storage addr;
+    socklen_t addr_len;
+    enum cp_auth_method auth;
+    char *password; /* secret */
+    char *cookie_path;
+    int64_t timeout_us;
+    size_t max_line;
+    size_t max_reply;
+    cp_conn_state_cb state_cb;
+    void *arg;
+
+    /* runtime */
+    enum cp_conn_state state;
+    enum cp_auth_method auth_used;
+    struct bufferevent *bev;
+    struct cp_reply_parser *parser;
+    struct event *timer;
+    struct cp_conn_cmd *head, *tail;
+    int64_t auth_deadline_us;
+    unsigned gen;      /* bumped by every close */
+    unsigned depth;    /* > 0 while inside this object's callback chain */
+    bool closing;      /* failing the pending commands of a close */
+    bool free_pending; /* cp_conn_free() was called; release at depth 0 */
+
+    struct cp_conn_sub *subs;
+    size_t n_subs, cap_subs;
+    unsigned dispatching; /* > 0 while calling event subscribers */
+    bool subs_dirty;
+
+    /* authentication material, wiped as soon as the exchange ends */
+    unsigned char cookie[CP_CONN_COOKIE_LEN];
+    unsigned char client_nonce[CP_CONN_NONCE_LEN];
+};
+
+const char *cp_conn_state_str(enum cp_conn_state s)
+{
+    switch (s) {
+    case CP_CONN_IDLE: return "idle";
+    case CP_CONN_CONNECTING: return "connecting";
+    case CP_CONN_AUTHENTICATING: return "authenticating";
+    case CP_CONN_READY: return "ready";
+    case CP_CONN_CLOSED: return "closed";
+    }
+    return "unknown";
+}
+
+const char *cp_auth_method_str(enum cp_auth_method m)
+{
+    switch (m) {
+    case CP_AUTH_AUTO: return "AUTO";
+    case CP_AUTH_SAFECOOKIE: return "SAFECOOKIE";
+    case CP_AUTH_COOKIE: return "COOKIE";
+    case CP_AUTH_PASSWORD: return "HASHEDPASSWORD";
+    case CP_AUTH_NONE: return "NULL";
+    }
+    return "unknown";
+}
+
+static void cp_conn_seterr(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void cp_conn_seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!err || errlen == 0)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+static int64_t cp_conn_now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void cp_conn_free_str_secret(char **s)
+{
+    if (*s) {
+        OPENSSL_cleanse(*s, strlen(*s));
+        free(*s);
+        *s = NULL;
+    }
+}
+
+static void cp_conn_wipe_auth(struct cp_conn *c)
+{
+    OPENSSL_cleanse(c->cookie, sizeof c->cookie);
+    OPENSSL_cleanse(c->client_nonce, sizeof c->client_nonce);
+}
+
+/* Wipe the bytes an evbuffer holds, in place, before libevent frees them. */
+static void cp_conn_wipe_evbuffer(struct evbuffer *b)
+{
+    struct evbuffer_iovec *v;
+    int i, n = evbuffer_peek(b, -1, NULL, NULL, 0);
+
+    if (n <= 0 || !(v = calloc((size_t)n, sizeof *v)))
+        return;
+    n = evbuffer_peek(b, -1, NULL, v, n);
+    for (i = 0; i < n; i++)
+        OPENSSL_cleanse(v[i].iov_base, v[i].iov_len);
+    free(v);
+}
+
+/* ---- lifetime ---------------------------------------------------------------------------------- */
+
+static void cp_conn_destroy(struct cp_conn *c)
+{
+    size_t i;
+
+    if (c->bev)
+        bufferevent_free(c->bev);
+    cp_reply_parser_free(c->parser);
+    if (c->timer)
+        event_free(c->timer);
+    for (i = 0; i < c->n_subs; i++)
+        free(c->subs[i].event);
+    free(c->subs);
+    cp_conn_free_str_secret(&c->password);
+    free(c->unix_path);
+    free(c->host);
+    free(c->cookie_path);
+    cp_conn_wipe_auth(c);
+    free(c);
+}
+
+static void cp_conn_enter(struct cp_conn *c)
+{
+    c->depth++;
+}
+
+/* Leave an entry point; release the object if it was freed inside and this is the outermost frame.
+ * Nothing may touch `c` after this. */
+static void cp_conn_leave(struct cp_conn *c)
+{
+    if (--c->depth == 0 && c->free_pending)
+        cp_conn_destroy(c);
+}
+
+static void cp_conn_arm_timer(struct cp_conn *c)
+{
+    int64_t deadline = INT64_MAX, d;
+    struct timeval tv;
+
+    if (c->state == CP_CONN_CONNECTING || c->state == CP_CONN_AUTHENTICATING)
+        deadline = c->auth_deadline_us;
+    if (c->head && c->head->deadline_us < deadline)
+        deadline = c->head->deadline_us;
+    if (deadline == INT64_MAX) {
+        event_del(c->timer);
+        return;
+    }
+    d = deadline - cp_conn_now_us();
+    if (d < 0)
+        d = 0;
+    tv.tv_sec = (time_t)(d / 1000000);
+    tv.tv_usec = (suseconds_t)(d % 1000000);
+    event_add(c->timer, &tv);
+}
+
+/* Close the connection: stop all I/O, complete every pending command with an error, then tell the
+ * caller (unless it is freeing us). `why` NULL means the caller asked for the close. */
+static void cp_conn_shutdown(struct cp_conn *c, const char *why)
+{
+    char msg[CP_CONN_ERRLEN];
+    struct cp_conn_cmd *list, *next;
+
+    if (c->state == CP_CONN_IDLE || c->state == CP_CONN_CLOSED)
+        return;
+    snprintf(msg, sizeof msg, "%s", why ? why : "connection closed");
+    c->state = CP_CONN_CLOSED;
+    c->gen++;
+    if (c->bev) {
+        cp_conn_wipe_evbuffer(bufferevent_get_input(c->bev)); /* what tor sent and nobody read */
+        bufferevent_free(c->bev); /* safe inside its own callbacks; wipes unsent commands */
+        c->bev = NULL;
+    }
+    cp_reply_parser_free(c->parser);
+    c->parser = NULL;
+    event_del(c->timer);
+    cp_conn_wipe_auth(c);
+
+    list = c->head;
+    c->head = c->tail = NULL;
+    c->closing = true;
+    cp_conn_enter(c);
+    for (; list; list = next) {
+        cp_conn_reply_cb cb = list->cb;
+        void *arg = list->arg;
+
+        next = list->next;
+        free(list);
+        if (cb)
+            cb(c, NULL, msg, arg);
+    }
+    c->closing = false;
+    if (!c->free_pending && c->state_cb)
+        c->state_cb(c, CP_CONN_CLOSED, why ? msg : NULL, c->arg);
+    c->depth--; /* the caller's own frame releases a freed object */
+}
+
+static void cp_conn_timer_cb(evutil_socket_t fd, short what, void *arg);
+static void cp_conn_fail(struct cp_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void cp_conn_fail(struct cp_conn *c, const char *fmt, ...)
+{
+    char msg[CP_CONN_ERRLEN];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    cp_conn_shutdown(c, msg);
+}
+
+struct cp_conn *cp_conn_new(struct event_base *base, const struct cp_conn_opts *opts,
+                            cp_conn_state_cb state_cb, void *arg, char *err, size_t errlen)
+{
+    struct cp_conn *c;
+
+    if (!base || !opts) {
+        cp_conn_seterr(err, errlen, "cp_conn_new: %s is NULL", base ? "opts" : "base");
+        return NULL;
+    }
+    if ((opts->unix_path != NULL) == (opts->host != NULL)) {
+        cp_conn_seterr(err, errlen, "cp_conn_new: set exactly one of unix_path and host");
+        return NULL;
+    }
+    if (opts->auth < CP_AUTH_AUTO || opts->auth > CP_AUTH_NONE) {
+        cp_conn_seterr(err, errlen, "cp_conn_new: auth: unknown method %d", (int)opts->auth);
+        return NULL;
+    }
+    if (opts->auth == CP_AUTH_PASSWORD && !opts->password) {
+        cp_conn_seterr(err, errlen, "cp_conn_new: auth HASHEDPASSWORD needs a password");
+        return NULL;
+    }
+    if (opts->cmd_timeout.tv_sec < 0 || opts->cmd_timeout.tv_usec < 0 ||
+        opts->cmd_timeout.tv_usec >= 1000000) {
+        cp_conn_seterr(err, errlen, "cp_conn_new: cmd_timeout: invalid timeval");
+        return NULL;
+    }
+    c = calloc(1, sizeof *c);
+    if (!c) {
+        cp_conn_seterr(err, errlen, "cp_conn_new: out of memory");
+        return NULL;
+    }
+    c->base = base;
+    c->state_cb = state_cb;
+    c->arg = arg;
+    c->auth = opts->auth;
+    c->port = opts->port;
+    c->max_line = opts->max_line;
+    c->max_reply = opts->max_reply;
+    c->timeout_us = (int64_t)opts->cmd_timeout.tv_sec * 1000000 + opts->cmd_timeout.tv_usec;
+    if (c->timeout_us == 0)
+        c->timeout_us = CP_CONN_DEFAULT_TIMEOUT_US;
+    c->state = CP_CONN_IDLE;
+    c->auth_used = CP_AUTH_AUTO;
+
+    if (opts->unix_path) {
+        struct sockaddr_un *sa_un = (struct sockaddr_un *)&c->addr;
+        size_t len = strlen(opts->unix_path);
+
+        if (len == 0 || len >= sizeof sa_un->sun_path) {
+            cp_conn_seterr(err, errlen, "cp_conn_new: unix_path: length %zu not in 1-%zu", len,
+                           sizeof sa_un->sun_path - 1);
+            goto fail;
+        }
+        sa_un->sun_family = AF_UNIX;
+        memcpy(sa_un->sun_path, opts->unix_path, len + 1);
+        c->addr_len = (socklen_t)sizeof *sa_un;
+        c->unix_path = strdup(opts->unix_path);
+        if (!c->unix_path)
+            goto oom;
+    } else {
+        struct sockaddr_in *sin = (struct sockaddr_in *)&c->addr;
+        struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&c->addr;
+
+        if (opts->port == 0) {
+            cp_conn_seterr(err, errlen, "cp_conn_new: port: must be 1-65535");
+            goto fail;
+        }
+        if (inet_pton(AF_INET, opts->host, &sin->sin_addr) == 1) {
+            sin->sin_family = AF_INET;
+            sin->sin_port = htons(opts->port);
+            c->addr_len = (socklen_t)sizeof *sin;
+        } else if (inet_pton(AF_INET6, opts->host, &sin6->sin6_addr) == 1) {
+            sin6->sin6_family = AF_INET6;
+            sin6->sin6_port = htons(opts->port);
+            c->addr_len = (socklen_t)sizeof *sin6;
+        } else {
+            cp_conn_seterr(err, errlen, "cp_conn_new: host \"%s\": not a numeric IPv4/IPv6 address",
+                           opts->host);
+            goto fail;
+        }
+        c->host = strdup(opts->host);
+        if (!c->host)
+            goto oom;
+    }
+    if (opts->password && !(c->password = strdup(opts->password)))
+        goto oom;
+    if (opts->cookie_path && !(c->cookie_path = strdup(opts->cookie_path)))
+        goto oom;
+    c->timer = evtimer_new(base, cp_conn_timer_cb, c);
+    if (!c->timer)
+        goto oom;
+    return c;
+
+oom:
+    cp_conn_seterr(err, errlen, "cp_conn_new: out of memory");
+fail:
+    cp_conn_destroy(c);
+    return NULL;
+}
+
+void cp_conn_free(struct cp_conn *c)
+{
+    if (!c || c->free_pending)
+        return;
+    c->free_pending = true;
+    cp_conn_enter(c);
+    cp_conn_shutdown(c, NULL);
+    cp_conn_leave(c);
+}
+
+void cp_conn_close(struct cp_conn *c)
+{
+    if (!c || c->free_pending)
+        return;
+    cp_conn_enter(c);
+    cp_conn_shutdown(c, NULL);
+    cp_conn_leave(c);
+}
+
+enum cp_conn_state cp_conn_get_state(const struct cp_conn *c)
+{
+    return c->state;
+}
+
+enum cp_auth_method cp_conn_auth_method(const struct cp_conn *c)
+{
+    return c->auth_used;
+}
+
+/* ---- sending ----------------------------------------------------------------------------------- */
+
+static void cp_conn_wipe_ref_cb(const void *data, size_t len, void *extra)
+{
+    (void)extra;
+    OPENSSL_cleanse((void *)(uintptr_t)data, len);
+    free((void *)(uintptr_t)data);
+}
+
+/* Write `cmd` (malloc'd, `len` bytes; ownership passes to this function in every case) and queue its
+ * completion. Return 0, or -1 with a message. */
+static int cp_conn_queue(struct cp_conn *c, char *cmd, size_t len, cp_conn_reply_cb cb, void *arg, char *err,
+                         size_t errlen)
+{
+    struct cp_conn_cmd *e = calloc(1, sizeof *e);
+
+    if (!e) {
+        cp_conn_wipe_ref_cb(cmd, len, NULL);
+        cp_conn_seterr(err, errlen, "out of memory");
+        return -1;
+    }
+    /* A reference, not a copy: the only copy of the command is ours, and it is wiped once written (or when
+     * the bufferevent is freed with it unsent). */
+    if (evbuffer_add_reference(bufferevent_get_output(c->bev), cmd, len, cp_conn_wipe_ref_cb, NULL) < 0) {
+        cp_conn_wipe_ref_cb(cmd, len, NULL);
+        free(e);
+        cp_conn_seterr(err, errlen, "cannot queue the command for writing");
+        return -1;
+    }
+    e->cb = cb;
+    e->arg = arg;
+    e->deadline_us = cp_conn_now_us() + c->timeout_us;
+    if (c->tail)
+        c->tail->next = e;
+    else
+        c->head = e;
+    c->tail = e;
+    if (c->head == e)
+        cp_conn_arm_timer(c);
+    return 0;
+}
+
+int cp_conn_send(struct cp_conn *c, const char *cmd, cp_conn_reply_cb cb, void *arg, char *err, size_t errlen)
+{
+    size_t len;
+    char *copy;
+
+    if (c->free_pending || c->state != CP_CONN_READY) {
+        cp_conn_seterr(err, errlen, "cp_conn_send: connection is %s, not ready",
+                       c->free_pending ? "being freed" : cp_conn_state_str(c->state));
+        return -1;
+    }
+    len = cmd ? strlen(cmd) : 0;
+    /* control-spec 2.2: a command is one line ending in CRLF, or "+Keyword ..." CRLF, data, "." CRLF.
+     * One reply per command is how replies are matched: a second command hidden in `cmd` would shift every
+     * later reply onto the wrong command. */
+    if (len < 3 || cmd[len - 2] != '\r' || cmd[len - 1] != '\n') {
+        cp_conn_seterr(err, errlen, "cp_conn_send: command must be non-empty and end in CRLF");
+        return -1;
+    }
+    if (cmd[0] == '+') {
+        if (len < 6 || memcmp(cmd + len - 5, "\r\n.\r\n", 5) != 0) {
+            cp_conn_seterr(err, errlen, "cp_conn_send: a \"+\" command must end in CRLF \".\" CRLF");
+            return -1;
+        }
+    } else if (strcspn(cmd, "\r\n") != len - 2) {
+        cp_conn_seterr(err, errlen, "cp_conn_send: CR or LF inside a one-line command");
+        return -1;
+    }
+    copy = malloc(len);
+    if (!copy) {
+        cp_conn_seterr(err, errlen, "cp_conn_send: out of memory");
+        return -1;
+    }
+    memcpy(copy, cmd, len);
+    return cp_conn_queue(c, copy, len, cb, arg, err, errlen);
+}
+
+/* Send an authentication-phase command built by a cp_cmd_* encoder (NULL = encoder failed). Closes the
+ * connection on failure. */
+static void cp_conn_send_internal(struct cp_conn *c, const char *what, char *cmd, const char *enc_err,
+                                  cp_conn_reply_cb cb)
+{
+    char err[CP_CONN_ERRLEN];
+
+    if (!cmd) {
+        cp_conn_fail(c, "%s: cannot encode the command: %s", what, enc_err ? enc_err : "out of memory");
+        return;
+    }
+    if (cp_conn_queue(c, cmd, strlen(cmd), cb, c, err, sizeof err) < 0)
+        cp_conn_fail(c, "%s: %s", what, err);
+}
+
+/* ---- subscribers ------------------------------------------------------------------------------- */
+
+int cp_conn_subscribe(struct cp_conn *c, const char *event, cp_conn_event_cb cb, void *arg)
+{
+    char *name;
+
+    if (!event || !cb)
+        return -1;
+    if (c->n_subs == c->cap_subs) {
+        size_t cap = c->cap_subs ? c->cap_subs * 2 : 8;
+        struct cp_conn_sub *s = realloc(c->subs, cap * sizeof *s);
+
+        if (!s)
+            return -1;
+        c->subs = s;
+        c->cap_subs = cap;
+    }
+    name = strdup(event);
+    if (!name)
+        return -1;
+    c->subs[c->n_subs].event = name;
+    c->subs[c->n_subs].cb = cb;
+    c->subs[c->n_subs].arg = arg;
+    c->n_subs++;
+    return 0;
+}
+
+static void cp_conn_compact_subs(struct cp_conn *c)
+{
+    size_t i, j = 0;
+
+    for (i = 0; i < c->n_subs; i++) {
+        if (c->subs[i].cb)
+            c->subs[j++] = c->subs[i];
+        else
+            free(c->subs[i].event);
+    }
+    c->n_subs = j;
+    c->subs_dirty = false;
+}
+
+void cp_conn_unsubscribe(struct cp_conn *c, cp_conn_event_cb cb, void *arg)
+{
+    size_t i;
+
+    for (i = 0; i < c->n_subs; i++) {
+        if (c->subs[i].cb == cb && c->subs[i].arg == arg) {
+            c->subs[i].cb = NULL; /* a tombstone while a dispatch loop may be walking the array */
+            c->subs_dirty = true;
+        }
+    }
+    if (!c->dispatching && c->subs_dirty)
+        cp_conn_compact_subs(c);
+}
+
+static void cp_conn_dispatch_event(struct cp_conn *c, const struct cp_reply *ev, unsigned gen)
+{
+    char name[64];
+    const char *text = ev->n_lines ? ev->lines[0].text : "";
+    size_t i, n, len = strcspn(text, " ");
+
+    if (len >= sizeof name)
+        len = sizeof name - 1;
+    memcpy(name, text, len);
+    name[len] = '\0';
+
+    n = c->n_subs; /* subscribers added during dispatch start with the next event */
+    c->dispatching++;
+    for (i = 0; i < n && c->gen == gen; i++) {
+        cp_conn_event_cb cb = c->subs[i].cb;
+        void *arg = c->subs[i].arg;
+
+        if (!cb)
+            continue;
+        if (strcmp(c->subs[i].event, "*") == 0 || strcmp(c->subs[i].event, name) == 0)
+            cb(c, ev, arg);
+    }
+    c->dispatching--;
+    if (!c->dispatching && c->subs_dirty)
+        cp_conn_compact_subs(c);
+}
+
+/* ---- receiving --------------------------------------------------------------------------------- */
+
+/* Hand every complete reply to its command (FIFO) or to the subscribers, until the connection that was
+ * open when we started (generation `gen`) closes. */
+static void cp_conn_dispatch(struct cp_conn *c, unsigned gen)
+{
+    struct cp_reply *r;
+
+    while (c->gen == gen && (r = cp_reply_parser_next(c->parser)) != NULL) {
+        if (r->is_event) {
+            cp_conn_dispatch_event(c, r, gen);
+        } else if (!c->head) {
+            int status = r->status;
+
+            cp_reply_free(r);
+            cp_conn_fail(c, "protocol error: reply with status %d but no command is pending", status);
+            return;
+        } else {
+            struct cp_conn_cmd *e = c->head;
+            cp_conn_reply_cb cb = e->cb;
+            void *arg = e->arg;
+
+            c->head = e->next;
+            if (!c->head)
+                c->tail = NULL;
+            free(e);
+            cp_conn_arm_timer(c);
+            if (cb)
+                cb(c, r, NULL, arg);
+        }
+        cp_reply_free(r);
+    }
+}
+
+static void cp_conn_read_cb(struct bufferevent *bev, void *arg)
+{
+    struct cp_conn *c = arg;
+    unsigned gen = c->gen;
+    char err[256];
+
+    cp_conn_enter(c);
+    /* Feed the input buffer's extents in place and wipe each before libevent frees it: replies may carry
+     * keys (ADD_ONION's PrivateKey=). `bev` may be freed by a callback: test the generation first. */
+    while (c->gen == gen) {
+        struct evbuffer *in = bufferevent_get_input(bev);
+        struct evbuffer_iovec v;
+        int rc;
+
+        if (evbuffer_peek(in, -1, NULL, &v, 1) < 1 || v.iov_len == 0)
+            break;
+        rc = cp_reply_parser_feed(c->parser, v.iov_base, v.iov_len, err, sizeof err);
+        OPENSSL_cleanse(v.iov_base, v.iov_len);
+        evbuffer_drain(in, v.iov_len);
+        if (rc < 0) {
+            cp_conn_fail(c, "protocol error: %s", err);
+            break;
+        }
+        cp_conn_dispatch(c, gen);
+    }
+    cp_conn_leave(c);
+}
+
+static void cp_conn_start_auth(struct cp_conn *c);
+
+static void cp_conn_describe_peer(const struct cp_conn *c, char *buf, size_t len)
+{
+    if (c->unix_path)
+        snprintf(buf, len, "unix:%s", c->unix_path);
+    else if (strchr(c->host, ':'))
+        snprintf(buf, len, "[%s]:%u", c->host, (unsigned)c->port);
+    else
+        snprintf(buf, len, "%s:%u", c->host, (unsigned)c->port);
+}
+
+static void cp_conn_bev_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    struct cp_conn *c = arg;
+    char peer[160];
+    int e = EVUTIL_SOCKET_ERROR();
+
+    (void)bev;
+    cp_conn_enter(c);
+    cp_conn_describe_peer(c, peer, sizeof peer);
+    if (what & BEV_EVENT_CONNECTED) {
+        if (c->state == CP_CONN_CONNECTING)
+            cp_conn_start_auth(c);
+    } else if (what & BEV_EVENT_EOF) {
+        cp_conn_fail(c, "%s: tor closed the control connection%s", peer,
+                     c->state == CP_CONN_AUTHENTICATING ? " during authentication" : "");
+    } else if (what & BEV_EVENT_ERROR) {
+        if (c->state == CP_CONN_CONNECTING)
+            cp_conn_fail(c, "connect to %s: %s", peer, evutil_socket_error_to_string(e));
+        else
+            cp_conn_fail(c, "%s: %s error: %s", peer, (what & BEV_EVENT_READING) ? "read" : "write",
+                         evutil_socket_error_to_string(e));
+    }
+    cp_conn_leave(c);
+}
+
+static void cp_conn_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct cp_conn *c = arg;
+    int64_t now = cp_conn_now_us();
+    double secs = (double)c->timeout_us / 1e6;
+    char peer[160];
+
+    (void)fd;
+    (void)what;
+    cp_conn_enter(c);
+    cp_conn_describe_peer(c, peer, sizeof peer);
+    if ((c->state == CP_CONN_CONNECTING || c->state == CP_CONN_AUTHENTICATING) && now >= c->auth_deadline_us)
+        cp_conn_fail(c, "%s: %s timed out after %.3f s", peer,
+                     c->state == CP_CONN_CONNECTING ? "connect" : "authentication", secs);
+    else if (c->head && now >= c->head->deadline_us)
+        /* Replies are positional: a reply that never came would be matched to the next command. */
+        cp_conn_fail(c, "%s: no reply to a command within %.3f s; connection closed", peer, secs);
+    else if (c->state != CP_CONN_CLOSED && c->state != CP_CONN_IDLE)
+        cp_conn_arm_timer(c); /* woke early (coarse clock) */
+    cp_conn_leave(c);
+}
+
+/* ---- connecting -------------------------------------------------------------------------------- */
+
+int cp_conn_connect(struct cp_conn *c, char *err, size_t errlen)
+{
+    char peer[160];
+    int fd, rc;
+
+    if (c->free_pending || c->closing || (c->state != CP_CONN_IDLE && c->state != CP_CONN_CLOSED)) {
+        cp_conn_seterr(err, errlen, "cp_conn_connect: connection is %s",
+                       c->closing || c->free_pending ? "closing" : cp_conn_state_str(c->state));
+        return -1;
+    }
+    cp_conn_describe_peer(c, peer, sizeof peer);
+    c->parser = cp_reply_parser_new(c->max_line, c->max_reply);
+    if (!c->parser) {
+        cp_conn_seterr(err, errlen, "cp_conn_connect: out of memory");
+        return -1;
+    }
+    fd = socket(c->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        cp_conn_seterr(err, errlen, "connect to %s: socket: %s", peer, strerror(errno));
+        goto fail;
+    }
+    /* Connect here rather than in bufferevent_socket_connect(), which reports an immediate failure
+     * (ENOENT, ECONNREFUSED on a unix socket) through the event callback from inside this call. */
+    do
+        rc = connect(fd, (struct sockaddr *)&c->addr, c->addr_len);
+    while (rc < 0 && errno == EINTR);
+    if (rc < 0 && errno != EINPROGRESS) {
+        cp_conn_seterr(err, errlen, "connect to %s: %s", peer, strerror(errno));
+        close(fd);
+        goto fail;
+    }
+    c->bev = bufferevent_socket_new(c->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    if (!c->bev) {
+        close(fd);
+        cp_conn_seterr(err, errlen, "connect to %s: cannot create a bufferevent", peer);
+        goto fail;
+    }
+    bufferevent_setcb(c->bev, cp_conn_read_cb, NULL, cp_conn_bev_event_cb, c);
+    /* NULL address: the socket is already connecting; BEV_EVENT_CONNECTED (or an error) follows. */
+    if (bufferevent_socket_connect(c->bev, NULL, 0) < 0 || bufferevent_enable(c->bev, EV_READ | EV_WRITE) < 0) {
+        cp_conn_seterr(err, errlen, "connect to %s: cannot start the bufferevent", peer);
+        bufferevent_free(c->bev);
+        c->bev = NULL;
+        goto fail;
+    }
+    c->state = CP_CONN_CONNECTING;
+    c->auth_used = CP_AUTH_AUTO;
+    c->auth_deadline_us = cp_conn_now_us() + c->timeout_us;
+    cp_conn_arm_timer(c);
+    return 0;
+
+fail:
+    cp_reply_parser_free(c->parser);
+    c->parser = NULL;
+    return -1;
+}
+
+/* ---- authentication ---------------------------------------------------------------------------- */
+
+static void cp_conn_authenticate_cb(struct cp_conn *c, const struct cp_reply *r, const char *err, void *arg)
+{
+    (void)err;
+    (void)arg;
+    if (!r)
+        return; /* closing; the close reports why */
+    if (!cp_reply_is_ok(r)) {
+        cp_conn_fail(c, "AUTHENTICATE (%s) refused: %d %s", cp_auth_method_str(c->auth_used), r->status,
+                     cp_reply_message(r));
+        return;
+    }
+    c->state = CP_CONN_READY;
+    cp_conn_arm_timer(c); /* the connect+auth deadline no longer applies */
+    if (c->state_cb)
+        c->state_cb(c, CP_CONN_READY, NULL, c->arg);
+}
+
+static void cp_conn_authchallenge_cb(struct cp_conn *c, const struct cp_reply *r, const char *err, void *arg)
+{
+    static const char prefix[] = "AUTHCHALLENGE ";
+    unsigned char server_nonce[CP_CONN_NONCE_LEN], server_hash[CP_CONN_HASH_LEN];
+    unsigned char expect[CP_CONN_HASH_LEN], client_hash[CP_CONN_HASH_LEN];
+    unsigned char msg[CP_CONN_COOKIE_LEN + 2 * CP_CONN_NONCE_LEN];
+    unsigned int hlen = 0;
+    struct cp_args args = { 0 };
+    char perr[256];
+    const char *text, *hash_hex, *nonce_hex;
+    size_t got = 0;
+    bool ok = false;
+
+    (void)err;
+    (void)arg;
+    if (!r)
+        return;
+    text = cp_reply_message(r);
+    if (!cp_reply_is_ok(r)) {
+        cp_conn_fail(c, "AUTHCHALLENGE refused: %d %s", r->status, text);
+        return;
+    }
+    /* control-spec 3.24: "250 AUTHCHALLENGE SERVERHASH=<64 hex> SERVERNONCE=<64 hex>" */
+    if (strncmp(text, prefix, sizeof prefix - 1) != 0) {
+        cp_conn_fail(c, "AUTHCHALLENGE: reply does not start with \"AUTHCHALLENGE\"");
+        return;
+    }
+    if (cp_args_parse(text + sizeof prefix - 1, &args, perr, sizeof perr) < 0) {
+        cp_conn_fail(c, "AUTHCHALLENGE: %s", perr);
+        return;
+    }
+    hash_hex = cp_args_get(&args, "SERVERHASH");
+    nonce_hex = cp_args_get(&args, "SERVERNONCE");
+    if (!hash_hex || !nonce_hex) {
+        cp_conn_fail(c, "AUTHCHALLENGE: reply lacks %s", hash_hex ? "SERVERNONCE" : "SERVERHASH");
+        goto out;
+    }
+    if (strlen(hash_hex) != 2 * CP_CONN_HASH_LEN ||
+        !OPENSSL_hexstr2buf_ex(server_hash, sizeof server_hash, &got, hash_hex, '\0') ||
+        got != CP_CONN_HASH_LEN) {
+        cp_conn_fail(c, "AUTHCHALLENGE: SERVERHASH is not 64 hex digits");
+        goto out;
+    }
+    if (strlen(nonce_hex) != 2 * CP_CONN_NONCE_LEN ||
+        !OPENSSL_hexstr2buf_ex(server_nonce, sizeof server_nonce, &got, nonce_hex, '\0') ||
+        got != CP_CONN_NONCE_LEN) {
+        cp_conn_fail(c, "AUTHCHALLENGE: SERVERNONCE is not 64 hex digits");
+        goto out;
+    }
+    memcpy(msg, c->cookie, CP_CONN_COOKIE_LEN);
+    memcpy(msg + CP_CONN_COOKIE_LEN, c->client_nonce, CP_CONN_NONCE_LEN);
+    memcpy(msg + CP_CONN_COOKIE_LEN + CP_CONN_NONCE_LEN, server_nonce, CP_CONN_NONCE_LEN);
+    if (!HMAC(EVP_sha256(), cp_conn_server_key, (int)strlen(cp_conn_server_key), msg, sizeof msg, expect,
+              &hlen) ||
+        hlen != CP_CONN_HASH_LEN ||
+        !HMAC(EVP_sha256(), cp_conn_client_key, (int)strlen(cp_conn_client_key), msg, sizeof msg,
+              client_hash, &hlen) ||
+        hlen != CP_CONN_HASH_LEN) {
+        cp_conn_fail(c, "AUTHCHALLENGE: HMAC-SHA256 failed");
+        goto out;
+    }
+    if (CRYPTO_memcmp(expect, server_hash, CP_CONN_HASH_LEN) != 0) {
+        /* Whoever answered does not know the cookie: not our tor, or the wrong cookie file. */
+        cp_conn_fail(c, "SAFECOOKIE: tor's SERVERHASH does not match the cookie (wrong cookie file, or "
+                        "not the tor that wrote it)");
+        goto out;
+    }
+    ok = true;
+out:
+    cp_args_clear(&args);
+    cp_conn_wipe_auth(c);
+    OPENSSL_cleanse(msg, sizeof msg);
+    OPENSSL_cleanse(expect, sizeof expect);
+    OPENSSL_cleanse(server_hash, sizeof server_hash);
+    OPENSSL_cleanse(server_nonce, sizeof server_nonce);
+    if (ok)
+        cp_conn_send_internal(c, "AUTHENTICATE", cp_cmd_authenticate_hex(client_hash, sizeof client_hash),
+                              NULL, cp_conn_authenticate_cb);
+    OPENSSL_cleanse(client_hash, sizeof client_hash);
+}
+
+/* Read the 32-byte cookie at `path` into c->cookie. */
+static int cp_conn_read_cookie(struct cp_conn *c, const char *path, char *err, size_t errlen)
+{
+    unsigned char buf[CP_CONN_COOKIE_LEN + 1];
+    struct stat st;
+    size_t got = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+
+    if (fd < 0) {
+        cp_conn_seterr(err, errlen, "cookie file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        cp_conn_seterr(err, errlen, "cookie file %s: not a regular file", path);
+        close(fd);
+        return -1;
+    }
+    while (got < sizeof buf) {
+        ssize_t n = read(fd, buf + got, sizeof buf - got);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            cp_conn_seterr(err, errlen, "cookie file %s: %s", path, strerror(errno));
+            close(fd);
+            OPENSSL_cleanse(buf, sizeof buf);
+            return -1;
+        }
+        if (n == 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fd);
+    /* control-spec 3.21: "Controllers MUST NOT use the contents of a non-32-byte-long file". */
+    if (got != CP_CONN_COOKIE_LEN) {
+        cp_conn_seterr(err, errlen, "cookie file %s: %s%zu bytes, expected 32", path,
+                       got > CP_CONN_COOKIE_LEN ? "more than " : "", got > CP_CONN_COOKIE_LEN ? got - 1 : got);
+        OPENSSL_cleanse(buf, sizeof buf);
+        return -1;
+    }
+    memcpy(c->cookie, buf, CP_CONN_COOKIE_LEN);
+    OPENSSL_cleanse(buf, sizeof buf);
+    return 0;
+}
+
+#define CP_CONN_OFFERS_NULL 0x1u
+#define CP_CONN_OFFERS_PASSWORD 0x2u
+#define CP_CONN_OFFERS_COOKIE 0x4u
+#define CP_CONN_OFFERS_SAFECOOKIE 0x8u
+
+static unsigned cp_conn_method_bit(enum cp_auth_method m)
+{
+    switch (m) {
+    case CP_AUTH_SAFECOOKIE: return CP_CONN_OFFERS_SAFECOOKIE;
+    case CP_AUTH_COOKIE: return CP_CONN_OFFERS_COOKIE;
+    case CP_AUTH_PASSWORD: return CP_CONN_OFFERS_PASSWORD;
+    case CP_AUTH_NONE: return CP_CONN_OFFERS_NULL;
+    case CP_AUTH_AUTO: break;
+    }
+    return 0;
+}
+
+/* Parse "METHODS=A,B,C" into CP_CONN_OFFERS_* bits; unknown methods are ignored (control-spec 3.21). */
+static unsigned cp_conn_parse_methods(const char *methods)
+{
+    unsigned bits = 0;
+
+    while (*methods) {
+        size_t len = strcspn(methods, ",");
+
+        if (len == 4 && strncmp(methods, "NULL", len) == 0)
+            bits |= CP_CONN_OFFERS_NULL;
+        else if (len == 14 && strncmp(methods, "HASHEDPASSWORD", len) == 0)
+            bits |= CP_CONN_OFFERS_PASSWORD;
+        else if (len == 6 && strncmp(methods, "COOKIE", len) == 0)
+            bits |= CP_CONN_OFFERS_COOKIE;
+        else if (len == 10 && strncmp(methods, "SAFECOOKIE", len) == 0)
+            bits |= CP_CONN_OFFERS_SAFECOOKIE;
+        methods += len;
+        if (*methods == ',')
+            methods++;
+    }
+    return bits;
+}
+
+static void cp_conn_protocolinfo_cb(struct cp_conn *c, const struct cp_reply *r, const char *err, void *arg)
+{
+    struct cp_args args = { 0 };
+    char perr[256], cerr[CP_CONN_ERRLEN];
+    const char *methods = NULL, *cookie_file = NULL;
+    unsigned offered;
+    enum cp_auth_method m;
+    size_t i;
+
+    (void)err;
+    (void)arg;
+    if (!r)
+        return;
+    if (!cp_reply_is_ok(r)) {
+        cp_conn_fail(c, "PROTOCOLINFO refused: %d %s", r->status, cp_reply_message(r));
+        return;
+    }
+    /* control-spec 3.21: InfoLines in any order; "250-AUTH METHODS=... [COOKIEFILE="..."]". */
+    for (i = 0; i < r->n_lines; i++) {
+        if (strncmp(r->lines[i].text, "AUTH ", 5) == 0)
+            break;
+    }
+    if (i == r->n_lines) {
+        cp_conn_fail(c, "PROTOCOLINFO: reply has no AUTH line");
+        return;
+    }
+    if (cp_args_parse(r->lines[i].text + 5, &args, perr, sizeof perr) < 0) {
+        cp_conn_fail(c, "PROTOCOLINFO: AUTH line: %s", perr);
+        return;
+    }
+    methods = cp_args_get(&args, "METHODS");
+    cookie_file = cp_args_get(&args, "COOKIEFILE");
+    if (!methods) {
+        cp_conn_fail(c, "PROTOCOLINFO: AUTH line has no METHODS=");
+        goto out;
+    }
+    offered = cp_conn_parse_methods(methods);
+
+    m = c->auth;
+    if (m == CP_AUTH_AUTO) {
+        if (offered & CP_CONN_OFFERS_SAFECOOKIE)
+            m = CP_AUTH_SAFECOOKIE;
+        else if (offered & CP_CONN_OFFERS_COOKIE)
+            m = CP_AUTH_COOKIE;
+        else if ((offered & CP_CONN_OFFERS_PASSWORD) && c->password)
+            m = CP_AUTH_PASSWORD;
+        else if (offered & CP_CONN_OFFERS_NULL)
+            m = CP_AUTH_NONE;
+        else {
+            cp_conn_fail(c, "PROTOCOLINFO: no usable auth method (tor offers METHODS=%s%s)", methods,
+                         (offered & CP_CONN_OFFERS_PASSWORD) ? "; HASHEDPASSWORD needs a password" : "");
+            goto out;
+        }
+    } else if (!(offered & cp_conn_method_bit(m))) {
+        cp_conn_fail(c, "PROTOCOLINFO: tor does not offer %s (METHODS=%s)", cp_auth_method_str(m), methods);
+        goto out;
+    }
+    c->auth_used = m;
+
+    if (m == CP_AUTH_SAFECOOKIE || m == CP_AUTH_COOKIE) {
+        const char *path = c->cookie_path ? c->cookie_path : cookie_file;
+
+        if (!path || !*path) {
+            cp_conn_fail(c, "PROTOCOLINFO: %s offered without COOKIEFILE, and no cookie_path set",
+                         cp_auth_method_str(m));
+            goto out;
+        }
+        if (cp_conn_read_cookie(c, path, cerr, sizeof cerr) < 0) {
+            cp_conn_fail(c, "%s: %s", cp_auth_method_str(m), cerr);
+            goto out;
+        }
+    }
+    switch (m) {
+    case CP_AUTH_SAFECOOKIE:
+        if (RAND_bytes(c->client_nonce, sizeof c->client_nonce) != 1) {
+            cp_conn_fail(c, "SAFECOOKIE: RAND_bytes failed");
+            goto out;
+        }
+        cp_conn_send_internal(c, "AUTHCHALLENGE",
+                              cp_cmd_authchallenge(c->client_nonce, sizeof c->client_nonce), NULL,
+                              cp_conn_authchallenge_cb);
+        break;
+    case CP_AUTH_COOKIE:
+        cp_conn_send_internal(c, "AUTHENTICATE", cp_cmd_authenticate_hex(c->cookie, sizeof c->cookie), NULL,
+                              cp_conn_authenticate_cb);
+        cp_conn_wipe_auth(c);
+        break;
+    case CP_AUTH_PASSWORD:
+        if (!c->password) {
+            cp_conn_fail(c, "HASHEDPASSWORD: no password set");
+            goto out;
+        }
+        cp_conn_send_internal(c, "AUTHENTICATE", cp_cmd_authenticate_password(c->password, cerr, sizeof cerr),
+                              cerr, cp_conn_authenticate_cb);
+        break;
+    case CP_AUTH_NONE:
+        /* control-spec 3.5: AUTHENTICATE is required even when no authentication is configured. */
+        cp_conn_send_internal(c, "AUTHENTICATE", cp_cmd_authenticate_hex(NULL, 0), NULL, cp_conn_authenticate_cb);
+        break;
+    case CP_AUTH_AUTO:
+        break;
+    }
+out:
+    cp_args_clear(&args);
+}
+
+static void cp_conn_start_auth(struct cp_conn *c)
+{
+    c->state = CP_CONN_AUTHENTICATING;
+    /* control-spec 3.21: PIVERSION 1 */
+    cp_conn_send_internal(c, "PROTOCOLINFO", cp_cmd_protocolinfo(), NULL, cp_conn_protocolinfo_cb);
+}
