@@ -1,0 +1,1582 @@
+/* config.c — load and strictly validate onionfront's JSON config into the plain data of config.h.
+ *
+ * Owns: parsing with jansson, every shape, range and cross-field check of templates/CONFIG.md, the
+ * defaults (resolved here, once), and the comparisons reload uses. Every error names its field path
+ * ("services[1].ports[0].target: port must be 1-65535"); JSON syntax errors name line and column.
+ * Does not: create or inspect directories, resolve host names, talk to tor, or log. */
+#include "sidecar/config.h"
+
+#include <arpa/inet.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+#define FIELD_PATH_LEN 256 /* "services[63].ports[63].backends[63].address" and an escaped unknown key */
+#define ADDR_FORMS "must be host:port, [v6]:port or an absolute unix socket path"
+
+struct config_ctx {
+    char *err;
+    size_t errlen;
+};
+
+/* ---- messages ---------------------------------------------------------------------------------- */
+
+static int config_fail(struct config_ctx *c, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Write "<path>: <message>" to the caller's buffer. Always returns -1. */
+static int config_fail(struct config_ctx *c, const char *path, const char *fmt, ...)
+{
+    if (!c->err || c->errlen == 0)
+        return -1;
+    int n = snprintf(c->err, c->errlen, "%s: ", path);
+    if (n >= 0 && (size_t)n < c->errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* Copy `len` bytes of `s` into `out` for a message: printable ASCII as is, '"' and '\\' escaped with a
+ * backslash, other bytes as \xNN; after `maxshow` input bytes, "..." ends it. Input from the file may
+ * hold anything, and messages end up in logs and terminals. */
+static void config_msg_text(char *out, size_t outlen, const char *s, size_t len, size_t maxshow)
+{
+    size_t o = 0;
+    if (outlen == 0)
+        return;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (i == maxshow) {
+            if (o + 4 <= outlen - 1) {
+                memcpy(out + o, "...", 3);
+                o += 3;
+            }
+            break;
+        }
+        if (o + 4 > outlen - 1)
+            break;
+        if (ch == '"' || ch == '\\') {
+            out[o++] = '\\';
+            out[o++] = (char)ch;
+        } else if (ch >= 0x20 && ch < 0x7f) {
+            out[o++] = (char)ch;
+        } else {
+            static const char hex[] = "0123456789abcdef";
+            out[o++] = '\\';
+            out[o++] = 'x';
+            out[o++] = hex[ch >> 4];
+            out[o++] = hex[ch & 15];
+        }
+    }
+    out[o] = '\0';
+}
+
+/* Field path of `key` inside the object at `obj` ("" is the top level). */
+static void config_sub(char *out, const char *obj, const char *key)
+{
+    snprintf(out, FIELD_PATH_LEN, obj[0] ? "%s.%s" : "%s%s", obj, key);
+}
+
+/* Field path of entry `i` of the array `key` inside the object at `obj`. */
+static void config_subi(char *out, const char *obj, const char *key, size_t i)
+{
+    snprintf(out, FIELD_PATH_LEN, obj[0] ? "%s.%s[%zu]" : "%s%s[%zu]", obj, key, i);
+}
+
+static int config_oom(struct config_ctx *c, const char *path)
+{
+    return config_fail(c, path, "out of memory");
+}
+
+/* ---- small string checks ----------------------------------------------------------------------- */
+
+static bool config_is_lower(char ch) { return ch >= 'a' && ch <= 'z'; }
+static bool config_is_digit(char ch) { return ch >= '0' && ch <= '9'; }
+static bool config_is_alpha(char ch) { return config_is_lower(ch) || (ch >= 'A' && ch <= 'Z'); }
+
+/* ^[a-z0-9][a-z0-9_-]{0,31}$ */
+static bool config_is_service_name(const char *s, size_t n)
+{
+    if (n < 1 || n > CONFIG_SERVICE_NAME_MAX || !(config_is_lower(s[0]) || config_is_digit(s[0])))
+        return false;
+    for (size_t i = 1; i < n; i++)
+        if (!(config_is_lower(s[i]) || config_is_digit(s[i]) || s[i] == '_' || s[i] == '-'))
+            return false;
+    return true;
+}
+
+/* ^[A-Za-z0-9_.-]{1,64}$ */
+static bool config_is_backend_name(const char *s, size_t n)
+{
+    if (n < 1 || n > CONFIG_BACKEND_NAME_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!(config_is_alpha(s[i]) || config_is_digit(s[i]) || s[i] == '_' || s[i] == '.' || s[i] == '-'))
+            return false;
+    return true;
+}
+
+/* ^[a-z_][a-z0-9_-]{0,31}$ (the portable POSIX user name, as useradd accepts it by default) */
+static bool config_is_user_name(const char *s, size_t n)
+{
+    if (n < 1 || n > CONFIG_USER_MAX || !(config_is_lower(s[0]) || s[0] == '_'))
+        return false;
+    for (size_t i = 1; i < n; i++)
+        if (!(config_is_lower(s[i]) || config_is_digit(s[i]) || s[i] == '_' || s[i] == '-'))
+            return false;
+    return true;
+}
+
+static bool config_has_control(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return true;
+    return false;
+}
+
+/* Printable ASCII without space: what may go into an HTTP request line or header unquoted. */
+static bool config_is_visible_ascii(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] <= 0x20 || (unsigned char)s[i] >= 0x7f)
+            return false;
+    return true;
+}
+
+/* A path tor's torrc can carry without quoting (the same rule as torrc.c's). */
+static bool config_is_torrc_safe_path(const char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s <= ' ' || (unsigned char)*s >= 0x7f || *s == '"' || *s == '\\' || *s == '#')
+            return false;
+    return true;
+}
+
+/* Validate the absolute path `s` (`len` bytes) and return a new normalised copy ("//" collapsed, a
+ * trailing "/" removed) of at most `max` bytes, or NULL with the reason in `why`. "." and ".." components
+ * are refused: they would make the uniqueness and overlap checks meaningless. */
+static char *config_norm_path(const char *s, size_t len, size_t max, char *why, size_t whylen)
+{
+    if (len == 0 || s[0] != '/') {
+        snprintf(why, whylen, "must be an absolute path");
+        return NULL;
+    }
+    if (strlen(s) != len || config_has_control(s, len)) {
+        snprintf(why, whylen, "must not contain control characters");
+        return NULL;
+    }
+    char *out = malloc(len + 1);
+    if (!out) {
+        snprintf(why, whylen, "out of memory");
+        return NULL;
+    }
+    size_t o = 0;
+    size_t i = 0;
+    while (i < len) {
+        while (i < len && s[i] == '/')
+            i++;
+        size_t start = i;
+        while (i < len && s[i] != '/')
+            i++;
+        size_t clen = i - start;
+        if (clen == 0)
+            break;
+        if ((clen == 1 && s[start] == '.') || (clen == 2 && s[start] == '.' && s[start + 1] == '.')) {
+            free(out);
+            snprintf(why, whylen, "must not contain \".\" or \"..\" components");
+            return NULL;
+        }
+        out[o++] = '/';
+        memcpy(out + o, s + start, clen);
+        o += clen;
+    }
+    if (o == 0)
+        out[o++] = '/';
+    out[o] = '\0';
+    if (o > max) {
+        free(out);
+        snprintf(why, whylen, "must be at most %zu bytes", max);
+        return NULL;
+    }
+    return out;
+}
+
+/* "a" + "/" + "b", without doubling the "/" when `a` is the root. Returns a new string or NULL. */
+static char *config_path_join(const char *a, const char *b)
+{
+    size_t la = strlen(a);
+    size_t lb = strlen(b);
+    bool slash = la == 0 || a[la - 1] != '/';
+    char *out = malloc(la + (slash ? 1 : 0) + lb + 1);
+    if (!out)
+        return NULL;
+    memcpy(out, a, la);
+    if (slash)
+        out[la++] = '/';
+    memcpy(out + la, b, lb + 1);
+    return out;
+}
+
+/* True if normalised path `child` is `parent` or lies below it. */
+static bool config_path_within(const char *child, const char *parent)
+{
+    size_t lp = strlen(parent);
+    if (strcmp(parent, "/") == 0)
+        return true;
+    return strncmp(child, parent, lp) == 0 && (child[lp] == '\0' || child[lp] == '/');
+}
+
+/* ---- addresses ----------------------------------------------------------------------------------- */
+
+/* Parse a decimal port of at most 5 digits. Return 0, -1 if it is not a number, -2 if out of range. */
+static int config_parse_port_number(const char *s, size_t n, uint16_t *out)
+{
+    if (n == 0)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        if (!config_is_digit(s[i]))
+            return -1;
+    if (n > 5)
+        return -2;
+    unsigned v = 0;
+    for (size_t i = 0; i < n; i++)
+        v = v * 10 + (unsigned)(s[i] - '0');
+    if (v < 1 || v > 65535)
+        return -2;
+    *out = (uint16_t)v;
+    return 0;
+}
+
+/* Check a host name or IPv4 literal and store it (IPv4 in canonical form) in `a`. Digits and dots only
+ * means an IPv4 literal, which must then be a valid one ("1.2.3.256" is not a host name). Labels follow
+ * RFC 1123, plus "_" which container runtimes use in service names. */
+static int config_parse_host(const char *h, size_t n, struct backend_addr *a, char *why, size_t whylen)
+{
+    char shown[80];
+    char buf[CONFIG_HOST_MAX + 1];
+    if (n > CONFIG_HOST_MAX) {
+        snprintf(why, whylen, "host name must be at most %d bytes", CONFIG_HOST_MAX);
+        return -1;
+    }
+    memcpy(buf, h, n);
+    buf[n] = '\0';
+    bool numeric = true;
+    for (size_t i = 0; i < n; i++)
+        if (!config_is_digit(h[i]) && h[i] != '.')
+            numeric = false;
+    if (numeric) {
+        struct in_addr in4;
+        if (inet_pton(AF_INET, buf, &in4) != 1) {
+            config_msg_text(shown, sizeof shown, h, n, 60);
+            snprintf(why, whylen, "\"%s\" is not a valid IPv4 address", shown);
+            return -1;
+        }
+        inet_ntop(AF_INET, &in4, a->host, sizeof a->host);
+        a->family = AF_INET;
+        return 0;
+    }
+    size_t label = 0;
+    for (size_t i = 0; i <= n; i++) {
+        if (i == n || h[i] == '.') {
+            if (label == 0 || label > 63 || h[i - label] == '-' || h[i - 1] == '-')
+                goto bad;
+            label = 0;
+            continue;
+        }
+        if (!(config_is_alpha(h[i]) || config_is_digit(h[i]) || h[i] == '-' || h[i] == '_'))
+            goto bad;
+        label++;
+    }
+    memcpy(a->host, buf, n + 1);
+    a->family = AF_UNSPEC;
+    return 0;
+bad:
+    config_msg_text(shown, sizeof shown, h, n, 60);
+    snprintf(why, whylen, "invalid host name \"%s\"", shown);
+    return -1;
+}
+
+/* Parse a backend address ("host:port", "[v6]:port", "/path", "unix:/path") into `a`. Return 0, or -1
+ * with the reason in `why`; -2 if only the port was out of range. */
+static int config_parse_addr(const char *s, size_t len, struct backend_addr *a, char *why, size_t whylen)
+{
+    memset(a, 0, sizeof *a);
+    if (len == 0 || strlen(s) != len) {
+        snprintf(why, whylen, ADDR_FORMS);
+        return -1;
+    }
+    if (len > CONFIG_ADDR_TEXT_MAX) {
+        snprintf(why, whylen, "must be at most %d bytes", CONFIG_ADDR_TEXT_MAX);
+        return -1;
+    }
+    if (s[0] == '/' || strncmp(s, "unix:", 5) == 0) {
+        const char *p = s[0] == '/' ? s : s + 5;
+        size_t plen = len - (size_t)(p - s);
+        if (plen == 0 || p[0] != '/') {
+            snprintf(why, whylen, "unix socket path must be absolute");
+            return -1;
+        }
+        char pwhy[96];
+        char *norm = config_norm_path(p, plen, CONFIG_UNIX_PATH_MAX, pwhy, sizeof pwhy);
+        if (!norm) {
+            snprintf(why, whylen, "unix socket path %s", pwhy);
+            return -1;
+        }
+        if (strcmp(norm, "/") == 0) {
+            free(norm);
+            snprintf(why, whylen, ADDR_FORMS);
+            return -1;
+        }
+        a->kind = BACKEND_ADDR_UNIX;
+        a->family = AF_UNIX;
+        memcpy(a->path, norm, strlen(norm) + 1);
+        free(norm);
+        memcpy(a->text, s, len + 1);
+        return 0;
+    }
+    a->kind = BACKEND_ADDR_INET;
+    const char *port;
+    size_t port_len;
+    if (s[0] == '[') {
+        const char *close = memchr(s, ']', len);
+        if (!close) {
+            snprintf(why, whylen, "missing \"]\" after the IPv6 address");
+            return -1;
+        }
+        size_t hlen = (size_t)(close - s - 1);
+        char buf[INET6_ADDRSTRLEN];
+        struct in6_addr in6;
+        if (hlen == 0 || hlen >= sizeof buf) {
+            snprintf(why, whylen, "not a valid IPv6 address inside [ ]");
+            return -1;
+        }
+        memcpy(buf, s + 1, hlen);
+        buf[hlen] = '\0';
+        if (inet_pton(AF_INET6, buf, &in6) != 1) {
+            snprintf(why, whylen, "not a valid IPv6 address inside [ ]");
+            return -1;
+        }
+        if (close[1] != ':') {
+            snprintf(why, whylen, ADDR_FORMS);
+            return -1;
+        }
+        port = close + 2;
+        port_len = len - (size_t)(port - s);
+        int rc = config_parse_port_number(port, port_len, &a->port);
+        if (rc < 0) {
+            snprintf(why, whylen, rc == -2 ? "port must be 1-65535" : ADDR_FORMS);
+            return rc == -2 ? -2 : -1;
+        }
+        inet_ntop(AF_INET6, &in6, a->host, sizeof a->host);
+        a->family = AF_INET6;
+        memcpy(a->text, s, len + 1);
+        return 0;
+    }
+    const char *colon = strrchr(s, ':');
+    if (!colon || colon == s) {
+        snprintf(why, whylen, ADDR_FORMS);
+        return -1;
+    }
+    size_t hlen = (size_t)(colon - s);
+    if (memchr(s, ':', hlen)) {
+        snprintf(why, whylen, "IPv6 addresses must be written in brackets: [v6]:port");
+        return -1;
+    }
+    port = colon + 1;
+    port_len = len - hlen - 1;
+    int rc = config_parse_port_number(port, port_len, &a->port);
+    if (rc < 0) {
+        snprintf(why, whylen, rc == -2 ? "port must be 1-65535" : ADDR_FORMS);
+        return rc == -2 ? -2 : -1;
+    }
+    if (config_parse_host(s, hlen, a, why, whylen) < 0)
+        return -1;
+    memcpy(a->text, s, len + 1);
+    return 0;
+}
+
+static bool config_addr_same(const struct backend_addr *a, const struct backend_addr *b)
+{
+    if (a->kind != b->kind)
+        return false;
+    if (a->kind == BACKEND_ADDR_UNIX)
+        return strcmp(a->path, b->path) == 0;
+    return a->port == b->port && strcasecmp(a->host, b->host) == 0;
+}
+
+/* ---- typed getters: each returns 0 (leaving *out alone when the key is absent) or -1 ----------- */
+
+static int config_check_object(struct config_ctx *c, const char *path, json_t *v)
+{
+    if (!json_is_object(v))
+        return config_fail(c, path, "must be an object");
+    return 0;
+}
+
+/* Refuse any key of `o` not in the NULL-terminated `allowed`. */
+static int config_check_keys(struct config_ctx *c, const char *obj, json_t *o, const char *const *allowed)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(o, key, v) {
+        size_t i = 0;
+        while (allowed[i] && strcmp(allowed[i], key) != 0)
+            i++;
+        if (!allowed[i]) {
+            char shown[100];
+            char p[FIELD_PATH_LEN];
+            config_msg_text(shown, sizeof shown, key, strlen(key), 64);
+            config_sub(p, obj, shown);
+            return config_fail(c, p, "unknown key");
+        }
+    }
+    return 0;
+}
+
+static int config_get_int(struct config_ctx *c, const char *obj, json_t *o, const char *key, bool required,
+                          long long min, long long max, long long *out)
+{
+    char p[FIELD_PATH_LEN];
+    json_t *v = json_object_get(o, key);
+    config_sub(p, obj, key);
+    if (!v)
+        return required ? config_fail(c, p, "is required") : 0;
+    if (!json_is_integer(v))
+        return config_fail(c, p, "must be an integer");
+    long long x = json_integer_value(v);
+    if (x < min || x > max)
+        return config_fail(c, p, "must be %lld-%lld", min, max);
+    *out = x;
+    return 0;
+}
+
+static int config_get_uint(struct config_ctx *c, const char *obj, json_t *o, const char *key, bool required,
+                           unsigned min, unsigned max, unsigned *out)
+{
+    long long x = *out;
+    if (config_get_int(c, obj, o, key, required, min, max, &x) < 0)
+        return -1;
+    *out = (unsigned)x;
+    return 0;
+}
+
+static int config_get_bool(struct config_ctx *c, const char *obj, json_t *o, const char *key, bool *out)
+{
+    char p[FIELD_PATH_LEN];
+    json_t *v = json_object_get(o, key);
+    if (!v)
+        return 0;
+    config_sub(p, obj, key);
+    if (!json_is_boolean(v))
+        return config_fail(c, p, "must be true or false");
+    *out = json_is_true(v);
+    return 0;
+}
+
+/* Borrow the string `key` (NUL-free: jansson refuses \u0000 without JSON_ALLOW_NUL). */
+static int config_get_str(struct config_ctx *c, const char *obj, json_t *o, const char *key, bool required,
+                          const char **out, size_t *len)
+{
+    char p[FIELD_PATH_LEN];
+    json_t *v = json_object_get(o, key);
+    config_sub(p, obj, key);
+    if (!v)
+        return required ? config_fail(c, p, "is required") : 0;
+    if (!json_is_string(v))
+        return config_fail(c, p, "must be a string");
+    *out = json_string_value(v);
+    *len = json_string_length(v);
+    return 0;
+}
+
+/* One of the NULL-terminated `names`; its index goes to *out. */
+static int config_get_enum(struct config_ctx *c, const char *obj, json_t *o, const char *key,
+                           const char *const *names, int *out)
+{
+    char p[FIELD_PATH_LEN];
+    json_t *v = json_object_get(o, key);
+    if (!v)
+        return 0;
+    if (json_is_string(v)) {
+        for (int i = 0; names[i]; i++) {
+            if (strcmp(json_string_value(v), names[i]) == 0) {
+                *out = i;
+                return 0;
+            }
+        }
+    }
+    char list[200] = "";
+    size_t o_len = 0;
+    for (int i = 0; names[i] && o_len < sizeof list; i++) {
+        int n = snprintf(list + o_len, sizeof list - o_len, "%s\"%s\"", i ? ", " : "", names[i]);
+        if (n < 0)
+            break;
+        o_len += (size_t)n;
+    }
+    config_sub(p, obj, key);
+    return config_fail(c, p, "must be one of %s", list);
+}
+
+/* An absolute path of at most `max` bytes (after normalisation), as a new string in *out (the old value
+ * is freed only on success). `note` follows a too-long message, or is NULL. */
+static int config_get_path(struct config_ctx *c, const char *obj, json_t *o, const char *key, bool required,
+                           size_t max, const char *note, char **out)
+{
+    char p[FIELD_PATH_LEN];
+    const char *s = NULL;
+    size_t len = 0;
+    if (config_get_str(c, obj, o, key, required, &s, &len) < 0)
+        return -1;
+    if (!s)
+        return 0;
+    config_sub(p, obj, key);
+    char why[96];
+    char *norm = config_norm_path(s, len, max, why, sizeof why);
+    if (!norm) {
+        if (note && strncmp(why, "must be at most", 15) == 0)
+            return config_fail(c, p, "%s %s", why, note);
+        return config_fail(c, p, "%s", why);
+    }
+    free(*out);
+    *out = norm;
+    return 0;
+}
+
+/* A unix socket path: absolute, not the root, at most CONFIG_UNIX_PATH_MAX bytes. */
+static int config_get_socket(struct config_ctx *c, const char *obj, json_t *o, const char *key, bool required,
+                             char **out)
+{
+    char *tmp = NULL;
+    if (config_get_path(c, obj, o, key, required, CONFIG_UNIX_PATH_MAX, "(the limit for unix socket paths)",
+                        &tmp) < 0)
+        return -1;
+    if (!tmp)
+        return 0;
+    if (strcmp(tmp, "/") == 0) {
+        char p[FIELD_PATH_LEN];
+        free(tmp);
+        config_sub(p, obj, key);
+        return config_fail(c, p, "must be an absolute path to a socket");
+    }
+    free(*out);
+    *out = tmp;
+    return 0;
+}
+
+/* An optional array of at most `max` entries (at least `min` when present). NULL in *out when absent. */
+static int config_get_array(struct config_ctx *c, const char *obj, json_t *o, const char *key, bool required,
+                            size_t min, size_t max, json_t **out)
+{
+    char p[FIELD_PATH_LEN];
+    json_t *v = json_object_get(o, key);
+    config_sub(p, obj, key);
+    *out = NULL;
+    if (!v)
+        return required ? config_fail(c, p, "is required") : 0;
+    if (!json_is_array(v))
+        return config_fail(c, p, "must be an array");
+    size_t n = json_array_size(v);
+    if (n < min || n > max) {
+        if (min == 0)
+            return config_fail(c, p, "must have at most %zu entries", max);
+        return config_fail(c, p, "must have %zu-%zu entries", min, max);
+    }
+    *out = v;
+    return 0;
+}
+
+/* status.allowed_uids/gids are filled through an unsigned array. */
+_Static_assert(sizeof(uid_t) == sizeof(unsigned) && sizeof(gid_t) == sizeof(unsigned) && (uid_t)-1 > 0,
+               "uid_t and gid_t must be unsigned int");
+
+/* A list of uids or gids (0-4294967294; -1 means "no id" to chown and friends), without duplicates. */
+static int config_get_ids(struct config_ctx *c, const char *obj, json_t *o, const char *key, const char *what,
+                          unsigned **out, size_t *n_out)
+{
+    json_t *arr;
+    if (config_get_array(c, obj, o, key, false, 0, CONFIG_MAX_LIST, &arr) < 0)
+        return -1;
+    if (!arr || json_array_size(arr) == 0)
+        return 0;
+    size_t n = json_array_size(arr);
+    unsigned *ids = calloc(n, sizeof *ids);
+    char p[FIELD_PATH_LEN];
+    if (!ids) {
+        config_sub(p, obj, key);
+        return config_oom(c, p);
+    }
+    *out = ids;
+    *n_out = n;
+    for (size_t i = 0; i < n; i++) {
+        json_t *v = json_array_get(arr, i);
+        config_subi(p, obj, key, i);
+        if (!json_is_integer(v))
+            return config_fail(c, p, "must be an integer");
+        long long x = json_integer_value(v);
+        if (x < 0 || x > 4294967294LL)
+            return config_fail(c, p, "must be 0-4294967294");
+        ids[i] = (unsigned)x;
+        for (size_t j = 0; j < i; j++)
+            if (ids[j] == ids[i])
+                return config_fail(c, p, "duplicate %s %u", what, ids[i]);
+    }
+    return 0;
+}
+
+/* ---- tor ----------------------------------------------------------------------------------------- */
+
+/* Options onionfront sets itself, or that break single-onion mode (a SocksPort is refused by tor in this
+ * mode). Matched case-insensitively, and also as abbreviations: tor accepts any unambiguous-looking
+ * prefix of an option name ("SocksP 9050" sets SocksPort, with a deprecation warning). */
+static const char *const config_torrc_owned[] = {
+    "SocksPort",     "TransPort",     "NATDPort",   "DNSPort",
+    "HTTPTunnelPort", "ControlPort",  "ControlSocket", "DataDirectory",
+    "CookieAuthentication", "CookieAuthFile", "RunAsDaemon", "User",
+    NULL,
+};
+/* Whole families: any option starting with these (or an abbreviation of the prefix itself). */
+static const char *const config_torrc_owned_prefix[] = {"HiddenService", "__", NULL};
+
+/* Check one extra_torrc line. Return 0 or -1 with the reason in `why`. */
+static int config_check_torrc_line(const char *s, size_t len, char *why, size_t whylen)
+{
+    if (len == 0) {
+        snprintf(why, whylen, "must not be empty");
+        return -1;
+    }
+    if (len > CONFIG_TORRC_LINE_MAX) {
+        snprintf(why, whylen, "must be at most %d bytes", CONFIG_TORRC_LINE_MAX);
+        return -1;
+    }
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if ((ch < 0x20 && ch != '\t') || ch == 0x7f) {
+            snprintf(why, whylen, "must not contain CR, LF or other control characters");
+            return -1;
+        }
+    }
+    /* torrc: a line ending in "\" continues on the next one, which would swallow the line after it. */
+    if (s[len - 1] == '\\') {
+        snprintf(why, whylen, "must not end with \"\\\" (a torrc line continuation)");
+        return -1;
+    }
+    size_t i = 0;
+    while (i < len && (s[i] == ' ' || s[i] == '\t'))
+        i++;
+    if (i == len) {
+        snprintf(why, whylen, "must not be empty");
+        return -1;
+    }
+    /* torrc: "+Option" appends to and "/Option" clears an option set elsewhere. */
+    if (s[i] == '+' || s[i] == '/')
+        i++;
+    size_t w = i;
+    while (i < len && (config_is_alpha(s[i]) || config_is_digit(s[i]) || s[i] == '_'))
+        i++;
+    size_t wlen = i - w;
+    if (wlen == 0 || (i < len && s[i] != ' ' && s[i] != '\t')) {
+        snprintf(why, whylen, "must start with a torrc option name");
+        return -1;
+    }
+    const char *word = s + w;
+    bool owned = false;
+    for (size_t k = 0; config_torrc_owned[k] && !owned; k++)
+        owned = wlen <= strlen(config_torrc_owned[k]) && strncasecmp(word, config_torrc_owned[k], wlen) == 0;
+    for (size_t k = 0; config_torrc_owned_prefix[k] && !owned; k++) {
+        size_t pl = strlen(config_torrc_owned_prefix[k]);
+        owned = strncasecmp(word, config_torrc_owned_prefix[k], wlen < pl ? wlen : pl) == 0;
+    }
+    if (owned) {
+        if (wlen == 4 && strncasecmp(word, "User", 4) == 0)
+            snprintf(why, whylen, "option \"%.*s\" is managed by onionfront (use tor.user)", (int)wlen, word);
+        else
+            snprintf(why, whylen, "option \"%.*s\" is managed by onionfront or breaks single-onion mode",
+                     (int)wlen, word);
+        return -1;
+    }
+    return 0;
+}
+
+static int config_parse_tor(struct config_ctx *c, json_t *o, struct config *cfg)
+{
+    static const char *const keys[] = {"mode", "binary", "control_socket", "user", "bootstrap_timeout",
+                                       "command_timeout", "restart_backoff_max", "extra_torrc", NULL};
+    static const char *const modes[] = {"spawn", "attach", NULL};
+    struct tor_conf *t = &cfg->tor;
+    json_t *empty = NULL;
+    int rc = -1;
+
+    t->mode = TOR_MODE_SPAWN;
+    t->bootstrap_timeout = 300;
+    t->command_timeout = 30;
+    t->restart_backoff_max = 60;
+    if (!o) {
+        o = empty = json_object();
+        if (!empty)
+            return config_oom(c, "tor");
+    }
+    if (config_check_object(c, "tor", o) < 0 || config_check_keys(c, "tor", o, keys) < 0)
+        goto out;
+    int mode = TOR_MODE_SPAWN;
+    if (config_get_enum(c, "tor", o, "mode", modes, &mode) < 0)
+        goto out;
+    t->mode = (enum tor_mode)mode;
+    bool spawn = t->mode == TOR_MODE_SPAWN;
+
+    static const char *const spawn_only[] = {"binary", "user", "extra_torrc", NULL};
+    for (size_t i = 0; spawn_only[i] && !spawn; i++) {
+        if (json_object_get(o, spawn_only[i])) {
+            char p[FIELD_PATH_LEN];
+            config_sub(p, "tor", spawn_only[i]);
+            config_fail(c, p, "only allowed in spawn mode");
+            goto out;
+        }
+    }
+
+    if (spawn) {
+        /* tor.c writes these into the torrc unquoted (DataDirectory, ControlPort unix:...). */
+        static const char *const dirs[] = {"state_dir", "run_dir"};
+        const char *vals[] = {cfg->state_dir, cfg->run_dir};
+        for (size_t i = 0; i < 2; i++) {
+            if (!config_is_torrc_safe_path(vals[i])) {
+                config_fail(c, dirs[i], "must be printable ASCII without spaces, '\"', '\\' or '#' in "
+                                        "spawn mode (it goes into tor's torrc)");
+                goto out;
+            }
+        }
+        t->binary = strdup("/usr/bin/tor");
+        if (!t->binary) {
+            config_oom(c, "tor.binary");
+            goto out;
+        }
+        if (config_get_path(c, "tor", o, "binary", false, CONFIG_PATH_MAX, NULL, &t->binary) < 0)
+            goto out;
+    }
+
+    if (spawn) {
+        t->control_socket = config_path_join(cfg->run_dir, "control/control.sock");
+        if (!t->control_socket) {
+            config_oom(c, "tor.control_socket");
+            goto out;
+        }
+        if (json_object_get(o, "control_socket")) {
+            config_fail(c, "tor.control_socket", "not allowed in spawn mode (onionfront uses %s)",
+                        t->control_socket);
+            goto out;
+        }
+    } else {
+        if (!json_object_get(o, "control_socket")) {
+            config_fail(c, "tor.control_socket", "is required in attach mode");
+            goto out;
+        }
+        if (config_get_socket(c, "tor", o, "control_socket", true, &t->control_socket) < 0)
+            goto out;
+    }
+
+    const char *user = NULL;
+    size_t user_len = 0;
+    if (config_get_str(c, "tor", o, "user", false, &user, &user_len) < 0)
+        goto out;
+    if (user) {
+        if (!config_is_user_name(user, user_len)) {
+            config_fail(c, "tor.user", "must match ^[a-z_][a-z0-9_-]{0,31}$");
+            goto out;
+        }
+        t->user = strdup(user);
+        if (!t->user) {
+            config_oom(c, "tor.user");
+            goto out;
+        }
+    }
+
+    if (config_get_uint(c, "tor", o, "bootstrap_timeout", false, 10, 3600, &t->bootstrap_timeout) < 0 ||
+        config_get_uint(c, "tor", o, "command_timeout", false, 1, 600, &t->command_timeout) < 0 ||
+        config_get_uint(c, "tor", o, "restart_backoff_max", false, 1, 3600, &t->restart_backoff_max) < 0)
+        goto out;
+
+    json_t *lines;
+    if (config_get_array(c, "tor", o, "extra_torrc", false, 0, CONFIG_MAX_LIST, &lines) < 0)
+        goto out;
+    if (lines && json_array_size(lines) > 0) {
+        size_t n = json_array_size(lines);
+        t->extra_torrc = calloc(n, sizeof *t->extra_torrc);
+        if (!t->extra_torrc) {
+            config_oom(c, "tor.extra_torrc");
+            goto out;
+        }
+        t->n_extra_torrc = n;
+        for (size_t i = 0; i < n; i++) {
+            char p[FIELD_PATH_LEN];
+            char why[160];
+            json_t *v = json_array_get(lines, i);
+            config_subi(p, "tor", "extra_torrc", i);
+            if (!json_is_string(v)) {
+                config_fail(c, p, "must be a string");
+                goto out;
+            }
+            const char *s = json_string_value(v);
+            size_t len = json_string_length(v);
+            if (strlen(s) != len) {
+                config_fail(c, p, "must not contain CR, LF or other control characters");
+                goto out;
+            }
+            if (config_check_torrc_line(s, len, why, sizeof why) < 0) {
+                config_fail(c, p, "%s", why);
+                goto out;
+            }
+            t->extra_torrc[i] = strdup(s);
+            if (!t->extra_torrc[i]) {
+                config_oom(c, p);
+                goto out;
+            }
+        }
+    }
+    rc = 0;
+out:
+    json_decref(empty);
+    return rc;
+}
+
+/* ---- services ------------------------------------------------------------------------------------ */
+
+static const char *const config_health_types[] = {"tcp", "http", "https", "none", NULL};
+static const char *const config_health_methods[] = {"GET", "HEAD", "OPTIONS", NULL};
+static const char *const config_balance_names[] = {"round_robin", "least_conn", "circuit", NULL};
+static const char *const config_log_level_names[] = {"debug", "info", "notice", "warn", "error", NULL};
+
+static int config_parse_health(struct config_ctx *c, const char *port_path, json_t *o, struct health_conf *h)
+{
+    static const char *const keys[] = {"type", "interval_ms", "timeout_ms", "rise", "fall", "method",
+                                       "path", "host", "expect_status", NULL};
+    static const char *const http_only[] = {"method", "path", "host", "expect_status", NULL};
+    char obj[FIELD_PATH_LEN];
+    char p[FIELD_PATH_LEN];
+
+    h->type = HEALTH_TCP;
+    h->interval_ms = 2000;
+    h->timeout_ms = 1000;
+    h->rise = 2;
+    h->fall = 3;
+    h->method = HEALTH_METHOD_GET;
+    memcpy(h->path, "/", 2);
+    h->host[0] = '\0';
+    h->expect_status[0] = 200;
+    h->n_expect_status = 1;
+    if (!o)
+        return 0;
+    config_sub(obj, port_path, "health");
+    if (config_check_object(c, obj, o) < 0 || config_check_keys(c, obj, o, keys) < 0)
+        return -1;
+    int type = HEALTH_TCP;
+    if (config_get_enum(c, obj, o, "type", config_health_types, &type) < 0)
+        return -1;
+    h->type = (enum health_type)type;
+    if (config_get_uint(c, obj, o, "interval_ms", false, 100, 3600000, &h->interval_ms) < 0 ||
+        config_get_uint(c, obj, o, "timeout_ms", false, 50, 60000, &h->timeout_ms) < 0)
+        return -1;
+    if (h->timeout_ms >= h->interval_ms) {
+        /* Blame the field the operator wrote: a default timeout_ms is not their doing. */
+        if (json_object_get(o, "timeout_ms")) {
+            config_sub(p, obj, "timeout_ms");
+            return config_fail(c, p, "must be less than interval_ms (%u)", h->interval_ms);
+        }
+        config_sub(p, obj, "interval_ms");
+        return config_fail(c, p, "must be greater than timeout_ms (%u)", h->timeout_ms);
+    }
+    if (config_get_uint(c, obj, o, "rise", false, 1, 100, &h->rise) < 0 ||
+        config_get_uint(c, obj, o, "fall", false, 1, 100, &h->fall) < 0)
+        return -1;
+
+    if (h->type != HEALTH_HTTP && h->type != HEALTH_HTTPS) {
+        for (size_t i = 0; http_only[i]; i++) {
+            if (json_object_get(o, http_only[i])) {
+                config_sub(p, obj, http_only[i]);
+                return config_fail(c, p, "only allowed for http and https checks");
+            }
+        }
+        return 0;
+    }
+
+    int method = HEALTH_METHOD_GET;
+    if (config_get_enum(c, obj, o, "method", config_health_methods, &method) < 0)
+        return -1;
+    h->method = (enum health_method)method;
+
+    const char *s = NULL;
+    size_t len = 0;
+    if (config_get_str(c, obj, o, "path", false, &s, &len) < 0)
+        return -1;
+    if (s) {
+        config_sub(p, obj, "path");
+        if (len == 0 || s[0] != '/')
+            return config_fail(c, p, "must start with \"/\"");
+        if (len > CONFIG_HTTP_PATH_MAX)
+            return config_fail(c, p, "must be at most %d bytes", CONFIG_HTTP_PATH_MAX);
+        if (!config_is_visible_ascii(s, len))
+            return config_fail(c, p, "must be printable ASCII without spaces");
+        memcpy(h->path, s, len + 1);
+    }
+
+    json_t *hv = json_object_get(o, "host");
+    if (hv && !json_is_null(hv)) {
+        config_sub(p, obj, "host");
+        if (!json_is_string(hv))
+            return config_fail(c, p, "must be a string or null");
+        s = json_string_value(hv);
+        len = json_string_length(hv);
+        if (len == 0)
+            return config_fail(c, p, "must not be empty (use null for the default)");
+        if (len > CONFIG_HTTP_HOST_MAX)
+            return config_fail(c, p, "must be at most %d bytes", CONFIG_HTTP_HOST_MAX);
+        if (!config_is_visible_ascii(s, len))
+            return config_fail(c, p, "must be printable ASCII without spaces");
+        memcpy(h->host, s, len + 1);
+    }
+
+    json_t *arr;
+    if (config_get_array(c, obj, o, "expect_status", false, 1, CONFIG_MAX_EXPECT_STATUS, &arr) < 0)
+        return -1;
+    if (arr) {
+        size_t n = json_array_size(arr);
+        for (size_t i = 0; i < n; i++) {
+            json_t *v = json_array_get(arr, i);
+            config_subi(p, obj, "expect_status", i);
+            if (!json_is_integer(v))
+                return config_fail(c, p, "must be an integer");
+            long long x = json_integer_value(v);
+            if (x < 100 || x > 599)
+                return config_fail(c, p, "must be 100-599");
+            h->expect_status[i] = (uint16_t)x;
+            for (size_t j = 0; j < i; j++)
+                if (h->expect_status[j] == h->expect_status[i])
+                    return config_fail(c, p, "duplicate status %lld", x);
+        }
+        h->n_expect_status = n;
+    }
+    return 0;
+}
+
+static int config_parse_backend(struct config_ctx *c, const char *obj, json_t *o, const struct service_conf *svc,
+                                struct port_conf *pc, size_t idx)
+{
+    static const char *const keys[] = {"name", "address", "weight", NULL};
+    struct backend_conf *b = &pc->backends[idx];
+    char p[FIELD_PATH_LEN];
+    char why[160];
+    const char *s = NULL;
+    size_t len = 0;
+
+    if (config_check_object(c, obj, o) < 0 || config_check_keys(c, obj, o, keys) < 0)
+        return -1;
+    if (config_get_str(c, obj, o, "name", false, &s, &len) < 0)
+        return -1;
+    bool named = s != NULL;
+    if (named) {
+        config_sub(p, obj, "name");
+        if (!config_is_backend_name(s, len))
+            return config_fail(c, p, "must match ^[A-Za-z0-9_.-]{1,64}$");
+        memcpy(b->name, s, len + 1);
+    } else {
+        snprintf(b->name, sizeof b->name, "%s-%u-%zu", svc->name, (unsigned)pc->virtual_port, idx);
+    }
+    for (size_t j = 0; j < idx; j++) {
+        if (strcmp(pc->backends[j].name, b->name) == 0) {
+            if (named)
+                return config_fail(c, p, "duplicate backend name \"%s\"", b->name);
+            return config_fail(c, obj, "default name \"%s\" is already used by backends[%zu]", b->name, j);
+        }
+    }
+
+    s = NULL;
+    if (config_get_str(c, obj, o, "address", true, &s, &len) < 0)
+        return -1;
+    config_sub(p, obj, "address");
+    if (config_parse_addr(s, len, &b->addr, why, sizeof why) < 0)
+        return config_fail(c, p, "%s", why);
+    for (size_t j = 0; j < idx; j++) {
+        if (config_addr_same(&pc->backends[j].addr, &b->addr)) {
+            char shown[100];
+            config_msg_text(shown, sizeof shown, s, len, 80);
+            return config_fail(c, p, "\"%s\" is already used by backends[%zu]", shown, j);
+        }
+    }
+
+    b->weight = 1;
+    return config_get_uint(c, obj, o, "weight", false, 0, 256, &b->weight);
+}
+
+static int config_parse_port(struct config_ctx *c, const char *obj, json_t *o, struct service_conf *svc, size_t idx)
+{
+    static const char *const keys[] = {"virtual", "target", "backends", "balance", "connect_timeout_ms",
+                                       "max_streams_per_circuit", "proxy_protocol", "health", NULL};
+    struct port_conf *pc = &svc->ports[idx];
+    char p[FIELD_PATH_LEN];
+
+    if (config_check_object(c, obj, o) < 0 || config_check_keys(c, obj, o, keys) < 0)
+        return -1;
+    unsigned virt = 0;
+    if (config_get_uint(c, obj, o, "virtual", true, 1, 65535, &virt) < 0)
+        return -1;
+    pc->virtual_port = (uint16_t)virt;
+    for (size_t j = 0; j < idx; j++) {
+        if (svc->ports[j].virtual_port == pc->virtual_port) {
+            config_sub(p, obj, "virtual");
+            return config_fail(c, p, "duplicate virtual port %u", virt);
+        }
+    }
+
+    json_t *target = json_object_get(o, "target");
+    json_t *backends = json_object_get(o, "backends");
+    if (target && backends)
+        return config_fail(c, obj, "must have either \"target\" or \"backends\", not both");
+    if (!target && !backends)
+        return config_fail(c, obj, "must have \"target\" or \"backends\"");
+    if (target) {
+        const char *s = NULL;
+        size_t len = 0;
+        char why[160];
+        if (config_get_str(c, obj, o, "target", true, &s, &len) < 0)
+            return -1;
+        pc->backends = calloc(1, sizeof *pc->backends);
+        config_sub(p, obj, "target");
+        if (!pc->backends)
+            return config_oom(c, p);
+        pc->n_backends = 1;
+        pc->from_target = true;
+        if (config_parse_addr(s, len, &pc->backends[0].addr, why, sizeof why) < 0)
+            return config_fail(c, p, "%s", why);
+        snprintf(pc->backends[0].name, sizeof pc->backends[0].name, "%s-%u-0", svc->name, virt);
+        pc->backends[0].weight = 1;
+    } else {
+        json_t *arr;
+        if (config_get_array(c, obj, o, "backends", true, 1, CONFIG_MAX_BACKENDS, &arr) < 0)
+            return -1;
+        size_t n = json_array_size(arr);
+        pc->backends = calloc(n, sizeof *pc->backends);
+        if (!pc->backends) {
+            config_sub(p, obj, "backends");
+            return config_oom(c, p);
+        }
+        pc->n_backends = n;
+        for (size_t i = 0; i < n; i++) {
+            config_subi(p, obj, "backends", i);
+            if (config_parse_backend(c, p, json_array_get(arr, i), svc, pc, i) < 0)
+                return -1;
+        }
+    }
+
+    int balance = BALANCE_ROUND_ROBIN;
+    if (config_get_enum(c, obj, o, "balance", config_balance_names, &balance) < 0)
+        return -1;
+    pc->balance = (enum balance_policy)balance;
+    pc->connect_timeout_ms = 3000;
+    pc->max_streams_per_circuit = 0;
+    pc->proxy_protocol = false;
+    if (config_get_uint(c, obj, o, "connect_timeout_ms", false, 100, 60000, &pc->connect_timeout_ms) < 0 ||
+        config_get_uint(c, obj, o, "max_streams_per_circuit", false, 0, 65535, &pc->max_streams_per_circuit) < 0 ||
+        config_get_bool(c, obj, o, "proxy_protocol", &pc->proxy_protocol) < 0)
+        return -1;
+    return config_parse_health(c, obj, json_object_get(o, "health"), &pc->health);
+}
+
+/* key_dir must not share files with tor's DataDirectory (so it can be neither state_dir nor contain it),
+ * run_dir or another service. */
+static int config_check_key_dir(struct config_ctx *c, const char *path, const struct config *cfg, size_t idx)
+{
+    const char *kd = cfg->services[idx].key_dir;
+    char shown[220], other[220];
+    config_msg_text(shown, sizeof shown, kd, strlen(kd), 200);
+    char *tor_dir = config_path_join(cfg->state_dir, "tor");
+    if (!tor_dir)
+        return config_oom(c, path);
+    bool bad = config_path_within(kd, tor_dir) || config_path_within(tor_dir, kd);
+    if (bad) {
+        config_msg_text(other, sizeof other, tor_dir, strlen(tor_dir), 200);
+        free(tor_dir);
+        return config_fail(c, path, "\"%s\" overlaps tor's DataDirectory \"%s\"", shown, other);
+    }
+    free(tor_dir);
+    if (config_path_within(kd, cfg->run_dir) || config_path_within(cfg->run_dir, kd)) {
+        config_msg_text(other, sizeof other, cfg->run_dir, strlen(cfg->run_dir), 200);
+        return config_fail(c, path, "\"%s\" overlaps run_dir \"%s\"", shown, other);
+    }
+    for (size_t j = 0; j < idx; j++) {
+        const char *okd = cfg->services[j].key_dir;
+        if (strcmp(okd, kd) == 0)
+            return config_fail(c, path, "\"%s\" is already used by services[%zu]", shown, j);
+        if (config_path_within(kd, okd) || config_path_within(okd, kd)) {
+            config_msg_text(other, sizeof other, okd, strlen(okd), 200);
+            return config_fail(c, path, "\"%s\" overlaps services[%zu].key_dir \"%s\"", shown, j, other);
+        }
+    }
+    return 0;
+}
+
+static int config_parse_service(struct config_ctx *c, const char *obj, json_t *o, struct config *cfg, size_t idx)
+{
+    static const char *const keys[] = {"name", "key_dir", "max_streams", "ports", NULL};
+    struct service_conf *svc = &cfg->services[idx];
+    char p[FIELD_PATH_LEN];
+    const char *s = NULL;
+    size_t len = 0;
+
+    if (config_check_object(c, obj, o) < 0 || config_check_keys(c, obj, o, keys) < 0)
+        return -1;
+    if (config_get_str(c, obj, o, "name", true, &s, &len) < 0)
+        return -1;
+    config_sub(p, obj, "name");
+    if (!config_is_service_name(s, len))
+        return config_fail(c, p, "must match ^[a-z0-9][a-z0-9_-]{0,31}$");
+    memcpy(svc->name, s, len + 1);
+    for (size_t j = 0; j < idx; j++)
+        if (strcmp(cfg->services[j].name, svc->name) == 0)
+            return config_fail(c, p, "duplicate service name \"%s\"", svc->name);
+
+    if (config_get_path(c, obj, o, "key_dir", false, CONFIG_PATH_MAX, NULL, &svc->key_dir) < 0)
+        return -1;
+    config_sub(p, obj, "key_dir");
+    if (!svc->key_dir) {
+        char rel[sizeof "keys/" + CONFIG_SERVICE_NAME_MAX];
+        snprintf(rel, sizeof rel, "keys/%s", svc->name);
+        svc->key_dir = config_path_join(cfg->state_dir, rel);
+        if (!svc->key_dir)
+            return config_oom(c, p);
+    }
+    if (config_check_key_dir(c, p, cfg, idx) < 0)
+        return -1;
+
+    if (config_get_uint(c, obj, o, "max_streams", false, 0, 65535, &svc->max_streams) < 0)
+        return -1;
+
+    json_t *arr;
+    if (config_get_array(c, obj, o, "ports", true, 1, CONFIG_MAX_PORTS, &arr) < 0)
+        return -1;
+    size_t n = json_array_size(arr);
+    svc->ports = calloc(n, sizeof *svc->ports);
+    if (!svc->ports) {
+        config_sub(p, obj, "ports");
+        return config_oom(c, p);
+    }
+    svc->n_ports = n;
+    for (size_t i = 0; i < n; i++) {
+        config_subi(p, obj, "ports", i);
+        if (config_parse_port(c, p, json_array_get(arr, i), svc, i) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- status, metrics, probe, onion_location ------------------------------------------------------ */
+
+static int config_parse_status(struct config_ctx *c, json_t *o, struct config *cfg)
+{
+    static const char *const keys[] = {"socket", "allowed_uids", "allowed_gids", NULL};
+    struct status_conf *st = &cfg->status;
+    st->socket = config_path_join(cfg->run_dir, "status.sock");
+    if (!st->socket)
+        return config_oom(c, "status.socket");
+    if (!o)
+        return 0;
+    if (config_check_object(c, "status", o) < 0 || config_check_keys(c, "status", o, keys) < 0)
+        return -1;
+    if (config_get_socket(c, "status", o, "socket", false, &st->socket) < 0)
+        return -1;
+    if (strcmp(st->socket, cfg->tor.control_socket) == 0)
+        return config_fail(c, "status.socket", "must differ from tor's control socket");
+    unsigned *ids = NULL;
+    size_t n = 0;
+    int rc = config_get_ids(c, "status", o, "allowed_uids", "uid", &ids, &n);
+    st->allowed_uids = (uid_t *)ids;
+    st->n_allowed_uids = n;
+    if (rc < 0)
+        return -1;
+    ids = NULL;
+    n = 0;
+    rc = config_get_ids(c, "status", o, "allowed_gids", "gid", &ids, &n);
+    st->allowed_gids = (gid_t *)ids;
+    st->n_allowed_gids = n;
+    return rc;
+}
+
+static int config_parse_metrics(struct config_ctx *c, json_t *o, struct metrics_conf *m)
+{
+    static const char *const keys[] = {"listen", NULL};
+    if (!o)
+        return 0;
+    if (config_check_object(c, "metrics", o) < 0 || config_check_keys(c, "metrics", o, keys) < 0)
+        return -1;
+    json_t *v = json_object_get(o, "listen");
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_string(v))
+        return config_fail(c, "metrics.listen", "must be a string or null");
+    struct backend_addr a;
+    char why[160];
+    int rc = config_parse_addr(json_string_value(v), json_string_length(v), &a, why, sizeof why);
+    if (rc == -2)
+        return config_fail(c, "metrics.listen", "%s", why);
+    bool loopback = false;
+    if (rc == 0 && a.family == AF_INET) {
+        struct in_addr in4;
+        loopback = inet_pton(AF_INET, a.host, &in4) == 1 && (ntohl(in4.s_addr) >> 24) == 127;
+    } else if (rc == 0 && a.family == AF_INET6) {
+        struct in6_addr in6;
+        loopback = inet_pton(AF_INET6, a.host, &in6) == 1 && IN6_IS_ADDR_LOOPBACK(&in6);
+    }
+    /* The metrics endpoint has no authentication: it must not be reachable from other hosts. */
+    if (!loopback || a.kind != BACKEND_ADDR_INET || strlen(a.text) >= sizeof m->listen)
+        return config_fail(c, "metrics.listen",
+                           "must be a loopback address and port: 127.0.0.0/8 or [::1], e.g. \"127.0.0.1:9464\"");
+    m->enabled = true;
+    memcpy(m->listen, a.text, strlen(a.text) + 1);
+    memcpy(m->host, a.host, strlen(a.host) + 1);
+    m->family = a.family;
+    m->port = a.port;
+    return 0;
+}
+
+static int config_parse_probe(struct config_ctx *c, json_t *o, struct probe_conf *pr)
+{
+    static const char *const keys[] = {"hsfetch_interval", "republish_deadline", NULL};
+    pr->hsfetch_interval = 300;
+    pr->republish_deadline = 120;
+    if (!o)
+        return 0;
+    if (config_check_object(c, "probe", o) < 0 || config_check_keys(c, "probe", o, keys) < 0)
+        return -1;
+    if (config_get_uint(c, "probe", o, "hsfetch_interval", false, 10, 86400, &pr->hsfetch_interval) < 0 ||
+        config_get_uint(c, "probe", o, "republish_deadline", false, 10, 3600, &pr->republish_deadline) < 0)
+        return -1;
+    return 0;
+}
+
+static int config_parse_onion_location(struct config_ctx *c, json_t *o, struct onion_location_conf *ol)
+{
+    static const char *const keys[] = {"dir", "on_change", NULL};
+    if (!o)
+        return 0;
+    if (config_check_object(c, "onion_location", o) < 0 || config_check_keys(c, "onion_location", o, keys) < 0)
+        return -1;
+    ol->enabled = true;
+    if (config_get_path(c, "onion_location", o, "dir", true, CONFIG_PATH_MAX, NULL, &ol->dir) < 0)
+        return -1;
+    json_t *arr;
+    if (config_get_array(c, "onion_location", o, "on_change", false, 0, CONFIG_MAX_LIST, &arr) < 0)
+        return -1;
+    if (!arr || json_array_size(arr) == 0)
+        return 0; /* [] = no command, like an absent key */
+    size_t n = json_array_size(arr);
+    ol->on_change = calloc(n + 1, sizeof *ol->on_change);
+    if (!ol->on_change)
+        return config_oom(c, "onion_location.on_change");
+    ol->n_on_change = n;
+    for (size_t i = 0; i < n; i++) {
+        char p[FIELD_PATH_LEN];
+        json_t *v = json_array_get(arr, i);
+        config_subi(p, "onion_location", "on_change", i);
+        if (!json_is_string(v))
+            return config_fail(c, p, "must be a string");
+        const char *s = json_string_value(v);
+        size_t len = json_string_length(v);
+        if (i == 0) {
+            /* Run with execv: no shell, no PATH search. */
+            char why[96];
+            char *norm = config_norm_path(s, len, CONFIG_PATH_MAX, why, sizeof why);
+            if (!norm)
+                return config_fail(c, p, "%s (the command is run without a shell or PATH search)", why);
+            ol->on_change[0] = norm;
+            continue;
+        }
+        if (strlen(s) != len)
+            return config_fail(c, p, "must not contain NUL");
+        ol->on_change[i] = strdup(s);
+        if (!ol->on_change[i])
+            return config_oom(c, p);
+    }
+    return 0;
+}
+
+/* ---- top level ----------------------------------------------------------------------------------- */
+
+static int config_parse_root(struct config_ctx *c, json_t *root, struct config *cfg)
+{
+    static const char *const keys[] = {"state_dir", "run_dir", "log_level", "tor", "services", "status",
+                                       "metrics", "probe", "onion_location", NULL};
+    if (!json_is_object(root))
+        return config_fail(c, "config", "must be a JSON object");
+    if (config_check_keys(c, "", root, keys) < 0)
+        return -1;
+    if (config_get_path(c, "", root, "state_dir", true, CONFIG_PATH_MAX, NULL, &cfg->state_dir) < 0 ||
+        config_get_path(c, "", root, "run_dir", true, CONFIG_RUN_DIR_MAX,
+                        "(unix socket paths under it are limited to 107 bytes)", &cfg->run_dir) < 0)
+        return -1;
+    int level = CONFIG_LOG_INFO;
+    if (config_get_enum(c, "", root, "log_level", config_log_level_names, &level) < 0)
+        return -1;
+    cfg->log_level = (enum config_log_level)level;
+    if (config_parse_tor(c, json_object_get(root, "tor"), cfg) < 0)
+        return -1;
+
+    json_t *arr;
+    if (config_get_array(c, "", root, "services", true, 1, CONFIG_MAX_SERVICES, &arr) < 0)
+        return -1;
+    size_t n = json_array_size(arr);
+    cfg->services = calloc(n, sizeof *cfg->services);
+    if (!cfg->services)
+        return config_oom(c, "services");
+    cfg->n_services = n;
+    for (size_t i = 0; i < n; i++) {
+        char p[FIELD_PATH_LEN];
+        config_subi(p, "", "services", i);
+        if (config_parse_service(c, p, json_array_get(arr, i), cfg, i) < 0)
+            return -1;
+    }
+
+    if (config_parse_status(c, json_object_get(root, "status"), cfg) < 0 ||
+        config_parse_metrics(c, json_object_get(root, "metrics"), &cfg->metrics) < 0 ||
+        config_parse_probe(c, json_object_get(root, "probe"), &cfg->probe) < 0 ||
+        config_parse_onion_location(c, json_object_get(root, "onion_location"), &cfg->onion_location) < 0)
+        return -1;
+    return 0;
+}
+
+/* Build a config from `root` (borrowed). */
+static struct config *config_from_json(json_t *root, char *err, size_t errlen)
+{
+    struct config_ctx c = {err, errlen};
+    struct config *cfg = calloc(1, sizeof *cfg);
+    if (!cfg) {
+        config_oom(&c, "config");
+        return NULL;
+    }
+    if (config_parse_root(&c, root, cfg) < 0) {
+        config_free(cfg);
+        return NULL;
+    }
+    return cfg;
+}
+
+static void config_json_error(const json_error_t *je, char *err, size_t errlen)
+{
+    if (!err || errlen == 0)
+        return;
+    if (je->line > 0)
+        snprintf(err, errlen, "line %d, column %d: %s", je->line, je->column, je->text);
+    else
+        snprintf(err, errlen, "%s", je->text);
+}
+
+struct config *config_load_file(const char *path, char *err, size_t errlen)
+{
+    json_error_t je;
+    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    if (!root) {
+        config_json_error(&je, err, errlen);
+        return NULL;
+    }
+    struct config *cfg = config_from_json(root, err, errlen);
+    json_decref(root);
+    return cfg;
+}
+
+struct config *config_load_string(const char *json, size_t len, char *err, size_t errlen)
+{
+    json_error_t je;
+    json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root) {
+        config_json_error(&je, err, errlen);
+        return NULL;
+    }
+    struct config *cfg = config_from_json(root, err, errlen);
+    json_decref(root);
+    return cfg;
+}
+
+static void config_free_strv(char **v, size_t n)
+{
+    if (!v)
+        return;
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+void config_free(struct config *cfg)
+{
+    if (!cfg)
+        return;
+    for (size_t i = 0; i < cfg->n_services; i++) {
+        struct service_conf *svc = &cfg->services[i];
+        for (size_t j = 0; j < svc->n_ports; j++)
+            free(svc->ports[j].backends);
+        free(svc->ports);
+        free(svc->key_dir);
+    }
+    free(cfg->services);
+    free(cfg->tor.binary);
+    free(cfg->tor.control_socket);
+    free(cfg->tor.user);
+    config_free_strv(cfg->tor.extra_torrc, cfg->tor.n_extra_torrc);
+    free(cfg->status.socket);
+    free(cfg->status.allowed_uids);
+    free(cfg->status.allowed_gids);
+    free(cfg->onion_location.dir);
+    config_free_strv(cfg->onion_location.on_change, cfg->onion_location.n_on_change);
+    free(cfg->state_dir);
+    free(cfg->run_dir);
+    free(cfg);
+}
+
+/* ---- lookups and comparisons --------------------------------------------------------------------- */
+
+const struct service_conf *config_find_service(const struct config *cfg, const char *name)
+{
+    if (!cfg || !name)
+        return NULL;
+    for (size_t i = 0; i < cfg->n_services; i++)
+        if (strcmp(cfg->services[i].name, name) == 0)
+            return &cfg->services[i];
+    return NULL;
+}
+
+const struct port_conf *service_conf_find_port(const struct service_conf *svc, uint16_t virtual_port)
+{
+    if (!svc)
+        return NULL;
+    for (size_t i = 0; i < svc->n_ports; i++)
+        if (svc->ports[i].virtual_port == virtual_port)
+            return &svc->ports[i];
+    return NULL;
+}
+
+bool backend_conf_equal(const struct backend_conf *a, const struct backend_conf *b)
+{
+    /* The address text is for logs: "unix:/x" and "/x" are the same backend. */
+    return strcmp(a->name, b->name) == 0 && a->weight == b->weight && a->addr.kind == b->addr.kind &&
+           a->addr.family == b->addr.family && a->addr.port == b->addr.port &&
+           strcmp(a->addr.host, b->addr.host) == 0 && strcmp(a->addr.path, b->addr.path) == 0;
+}
+
+bool health_conf_equal(const struct health_conf *a, const struct health_conf *b)
+{
+    if (a->type != b->type || a->interval_ms != b->interval_ms || a->timeout_ms != b->timeout_ms ||
+        a->rise != b->rise || a->fall != b->fall || a->method != b->method || strcmp(a->path, b->path) != 0 ||
+        strcmp(a->host, b->host) != 0 || a->n_expect_status != b->n_expect_status)
+        return false;
+    /* A set: entries are unique, so equal sizes and a ⊆ b mean equal. */
+    for (size_t i = 0; i < a->n_expect_status; i++) {
+        bool found = false;
+        for (size_t j = 0; j < b->n_expect_status && !found; j++)
+            found = a->expect_status[i] == b->expect_status[j];
+        if (!found)
+            return false;
+    }
+    return true;
+}
+
+bool port_conf_equal(const struct port_conf *a, const struct port_conf *b)
+{
+    if (a->virtual_port != b->virtual_port || a->n_backends != b->n_backends || a->balance != b->balance ||
+        a->connect_timeout_ms != b->connect_timeout_ms ||
+        a->max_streams_per_circuit != b->max_streams_per_circuit || a->proxy_protocol != b->proxy_protocol ||
+        !health_conf_equal(&a->health, &b->health))
+        return false;
+    for (size_t i = 0; i < a->n_backends; i++)
+        if (!backend_conf_equal(&a->backends[i], &b->backends[i]))
+            return false;
+    return true;
+}
+
+bool service_conf_tor_equal(const struct service_conf *a, const struct service_conf *b)
+{
+    if (strcmp(a->name, b->name) != 0 || strcmp(a->key_dir, b->key_dir) != 0 || a->max_streams != b->max_streams ||
+        a->n_ports != b->n_ports)
+        return false;
+    /* Virtual ports are unique within a service: equal counts and a ⊆ b mean the same set. */
+    for (size_t i = 0; i < a->n_ports; i++)
+        if (!service_conf_find_port(b, a->ports[i].virtual_port))
+            return false;
+    return true;
+}
+
+bool service_conf_equal(const struct service_conf *a, const struct service_conf *b)
+{
+    if (!service_conf_tor_equal(a, b))
+        return false;
+    for (size_t i = 0; i < a->n_ports; i++)
+        if (!port_conf_equal(&a->ports[i], service_conf_find_port(b, a->ports[i].virtual_port)))
+            return false;
+    return true;
+}
+
+/* ---- stringers ----------------------------------------------------------------------------------- */
+
+const char *balance_policy_str(enum balance_policy p)
+{
+    switch (p) {
+    case BALANCE_ROUND_ROBIN: return "round_robin";
+    case BALANCE_LEAST_CONN: return "least_conn";
+    case BALANCE_CIRCUIT: return "circuit";
+    }
+    return "unknown";
+}
+
+const char *health_type_str(enum health_type t)
+{
+    switch (t) {
+    case HEALTH_TCP: return "tcp";
+    case HEALTH_HTTP: return "http";
+    case HEALTH_HTTPS: return "https";
+    case HEALTH_NONE: return "none";
+    }
+    return "unknown";
+}
+
+const char *health_method_str(enum health_method m)
+{
+    switch (m) {
+    case HEALTH_METHOD_GET: return "GET";
+    case HEALTH_METHOD_HEAD: return "HEAD";
+    case HEALTH_METHOD_OPTIONS: return "OPTIONS";
+    }
+    return "unknown";
+}
+
+const char *tor_mode_str(enum tor_mode m)
+{
+    switch (m) {
+    case TOR_MODE_SPAWN: return "spawn";
+    case TOR_MODE_ATTACH: return "attach";
+    }
+    return "unknown";
+}
+
+const char *config_log_level_str(enum config_log_level l)
+{
+    switch (l) {
+    case CONFIG_LOG_DEBUG: return "debug";
+    case CONFIG_LOG_INFO: return "info";
+    case CONFIG_LOG_NOTICE: return "notice";
+    case CONFIG_LOG_WARN: return "warn";
+    case CONFIG_LOG_ERROR: return "error";
+    }
+    return "unknown";
+}
+
+const char *backend_addr_kind_str(enum backend_addr_kind k)
+{
+    switch (k) {
+    case BACKEND_ADDR_INET: return "inet";
+    case BACKEND_ADDR_UNIX: return "unix";
+    }
+    return "unknown";
+}

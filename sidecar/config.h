@@ -1,0 +1,216 @@
+/* config.h — onionfront's configuration: the JSON file (templates/CONFIG.md) as plain data.
+ *
+ * Owns loading and strict validation of the config file, defaults (resolved at load time, so every field
+ * below is set and later code never re-derives a default), and the comparisons reload needs. Does not own
+ * any runtime state (timers, sockets, counters): runtime structs embed or point at these. Does not touch
+ * the file system beyond reading the file, resolve host names, talk to tor or log.
+ *
+ * Leaf structs (struct backend_addr, struct backend_conf, struct health_conf) hold no pointers and may be
+ * copied by value into runtime structs. The others point into memory owned by their struct config. */
+#ifndef CONFIG_H
+#define CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define CONFIG_MAX_SERVICES 64
+#define CONFIG_MAX_PORTS 64         /* per service */
+#define CONFIG_MAX_BACKENDS 64      /* per port */
+#define CONFIG_MAX_LIST 64          /* allowed_uids, allowed_gids, on_change, extra_torrc entries */
+#define CONFIG_MAX_EXPECT_STATUS 32 /* health.expect_status entries */
+#define CONFIG_SERVICE_NAME_MAX 32
+#define CONFIG_BACKEND_NAME_MAX 64
+#define CONFIG_HOST_MAX 253       /* DNS name limit (RFC 1035); IP literals are shorter */
+#define CONFIG_UNIX_PATH_MAX 107  /* sizeof(sockaddr_un.sun_path) - 1 on Linux */
+#define CONFIG_ADDR_TEXT_MAX 259  /* the longest valid address text: 253-byte host + ":65535" */
+#define CONFIG_PATH_MAX 4095      /* any file system path */
+#define CONFIG_RUN_DIR_MAX 56     /* leaves room for run_dir/proxy/<service>-<port>.sock in sun_path */
+#define CONFIG_HTTP_PATH_MAX 1024 /* health.path */
+#define CONFIG_HTTP_HOST_MAX 255  /* health.host */
+#define CONFIG_TORRC_LINE_MAX 1024
+#define CONFIG_USER_MAX 32
+
+enum tor_mode {
+    TOR_MODE_SPAWN,  /* onionfront starts and supervises its own tor */
+    TOR_MODE_ATTACH, /* onionfront uses a running tor through tor.control_socket */
+};
+
+enum balance_policy {
+    BALANCE_ROUND_ROBIN,
+    BALANCE_LEAST_CONN,
+    BALANCE_CIRCUIT, /* all streams of one rendezvous circuit go to the same backend */
+};
+
+enum health_type {
+    HEALTH_TCP,
+    HEALTH_HTTP,
+    HEALTH_HTTPS,
+    HEALTH_NONE, /* no checks: every backend with weight > 0 counts as up */
+};
+
+enum health_method {
+    HEALTH_METHOD_GET,
+    HEALTH_METHOD_HEAD,
+    HEALTH_METHOD_OPTIONS,
+};
+
+enum config_log_level {
+    CONFIG_LOG_DEBUG,
+    CONFIG_LOG_INFO,
+    CONFIG_LOG_NOTICE,
+    CONFIG_LOG_WARN,
+    CONFIG_LOG_ERROR,
+};
+
+enum backend_addr_kind {
+    BACKEND_ADDR_INET, /* host + port */
+    BACKEND_ADDR_UNIX, /* path */
+};
+
+/* A parsed "target"/"address": "host:port" (IPv4 literal or host name), "[v6]:port", "/abs/path" or
+ * "unix:/abs/path". */
+struct backend_addr {
+    enum backend_addr_kind kind;
+    char host[CONFIG_HOST_MAX + 1]; /* INET: host name (as written) or IP literal (canonical form, IPv6
+                                       without brackets); "" for UNIX */
+    int family;                     /* INET: AF_INET or AF_INET6 for literals, AF_UNSPEC for host names;
+                                       AF_UNIX for UNIX */
+    uint16_t port;                  /* INET: 1-65535; 0 for UNIX */
+    char path[CONFIG_UNIX_PATH_MAX + 1]; /* UNIX: absolute path, "//" collapsed; "" for INET */
+    char text[CONFIG_ADDR_TEXT_MAX + 1]; /* the address as written in the config, for logs */
+};
+
+struct backend_conf {
+    char name[CONFIG_BACKEND_NAME_MAX + 1]; /* unique within its port; default "<service>-<virtual>-<i>" */
+    struct backend_addr addr;
+    unsigned weight; /* 0-256; 0 = drained (no new streams) */
+};
+
+struct health_conf {
+    enum health_type type;
+    unsigned interval_ms; /* 100-3600000 */
+    unsigned timeout_ms;  /* 50-60000, < interval_ms */
+    unsigned rise;        /* consecutive successes to mark a backend up, 1-100 */
+    unsigned fall;        /* consecutive failures to mark a backend down, 1-100 */
+    /* http and https only (defaults are filled in for every type): */
+    enum health_method method;
+    char path[CONFIG_HTTP_PATH_MAX + 1];
+    char host[CONFIG_HTTP_HOST_MAX + 1]; /* Host header; "" = derive from the backend address */
+    uint16_t expect_status[CONFIG_MAX_EXPECT_STATUS];
+    size_t n_expect_status; /* >= 1 */
+};
+
+struct port_conf {
+    uint16_t virtual_port;         /* the onion service's port, unique within the service */
+    struct backend_conf *backends; /* n_backends >= 1; a "target" becomes backends[0] */
+    size_t n_backends;
+    bool from_target; /* written as "target" (for messages only; behaves like a one-backend pool) */
+    enum balance_policy balance;
+    unsigned connect_timeout_ms;      /* 100-60000 */
+    unsigned max_streams_per_circuit; /* 0-65535, 0 = unlimited */
+    bool proxy_protocol;              /* send a PROXY v2 header to backends */
+    struct health_conf health;
+};
+
+struct service_conf {
+    char name[CONFIG_SERVICE_NAME_MAX + 1];
+    char *key_dir;        /* always set: absolute, default <state_dir>/keys/<name> */
+    unsigned max_streams; /* HiddenServiceMaxStreams, 0-65535, 0 = unlimited */
+    struct port_conf *ports;
+    size_t n_ports; /* >= 1 */
+};
+
+struct tor_conf {
+    enum tor_mode mode;
+    char *binary;         /* spawn: absolute path (default /usr/bin/tor); attach: NULL */
+    char *control_socket; /* always set: attach: as configured; spawn: <run_dir>/control/control.sock */
+    char *user;           /* spawn only: tor's User option; NULL = not set */
+    unsigned bootstrap_timeout;   /* seconds, 10-3600 */
+    unsigned command_timeout;     /* seconds, 1-600 */
+    unsigned restart_backoff_max; /* seconds, 1-3600 */
+    char **extra_torrc;           /* spawn only: validated torrc lines */
+    size_t n_extra_torrc;
+};
+
+struct status_conf {
+    char *socket; /* always set: default <run_dir>/status.sock */
+    uid_t *allowed_uids; /* besides the daemon's own uid */
+    size_t n_allowed_uids;
+    gid_t *allowed_gids;
+    size_t n_allowed_gids;
+};
+
+struct metrics_conf {
+    bool enabled;    /* false when "listen" is absent or null */
+    char listen[64]; /* as written, e.g. "127.0.0.1:9464" */
+    char host[46];   /* loopback IP literal, IPv6 without brackets */
+    int family;      /* AF_INET or AF_INET6 */
+    uint16_t port;
+};
+
+struct probe_conf {
+    unsigned hsfetch_interval;   /* seconds, 10-86400 */
+    unsigned republish_deadline; /* seconds, 10-3600 */
+};
+
+struct onion_location_conf {
+    bool enabled;     /* the "onion_location" object is present */
+    char *dir;        /* enabled: absolute directory for the per-service include files */
+    char **on_change; /* NULL-terminated argv (on_change[0] absolute), or NULL for no command */
+    size_t n_on_change;
+};
+
+struct config {
+    char *state_dir; /* absolute, no trailing "/" */
+    char *run_dir;   /* absolute, no trailing "/", at most CONFIG_RUN_DIR_MAX bytes */
+    enum config_log_level log_level;
+    struct tor_conf tor;
+    struct service_conf *services;
+    size_t n_services; /* >= 1 */
+    struct status_conf status;
+    struct metrics_conf metrics;
+    struct probe_conf probe;
+    struct onion_location_conf onion_location;
+};
+
+/* Read and validate the JSON config at `path`. Return a new config (free with config_free), or NULL with
+ * a message in `err`: "line L, column C: ..." for JSON syntax errors (duplicate keys included), "<field
+ * path>: ..." (e.g. "services[1].ports[0].target: port must be 1-65535") for everything else. */
+struct config *config_load_file(const char *path, char *err, size_t errlen);
+
+/* As config_load_file, from `len` bytes at `json` (need not be NUL-terminated). */
+struct config *config_load_string(const char *json, size_t len, char *err, size_t errlen);
+
+/* Free `cfg` and everything it holds. NULL is a no-op. */
+void config_free(struct config *cfg);
+
+/* The service named `name`, or NULL. Borrowed from `cfg`. */
+const struct service_conf *config_find_service(const struct config *cfg, const char *name);
+
+/* The port of `svc` with this virtual port, or NULL. Borrowed from `svc`. */
+const struct port_conf *service_conf_find_port(const struct service_conf *svc, uint16_t virtual_port);
+
+/* True if the two are the same in every field (backend order matters: it is the round-robin order). */
+bool backend_conf_equal(const struct backend_conf *a, const struct backend_conf *b);
+bool health_conf_equal(const struct health_conf *a, const struct health_conf *b);
+bool port_conf_equal(const struct port_conf *a, const struct port_conf *b);
+
+/* True if the two services are the same in every field. Ports are matched by virtual port, so a
+ * reordering of "ports" alone is no difference. */
+bool service_conf_equal(const struct service_conf *a, const struct service_conf *b);
+
+/* True if tor would be given the same HiddenService* lines for both: same name, key_dir, max_streams and
+ * set of virtual ports. Backends, balance, health and the other data-path settings are ignored. */
+bool service_conf_tor_equal(const struct service_conf *a, const struct service_conf *b);
+
+/* Stringers: the config file's spelling of each value ("round_robin", "http", "spawn", ...). */
+const char *balance_policy_str(enum balance_policy p);
+const char *health_type_str(enum health_type t);
+const char *health_method_str(enum health_method m);
+const char *tor_mode_str(enum tor_mode m);
+const char *config_log_level_str(enum config_log_level l);
+const char *backend_addr_kind_str(enum backend_addr_kind k);
+
+#endif

@@ -1,0 +1,1128 @@
+/* test_config.c — unit tests for sidecar/config.c: loading and strict validation of the JSON config.
+ *
+ * Tables: bad config -> the exact error it must produce (one cmocka test per row, named after the row),
+ * valid addresses -> their parsed form, pairs of services -> whether they are equal / equal for tor.
+ * Plus: every default of a minimal config, every field of a full one, the shipped templates, limits
+ * built with jansson, and JSON syntax errors with line/column.
+ *
+ * JSON in the tables is written with ' for " (see sq()); a JSON backslash escape is written "\\". */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <jansson.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "sidecar/config.h"
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+struct test_state {
+    struct config *cfg;
+    struct config *cfg2;
+    char err[1024];
+};
+
+static int setup(void **state)
+{
+    struct test_state *ts = calloc(1, sizeof *ts);
+    if (!ts)
+        return -1;
+    *state = ts;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct test_state *ts = *state;
+    config_free(ts->cfg);
+    config_free(ts->cfg2);
+    free(ts);
+    return 0;
+}
+
+/* A copy of `s` with every ' turned into ". */
+static char *sq(const char *s)
+{
+    char *out = strdup(s);
+    assert_non_null(out);
+    for (char *p = out; *p; p++)
+        if (*p == '\'')
+            *p = '"';
+    return out;
+}
+
+/* Load the single-quoted JSON `s`; on success err is left as it was. */
+static struct config *load_sq(const char *s, char *err, size_t errlen)
+{
+    char *json = sq(s);
+    struct config *cfg = config_load_string(json, strlen(json), err, errlen);
+    free(json);
+    return cfg;
+}
+
+/* Load `s`, which must be valid: fail with the loader's message otherwise. */
+static struct config *load_ok(struct test_state *ts, const char *s)
+{
+    ts->err[0] = '\0';
+    struct config *cfg = load_sq(s, ts->err, sizeof ts->err);
+    if (!cfg)
+        fail_msg("config did not load: %s\n  config: %s", ts->err, s);
+    return cfg;
+}
+
+/* ---- building blocks for the tables ---------------------------------------------------------------- */
+
+#define TOP(x) "{'state_dir':'/var/lib/of','run_dir':'/run/of'," x "}"
+#define SVC1 "'services':[{'name':'web','ports':[{'virtual':80,'target':'127.0.0.1:8080'}]}]"
+#define WITH(x) TOP(x "," SVC1)                          /* extra top-level members */
+#define TOR(x) WITH("'tor':{" x "}")                     /* members of "tor" */
+#define SERVICES(x) TOP("'services':[" x "]")            /* the services array */
+#define PORTS1 "'ports':[{'virtual':80,'target':'127.0.0.1:8080'}]"
+#define SVC(x) SERVICES("{'name':'web'," PORTS1 x "}")   /* extra members of services[0], ","-led */
+#define PORT(x) SERVICES("{'name':'web','ports':[{" x "}]}") /* members of ports[0] */
+#define TARGET(t) PORT("'virtual':80,'target':'" t "'")
+#define BACKENDS(x) PORT("'virtual':80,'backends':[" x "]")
+#define HEALTH(x) PORT("'virtual':80,'target':'127.0.0.1:8080','health':{" x "}")
+#define STATUS(x) WITH("'status':{" x "}")
+#define METRICS(x) WITH("'metrics':{" x "}")
+#define LISTEN(x) METRICS("'listen':'" x "'")
+#define PROBE(x) WITH("'probe':{" x "}")
+#define OLOC(x) WITH("'onion_location':{" x "}")
+#define ATTACH(x) TOR("'mode':'attach','control_socket':'/run/tor/control'" x)
+
+#define P0 "services[0].ports[0]"
+#define H0 P0 ".health"
+#define ADDR_FORMS "must be host:port, [v6]:port or an absolute unix socket path"
+#define OWNED "is managed by onionfront or breaks single-onion mode"
+#define LOOPBACK "must be a loopback address and port: 127.0.0.0/8 or [::1], e.g. \"127.0.0.1:9464\""
+
+/* 60 and 108 bytes: one over CONFIG_RUN_DIR_MAX and one over the unix socket path limit. */
+#define LONG60 "/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define LONG108 "/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
+struct bad_case {
+    const char *name;
+    const char *json;
+    const char *err;
+};
+
+#define BAD(json, err) {#json, json, err}
+
+static const struct bad_case bad_cases[] = {
+    /* JSON syntax: line and column from jansson */
+    BAD("{'state_dir': }", "line 1, column 15: unexpected token near '}'"),
+    BAD("{\n  'state_dir': '/a',\n  'state_dir': '/b'\n}",
+        "line 3, column 13: duplicate object key near '\"state_dir\"'"),
+    BAD("{'a':1} x", "line 1, column 9: end of file expected near 'x'"),
+    BAD("", "line 1, column 0: '[' or '{' expected near end of file"),
+    BAD("{'state_dir':'\\u0000'}",
+        "line 1, column 21: \\u0000 is not allowed without JSON_ALLOW_NUL near '\"\\u0000\"'"),
+    BAD("[]", "config: must be a JSON object"),
+
+    /* top level */
+    BAD(WITH("'statedir':'/x'"), "statedir: unknown key"),
+    BAD(WITH("'a\\u0001b':1"), "a\\x01b: unknown key"),
+    BAD(WITH("'a\\\"b\\\\':1"), "a\\\"b\\\\: unknown key"),
+    BAD(WITH("'" LONG108 "':1"),
+        "/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...: unknown key"),
+    BAD(SVC(",'key_dir':'/var/lib/of'"),
+        "services[0].key_dir: \"/var/lib/of\" overlaps tor's DataDirectory \"/var/lib/of/tor\""),
+    BAD("{'run_dir':'/run/of'," SVC1 "}", "state_dir: is required"),
+    BAD("{'state_dir':'/var/lib/of'," SVC1 "}", "run_dir: is required"),
+    BAD("{'state_dir':5,'run_dir':'/run/of'," SVC1 "}", "state_dir: must be a string"),
+    BAD("{'state_dir':'var/lib/of','run_dir':'/run/of'," SVC1 "}", "state_dir: must be an absolute path"),
+    BAD("{'state_dir':'','run_dir':'/run/of'," SVC1 "}", "state_dir: must be an absolute path"),
+    BAD("{'state_dir':'/var/../of','run_dir':'/run/of'," SVC1 "}",
+        "state_dir: must not contain \".\" or \"..\" components"),
+    BAD("{'state_dir':'/var/lib/of/.','run_dir':'/run/of'," SVC1 "}",
+        "state_dir: must not contain \".\" or \"..\" components"),
+    BAD("{'state_dir':'/var/lib/of\\n','run_dir':'/run/of'," SVC1 "}",
+        "state_dir: must not contain control characters"),
+    BAD("{'state_dir':'/var/lib/my of','run_dir':'/run/of'," SVC1 "}",
+        "state_dir: must be printable ASCII without spaces, '\"', '\\' or '#' in spawn mode (it goes into "
+        "tor's torrc)"),
+    BAD("{'state_dir':'/var/lib/of','run_dir':'/run/#of'," SVC1 "}",
+        "run_dir: must be printable ASCII without spaces, '\"', '\\' or '#' in spawn mode (it goes into "
+        "tor's torrc)"),
+    BAD("{'state_dir':'/var/lib/of','run_dir':'" LONG60 "'," SVC1 "}",
+        "run_dir: must be at most 56 bytes (unix socket paths under it are limited to 107 bytes)"),
+    BAD(WITH("'log_level':'loud'"), "log_level: must be one of \"debug\", \"info\", \"notice\", \"warn\", \"error\""),
+    BAD(WITH("'log_level':3"), "log_level: must be one of \"debug\", \"info\", \"notice\", \"warn\", \"error\""),
+    BAD(TOP("'log_level':'info'"), "services: is required"),
+    BAD(TOP("'services':[]"), "services: must have 1-64 entries"),
+    BAD(TOP("'services':{}"), "services: must be an array"),
+    BAD(TOP("'services':[1]"), "services[0]: must be an object"),
+    BAD(WITH("'tor':[]"), "tor: must be an object"),
+    BAD(WITH("'tor':null"), "tor: must be an object"),
+    BAD(WITH("'status':'x'"), "status: must be an object"),
+    BAD(WITH("'metrics':1"), "metrics: must be an object"),
+    BAD(WITH("'probe':true"), "probe: must be an object"),
+    BAD(WITH("'onion_location':[]"), "onion_location: must be an object"),
+
+    /* tor */
+    BAD(TOR("'mod':'spawn'"), "tor.mod: unknown key"),
+    BAD(TOR("'mode':'fork'"), "tor.mode: must be one of \"spawn\", \"attach\""),
+    BAD(TOR("'command_timeout':'30'"), "tor.command_timeout: must be an integer"),
+    BAD(TOR("'command_timeout':30.5"), "tor.command_timeout: must be an integer"),
+    BAD(TOR("'command_timeout':true"), "tor.command_timeout: must be an integer"),
+    BAD(TOR("'command_timeout':0"), "tor.command_timeout: must be 1-600"),
+    BAD(TOR("'command_timeout':601"), "tor.command_timeout: must be 1-600"),
+    BAD(TOR("'bootstrap_timeout':9"), "tor.bootstrap_timeout: must be 10-3600"),
+    BAD(TOR("'bootstrap_timeout':3601"), "tor.bootstrap_timeout: must be 10-3600"),
+    BAD(TOR("'restart_backoff_max':0"), "tor.restart_backoff_max: must be 1-3600"),
+    BAD(TOR("'restart_backoff_max':-5"), "tor.restart_backoff_max: must be 1-3600"),
+    BAD(TOR("'binary':'tor'"), "tor.binary: must be an absolute path"),
+    BAD(TOR("'binary':null"), "tor.binary: must be a string"),
+    BAD(TOR("'control_socket':'/run/tor/control'"),
+        "tor.control_socket: not allowed in spawn mode (onionfront uses /run/of/control/control.sock)"),
+    BAD(TOR("'mode':'attach'"), "tor.control_socket: is required in attach mode"),
+    BAD(TOR("'mode':'attach','control_socket':'control'"), "tor.control_socket: must be an absolute path"),
+    BAD(TOR("'mode':'attach','control_socket':'/'"), "tor.control_socket: must be an absolute path to a socket"),
+    BAD(TOR("'mode':'attach','control_socket':'" LONG108 "'"),
+        "tor.control_socket: must be at most 107 bytes (the limit for unix socket paths)"),
+    BAD(ATTACH(",'binary':'/usr/bin/tor'"), "tor.binary: only allowed in spawn mode"),
+    BAD(ATTACH(",'user':'debian-tor'"), "tor.user: only allowed in spawn mode"),
+    BAD(ATTACH(",'extra_torrc':[]"), "tor.extra_torrc: only allowed in spawn mode"),
+    BAD(TOR("'user':'Root'"), "tor.user: must match ^[a-z_][a-z0-9_-]{0,31}$"),
+    BAD(TOR("'user':''"), "tor.user: must match ^[a-z_][a-z0-9_-]{0,31}$"),
+    BAD(TOR("'user':'1tor'"), "tor.user: must match ^[a-z_][a-z0-9_-]{0,31}$"),
+    BAD(TOR("'user':0"), "tor.user: must be a string"),
+    BAD(TOR("'user':'a23456789012345678901234567890123'"), "tor.user: must match ^[a-z_][a-z0-9_-]{0,31}$"),
+    BAD(TOR("'extra_torrc':'SocksPort 0'"), "tor.extra_torrc: must be an array"),
+    BAD(TOR("'extra_torrc':[1]"), "tor.extra_torrc[0]: must be a string"),
+    BAD(TOR("'extra_torrc':['SocksPort 9050']"), "tor.extra_torrc[0]: option \"SocksPort\" " OWNED),
+    BAD(TOR("'extra_torrc':['TestingTorNetwork 1','HiddenServiceDir /x']"),
+        "tor.extra_torrc[1]: option \"HiddenServiceDir\" " OWNED),
+    BAD(TOR("'extra_torrc':['hiddenservicesinglehopmode 0']"),
+        "tor.extra_torrc[0]: option \"hiddenservicesinglehopmode\" " OWNED),
+    BAD(TOR("'extra_torrc':['socksport 0']"), "tor.extra_torrc[0]: option \"socksport\" " OWNED),
+    BAD(TOR("'extra_torrc':['SocksP 9050']"), "tor.extra_torrc[0]: option \"SocksP\" " OWNED),
+    BAD(TOR("'extra_torrc':['  TransPort 9040']"), "tor.extra_torrc[0]: option \"TransPort\" " OWNED),
+    BAD(TOR("'extra_torrc':['+HiddenServicePort 80 1.2.3.4:80']"),
+        "tor.extra_torrc[0]: option \"HiddenServicePort\" " OWNED),
+    BAD(TOR("'extra_torrc':['/SocksPort']"), "tor.extra_torrc[0]: option \"SocksPort\" " OWNED),
+    BAD(TOR("'extra_torrc':['__OwningControllerProcess 1']"),
+        "tor.extra_torrc[0]: option \"__OwningControllerProcess\" " OWNED),
+    BAD(TOR("'extra_torrc':['NATDPort 1']"), "tor.extra_torrc[0]: option \"NATDPort\" " OWNED),
+    BAD(TOR("'extra_torrc':['DNSPort 53']"), "tor.extra_torrc[0]: option \"DNSPort\" " OWNED),
+    BAD(TOR("'extra_torrc':['HTTPTunnelPort 8118']"), "tor.extra_torrc[0]: option \"HTTPTunnelPort\" " OWNED),
+    BAD(TOR("'extra_torrc':['ControlPort 9051']"), "tor.extra_torrc[0]: option \"ControlPort\" " OWNED),
+    BAD(TOR("'extra_torrc':['ControlSocket /x']"), "tor.extra_torrc[0]: option \"ControlSocket\" " OWNED),
+    BAD(TOR("'extra_torrc':['DataDirectory /tmp']"), "tor.extra_torrc[0]: option \"DataDirectory\" " OWNED),
+    BAD(TOR("'extra_torrc':['CookieAuthentication 0']"),
+        "tor.extra_torrc[0]: option \"CookieAuthentication\" " OWNED),
+    BAD(TOR("'extra_torrc':['CookieAuthFile /x']"), "tor.extra_torrc[0]: option \"CookieAuthFile\" " OWNED),
+    BAD(TOR("'extra_torrc':['RunAsDaemon 1']"), "tor.extra_torrc[0]: option \"RunAsDaemon\" " OWNED),
+    BAD(TOR("'extra_torrc':['User root']"),
+        "tor.extra_torrc[0]: option \"User\" is managed by onionfront (use tor.user)"),
+    BAD(TOR("'extra_torrc':['Nickname a\\nSocksPort 9050']"),
+        "tor.extra_torrc[0]: must not contain CR, LF or other control characters"),
+    BAD(TOR("'extra_torrc':['Nickname a\\r']"),
+        "tor.extra_torrc[0]: must not contain CR, LF or other control characters"),
+    BAD(TOR("'extra_torrc':['']"), "tor.extra_torrc[0]: must not be empty"),
+    BAD(TOR("'extra_torrc':[' \\t ']"), "tor.extra_torrc[0]: must not be empty"),
+    BAD(TOR("'extra_torrc':['Nickname a\\\\']"),
+        "tor.extra_torrc[0]: must not end with \"\\\" (a torrc line continuation)"),
+    BAD(TOR("'extra_torrc':['%include /etc/tor/torrc.d']"),
+        "tor.extra_torrc[0]: must start with a torrc option name"),
+    BAD(TOR("'extra_torrc':['# comment']"), "tor.extra_torrc[0]: must start with a torrc option name"),
+    BAD(TOR("'extra_torrc':['Socks-Port 1']"), "tor.extra_torrc[0]: must start with a torrc option name"),
+
+    /* services[] */
+    BAD(SVC(",'portz':[]"), "services[0].portz: unknown key"),
+    BAD(SERVICES("{" PORTS1 "}"), "services[0].name: is required"),
+    BAD(SERVICES("{'name':7," PORTS1 "}"), "services[0].name: must be a string"),
+    BAD(SERVICES("{'name':'Web'," PORTS1 "}"), "services[0].name: must match ^[a-z0-9][a-z0-9_-]{0,31}$"),
+    BAD(SERVICES("{'name':'-web'," PORTS1 "}"), "services[0].name: must match ^[a-z0-9][a-z0-9_-]{0,31}$"),
+    BAD(SERVICES("{'name':''," PORTS1 "}"), "services[0].name: must match ^[a-z0-9][a-z0-9_-]{0,31}$"),
+    BAD(SERVICES("{'name':'a23456789012345678901234567890123'," PORTS1 "}"),
+        "services[0].name: must match ^[a-z0-9][a-z0-9_-]{0,31}$"),
+    BAD(SERVICES("{'name':'web'," PORTS1 "},{'name':'api'," PORTS1 "},{'name':'web'," PORTS1 "}"),
+        "services[2].name: duplicate service name \"web\""),
+    BAD(SVC(",'key_dir':'keys/web'"), "services[0].key_dir: must be an absolute path"),
+    BAD(SVC(",'key_dir':5"), "services[0].key_dir: must be a string"),
+    BAD(SERVICES("{'name':'a','key_dir':'/keys/x'," PORTS1 "},{'name':'b','key_dir':'/keys/x/'," PORTS1 "}"),
+        "services[1].key_dir: \"/keys/x\" is already used by services[0]"),
+    BAD(SERVICES("{'name':'a','key_dir':'/var/lib/of/keys/b'," PORTS1 "},{'name':'b'," PORTS1 "}"),
+        "services[1].key_dir: \"/var/lib/of/keys/b\" is already used by services[0]"),
+    BAD(SERVICES("{'name':'a','key_dir':'/keys'," PORTS1 "},{'name':'b','key_dir':'/keys/b'," PORTS1 "}"),
+        "services[1].key_dir: \"/keys/b\" overlaps services[0].key_dir \"/keys\""),
+    BAD(SVC(",'key_dir':'/var/lib/of/tor/keys'"),
+        "services[0].key_dir: \"/var/lib/of/tor/keys\" overlaps tor's DataDirectory \"/var/lib/of/tor\""),
+    BAD(SVC(",'key_dir':'/run/of/keys'"), "services[0].key_dir: \"/run/of/keys\" overlaps run_dir \"/run/of\""),
+    BAD(SVC(",'key_dir':'/var/lib'"),
+        "services[0].key_dir: \"/var/lib\" overlaps tor's DataDirectory \"/var/lib/of/tor\""),
+    BAD(SVC(",'max_streams':65536"), "services[0].max_streams: must be 0-65535"),
+    BAD(SVC(",'max_streams':-1"), "services[0].max_streams: must be 0-65535"),
+    BAD(SERVICES("{'name':'web'}"), "services[0].ports: is required"),
+    BAD(SERVICES("{'name':'web','ports':[]}"), "services[0].ports: must have 1-64 entries"),
+    BAD(SERVICES("{'name':'web','ports':{}}"), "services[0].ports: must be an array"),
+    BAD(SERVICES("{'name':'web','ports':['80']}"), "services[0].ports[0]: must be an object"),
+
+    /* ports[] */
+    BAD(PORT("'virtual':80,'tagret':'127.0.0.1:8080'"), P0 ".tagret: unknown key"),
+    BAD(PORT("'target':'127.0.0.1:8080'"), P0 ".virtual: is required"),
+    BAD(PORT("'virtual':'80','target':'127.0.0.1:8080'"), P0 ".virtual: must be an integer"),
+    BAD(PORT("'virtual':0,'target':'127.0.0.1:8080'"), P0 ".virtual: must be 1-65535"),
+    BAD(PORT("'virtual':65536,'target':'127.0.0.1:8080'"), P0 ".virtual: must be 1-65535"),
+    BAD(SERVICES("{'name':'web','ports':[{'virtual':80,'target':'127.0.0.1:1'},"
+                 "{'virtual':80,'target':'127.0.0.1:2'}]}"),
+        "services[0].ports[1].virtual: duplicate virtual port 80"),
+    BAD(PORT("'virtual':80,'target':'127.0.0.1:8080','backends':[{'address':'127.0.0.1:8081'}]"),
+        P0 ": must have either \"target\" or \"backends\", not both"),
+    BAD(PORT("'virtual':80"), P0 ": must have \"target\" or \"backends\""),
+    BAD(PORT("'virtual':80,'target':8080"), P0 ".target: must be a string"),
+    BAD(TARGET("1.2.3.4"), P0 ".target: " ADDR_FORMS),
+    BAD(TARGET("host:0"), P0 ".target: port must be 1-65535"),
+    BAD(TARGET("host:70000"), P0 ".target: port must be 1-65535"),
+    BAD(TARGET("host:123456"), P0 ".target: port must be 1-65535"),
+    BAD(TARGET("host:http"), P0 ".target: " ADDR_FORMS),
+    BAD(TARGET("host:"), P0 ".target: " ADDR_FORMS),
+    BAD(TARGET("host:-1"), P0 ".target: " ADDR_FORMS),
+    BAD(TARGET(":80"), P0 ".target: " ADDR_FORMS),
+    BAD(TARGET(""), P0 ".target: " ADDR_FORMS),
+    BAD(TARGET("[::1"), P0 ".target: missing \"]\" after the IPv6 address"),
+    BAD(TARGET("[::1]"), P0 ".target: " ADDR_FORMS),
+    BAD(TARGET("[::1]80"), P0 ".target: " ADDR_FORMS),
+    BAD(TARGET("[::1]:0"), P0 ".target: port must be 1-65535"),
+    BAD(TARGET("[1.2.3.4]:80"), P0 ".target: not a valid IPv6 address inside [ ]"),
+    BAD(TARGET("[]:80"), P0 ".target: not a valid IPv6 address inside [ ]"),
+    BAD(TARGET("::1:80"), P0 ".target: IPv6 addresses must be written in brackets: [v6]:port"),
+    BAD(TARGET("1.2.3.256:80"), P0 ".target: \"1.2.3.256\" is not a valid IPv4 address"),
+    BAD(TARGET("1.2.3:80"), P0 ".target: \"1.2.3\" is not a valid IPv4 address"),
+    BAD(TARGET("bad host:80"), P0 ".target: invalid host name \"bad host\""),
+    BAD(TARGET("-bad:80"), P0 ".target: invalid host name \"-bad\""),
+    BAD(TARGET("a..b:80"), P0 ".target: invalid host name \"a..b\""),
+    BAD(TARGET("a.:80"), P0 ".target: invalid host name \"a.\""),
+    BAD(TARGET("a-.b:80"), P0 ".target: invalid host name \"a-.b\""),
+    BAD(TARGET("a.b/c:80"), P0 ".target: invalid host name \"a.b/c\""),
+    BAD(TARGET("relative/path"), P0 ".target: " ADDR_FORMS),
+    BAD(TARGET("unix:relative/path"), P0 ".target: unix socket path must be absolute"),
+    BAD(TARGET("unix:"), P0 ".target: unix socket path must be absolute"),
+    BAD(TARGET("/"), P0 ".target: " ADDR_FORMS),
+    BAD(TARGET("/run/../web.sock"), P0 ".target: unix socket path must not contain \".\" or \"..\" components"),
+    BAD(TARGET(LONG108), P0 ".target: unix socket path must be at most 107 bytes"),
+    BAD(PORT("'virtual':80,'backends':{}"), P0 ".backends: must be an array"),
+    BAD(BACKENDS(""), P0 ".backends: must have 1-64 entries"),
+    BAD(BACKENDS("'127.0.0.1:8081'"), P0 ".backends[0]: must be an object"),
+    BAD(BACKENDS("{'adress':'127.0.0.1:8081'}"), P0 ".backends[0].adress: unknown key"),
+    BAD(BACKENDS("{'name':'a'}"), P0 ".backends[0].address: is required"),
+    BAD(BACKENDS("{'address':['127.0.0.1:8081']}"), P0 ".backends[0].address: must be a string"),
+    BAD(BACKENDS("{'address':'127.0.0.1:1'},{'address':'localhost'}"), P0 ".backends[1].address: " ADDR_FORMS),
+    BAD(BACKENDS("{'name':'a b','address':'127.0.0.1:8081'}"), P0 ".backends[0].name: must match ^[A-Za-z0-9_.-]{1,64}$"),
+    BAD(BACKENDS("{'name':'','address':'127.0.0.1:8081'}"), P0 ".backends[0].name: must match ^[A-Za-z0-9_.-]{1,64}$"),
+    BAD(BACKENDS("{'name':'a2345678901234567890123456789012345678901234567890123456789012345','address':'127.0.0.1:1'}"),
+        P0 ".backends[0].name: must match ^[A-Za-z0-9_.-]{1,64}$"),
+    BAD(BACKENDS("{'name':'a','address':'127.0.0.1:1'},{'name':'a','address':'127.0.0.1:2'}"),
+        P0 ".backends[1].name: duplicate backend name \"a\""),
+    BAD(BACKENDS("{'name':'web-80-1','address':'127.0.0.1:1'},{'address':'127.0.0.1:2'}"),
+        P0 ".backends[1]: default name \"web-80-1\" is already used by backends[0]"),
+    BAD(BACKENDS("{'address':'127.0.0.1:1'},{'address':'127.0.0.1:1'}"),
+        P0 ".backends[1].address: \"127.0.0.1:1\" is already used by backends[0]"),
+    BAD(BACKENDS("{'address':'[::1]:1'},{'address':'[0:0::1]:1'}"),
+        P0 ".backends[1].address: \"[0:0::1]:1\" is already used by backends[0]"),
+    BAD(BACKENDS("{'address':'/run/a.sock'},{'address':'unix:/run//a.sock'}"),
+        P0 ".backends[1].address: \"unix:/run//a.sock\" is already used by backends[0]"),
+    BAD(BACKENDS("{'address':'127.0.0.1:1','weight':257}"), P0 ".backends[0].weight: must be 0-256"),
+    BAD(BACKENDS("{'address':'127.0.0.1:1','weight':-1}"), P0 ".backends[0].weight: must be 0-256"),
+    BAD(BACKENDS("{'address':'127.0.0.1:1','weight':1.5}"), P0 ".backends[0].weight: must be an integer"),
+    BAD(PORT("'virtual':80,'target':'127.0.0.1:1','balance':'random'"),
+        P0 ".balance: must be one of \"round_robin\", \"least_conn\", \"circuit\""),
+    BAD(PORT("'virtual':80,'target':'127.0.0.1:1','connect_timeout_ms':99"),
+        P0 ".connect_timeout_ms: must be 100-60000"),
+    BAD(PORT("'virtual':80,'target':'127.0.0.1:1','connect_timeout_ms':60001"),
+        P0 ".connect_timeout_ms: must be 100-60000"),
+    BAD(PORT("'virtual':80,'target':'127.0.0.1:1','max_streams_per_circuit':65536"),
+        P0 ".max_streams_per_circuit: must be 0-65535"),
+    BAD(PORT("'virtual':80,'target':'127.0.0.1:1','proxy_protocol':'yes'"),
+        P0 ".proxy_protocol: must be true or false"),
+    BAD(PORT("'virtual':80,'target':'127.0.0.1:1','proxy_protocol':1"),
+        P0 ".proxy_protocol: must be true or false"),
+
+    /* health */
+    BAD(PORT("'virtual':80,'target':'127.0.0.1:1','health':'tcp'"), H0 ": must be an object"),
+    BAD(HEALTH("'intervall':1000"), H0 ".intervall: unknown key"),
+    BAD(HEALTH("'type':'icmp'"), H0 ".type: must be one of \"tcp\", \"http\", \"https\", \"none\""),
+    BAD(HEALTH("'interval_ms':99"), H0 ".interval_ms: must be 100-3600000"),
+    BAD(HEALTH("'interval_ms':3600001"), H0 ".interval_ms: must be 100-3600000"),
+    BAD(HEALTH("'timeout_ms':49"), H0 ".timeout_ms: must be 50-60000"),
+    BAD(HEALTH("'timeout_ms':60001,'interval_ms':100000"), H0 ".timeout_ms: must be 50-60000"),
+    BAD(HEALTH("'interval_ms':1000,'timeout_ms':1000"), H0 ".timeout_ms: must be less than interval_ms (1000)"),
+    BAD(HEALTH("'timeout_ms':3000"), H0 ".timeout_ms: must be less than interval_ms (2000)"),
+    BAD(HEALTH("'interval_ms':500"), H0 ".interval_ms: must be greater than timeout_ms (1000)"),
+    BAD(HEALTH("'rise':0"), H0 ".rise: must be 1-100"),
+    BAD(HEALTH("'fall':101"), H0 ".fall: must be 1-100"),
+    BAD(HEALTH("'path':'/healthz'"), H0 ".path: only allowed for http and https checks"),
+    BAD(HEALTH("'type':'none','expect_status':[200]"), H0 ".expect_status: only allowed for http and https checks"),
+    BAD(HEALTH("'type':'tcp','method':'GET'"), H0 ".method: only allowed for http and https checks"),
+    BAD(HEALTH("'type':'tcp','host':null"), H0 ".host: only allowed for http and https checks"),
+    BAD(HEALTH("'type':'http','method':'POST'"), H0 ".method: must be one of \"GET\", \"HEAD\", \"OPTIONS\""),
+    BAD(HEALTH("'type':'http','method':'get'"), H0 ".method: must be one of \"GET\", \"HEAD\", \"OPTIONS\""),
+    BAD(HEALTH("'type':'http','path':'healthz'"), H0 ".path: must start with \"/\""),
+    BAD(HEALTH("'type':'http','path':''"), H0 ".path: must start with \"/\""),
+    BAD(HEALTH("'type':'http','path':'/a b'"), H0 ".path: must be printable ASCII without spaces"),
+    BAD(HEALTH("'type':'https','path':'/a\\r\\nX: y'"), H0 ".path: must be printable ASCII without spaces"),
+    BAD(HEALTH("'type':'http','path':1"), H0 ".path: must be a string"),
+    BAD(HEALTH("'type':'http','host':''"), H0 ".host: must not be empty (use null for the default)"),
+    BAD(HEALTH("'type':'http','host':5"), H0 ".host: must be a string or null"),
+    BAD(HEALTH("'type':'http','host':'a b'"), H0 ".host: must be printable ASCII without spaces"),
+    BAD(HEALTH("'type':'http','expect_status':200"), H0 ".expect_status: must be an array"),
+    BAD(HEALTH("'type':'http','expect_status':[]"), H0 ".expect_status: must have 1-32 entries"),
+    BAD(HEALTH("'type':'http','expect_status':[99]"), H0 ".expect_status[0]: must be 100-599"),
+    BAD(HEALTH("'type':'http','expect_status':[200,600]"), H0 ".expect_status[1]: must be 100-599"),
+    BAD(HEALTH("'type':'http','expect_status':['200']"), H0 ".expect_status[0]: must be an integer"),
+    BAD(HEALTH("'type':'http','expect_status':[200,204,200]"), H0 ".expect_status[2]: duplicate status 200"),
+
+    /* status */
+    BAD(STATUS("'sock':'/x'"), "status.sock: unknown key"),
+    BAD(STATUS("'socket':'status.sock'"), "status.socket: must be an absolute path"),
+    BAD(STATUS("'socket':'" LONG108 "'"),
+        "status.socket: must be at most 107 bytes (the limit for unix socket paths)"),
+    BAD(STATUS("'socket':'/run/of/control/control.sock'"), "status.socket: must differ from tor's control socket"),
+    BAD(STATUS("'allowed_uids':0"), "status.allowed_uids: must be an array"),
+    BAD(STATUS("'allowed_uids':[0,-1]"), "status.allowed_uids[1]: must be 0-4294967294"),
+    BAD(STATUS("'allowed_uids':[4294967295]"), "status.allowed_uids[0]: must be 0-4294967294"),
+    BAD(STATUS("'allowed_uids':[0,1000,0]"), "status.allowed_uids[2]: duplicate uid 0"),
+    BAD(STATUS("'allowed_gids':['0']"), "status.allowed_gids[0]: must be an integer"),
+    BAD(STATUS("'allowed_gids':[5,5]"), "status.allowed_gids[1]: duplicate gid 5"),
+
+    /* metrics */
+    BAD(METRICS("'listn':'127.0.0.1:9464'"), "metrics.listn: unknown key"),
+    BAD(LISTEN("0.0.0.0:9464"), "metrics.listen: " LOOPBACK),
+    BAD(LISTEN("[::]:9464"), "metrics.listen: " LOOPBACK),
+    BAD(LISTEN("10.0.0.1:9464"), "metrics.listen: " LOOPBACK),
+    BAD(LISTEN("[::ffff:127.0.0.1]:9464"), "metrics.listen: " LOOPBACK),
+    BAD(LISTEN("localhost:9464"), "metrics.listen: " LOOPBACK),
+    BAD(LISTEN("/run/of/metrics.sock"), "metrics.listen: " LOOPBACK),
+    BAD(LISTEN("127.0.0.1"), "metrics.listen: " LOOPBACK),
+    BAD(LISTEN("127.0.0.1:0"), "metrics.listen: port must be 1-65535"),
+    BAD(METRICS("'listen':9464"), "metrics.listen: must be a string or null"),
+
+    /* probe */
+    BAD(PROBE("'interval':300"), "probe.interval: unknown key"),
+    BAD(PROBE("'hsfetch_interval':9"), "probe.hsfetch_interval: must be 10-86400"),
+    BAD(PROBE("'hsfetch_interval':86401"), "probe.hsfetch_interval: must be 10-86400"),
+    BAD(PROBE("'republish_deadline':3601"), "probe.republish_deadline: must be 10-3600"),
+    BAD(PROBE("'republish_deadline':'120'"), "probe.republish_deadline: must be an integer"),
+
+    /* onion_location */
+    BAD(OLOC("'dir':'/etc/nginx/of','onchange':[]"), "onion_location.onchange: unknown key"),
+    BAD(OLOC("'on_change':['/bin/true']"), "onion_location.dir: is required"),
+    BAD(OLOC("'dir':'etc/nginx'"), "onion_location.dir: must be an absolute path"),
+    BAD(OLOC("'dir':'/etc/nginx','on_change':'/usr/sbin/nginx -s reload'"),
+        "onion_location.on_change: must be an array"),
+    BAD(OLOC("'dir':'/etc/nginx','on_change':['nginx','-s','reload']"),
+        "onion_location.on_change[0]: must be an absolute path (the command is run without a shell or PATH "
+        "search)"),
+    BAD(OLOC("'dir':'/etc/nginx','on_change':['/usr/sbin/nginx',1]"), "onion_location.on_change[1]: must be a string"),
+};
+
+static void test_bad_config(void **state)
+{
+    const struct bad_case *bc = *state;
+    char err[1024] = "";
+    struct config *cfg = load_sq(bc->json, err, sizeof err);
+    if (cfg) {
+        config_free(cfg);
+        fail_msg("loaded, but should fail with: %s\n  config: %s", bc->err, bc->json);
+    }
+    if (strcmp(err, bc->err) != 0)
+        fail_msg("wrong error\n  config:   %s\n  expected: %s\n  got:      %s", bc->json, bc->err, err);
+}
+
+/* ---- valid configs ------------------------------------------------------------------------------ */
+
+/* Every default, from the smallest valid config. */
+static void test_minimal_defaults(void **state)
+{
+    struct test_state *ts = *state;
+    const struct config *c = ts->cfg = load_ok(ts, TOP(SVC1));
+
+    assert_string_equal(c->state_dir, "/var/lib/of");
+    assert_string_equal(c->run_dir, "/run/of");
+    assert_int_equal(c->log_level, CONFIG_LOG_INFO);
+    assert_int_equal(c->tor.mode, TOR_MODE_SPAWN);
+    assert_string_equal(c->tor.binary, "/usr/bin/tor");
+    assert_string_equal(c->tor.control_socket, "/run/of/control/control.sock");
+    assert_null(c->tor.user);
+    assert_int_equal(c->tor.bootstrap_timeout, 300);
+    assert_int_equal(c->tor.command_timeout, 30);
+    assert_int_equal(c->tor.restart_backoff_max, 60);
+    assert_int_equal(c->tor.n_extra_torrc, 0);
+    assert_null(c->tor.extra_torrc);
+
+    assert_int_equal(c->n_services, 1);
+    const struct service_conf *s = &c->services[0];
+    assert_string_equal(s->name, "web");
+    assert_string_equal(s->key_dir, "/var/lib/of/keys/web");
+    assert_int_equal(s->max_streams, 0);
+    assert_int_equal(s->n_ports, 1);
+    const struct port_conf *p = &s->ports[0];
+    assert_int_equal(p->virtual_port, 80);
+    assert_true(p->from_target);
+    assert_int_equal(p->n_backends, 1);
+    assert_string_equal(p->backends[0].name, "web-80-0");
+    assert_int_equal(p->backends[0].weight, 1);
+    assert_int_equal(p->backends[0].addr.kind, BACKEND_ADDR_INET);
+    assert_int_equal(p->backends[0].addr.family, AF_INET);
+    assert_string_equal(p->backends[0].addr.host, "127.0.0.1");
+    assert_int_equal(p->backends[0].addr.port, 8080);
+    assert_string_equal(p->backends[0].addr.text, "127.0.0.1:8080");
+    assert_int_equal(p->balance, BALANCE_ROUND_ROBIN);
+    assert_int_equal(p->connect_timeout_ms, 3000);
+    assert_int_equal(p->max_streams_per_circuit, 0);
+    assert_false(p->proxy_protocol);
+    assert_int_equal(p->health.type, HEALTH_TCP);
+    assert_int_equal(p->health.interval_ms, 2000);
+    assert_int_equal(p->health.timeout_ms, 1000);
+    assert_int_equal(p->health.rise, 2);
+    assert_int_equal(p->health.fall, 3);
+    assert_int_equal(p->health.method, HEALTH_METHOD_GET);
+    assert_string_equal(p->health.path, "/");
+    assert_string_equal(p->health.host, "");
+    assert_int_equal(p->health.n_expect_status, 1);
+    assert_int_equal(p->health.expect_status[0], 200);
+
+    assert_string_equal(c->status.socket, "/run/of/status.sock");
+    assert_int_equal(c->status.n_allowed_uids, 0);
+    assert_int_equal(c->status.n_allowed_gids, 0);
+    assert_false(c->metrics.enabled);
+    assert_int_equal(c->probe.hsfetch_interval, 300);
+    assert_int_equal(c->probe.republish_deadline, 120);
+    assert_false(c->onion_location.enabled);
+    assert_null(c->onion_location.dir);
+    assert_null(c->onion_location.on_change);
+}
+
+/* Every field set to a value other than its default. */
+static void test_full_config(void **state)
+{
+    struct test_state *ts = *state;
+    const struct config *c = ts->cfg = load_ok(ts,
+        "{'state_dir':'/srv/of//','run_dir':'/run/of/','log_level':'debug',"
+        "'tor':{'mode':'spawn','binary':'/opt/tor/bin/tor','user':'debian-tor','bootstrap_timeout':60,"
+        "  'command_timeout':5,'restart_backoff_max':10,"
+        "  'extra_torrc':['TestingTorNetwork 1','DirAuthority a orport=5000 127.0.0.1:7000 AAAA',"
+        "                 '  Log info stderr','DataDirectoryGroupReadable 1','_HSLayer2Nodes x','l notice stdout']},"
+        "'services':[{'name':'shop','key_dir':'/etc/of/keys/shop','max_streams':100,'ports':["
+        "  {'virtual':443,'backends':[{'name':'app1','address':'[::1]:8443','weight':3},"
+        "                             {'address':'unix:/run/app2.sock','weight':0}],"
+        "   'balance':'circuit','connect_timeout_ms':500,'max_streams_per_circuit':8,'proxy_protocol':true,"
+        "   'health':{'type':'https','interval_ms':5000,'timeout_ms':4999,'rise':1,'fall':100,'method':'HEAD',"
+        "             'path':'/health?full=1','host':'shop.example','expect_status':[204,200,301]}},"
+        "  {'virtual':80,'target':'/run/redirect.sock','health':{'type':'none'}}]},"
+        " {'name':'api','ports':[{'virtual':8080,'target':'api.internal:9000','balance':'least_conn'}]}],"
+        "'status':{'socket':'/run/of/st.sock','allowed_uids':[0,1000],'allowed_gids':[4294967294]},"
+        "'metrics':{'listen':'127.0.0.2:9464'},"
+        "'probe':{'hsfetch_interval':10,'republish_deadline':3600},"
+        "'onion_location':{'dir':'/etc/nginx/onionfront/','on_change':['/usr/sbin/nginx','-s','reload']}}");
+
+    assert_string_equal(c->state_dir, "/srv/of");
+    assert_string_equal(c->run_dir, "/run/of");
+    assert_int_equal(c->log_level, CONFIG_LOG_DEBUG);
+    assert_string_equal(c->tor.binary, "/opt/tor/bin/tor");
+    assert_string_equal(c->tor.user, "debian-tor");
+    assert_string_equal(c->tor.control_socket, "/run/of/control/control.sock");
+    assert_int_equal(c->tor.bootstrap_timeout, 60);
+    assert_int_equal(c->tor.command_timeout, 5);
+    assert_int_equal(c->tor.restart_backoff_max, 10);
+    assert_int_equal(c->tor.n_extra_torrc, 6);
+    assert_string_equal(c->tor.extra_torrc[1], "DirAuthority a orport=5000 127.0.0.1:7000 AAAA");
+    assert_string_equal(c->tor.extra_torrc[2], "  Log info stderr");
+
+    assert_int_equal(c->n_services, 2);
+    const struct service_conf *s = &c->services[0];
+    assert_string_equal(s->name, "shop");
+    assert_string_equal(s->key_dir, "/etc/of/keys/shop");
+    assert_int_equal(s->max_streams, 100);
+    assert_int_equal(s->n_ports, 2);
+    const struct port_conf *p = &s->ports[0];
+    assert_int_equal(p->virtual_port, 443);
+    assert_false(p->from_target);
+    assert_int_equal(p->n_backends, 2);
+    assert_string_equal(p->backends[0].name, "app1");
+    assert_int_equal(p->backends[0].addr.kind, BACKEND_ADDR_INET);
+    assert_int_equal(p->backends[0].addr.family, AF_INET6);
+    assert_string_equal(p->backends[0].addr.host, "::1");
+    assert_int_equal(p->backends[0].addr.port, 8443);
+    assert_int_equal(p->backends[0].weight, 3);
+    assert_string_equal(p->backends[1].name, "shop-443-1");
+    assert_int_equal(p->backends[1].addr.kind, BACKEND_ADDR_UNIX);
+    assert_string_equal(p->backends[1].addr.path, "/run/app2.sock");
+    assert_string_equal(p->backends[1].addr.text, "unix:/run/app2.sock");
+    assert_int_equal(p->backends[1].weight, 0);
+    assert_int_equal(p->balance, BALANCE_CIRCUIT);
+    assert_int_equal(p->connect_timeout_ms, 500);
+    assert_int_equal(p->max_streams_per_circuit, 8);
+    assert_true(p->proxy_protocol);
+    assert_int_equal(p->health.type, HEALTH_HTTPS);
+    assert_int_equal(p->health.interval_ms, 5000);
+    assert_int_equal(p->health.timeout_ms, 4999);
+    assert_int_equal(p->health.rise, 1);
+    assert_int_equal(p->health.fall, 100);
+    assert_int_equal(p->health.method, HEALTH_METHOD_HEAD);
+    assert_string_equal(p->health.path, "/health?full=1");
+    assert_string_equal(p->health.host, "shop.example");
+    assert_int_equal(p->health.n_expect_status, 3);
+    assert_int_equal(p->health.expect_status[0], 204);
+    assert_int_equal(p->health.expect_status[2], 301);
+    p = &s->ports[1];
+    assert_int_equal(p->virtual_port, 80);
+    assert_true(p->from_target);
+    assert_string_equal(p->backends[0].name, "shop-80-0");
+    assert_string_equal(p->backends[0].addr.path, "/run/redirect.sock");
+    assert_int_equal(p->health.type, HEALTH_NONE);
+    s = &c->services[1];
+    assert_string_equal(s->key_dir, "/srv/of/keys/api");
+    assert_string_equal(s->ports[0].backends[0].addr.host, "api.internal");
+    assert_int_equal(s->ports[0].backends[0].addr.family, AF_UNSPEC);
+    assert_int_equal(s->ports[0].backends[0].addr.port, 9000);
+    assert_int_equal(s->ports[0].balance, BALANCE_LEAST_CONN);
+
+    assert_string_equal(c->status.socket, "/run/of/st.sock");
+    assert_int_equal(c->status.n_allowed_uids, 2);
+    assert_int_equal(c->status.allowed_uids[1], 1000);
+    assert_int_equal(c->status.n_allowed_gids, 1);
+    assert_int_equal(c->status.allowed_gids[0], 4294967294U);
+    assert_true(c->metrics.enabled);
+    assert_string_equal(c->metrics.listen, "127.0.0.2:9464");
+    assert_string_equal(c->metrics.host, "127.0.0.2");
+    assert_int_equal(c->metrics.family, AF_INET);
+    assert_int_equal(c->metrics.port, 9464);
+    assert_int_equal(c->probe.hsfetch_interval, 10);
+    assert_int_equal(c->probe.republish_deadline, 3600);
+    assert_true(c->onion_location.enabled);
+    assert_string_equal(c->onion_location.dir, "/etc/nginx/onionfront");
+    assert_int_equal(c->onion_location.n_on_change, 3);
+    assert_string_equal(c->onion_location.on_change[0], "/usr/sbin/nginx");
+    assert_string_equal(c->onion_location.on_change[2], "reload");
+    assert_null(c->onion_location.on_change[3]);
+}
+
+static void test_attach_mode(void **state)
+{
+    struct test_state *ts = *state;
+    const struct config *c = ts->cfg = load_ok(ts, ATTACH(",'command_timeout':2"));
+    assert_int_equal(c->tor.mode, TOR_MODE_ATTACH);
+    assert_string_equal(c->tor.control_socket, "/run/tor/control");
+    assert_null(c->tor.binary);
+    assert_null(c->tor.user);
+    assert_int_equal(c->tor.command_timeout, 2);
+    /* attach mode writes no torrc: state_dir may hold a space */
+    config_free(ts->cfg);
+    c = ts->cfg = load_ok(ts, "{'state_dir':'/var/lib/my of','run_dir':'/run/of',"
+                              "'tor':{'mode':'attach','control_socket':'/run/tor/control'}," SVC1 "}");
+    assert_string_equal(c->state_dir, "/var/lib/my of");
+}
+
+/* Valid address forms -> parsed form. */
+struct addr_case {
+    const char *text;
+    enum backend_addr_kind kind;
+    int family;
+    const char *host; /* or path */
+    unsigned port;
+};
+
+static const struct addr_case addr_cases[] = {
+    {"127.0.0.1:8080", BACKEND_ADDR_INET, AF_INET, "127.0.0.1", 8080},
+    {"127.0.0.1:00080", BACKEND_ADDR_INET, AF_INET, "127.0.0.1", 80},
+    {"10.1.2.3:65535", BACKEND_ADDR_INET, AF_INET, "10.1.2.3", 65535},
+    {"[::1]:8080", BACKEND_ADDR_INET, AF_INET6, "::1", 8080},
+    {"[0:0:0:0:0:0:0:1]:1", BACKEND_ADDR_INET, AF_INET6, "::1", 1},
+    {"[FE80::A]:443", BACKEND_ADDR_INET, AF_INET6, "fe80::a", 443},
+    {"[::ffff:10.0.0.1]:80", BACKEND_ADDR_INET, AF_INET6, "::ffff:10.0.0.1", 80},
+    {"localhost:80", BACKEND_ADDR_INET, AF_UNSPEC, "localhost", 80},
+    {"Backend-1.Internal:8080", BACKEND_ADDR_INET, AF_UNSPEC, "Backend-1.Internal", 8080},
+    {"my_app:3000", BACKEND_ADDR_INET, AF_UNSPEC, "my_app", 3000},
+    {"1.2.3.4.example:80", BACKEND_ADDR_INET, AF_UNSPEC, "1.2.3.4.example", 80},
+    {"/run/web.sock", BACKEND_ADDR_UNIX, AF_UNIX, "/run/web.sock", 0},
+    {"unix:/run/web.sock", BACKEND_ADDR_UNIX, AF_UNIX, "/run/web.sock", 0},
+    {"unix:/run//php/fpm.sock/", BACKEND_ADDR_UNIX, AF_UNIX, "/run/php/fpm.sock", 0},
+    {"/run/with space:and colon", BACKEND_ADDR_UNIX, AF_UNIX, "/run/with space:and colon", 0},
+};
+
+static void test_addresses(void **state)
+{
+    struct test_state *ts = *state;
+    for (size_t i = 0; i < ARRAY_LEN(addr_cases); i++) {
+        const struct addr_case *ac = &addr_cases[i];
+        char json[512];
+        snprintf(json, sizeof json, BACKENDS("{'address':'%s'}"), ac->text);
+        struct config *c = load_ok(ts, json);
+        const struct backend_addr *a = &c->services[0].ports[0].backends[0].addr;
+        char got[700];
+        snprintf(got, sizeof got, "%s %d %s %u %s", backend_addr_kind_str(a->kind), a->family,
+                 a->kind == BACKEND_ADDR_UNIX ? a->path : a->host, (unsigned)a->port, a->text);
+        char want[700];
+        snprintf(want, sizeof want, "%s %d %s %u %s", backend_addr_kind_str(ac->kind), ac->family, ac->host,
+                 ac->port, ac->text);
+        config_free(c);
+        assert_string_equal(got, want);
+    }
+}
+
+static void test_metrics_loopback(void **state)
+{
+    struct test_state *ts = *state;
+    static const struct {
+        const char *listen;
+        int family;
+        const char *host;
+        unsigned port;
+    } ok[] = {
+        {"127.0.0.1:9464", AF_INET, "127.0.0.1", 9464},
+        {"127.255.255.254:1", AF_INET, "127.255.255.254", 1},
+        {"[::1]:9464", AF_INET6, "::1", 9464},
+        {"[0::1]:65535", AF_INET6, "::1", 65535},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(ok); i++) {
+        char json[512];
+        snprintf(json, sizeof json, LISTEN("%s"), ok[i].listen);
+        struct config *c = load_ok(ts, json);
+        bool good = c->metrics.enabled && c->metrics.family == ok[i].family &&
+                    strcmp(c->metrics.host, ok[i].host) == 0 && c->metrics.port == ok[i].port &&
+                    strcmp(c->metrics.listen, ok[i].listen) == 0;
+        config_free(c);
+        if (!good)
+            fail_msg("metrics.listen %s parsed wrongly", ok[i].listen);
+    }
+    ts->cfg = load_ok(ts, METRICS("'listen':null"));
+    assert_false(ts->cfg->metrics.enabled);
+    config_free(ts->cfg);
+    ts->cfg = load_ok(ts, METRICS(""));
+    assert_false(ts->cfg->metrics.enabled);
+}
+
+static void test_onion_location_no_command(void **state)
+{
+    struct test_state *ts = *state;
+    const struct config *c = ts->cfg = load_ok(ts, OLOC("'dir':'/etc/nginx/of','on_change':[]"));
+    assert_true(c->onion_location.enabled);
+    assert_string_equal(c->onion_location.dir, "/etc/nginx/of");
+    assert_null(c->onion_location.on_change);
+    assert_int_equal(c->onion_location.n_on_change, 0);
+}
+
+/* Paths are normalised; the root as state_dir gives "/keys/<name>", not "//keys/<name>". */
+static void test_path_normalisation(void **state)
+{
+    struct test_state *ts = *state;
+    const struct config *c = ts->cfg = load_ok(ts, "{'state_dir':'/','run_dir':'//run///of//'," SVC1 "}");
+    assert_string_equal(c->state_dir, "/");
+    assert_string_equal(c->run_dir, "/run/of");
+    assert_string_equal(c->services[0].key_dir, "/keys/web");
+    assert_string_equal(c->tor.control_socket, "/run/of/control/control.sock");
+    assert_string_equal(c->status.socket, "/run/of/status.sock");
+}
+
+/* An "unknown key" must not be ignored even next to fields that are fine: a misspelt option is an error. */
+static void test_unknown_key_with_valid_fields(void **state)
+{
+    struct test_state *ts = *state;
+    struct config *c = load_sq(WITH("'metrics':{'listen':null},'metrics_off':0"), ts->err, sizeof ts->err);
+    assert_null(c);
+    assert_string_equal(ts->err, "metrics_off: unknown key");
+}
+
+/* Each enum value loads from its spelling and the stringer gives the spelling back. */
+static void test_stringers_round_trip(void **state)
+{
+    struct test_state *ts = *state;
+    static const char *const balances[] = {"round_robin", "least_conn", "circuit"};
+    static const char *const types[] = {"tcp", "http", "https", "none"};
+    static const char *const methods[] = {"GET", "HEAD", "OPTIONS"};
+    static const char *const levels[] = {"debug", "info", "notice", "warn", "error"};
+    char json[1024];
+
+    for (size_t i = 0; i < ARRAY_LEN(balances); i++) {
+        snprintf(json, sizeof json, PORT("'virtual':80,'target':'127.0.0.1:1','balance':'%s'"), balances[i]);
+        struct config *c = load_ok(ts, json);
+        const char *got = balance_policy_str(c->services[0].ports[0].balance);
+        bool same = strcmp(got, balances[i]) == 0;
+        config_free(c);
+        assert_true(same);
+    }
+    for (size_t i = 0; i < ARRAY_LEN(types); i++) {
+        snprintf(json, sizeof json, HEALTH("'type':'%s'"), types[i]);
+        struct config *c = load_ok(ts, json);
+        bool same = strcmp(health_type_str(c->services[0].ports[0].health.type), types[i]) == 0;
+        config_free(c);
+        assert_true(same);
+    }
+    for (size_t i = 0; i < ARRAY_LEN(methods); i++) {
+        snprintf(json, sizeof json, HEALTH("'type':'http','method':'%s'"), methods[i]);
+        struct config *c = load_ok(ts, json);
+        bool same = strcmp(health_method_str(c->services[0].ports[0].health.method), methods[i]) == 0;
+        config_free(c);
+        assert_true(same);
+    }
+    for (size_t i = 0; i < ARRAY_LEN(levels); i++) {
+        snprintf(json, sizeof json, WITH("'log_level':'%s'"), levels[i]);
+        struct config *c = load_ok(ts, json);
+        bool same = strcmp(config_log_level_str(c->log_level), levels[i]) == 0;
+        config_free(c);
+        assert_true(same);
+    }
+    struct config *c = load_ok(ts, ATTACH(""));
+    bool same = strcmp(tor_mode_str(c->tor.mode), "attach") == 0;
+    config_free(c);
+    assert_true(same);
+    c = load_ok(ts, TOR("'mode':'spawn'"));
+    same = strcmp(tor_mode_str(c->tor.mode), "spawn") == 0;
+    config_free(c);
+    assert_true(same);
+    assert_string_equal(backend_addr_kind_str(BACKEND_ADDR_UNIX), "unix");
+    assert_string_equal(balance_policy_str((enum balance_policy)99), "unknown");
+}
+
+/* ---- templates, files and syntax errors ----------------------------------------------------------- */
+
+static void test_template_example(void **state)
+{
+    struct test_state *ts = *state;
+    const struct config *c = ts->cfg = config_load_file("templates/onionfront.example.json", ts->err, sizeof ts->err);
+    if (!c)
+        fail_msg("templates/onionfront.example.json: %s", ts->err);
+    assert_int_equal(c->n_services, 1);
+    assert_int_equal(c->services[0].n_ports, 1);
+    assert_int_equal(c->services[0].ports[0].n_backends, 1);
+    assert_true(c->services[0].ports[0].from_target);
+    assert_int_equal(c->tor.mode, TOR_MODE_SPAWN);
+}
+
+static void test_template_webfarm(void **state)
+{
+    struct test_state *ts = *state;
+    const struct config *c = ts->cfg = config_load_file("templates/onionfront.webfarm.json", ts->err, sizeof ts->err);
+    if (!c)
+        fail_msg("templates/onionfront.webfarm.json: %s", ts->err);
+    assert_int_equal(c->n_services, 1);
+    const struct port_conf *p = &c->services[0].ports[0];
+    assert_int_equal(p->n_backends, 3);
+    assert_false(p->from_target);
+    assert_int_equal(p->health.type, HEALTH_HTTP);
+    assert_true(c->metrics.enabled);
+    assert_non_null(c->status.socket);
+}
+
+static void test_file_errors(void **state)
+{
+    struct test_state *ts = *state;
+    assert_null(config_load_file("tests/unit/no-such-config.json", ts->err, sizeof ts->err));
+    assert_non_null(strstr(ts->err, "tests/unit/no-such-config.json"));
+
+    /* A syntax error in a file carries line and column. */
+    char path[] = "/tmp/test_config.XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    static const char text[] = "{\n  \"state_dir\": \"/x\",\n  \"run_dir\": \"/r\"\n  \"services\": []\n}\n";
+    FILE *f = fdopen(fd, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    struct config *c = config_load_file(path, ts->err, sizeof ts->err);
+    unlink(path);
+    assert_null(c);
+    assert_string_equal(ts->err, "line 4, column 12: '}' expected near '\"services\"'");
+}
+
+/* A small or absent error buffer never overflows. */
+static void test_small_error_buffer(void **state)
+{
+    (void)state;
+    char err[8];
+    memset(err, 'x', sizeof err);
+    assert_null(load_sq(WITH("'x':1"), err, 1));
+    assert_int_equal(err[0], '\0');
+    assert_int_equal(err[1], 'x');
+    assert_null(load_sq(WITH("'tor':{'command_timeout':0}"), err, sizeof err));
+    assert_string_equal(err, "tor.com");
+    assert_null(load_sq("{", NULL, 0));
+    assert_null(load_sq(WITH("'x':1"), NULL, 0));
+}
+
+/* ---- limits, built with jansson ------------------------------------------------------------------ */
+
+/* A config with `n_services` services, the first with `n_ports` ports, its first port with `n_backends`. */
+static struct config *load_sized(size_t n_services, size_t n_ports, size_t n_backends, char *err, size_t errlen)
+{
+    json_t *services = json_array();
+    for (size_t i = 0; i < n_services; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "s%zu", i);
+        json_t *ports = json_array();
+        for (size_t j = 0; j < (i == 0 ? n_ports : 1); j++) {
+            json_t *backends = json_array();
+            for (size_t k = 0; k < (j == 0 ? n_backends : 1); k++) {
+                char addr[48];
+                snprintf(addr, sizeof addr, "127.0.0.1:%zu", 1000 + k);
+                json_array_append_new(backends, json_pack("{s:s}", "address", addr));
+            }
+            json_array_append_new(ports, json_pack("{s:I, s:o}", "virtual", (json_int_t)(j + 1), "backends", backends));
+        }
+        json_array_append_new(services, json_pack("{s:s, s:o}", "name", name, "ports", ports));
+    }
+    json_t *root = json_pack("{s:s, s:s, s:o}", "state_dir", "/var/lib/of", "run_dir", "/run/of", "services", services);
+    assert_non_null(root);
+    char *text = json_dumps(root, 0);
+    json_decref(root);
+    assert_non_null(text);
+    struct config *c = config_load_string(text, strlen(text), err, errlen);
+    free(text);
+    return c;
+}
+
+static void test_limits(void **state)
+{
+    struct test_state *ts = *state;
+    struct config *c = load_sized(64, 64, 64, ts->err, sizeof ts->err);
+    if (!c)
+        fail_msg("64/64/64 did not load: %s", ts->err);
+    assert_int_equal(c->n_services, 64);
+    assert_int_equal(c->services[0].n_ports, 64);
+    assert_int_equal(c->services[0].ports[0].n_backends, 64);
+    assert_string_equal(c->services[0].ports[0].backends[63].name, "s0-1-63");
+    config_free(c);
+
+    assert_null(load_sized(65, 1, 1, ts->err, sizeof ts->err));
+    assert_string_equal(ts->err, "services: must have 1-64 entries");
+    assert_null(load_sized(1, 65, 1, ts->err, sizeof ts->err));
+    assert_string_equal(ts->err, "services[0].ports: must have 1-64 entries");
+    assert_null(load_sized(1, 1, 65, ts->err, sizeof ts->err));
+    assert_string_equal(ts->err, "services[0].ports[0].backends: must have 1-64 entries");
+
+    /* extra_torrc: 1024 bytes are fine, 1025 are not */
+    char line[1100];
+    char json[1400];
+    memset(line, 'x', sizeof line);
+    memcpy(line, "Nickname ", 9);
+    line[1024] = '\0';
+    snprintf(json, sizeof json, TOR("'extra_torrc':['%s']"), line);
+    c = load_ok(ts, json);
+    config_free(c);
+    line[1024] = 'x';
+    line[1025] = '\0';
+    snprintf(json, sizeof json, TOR("'extra_torrc':['%s']"), line);
+    assert_null(load_sq(json, ts->err, sizeof ts->err));
+    assert_string_equal(ts->err, "tor.extra_torrc[0]: must be at most 1024 bytes");
+
+    /* a 253-byte host name is the longest; 254 is too long (labels of 63) */
+    char host[300];
+    memset(host, 'a', sizeof host);
+    for (size_t i = 63; i < sizeof host; i += 64)
+        host[i] = '.';
+    host[253] = '\0';
+    snprintf(json, sizeof json, TARGET("%s:80"), host);
+    c = load_ok(ts, json);
+    assert_string_equal(c->services[0].ports[0].backends[0].addr.host, host);
+    config_free(c);
+    host[253] = 'a';
+    host[254] = '\0';
+    snprintf(json, sizeof json, TARGET("%s:80"), host);
+    assert_null(load_sq(json, ts->err, sizeof ts->err));
+    assert_string_equal(ts->err, P0 ".target: host name must be at most 253 bytes");
+    /* over 259 bytes is no address in any form */
+    host[254] = 'a';
+    host[260] = '\0';
+    snprintf(json, sizeof json, TARGET("unix:/%s"), host + 6);
+    assert_null(load_sq(json, ts->err, sizeof ts->err));
+    assert_string_equal(ts->err, P0 ".target: must be at most 259 bytes");
+
+    /* health.path up to 1024 bytes, health.host up to 255 */
+    memset(line, 'p', sizeof line);
+    line[0] = '/';
+    line[1024] = '\0';
+    snprintf(json, sizeof json, HEALTH("'type':'http','path':'%s'"), line);
+    c = load_ok(ts, json);
+    assert_int_equal(strlen(c->services[0].ports[0].health.path), 1024);
+    config_free(c);
+    line[1024] = 'p';
+    line[1025] = '\0';
+    snprintf(json, sizeof json, HEALTH("'type':'http','path':'%s'"), line);
+    assert_null(load_sq(json, ts->err, sizeof ts->err));
+    assert_string_equal(ts->err, H0 ".path: must be at most 1024 bytes");
+    line[255] = '\0';
+    snprintf(json, sizeof json, HEALTH("'type':'http','host':'%s'"), line + 1);
+    c = load_ok(ts, json);
+    config_free(c);
+    line[256] = '\0';
+    line[255] = 'h';
+    snprintf(json, sizeof json, HEALTH("'type':'http','host':'%s'"), line);
+    assert_null(load_sq(json, ts->err, sizeof ts->err));
+    assert_string_equal(ts->err, H0 ".host: must be at most 255 bytes");
+
+    /* lists of ids: at most 64 */
+    json_t *uids = json_array();
+    for (json_int_t i = 0; i < 65; i++)
+        json_array_append_new(uids, json_integer(i));
+    char *list = json_dumps(uids, 0);
+    json_decref(uids);
+    assert_non_null(list);
+    snprintf(json, sizeof json, STATUS("'allowed_uids':%s"), list);
+    free(list);
+    assert_null(load_sq(json, ts->err, sizeof ts->err));
+    assert_string_equal(ts->err, "status.allowed_uids: must have at most 64 entries");
+
+    /* a 107-byte socket path is the longest that fits */
+    char path[200];
+    memset(path, 'a', sizeof path);
+    path[0] = '/';
+    path[107] = '\0';
+    snprintf(json, sizeof json, TARGET("%s"), path);
+    c = load_ok(ts, json);
+    config_free(c);
+    snprintf(json, sizeof json, ATTACH(",'bootstrap_timeout':10") "");
+    c = load_ok(ts, json);
+    config_free(c);
+}
+
+/* ---- lookups and comparisons ----------------------------------------------------------------------- */
+
+static void test_find(void **state)
+{
+    struct test_state *ts = *state;
+    const struct config *c = ts->cfg = load_ok(ts,
+        SERVICES("{'name':'a','ports':[{'virtual':80,'target':'127.0.0.1:1'},{'virtual':443,'target':'127.0.0.1:2'}]},"
+                 "{'name':'b','ports':[{'virtual':22,'target':'127.0.0.1:3'}]}"));
+    assert_ptr_equal(config_find_service(c, "b"), &c->services[1]);
+    assert_ptr_equal(config_find_service(c, "a"), &c->services[0]);
+    assert_null(config_find_service(c, "c"));
+    assert_null(config_find_service(c, "A"));
+    assert_null(config_find_service(NULL, "a"));
+    assert_ptr_equal(service_conf_find_port(&c->services[0], 443), &c->services[0].ports[1]);
+    assert_null(service_conf_find_port(&c->services[0], 22));
+}
+
+struct equal_case {
+    const char *a, *b; /* members of services[0] after "name":"web" */
+    bool equal, tor_equal;
+};
+
+#define EQ_PORT1 "'ports':[{'virtual':80,'target':'127.0.0.1:8080'}]"
+
+static const struct equal_case equal_cases[] = {
+    {EQ_PORT1, EQ_PORT1, true, true},
+    {EQ_PORT1, "'ports':[{'virtual':80,'target':'127.0.0.1:8081'}]", false, true},
+    {EQ_PORT1, "'ports':[{'virtual':81,'target':'127.0.0.1:8080'}]", false, false},
+    {EQ_PORT1, EQ_PORT1 ",'max_streams':10", false, false},
+    {EQ_PORT1, EQ_PORT1 ",'key_dir':'/keys/web'", false, false},
+    {EQ_PORT1, "'ports':[{'virtual':80,'target':'127.0.0.1:8080'},{'virtual':81,'target':'127.0.0.1:8080'}]", false,
+     false},
+    /* a target is a pool of one with the default name and weight */
+    {EQ_PORT1, "'ports':[{'virtual':80,'backends':[{'address':'127.0.0.1:8080'}]}]", true, true},
+    {EQ_PORT1, "'ports':[{'virtual':80,'backends':[{'name':'web-80-0','address':'127.0.0.1:8080','weight':1}]}]",
+     true, true},
+    {EQ_PORT1, "'ports':[{'virtual':80,'backends':[{'address':'127.0.0.1:8080','weight':2}]}]", false, true},
+    {EQ_PORT1, "'ports':[{'virtual':80,'backends':[{'name':'x','address':'127.0.0.1:8080'}]}]", false, true},
+    {"'ports':[{'virtual':80,'target':'unix:/run/a.sock'}]", "'ports':[{'virtual':80,'target':'/run//a.sock'}]", true,
+     true},
+    {EQ_PORT1, "'ports':[{'virtual':80,'target':'127.0.0.1:8080','balance':'least_conn'}]", false, true},
+    {EQ_PORT1, "'ports':[{'virtual':80,'target':'127.0.0.1:8080','proxy_protocol':true}]", false, true},
+    {EQ_PORT1, "'ports':[{'virtual':80,'target':'127.0.0.1:8080','connect_timeout_ms':3001}]", false, true},
+    {EQ_PORT1, "'ports':[{'virtual':80,'target':'127.0.0.1:8080','max_streams_per_circuit':1}]", false, true},
+    {EQ_PORT1, "'ports':[{'virtual':80,'target':'127.0.0.1:8080','health':{'rise':3}}]", false, true},
+    {EQ_PORT1, "'ports':[{'virtual':80,'target':'127.0.0.1:8080','health':{'type':'tcp','interval_ms':2000}}]", true,
+     true},
+    {"'ports':[{'virtual':80,'target':'127.0.0.1:1','health':{'type':'http','expect_status':[200,204]}}]",
+     "'ports':[{'virtual':80,'target':'127.0.0.1:1','health':{'type':'http','expect_status':[204,200]}}]", true, true},
+    {"'ports':[{'virtual':80,'target':'127.0.0.1:1','health':{'type':'http','expect_status':[200,204]}}]",
+     "'ports':[{'virtual':80,'target':'127.0.0.1:1','health':{'type':'http','expect_status':[200,301]}}]", false, true},
+    {"'ports':[{'virtual':80,'target':'127.0.0.1:1','health':{'type':'http'}}]",
+     "'ports':[{'virtual':80,'target':'127.0.0.1:1','health':{'type':'http','path':'/x'}}]", false, true},
+    /* reordering ports is no change; reordering backends is (it is the round-robin order) */
+    {"'ports':[{'virtual':80,'target':'127.0.0.1:1'},{'virtual':443,'target':'127.0.0.1:2'}]",
+     "'ports':[{'virtual':443,'target':'127.0.0.1:2'},{'virtual':80,'target':'127.0.0.1:1'}]", true, true},
+    {"'ports':[{'virtual':80,'backends':[{'name':'a','address':'127.0.0.1:1'},{'name':'b','address':'127.0.0.1:2'}]}]",
+     "'ports':[{'virtual':80,'backends':[{'name':'b','address':'127.0.0.1:2'},{'name':'a','address':'127.0.0.1:1'}]}]",
+     false, true},
+};
+
+static void test_equal(void **state)
+{
+    struct test_state *ts = *state;
+    for (size_t i = 0; i < ARRAY_LEN(equal_cases); i++) {
+        const struct equal_case *ec = &equal_cases[i];
+        char ja[1024], jb[1024];
+        snprintf(ja, sizeof ja, SERVICES("{'name':'web',%s}"), ec->a);
+        snprintf(jb, sizeof jb, SERVICES("{'name':'web',%s}"), ec->b);
+        struct config *a = load_ok(ts, ja);
+        struct config *b = load_ok(ts, jb);
+        bool eq_ab = service_conf_equal(&a->services[0], &b->services[0]);
+        bool eq_ba = service_conf_equal(&b->services[0], &a->services[0]);
+        bool tor_ab = service_conf_tor_equal(&a->services[0], &b->services[0]);
+        bool tor_ba = service_conf_tor_equal(&b->services[0], &a->services[0]);
+        config_free(a);
+        config_free(b);
+        if (eq_ab != ec->equal || eq_ba != ec->equal || tor_ab != ec->tor_equal || tor_ba != ec->tor_equal)
+            fail_msg("case %zu: equal %d/%d (want %d), tor_equal %d/%d (want %d)\n  a: %s\n  b: %s", i, eq_ab,
+                     eq_ba, ec->equal, tor_ab, tor_ba, ec->tor_equal, ec->a, ec->b);
+    }
+}
+
+static void test_port_equal_other_service(void **state)
+{
+    struct test_state *ts = *state;
+    ts->cfg = load_ok(ts, SERVICES("{'name':'a','ports':[{'virtual':80,'target':'127.0.0.1:1'}]},"
+                                   "{'name':'b','ports':[{'virtual':80,'target':'127.0.0.1:1'}]}"));
+    /* same port settings but default backend names differ ("a-80-0" / "b-80-0") */
+    assert_false(port_conf_equal(&ts->cfg->services[0].ports[0], &ts->cfg->services[1].ports[0]));
+    assert_true(port_conf_equal(&ts->cfg->services[0].ports[0], &ts->cfg->services[0].ports[0]));
+    assert_true(health_conf_equal(&ts->cfg->services[0].ports[0].health, &ts->cfg->services[1].ports[0].health));
+    assert_false(service_conf_tor_equal(&ts->cfg->services[0], &ts->cfg->services[1]));
+}
+
+/* Leaf structs hold no pointers: a copy stays valid after the config is freed. */
+static void test_leaf_copy(void **state)
+{
+    struct test_state *ts = *state;
+    struct config *c = load_ok(ts, TARGET("[::1]:8080"));
+    struct backend_conf copy = c->services[0].ports[0].backends[0];
+    struct health_conf hcopy = c->services[0].ports[0].health;
+    config_free(c);
+    assert_string_equal(copy.addr.host, "::1");
+    assert_string_equal(copy.name, "web-80-0");
+    assert_string_equal(hcopy.path, "/");
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+    static const struct CMUnitTest tests[] = {
+        T(test_minimal_defaults),
+        T(test_full_config),
+        T(test_attach_mode),
+        T(test_addresses),
+        T(test_metrics_loopback),
+        T(test_onion_location_no_command),
+        T(test_path_normalisation),
+        T(test_unknown_key_with_valid_fields),
+        T(test_stringers_round_trip),
+        T(test_template_example),
+        T(test_template_webfarm),
+        T(test_file_errors),
+        T(test_small_error_buffer),
+        T(test_limits),
+        T(test_find),
+        T(test_equal),
+        T(test_port_equal_other_service),
+        T(test_leaf_copy),
+    };
+    static struct CMUnitTest bad_tests[ARRAY_LEN(bad_cases)];
+    for (size_t i = 0; i < ARRAY_LEN(bad_cases); i++)
+        bad_tests[i] = (struct CMUnitTest){bad_cases[i].name, test_bad_config, NULL, NULL, (void *)&bad_cases[i]};
+
+    int failed = cmocka_run_group_tests_name("config", tests, NULL, NULL);
+    failed += _cmocka_run_group_tests("config_errors", bad_tests, ARRAY_LEN(bad_tests), NULL, NULL);
+    return failed ? 1 : 0;
+}
