@@ -1,0 +1,253 @@
+/* fsutil.c — atomic file replacement and private directories (see fsutil.h).
+ *
+ * Owns nothing beyond one call: no state, no logging. Errors name the path and carry strerror. It does
+ * not interpret file contents and does not create parent directories recursively (a missing parent is
+ * a configuration error the caller should report, not paper over). */
+#include "sidecar/fsutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+const char *fs_mode_str(mode_t mode, char out[6])
+{
+    snprintf(out, 6, "%04o", (unsigned)(mode & 07777));
+    return out;
+}
+
+/* fsync a directory so that a rename or mkdir inside it survives a crash. */
+static int fs_fsync_dir(const char *dir, char *err, size_t errlen)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: cannot open directory to sync it: %s", dir, strerror(errno));
+        return -1;
+    }
+    if (fsync(fd) < 0) {
+        int e = errno;
+        close(fd);
+        snprintf(err, errlen, "%s: fsync of directory failed: %s", dir, strerror(e));
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
+
+static int fs_write_all(int fd, const unsigned char *p, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (n == 0) { /* should not happen for a regular file; avoid spinning */
+            errno = EIO;
+            return -1;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int fs_write_atomic(const char *dir, const char *name, const void *data, size_t len, mode_t mode,
+                    char *err, size_t errlen)
+{
+    char path[4096], tmp[4096];
+    int fd = -1;
+
+    if (!dir || !*dir || !name || !*name || strchr(name, '/') || !strcmp(name, ".") ||
+        !strcmp(name, "..")) {
+        snprintf(err, errlen, "%s/%s: invalid file name", dir ? dir : "(null)", name ? name : "(null)");
+        return -1;
+    }
+    int n1 = snprintf(path, sizeof path, "%s/%s", dir, name);
+    /* mkstemp wants the template's last six characters to be XXXXXX; the leading dot keeps tools
+     * that scan the directory (tor does not, but humans do) from mistaking it for the real file. */
+    int n2 = snprintf(tmp, sizeof tmp, "%s/.%s.tmp-XXXXXX", dir, name);
+    if (n1 < 0 || (size_t)n1 >= sizeof path || n2 < 0 || (size_t)n2 >= sizeof tmp) {
+        snprintf(err, errlen, "%s/%s: path too long", dir, name);
+        return -1;
+    }
+
+    /* mkostemp: O_CREAT|O_EXCL, mode 0600, never follows or reuses an existing file. */
+    fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: cannot create temporary file in %s: %s", path, dir, strerror(errno));
+        return -1;
+    }
+    /* Set the mode explicitly: mkostemp's 0600 went through the umask. */
+    if (fchmod(fd, mode & 07777) < 0) {
+        snprintf(err, errlen, "%s: cannot set mode of %s: %s", path, tmp, strerror(errno));
+        goto fail;
+    }
+    if (fs_write_all(fd, data, len) < 0) {
+        snprintf(err, errlen, "%s: write to %s failed: %s", path, tmp, strerror(errno));
+        goto fail;
+    }
+    if (fsync(fd) < 0) {
+        snprintf(err, errlen, "%s: fsync of %s failed: %s", path, tmp, strerror(errno));
+        goto fail;
+    }
+    /* close() can report a delayed write error (NFS); treat it as a failed write. */
+    int rc = close(fd);
+    fd = -1;
+    if (rc < 0) {
+        snprintf(err, errlen, "%s: close of %s failed: %s", path, tmp, strerror(errno));
+        goto fail;
+    }
+    if (rename(tmp, path) < 0) {
+        snprintf(err, errlen, "%s: rename from %s failed: %s", path, tmp, strerror(errno));
+        goto fail;
+    }
+    /* The new file is in place; a failing directory fsync means it may not survive a crash. */
+    return fs_fsync_dir(dir, err, errlen);
+
+fail:
+    if (fd >= 0)
+        close(fd);
+    unlink(tmp);
+    return -1;
+}
+
+int fs_ensure_private_dir(const char *path, bool *created, char *err, size_t errlen)
+{
+    if (created)
+        *created = false;
+    if (!path || !*path) {
+        snprintf(err, errlen, "empty directory path");
+        return -1;
+    }
+    if (mkdir(path, 0700) == 0) {
+        /* mkdir's mode went through the umask; set exactly 0700 (a umask of 0777 would leave 0000). */
+        if (chmod(path, 0700) < 0) {
+            snprintf(err, errlen, "%s: cannot set mode 0700: %s", path, strerror(errno));
+            return -1;
+        }
+        if (created)
+            *created = true;
+        /* Make the new directory entry durable: sync the parent. */
+        char parent[4096];
+        size_t plen = strlen(path);
+        if (plen >= sizeof parent) {
+            snprintf(err, errlen, "%s: path too long", path);
+            return -1;
+        }
+        memcpy(parent, path, plen + 1);
+        while (plen > 1 && parent[plen - 1] == '/') /* "a/b/" -> "a/b" */
+            parent[--plen] = '\0';
+        char *slash = strrchr(parent, '/');
+        if (!slash)
+            strcpy(parent, ".");
+        else if (slash == parent)
+            parent[1] = '\0';
+        else
+            *slash = '\0';
+        return fs_fsync_dir(parent, err, errlen);
+    }
+    if (errno != EEXIST) {
+        snprintf(err, errlen, "%s: cannot create directory: %s", path, strerror(errno));
+        return -1;
+    }
+    return fs_check_private_dir(path, err, errlen);
+}
+
+int fs_check_private_dir(const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    char ms[6];
+
+    /* Follow a symlink, like tor's check_private_dir: what matters is the directory the files are in. */
+    if (stat(path, &st) < 0) {
+        snprintf(err, errlen, "%s: cannot stat directory: %s", path, strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s: exists and is not a directory", path);
+        return -1;
+    }
+    if (geteuid() != 0 && st.st_uid != geteuid()) {
+        snprintf(err, errlen, "%s: directory is owned by uid %lu, not by this user (uid %lu)", path,
+                 (unsigned long)st.st_uid, (unsigned long)geteuid());
+        return -1;
+    }
+    if (st.st_mode & 077) {
+        snprintf(err, errlen,
+                 "%s: directory mode %s gives group/other access; it must be 0700 (chmod 700 %s)",
+                 path, fs_mode_str(st.st_mode, ms), path);
+        return -1;
+    }
+    return 0;
+}
+
+int fs_read_small(const char *path, void *buf, size_t cap, size_t *len, struct stat *st_out, char *err,
+                  size_t errlen)
+{
+    struct stat st;
+    unsigned char *p = buf;
+    size_t got = 0;
+
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return 1;
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    if (fstat(fd, &st) < 0) {
+        snprintf(err, errlen, "%s: cannot stat: %s", path, strerror(errno));
+        goto fail;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a regular file", path);
+        goto fail;
+    }
+    for (;;) {
+        if (got == cap) {
+            /* Full: one more byte means the file is too long. */
+            unsigned char extra;
+            ssize_t n = read(fd, &extra, 1);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0) {
+                snprintf(err, errlen, "%s: read failed: %s", path, strerror(errno));
+                goto fail;
+            }
+            if (n > 0) {
+                OPENSSL_cleanse(&extra, 1);
+                snprintf(err, errlen, "%s: file is longer than %zu bytes", path, cap);
+                goto fail;
+            }
+            break;
+        }
+        ssize_t n = read(fd, p + got, cap - got);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            snprintf(err, errlen, "%s: read failed: %s", path, strerror(errno));
+            goto fail;
+        }
+        if (n == 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fd);
+    *len = got;
+    if (st_out)
+        *st_out = st;
+    return 0;
+
+fail:
+    close(fd);
+    if (got)
+        OPENSSL_cleanse(buf, got);
+    return -1;
+}

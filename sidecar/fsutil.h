@@ -1,0 +1,46 @@
+/* fsutil.h — small file-system helpers for files that must never be seen half-written or too open:
+ * atomic replacement of a file (temp file in the same directory, fsync, rename, fsync of the directory)
+ * and private (0700) directories.
+ *
+ * Owns nothing beyond the call. It does not know what the files contain (keys.c, tor.c do), never logs,
+ * and reports every error through the caller's buffer, naming the path. */
+#ifndef ONIONFRONT_FSUTIL_H
+#define ONIONFRONT_FSUTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+/* Replace `dir`/`name` with `len` bytes of `data`, atomically: readers see either the old file or the
+ * complete new one, also after a crash. The data goes to a new temporary file in `dir` (created with
+ * O_CREAT|O_EXCL, mode 0600, then set to `mode`), is fsync'ed, renamed over `name`, and `dir` is
+ * fsync'ed. `name` must be a plain file name (no '/'). On failure the old file (if any) is untouched,
+ * the temporary file is removed, and -1 is returned with a message in `err` naming the path. */
+int fs_write_atomic(const char *dir, const char *name, const void *data, size_t len, mode_t mode,
+                    char *err, size_t errlen);
+
+/* Make sure `path` is a directory private to this user: create it with mode 0700 if it does not exist
+ * (its parent must exist; the parent is fsync'ed), or check an existing one with
+ * fs_check_private_dir(). Set `*created` (if not NULL) to whether it was created. Return 0, or -1 with
+ * a message in `err` naming the path. */
+int fs_ensure_private_dir(const char *path, bool *created, char *err, size_t errlen);
+
+/* Check that the existing `path` (symlinks followed, as tor does) is a directory owned by this user
+ * (any owner when running as root: root may prepare directories for tor's User) with no group/other
+ * permission bit. Return 0, or -1 with a message in `err` naming the path and its mode. */
+int fs_check_private_dir(const char *path, char *err, size_t errlen);
+
+/* Read the whole regular file `path` into `buf` (capacity `cap`). A file longer than `cap` is an error
+ * (so a caller that wants exactly N bytes passes cap N+1 and checks the length). Set `*len` to the
+ * number of bytes read and, if `st_out` is not NULL, the file's stat (from the open descriptor, so
+ * the mode checked is that of the bytes read). Return 0, 1 if the file does not exist (nothing set),
+ * or -1 with a message in `err` naming the path. The caller wipes `buf` if it holds a secret; on
+ * error the partially read bytes are wiped here. */
+int fs_read_small(const char *path, void *buf, size_t cap, size_t *len, struct stat *st_out, char *err,
+                  size_t errlen);
+
+/* Describe `mode`'s permission bits as "0644". `out` needs 6 bytes. Return `out`. */
+const char *fs_mode_str(mode_t mode, char out[6]);
+
+#endif

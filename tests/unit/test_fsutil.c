@@ -1,0 +1,331 @@
+/* test_fsutil.c — unit tests for sidecar/fsutil.c: atomic writes (content, mode, no leftovers, the old
+ * file intact when the write fails), private directories, small-file reads.
+ *
+ * Tests run as root, so permission-based denial does not make writes fail. A write failure is made
+ * with RLIMIT_FSIZE (write() fails with EFBIG even for root), and a rename failure with a directory
+ * standing where the file should go. Each test works in its own temporary directory. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sidecar/fsutil.h"
+
+struct fs_state {
+    char dir[64];
+};
+
+static int rm_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static int setup(void **state)
+{
+    struct fs_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return -1;
+    strcpy(s->dir, "/tmp/test_fsutil.XXXXXX");
+    if (!mkdtemp(s->dir)) {
+        free(s);
+        return -1;
+    }
+    *state = s;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fs_state *s = *state;
+    nftw(s->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+    free(s);
+    return 0;
+}
+
+static void path_in(char *buf, size_t cap, const struct fs_state *s, const char *name)
+{
+    snprintf(buf, cap, "%s/%s", s->dir, name);
+}
+
+static void write_plain(const char *path, const char *text, mode_t mode)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    assert_int_equal(fchmod(fd, mode), 0);
+    close(fd);
+}
+
+static void assert_file_is(const char *path, const char *text)
+{
+    char buf[8192];
+    int fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    ssize_t n = read(fd, buf, sizeof buf);
+    close(fd);
+    assert_int_equal(n, (ssize_t)strlen(text));
+    assert_memory_equal(buf, text, (size_t)n);
+}
+
+/* Number of directory entries other than . and .. (to see leftover temporary files). */
+static int count_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n = 0;
+    assert_non_null(d);
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+            n++;
+    closedir(d);
+    return n;
+}
+
+static void test_write_atomic_creates_with_mode(void **state)
+{
+    static const struct {
+        mode_t mode;
+    } cases[] = {{0600}, {0644}, {0400}, {0640}};
+    struct fs_state *s = *state;
+    char err[512], path[256], name[32];
+    struct stat st;
+
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(name, sizeof name, "f%zu", i);
+        path_in(path, sizeof path, s, name);
+        assert_int_equal(fs_write_atomic(s->dir, name, "hello\n", 6, cases[i].mode, err, sizeof err), 0);
+        assert_file_is(path, "hello\n");
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(st.st_mode & 07777, cases[i].mode);
+    }
+    assert_int_equal(count_entries(s->dir), (int)(sizeof cases / sizeof cases[0]));
+}
+
+static void test_write_atomic_replaces(void **state)
+{
+    struct fs_state *s = *state;
+    char err[512], path[256];
+
+    path_in(path, sizeof path, s, "torrc");
+    write_plain(path, "old contents that are longer than the new ones\n", 0644);
+    assert_int_equal(fs_write_atomic(s->dir, "torrc", "new\n", 4, 0600, err, sizeof err), 0);
+    assert_file_is(path, "new\n");
+    /* An empty file is a valid content too (the single onion marker is one). */
+    assert_int_equal(fs_write_atomic(s->dir, "torrc", "", 0, 0600, err, sizeof err), 0);
+    assert_file_is(path, "");
+    assert_int_equal(count_entries(s->dir), 1);
+}
+
+/* write() fails (EFBIG from RLIMIT_FSIZE, which applies to root too): the old file stays as it was
+ * and no temporary file is left behind. */
+static void test_write_atomic_failed_write_keeps_old(void **state)
+{
+    struct fs_state *s = *state;
+    char err[512], path[256], big[4096];
+    struct rlimit old_lim, lim;
+
+    path_in(path, sizeof path, s, "hostname");
+    write_plain(path, "old\n", 0600);
+    memset(big, 'x', sizeof big);
+
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &old_lim), 0);
+    void (*old_sig)(int) = signal(SIGXFSZ, SIG_IGN);
+    lim = old_lim;
+    lim.rlim_cur = 100;
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    int rc = fs_write_atomic(s->dir, "hostname", big, sizeof big, 0600, err, sizeof err);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &old_lim), 0);
+    signal(SIGXFSZ, old_sig);
+
+    assert_int_equal(rc, -1);
+    assert_non_null(strstr(err, path));
+    assert_non_null(strstr(err, "write"));
+    assert_file_is(path, "old\n");
+    assert_int_equal(count_entries(s->dir), 1);
+}
+
+/* rename() fails (a non-empty directory stands where the file goes): nothing changes. */
+static void test_write_atomic_failed_rename_cleans_up(void **state)
+{
+    struct fs_state *s = *state;
+    char err[512], path[256], inner[300];
+
+    path_in(path, sizeof path, s, "busy");
+    assert_int_equal(mkdir(path, 0700), 0);
+    snprintf(inner, sizeof inner, "%s/keep", path);
+    write_plain(inner, "keep\n", 0600);
+    assert_int_equal(fs_write_atomic(s->dir, "busy", "data", 4, 0600, err, sizeof err), -1);
+    assert_non_null(strstr(err, path));
+    assert_non_null(strstr(err, "rename"));
+    assert_file_is(inner, "keep\n");
+    assert_int_equal(count_entries(s->dir), 1);
+}
+
+static void test_write_atomic_bad_args(void **state)
+{
+    static const struct {
+        const char *name;
+        const char *want;
+    } cases[] = {
+        {"a/b", "invalid file name"},
+        {"", "invalid file name"},
+        {".", "invalid file name"},
+        {"..", "invalid file name"},
+    };
+    struct fs_state *s = *state;
+    char err[512];
+
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        err[0] = '\0';
+        assert_int_equal(fs_write_atomic(s->dir, cases[i].name, "x", 1, 0600, err, sizeof err), -1);
+        assert_non_null(strstr(err, cases[i].want));
+    }
+    /* A directory that does not exist: the error names the path. */
+    assert_int_equal(fs_write_atomic("/nonexistent-onionfront-dir", "f", "x", 1, 0600, err, sizeof err),
+                     -1);
+    assert_non_null(strstr(err, "/nonexistent-onionfront-dir/f"));
+    assert_int_equal(count_entries(s->dir), 0);
+}
+
+static void test_ensure_private_dir_creates_0700(void **state)
+{
+    struct fs_state *s = *state;
+    char err[512], path[256];
+    struct stat st;
+    bool created = false;
+
+    path_in(path, sizeof path, s, "keys");
+    /* Even under a umask that would strip the owner's bits, the result is exactly 0700. */
+    mode_t old_umask = umask(0777);
+    int rc = fs_ensure_private_dir(path, &created, err, sizeof err);
+    umask(old_umask);
+    assert_int_equal(rc, 0);
+    assert_true(created);
+    assert_int_equal(stat(path, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    assert_int_equal(st.st_mode & 07777, 0700);
+
+    /* Second call: exists, fine, not created. */
+    assert_int_equal(fs_ensure_private_dir(path, &created, err, sizeof err), 0);
+    assert_false(created);
+}
+
+static void test_private_dir_modes(void **state)
+{
+    static const struct {
+        mode_t mode;
+        int want; /* 0 accepted, -1 refused */
+    } cases[] = {
+        {0700, 0}, {0500, 0}, {0750, -1}, {0755, -1}, {0701, -1}, {0710, -1}, {0777, -1}, {0702, -1},
+    };
+    struct fs_state *s = *state;
+    char err[512], path[256], ms[6];
+
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(path, sizeof path, "%s/d%zu", s->dir, i);
+        assert_int_equal(mkdir(path, 0700), 0);
+        assert_int_equal(chmod(path, cases[i].mode), 0);
+        err[0] = '\0';
+        assert_int_equal(fs_check_private_dir(path, err, sizeof err), cases[i].want);
+        assert_int_equal(fs_ensure_private_dir(path, NULL, err, sizeof err), cases[i].want);
+        if (cases[i].want < 0) {
+            assert_non_null(strstr(err, path));
+            assert_non_null(strstr(err, fs_mode_str(cases[i].mode, ms)));
+        }
+        /* Never "fixed" behind the operator's back. */
+        struct stat st;
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(st.st_mode & 07777, cases[i].mode);
+    }
+}
+
+static void test_private_dir_refuses_others(void **state)
+{
+    struct fs_state *s = *state;
+    char err[512], path[256], missing[300];
+
+    path_in(path, sizeof path, s, "plainfile");
+    write_plain(path, "x", 0600);
+    assert_int_equal(fs_ensure_private_dir(path, NULL, err, sizeof err), -1);
+    assert_non_null(strstr(err, path));
+    assert_non_null(strstr(err, "not a directory"));
+
+    /* The parent must exist: no recursive creation. */
+    snprintf(missing, sizeof missing, "%s/no/such", s->dir);
+    assert_int_equal(fs_ensure_private_dir(missing, NULL, err, sizeof err), -1);
+    assert_non_null(strstr(err, missing));
+    assert_int_equal(fs_check_private_dir(missing, err, sizeof err), -1);
+    assert_non_null(strstr(err, missing));
+}
+
+static void test_read_small(void **state)
+{
+    struct fs_state *s = *state;
+    char err[512], path[256], buf[16];
+    size_t len = 99;
+    struct stat st;
+
+    path_in(path, sizeof path, s, "f");
+    write_plain(path, "0123456789", 0640);
+    assert_int_equal(fs_read_small(path, buf, 10, &len, &st, err, sizeof err), 0);
+    assert_int_equal(len, 10);
+    assert_memory_equal(buf, "0123456789", 10);
+    assert_int_equal(st.st_mode & 07777, 0640);
+
+    /* One byte too small a buffer: error naming the path. */
+    assert_int_equal(fs_read_small(path, buf, 9, &len, NULL, err, sizeof err), -1);
+    assert_non_null(strstr(err, path));
+    assert_non_null(strstr(err, "longer"));
+
+    /* Missing: 1, nothing set. */
+    path_in(path, sizeof path, s, "missing");
+    len = 99;
+    assert_int_equal(fs_read_small(path, buf, sizeof buf, &len, NULL, err, sizeof err), 1);
+    assert_int_equal(len, 99);
+
+    /* A directory is not a file. */
+    assert_int_equal(fs_read_small(s->dir, buf, sizeof buf, &len, NULL, err, sizeof err), -1);
+    assert_non_null(strstr(err, s->dir));
+}
+
+static void test_mode_str(void **state)
+{
+    char ms[6];
+    (void)state;
+    assert_string_equal(fs_mode_str(0100644, ms), "0644");
+    assert_string_equal(fs_mode_str(040700, ms), "0700");
+    assert_string_equal(fs_mode_str(01777, ms), "1777");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_write_atomic_creates_with_mode, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_write_atomic_replaces, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_write_atomic_failed_write_keeps_old, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_write_atomic_failed_rename_cleans_up, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_write_atomic_bad_args, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ensure_private_dir_creates_0700, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_private_dir_modes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_private_dir_refuses_others, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_small, setup, teardown),
+        cmocka_unit_test(test_mode_str),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
