@@ -1,0 +1,48 @@
+/* proc.h — child processes on the event loop: spawn with output relayed line by line, one SIGCHLD
+ * handler for all children, reaping only our own PIDs (never waitpid(-1)), and bounded termination
+ * (SIGTERM, then SIGKILL after a grace period).
+ *
+ * Owns the children it spawned and the SIGCHLD event. It does not decide when to restart anything:
+ * that is the caller's job in its exit callback. */
+#ifndef ONIONFRONT_PROC_H
+#define ONIONFRONT_PROC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/time.h>
+#include <sys/types.h>
+
+struct event_base;
+struct proc_mgr;
+struct proc;
+
+/* Called with each line the child writes to stdout or stderr (without the newline). */
+typedef void (*proc_line_cb)(struct proc *p, const char *line, void *arg);
+/* Called once when the child has been reaped; `wstatus` as from waitpid(). The proc stays valid until
+ * proc_free(). */
+typedef void (*proc_exit_cb)(struct proc *p, int wstatus, void *arg);
+
+struct proc_mgr *proc_mgr_new(struct event_base *base);
+/* Free the manager. Children still running are killed (SIGKILL) and reaped. NULL is a no-op. */
+void proc_mgr_free(struct proc_mgr *m);
+
+/* Spawn argv[0] (an absolute path) with stdin from /dev/null and stdout+stderr to a pipe read on the
+ * loop. Return the new proc, or NULL with a message in err. */
+struct proc *proc_spawn(struct proc_mgr *m, const char *const argv[], proc_line_cb line_cb,
+                        proc_exit_cb exit_cb, void *arg, char *err, size_t errlen);
+
+pid_t proc_pid(const struct proc *p);
+bool proc_is_running(const struct proc *p);
+
+/* Send `sig` to the child if it is still running. Return 0 or -1. */
+int proc_signal(struct proc *p, int sig);
+
+/* Ask the child to exit: SIGTERM now, SIGKILL (and SIGCONT, for a stopped child) after `grace`.
+ * exit_cb reports the end. */
+void proc_terminate(struct proc *p, const struct timeval *grace);
+
+/* Free the proc. A child still running is killed with SIGKILL and reaped first (blocking briefly), so
+ * nothing is ever left behind. exit_cb is not called from here. NULL is a no-op. */
+void proc_free(struct proc *p);
+
+#endif

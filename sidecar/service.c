@@ -1,0 +1,402 @@
+/* service.c — keys, addresses and SETCONF publication of onionfront's services (see service.h). */
+#include "sidecar/service.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "controlproto/cp_cmd.h"
+#include "controlproto/cp_conn.h"
+#include "controlproto/cp_event.h"
+#include "sidecar/config.h"
+#include "sidecar/keys.h"
+#include "sidecar/log.h"
+
+struct service {
+    const struct service_conf *conf; /* borrowed from the current config */
+    char address[64];                /* without ".onion" */
+    bool uploaded;                   /* first HS_DESC UPLOADED seen */
+    unsigned uploads;
+};
+
+struct service_mgr {
+    const struct config *conf;
+    struct service *services;
+    size_t n;
+    struct cp_conn *conn;
+    struct cp_info foreign; /* the attached tor's own HiddenService* lines, kept in every SETCONF */
+    struct timespec published_at;
+};
+
+static double service_since(const struct timespec *t0)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - t0->tv_sec) + (double)(now.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+struct service_mgr *service_mgr_new(const struct config *conf)
+{
+    struct service_mgr *m = calloc(1, sizeof(*m));
+    if (!m)
+        return NULL;
+    m->conf = conf;
+    m->n = conf->n_services;
+    m->services = calloc(m->n ? m->n : 1, sizeof(*m->services));
+    if (!m->services) {
+        free(m);
+        return NULL;
+    }
+    for (size_t i = 0; i < m->n; i++)
+        m->services[i].conf = &conf->services[i];
+    return m;
+}
+
+void service_mgr_free(struct service_mgr *m)
+{
+    if (!m)
+        return;
+    cp_info_clear(&m->foreign);
+    free(m->services);
+    free(m);
+}
+
+/* Load or create the key of `s` and set its address. The secret is wiped at once: tor reads the key
+ * files itself, onionfront only needs the address. */
+static int service_load_key(struct service *s, char *err, size_t errlen)
+{
+    struct onion_key key;
+    bool created = false;
+    char kerr[512];
+    if (keys_load_or_create(s->conf->key_dir, &key, &created, kerr, sizeof(kerr)) < 0) {
+        snprintf(err, errlen, "service %s: %s", s->conf->name, kerr);
+        return -1;
+    }
+    snprintf(s->address, sizeof(s->address), "%s", key.address);
+    onion_key_clear(&key);
+    log_info("service %s: %s key, address %s.onion", s->conf->name, created ? "created a new" : "loaded its",
+             s->address);
+    return 0;
+}
+
+int service_mgr_load_keys(struct service_mgr *m, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < m->n; i++)
+        if (service_load_key(&m->services[i], err, errlen) < 0)
+            return -1;
+    return 0;
+}
+
+static void service_publish(struct service_mgr *m);
+
+int service_mgr_reconfigure(struct service_mgr *m, const struct config *conf, bool *tor_changed, char *err,
+                            size_t errlen)
+{
+    size_t n = conf->n_services;
+    struct service *next = calloc(n ? n : 1, sizeof(*next));
+    bool changed = n != m->n;
+    if (!next) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct service_conf *sc = &conf->services[i];
+        const struct service *old = NULL;
+        for (size_t j = 0; j < m->n; j++)
+            if (strcmp(m->services[j].conf->name, sc->name) == 0)
+                old = &m->services[j];
+        if (old && strcmp(old->conf->key_dir, sc->key_dir) == 0) {
+            next[i] = *old; /* keeps address and upload state */
+            next[i].conf = sc;
+            if (!service_conf_tor_equal(old->conf, sc))
+                changed = true;
+            continue;
+        }
+        next[i].conf = sc;
+        changed = true;
+        if (service_load_key(&next[i], err, errlen) < 0) {
+            free(next);
+            return -1;
+        }
+    }
+    for (size_t j = 0; j < m->n; j++)
+        if (!config_find_service(conf, m->services[j].conf->name))
+            log_info("service %s: removed (%s.onion)", m->services[j].conf->name, m->services[j].address);
+    free(m->services);
+    m->services = next;
+    m->n = n;
+    m->conf = conf;
+    if (tor_changed)
+        *tor_changed = changed;
+    if (changed && m->conn)
+        service_publish(m);
+    return 0;
+}
+
+/* tor's HiddenServicePort target for one backend address. */
+static int service_port_line(const struct port_conf *p, const struct backend_conf *b, char *out, size_t len)
+{
+    int n;
+    if (b->addr.kind == BACKEND_ADDR_UNIX)
+        n = snprintf(out, len, "%u unix:%s", p->virtual_port, b->addr.path);
+    else if (strchr(b->addr.host, ':'))
+        n = snprintf(out, len, "%u [%s]:%u", p->virtual_port, b->addr.host, b->addr.port);
+    else
+        n = snprintf(out, len, "%u %s:%u", p->virtual_port, b->addr.host, b->addr.port);
+    return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+/* Is `dir` the key directory of one of our services? */
+static bool service_owns_dir(const struct service_mgr *m, const char *dir)
+{
+    for (size_t i = 0; i < m->n; i++)
+        if (strcmp(m->services[i].conf->key_dir, dir) == 0)
+            return true;
+    return false;
+}
+
+/* Build the SETCONF that sets the complete HiddenService* group: the attached tor's own services first,
+ * then ours (all of them, or none with `ours` false). Returns a new command, or NULL with err. */
+static char *service_setconf_cmd(const struct service_mgr *m, bool ours, char *err, size_t errlen)
+{
+    size_t cap = m->foreign.n + 1;
+    for (size_t i = 0; ours && i < m->n; i++) {
+        cap += 2;
+        for (size_t j = 0; j < m->services[i].conf->n_ports; j++)
+            cap += m->services[i].conf->ports[j].n_backends;
+    }
+    struct cp_conf_item *items = calloc(cap, sizeof(*items));
+    char **owned = calloc(cap, sizeof(*owned));
+    char *cmd = NULL;
+    size_t n = 0, n_owned = 0;
+    if (!items || !owned) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    /* The attached tor's own services, as GETCONF HiddenServiceOptions listed them. */
+    for (size_t i = 0; i < m->foreign.n; i++) {
+        items[n].key = m->foreign.items[i].key;
+        items[n].value = m->foreign.items[i].value;
+        n++;
+    }
+    for (size_t i = 0; ours && i < m->n; i++) {
+        const struct service_conf *sc = m->services[i].conf;
+        items[n].key = "HiddenServiceDir";
+        items[n].value = sc->key_dir;
+        n++;
+        for (size_t j = 0; j < sc->n_ports; j++) {
+            const struct port_conf *p = &sc->ports[j];
+            for (size_t k = 0; k < p->n_backends; k++) {
+                char line[512];
+                if (service_port_line(p, &p->backends[k], line, sizeof(line)) < 0 ||
+                    !(owned[n_owned] = strdup(line))) {
+                    snprintf(err, errlen, "service %s: port %u: target too long", sc->name, p->virtual_port);
+                    goto done;
+                }
+                items[n].key = "HiddenServicePort";
+                items[n].value = owned[n_owned++];
+                n++;
+            }
+        }
+        if (sc->max_streams > 0) {
+            char v[16];
+            snprintf(v, sizeof(v), "%u", sc->max_streams);
+            if (!(owned[n_owned] = strdup(v))) {
+                snprintf(err, errlen, "out of memory");
+                goto done;
+            }
+            items[n].key = "HiddenServiceMaxStreams";
+            items[n].value = owned[n_owned++];
+            n++;
+        }
+    }
+    if (n == 0) {
+        /* control-spec 3.1: a bare key resets the option; resetting the group removes every service. */
+        items[0].key = "HiddenServiceDir";
+        items[0].value = NULL;
+        n = 1;
+    }
+    cmd = cp_cmd_setconf(items, n, err, errlen);
+done:
+    for (size_t i = 0; owned && i < n_owned; i++)
+        free(owned[i]);
+    free(owned);
+    free(items);
+    return cmd;
+}
+
+static void service_setconf_cb(struct cp_conn *c, const struct cp_reply *r, const char *err, void *arg)
+{
+    struct service_mgr *m = arg;
+    (void)c;
+    if (!r) {
+        log_debug("services: SETCONF not answered: %s", err); /* the connection is gone; tor.c reports it */
+        return;
+    }
+    if (!cp_reply_is_ok(r)) {
+        log_error("services: tor refused the services: %d %s", r->status, cp_reply_message(r));
+        return;
+    }
+    log_info("services: %zu service%s handed to tor", m->n, m->n == 1 ? "" : "s");
+}
+
+static void service_publish(struct service_mgr *m)
+{
+    char err[512];
+    char *cmd = service_setconf_cmd(m, true, err, sizeof(err));
+    clock_gettime(CLOCK_MONOTONIC, &m->published_at);
+    if (!cmd || cp_conn_send(m->conn, cmd, service_setconf_cb, m, err, sizeof(err)) < 0)
+        log_error("services: cannot publish: %s", err);
+    free(cmd);
+}
+
+static void service_foreign_cb(struct cp_conn *c, const struct cp_reply *r, const char *err, void *arg)
+{
+    struct service_mgr *m = arg;
+    char perr[256];
+    (void)err; /* no answer: the connection is gone and tor.c reports why */
+    if (!r || m->conn != c)
+        return;
+    struct cp_info all = {0};
+    if (!cp_reply_is_ok(r) || cp_info_parse(r, &all, perr, sizeof(perr)) < 0) {
+        log_error("services: cannot read tor's existing HiddenService lines (%s); not publishing so as not "
+                  "to remove them", cp_reply_is_ok(r) ? perr : cp_reply_message(r));
+        return;
+    }
+    /* Keep the groups of directories that are not ours (GETCONF lists each HiddenServiceDir followed by
+     * its options); ours, left by an earlier run, are replaced by what the config says now. */
+    cp_info_clear(&m->foreign);
+    m->foreign.items = calloc(all.n ? all.n : 1, sizeof(*m->foreign.items));
+    if (!m->foreign.items) {
+        cp_info_clear(&all);
+        log_error("services: out of memory");
+        return;
+    }
+    bool skipping = false;
+    size_t foreign_dirs = 0;
+    for (size_t i = 0; i < all.n; i++) {
+        struct cp_kv *kv = &all.items[i];
+        if (strcmp(kv->key, "HiddenServiceDir") == 0) {
+            skipping = !kv->value || service_owns_dir(m, kv->value);
+            foreign_dirs += !skipping;
+        }
+        if (skipping || !kv->value)
+            continue;
+        m->foreign.items[m->foreign.n++] = *kv; /* moved: the strings now belong to m->foreign */
+        kv->key = kv->value = NULL;
+    }
+    cp_info_clear(&all);
+    if (foreign_dirs)
+        log_info("services: keeping %zu service%s this tor already had", foreign_dirs, foreign_dirs == 1 ? "" : "s");
+    service_publish(m);
+}
+
+static struct service *service_by_address(struct service_mgr *m, const char *addr)
+{
+    for (size_t i = 0; i < m->n; i++)
+        if (strcmp(m->services[i].address, addr) == 0)
+            return &m->services[i];
+    return NULL;
+}
+
+static void service_hs_desc_cb(struct cp_conn *c, const struct cp_reply *ev, void *arg)
+{
+    struct service_mgr *m = arg;
+    struct cp_event_hs_desc e = {0};
+    char err[256];
+    (void)c;
+    if (cp_event_hs_desc_parse(ev, &e, err, sizeof(err)) < 0) {
+        log_debug("services: undecodable HS_DESC event: %s", err);
+        return;
+    }
+    struct service *s = e.address ? service_by_address(m, e.address) : NULL;
+    if (s && e.action == CP_HS_DESC_UPLOADED) {
+        s->uploads++;
+        if (!s->uploaded) {
+            s->uploaded = true;
+            log_info("service %s: descriptor uploaded to HSDir $%s~%s, %.1f s after publishing; %s.onion is "
+                     "reachable", s->conf->name, e.hsdir_fp, e.hsdir_nick, service_since(&m->published_at),
+                     s->address);
+        }
+    } else if (s && e.action == CP_HS_DESC_FAILED) {
+        log_debug("service %s: descriptor upload to $%s failed: %s", s->conf->name, e.hsdir_fp,
+                  e.reason ? e.reason : "unknown reason");
+    }
+    cp_event_hs_desc_clear(&e);
+}
+
+void service_mgr_attach(struct service_mgr *m, struct cp_conn *conn)
+{
+    char err[256];
+    m->conn = conn;
+    cp_conn_subscribe(conn, "HS_DESC", service_hs_desc_cb, m);
+    static const char *const key = "HiddenServiceOptions";
+    char *cmd = cp_cmd_getconf(&key, 1, err, sizeof(err));
+    if (!cmd || cp_conn_send(conn, cmd, service_foreign_cb, m, err, sizeof(err)) < 0)
+        log_error("services: cannot query tor: %s", err);
+    free(cmd);
+}
+
+void service_mgr_detach(struct service_mgr *m)
+{
+    m->conn = NULL;
+}
+
+struct service_unpublish_ctx {
+    void (*done)(void *arg);
+    void *arg;
+};
+
+static void service_unpublish_cb(struct cp_conn *c, const struct cp_reply *r, const char *err, void *arg)
+{
+    struct service_unpublish_ctx *u = arg;
+    (void)c;
+    if (!r)
+        log_debug("services: removal not answered: %s", err);
+    else if (!cp_reply_is_ok(r))
+        log_warnx("services: tor refused to remove the services: %s", cp_reply_message(r));
+    else
+        log_info("services: removed from tor");
+    u->done(u->arg);
+    free(u);
+}
+
+void service_mgr_unpublish(struct service_mgr *m, void (*done)(void *arg), void *arg)
+{
+    char err[256];
+    struct service_unpublish_ctx *u = calloc(1, sizeof(*u));
+    char *cmd = NULL;
+    if (!m->conn || !u || !(cmd = service_setconf_cmd(m, false, err, sizeof(err)))) {
+        free(u);
+        done(arg);
+        return;
+    }
+    u->done = done;
+    u->arg = arg;
+    if (cp_conn_send(m->conn, cmd, service_unpublish_cb, u, err, sizeof(err)) < 0) {
+        free(u);
+        done(arg);
+    }
+    free(cmd);
+}
+
+size_t service_mgr_count(const struct service_mgr *m)
+{
+    return m->n;
+}
+
+const char *service_mgr_address(const struct service_mgr *m, size_t i)
+{
+    return i < m->n ? m->services[i].address : "";
+}
+
+const char *service_mgr_name(const struct service_mgr *m, size_t i)
+{
+    return i < m->n ? m->services[i].conf->name : "";
+}
+
+bool service_mgr_uploaded(const struct service_mgr *m, size_t i)
+{
+    return i < m->n && m->services[i].uploaded;
+}

@@ -1,0 +1,54 @@
+/* service.h — the onion services onionfront publishes: their keys and addresses, and their
+ * HiddenService* lines in tor, applied with one SETCONF of the complete group so adding or removing one
+ * service never disturbs the others (TOR-FACTS: SETCONF replaces the whole group).
+ *
+ * Owns per-service runtime state (address, first upload). Not the tor process (tor.c) nor descriptor
+ * health (later: descriptor.c). In attach mode it keeps the attached tor's own services (HiddenService*
+ * lines for directories that are not ours) in every SETCONF it sends. */
+#ifndef ONIONFRONT_SERVICE_H
+#define ONIONFRONT_SERVICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct config;
+struct cp_conn;
+struct service_conf;
+struct service_mgr;
+
+struct service_mgr *service_mgr_new(const struct config *conf);
+/* Free. The connection given to service_mgr_attach must be gone already (free the tor supervisor
+ * first): it holds subscriptions that point here. NULL is a no-op. */
+void service_mgr_free(struct service_mgr *m);
+
+/* Load (or create on first run) every service's key. Return 0, or -1 with a message naming the
+ * service and file. Logs each service's address. */
+int service_mgr_load_keys(struct service_mgr *m, char *err, size_t errlen);
+
+/* Switch to `conf` (reload): keep the runtime state of services that stay (matched by name), load or
+ * create keys for new ones, and if what tor sees changed (a service added or removed, its ports or key
+ * directory), send one SETCONF of the complete group; unchanged services get no new descriptor.
+ * All or nothing: on error (a new service's key cannot be loaded) return -1 with a message and keep the
+ * old state. `conf` must outlive the manager or the next reconfigure; the old config may be freed after
+ * a successful return. Sets *tor_changed (if not NULL) to whether a SETCONF was needed. */
+int service_mgr_reconfigure(struct service_mgr *m, const struct config *conf, bool *tor_changed, char *err,
+                            size_t errlen);
+
+/* A new verified control connection: subscribe to HS_DESC and publish every service. */
+void service_mgr_attach(struct service_mgr *m, struct cp_conn *conn);
+
+/* The connection given to service_mgr_attach is gone. */
+void service_mgr_detach(struct service_mgr *m);
+
+/* Remove our services from tor (keeping foreign ones), then call done(arg) — also on failure, or at
+ * once when there is no connection. */
+void service_mgr_unpublish(struct service_mgr *m, void (*done)(void *arg), void *arg);
+
+size_t service_mgr_count(const struct service_mgr *m);
+/* The i-th service's onion address without ".onion" ("" until keys are loaded). */
+const char *service_mgr_address(const struct service_mgr *m, size_t i);
+const char *service_mgr_name(const struct service_mgr *m, size_t i);
+/* True once tor confirmed at least one descriptor upload for the i-th service. */
+bool service_mgr_uploaded(const struct service_mgr *m, size_t i);
+
+#endif

@@ -1,0 +1,752 @@
+/* tor.c — spawn/attach, control connection, bootstrap, mode verification and restart for onionfront's
+ * tor (see tor.h). Services are not this file's business: it hands each new verified connection to the
+ * ready() callback and reports its loss through lost(). */
+#include "sidecar/tor.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "controlproto/cp_cmd.h"
+#include "controlproto/cp_conn.h"
+#include "controlproto/cp_event.h"
+#include "sidecar/config.h"
+#include "sidecar/fsutil.h"
+#include "sidecar/log.h"
+#include "sidecar/proc.h"
+#include "sidecar/torrc.h"
+
+/* Events onionfront uses; SETEVENTS replaces the whole set, so one module owns it. */
+static const char *const tor_events[] = {"STATUS_CLIENT", "STATUS_GENERAL", "HS_DESC", "HS_DESC_CONTENT",
+                                         "CIRC"};
+
+#define TOR_CONNECT_RETRY_MS 100
+#define TOR_KEEPALIVE_S 10
+#define TOR_STOP_GRACE_S 10
+
+struct tor_sup {
+    struct event_base *base;
+    struct proc_mgr *procs;
+    const struct config *conf;
+    struct tor_callbacks cbs;
+    void *arg;
+
+    enum tor_state state;
+    bool stopping;
+    bool handed_over;        /* ready() was called for the current connection */
+    struct proc *child;      /* spawn mode */
+    struct cp_conn *conn;
+    int progress;
+    char version[64];
+    unsigned restarts;
+    unsigned backoff_s;
+    struct timespec started_at;
+
+    char data_dir[PATH_MAX];
+    char control_dir[PATH_MAX];
+    char control_socket[PATH_MAX];
+    char torrc_path[PATH_MAX];
+
+    struct event *retry_ev;     /* connect retry while STARTING, and restart after BACKOFF */
+    struct event *deadline_ev;  /* bootstrap deadline */
+    struct event *keepalive_ev; /* periodic GETINFO: detects a hung tor, refreshes bootstrap */
+};
+
+static void tor_restart_later(struct tor_sup *t, const char *why);
+static int tor_launch(struct tor_sup *t, char *err, size_t errlen);
+
+const char *tor_state_str(enum tor_state s)
+{
+    switch (s) {
+    case TOR_STOPPED: return "stopped";
+    case TOR_STARTING: return "starting";
+    case TOR_CONFIGURING: return "configuring";
+    case TOR_BOOTSTRAPPING: return "bootstrapping";
+    case TOR_RUNNING: return "running";
+    case TOR_BACKOFF: return "backoff";
+    case TOR_FAILED: return "failed";
+    }
+    return "unknown";
+}
+
+static bool tor_is_spawn(const struct tor_sup *t)
+{
+    return t->conf->tor.mode == TOR_MODE_SPAWN;
+}
+
+static double tor_elapsed_s(const struct tor_sup *t)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - t->started_at.tv_sec) + (double)(now.tv_nsec - t->started_at.tv_nsec) / 1e9;
+}
+
+static void tor_set_state(struct tor_sup *t, enum tor_state s)
+{
+    if (t->state != s)
+        log_debug("tor: %s -> %s", tor_state_str(t->state), tor_state_str(s));
+    t->state = s;
+}
+
+/* Drop the control connection; tell the owner if it had been handed over. */
+static void tor_drop_conn(struct tor_sup *t, const char *why)
+{
+    if (t->keepalive_ev)
+        event_del(t->keepalive_ev);
+    if (t->conn) {
+        struct cp_conn *c = t->conn;
+        t->conn = NULL;
+        cp_conn_free(c); /* safe inside its own callbacks: freed after they return */
+    }
+    if (t->handed_over) {
+        t->handed_over = false;
+        if (t->cbs.lost)
+            t->cbs.lost(t, why, t->arg);
+    }
+}
+
+static void tor_fail(struct tor_sup *t, const char *why)
+{
+    tor_drop_conn(t, why);
+    if (t->child)
+        proc_terminate(t->child, &(struct timeval){TOR_STOP_GRACE_S, 0});
+    event_del(t->retry_ev);
+    event_del(t->deadline_ev);
+    tor_set_state(t, TOR_FAILED);
+    if (t->cbs.failed)
+        t->cbs.failed(t, why, t->arg);
+}
+
+/* ---- bootstrap ---- */
+
+static void tor_note_progress(struct tor_sup *t, int progress, const char *summary)
+{
+    if (progress < 0 || progress == t->progress)
+        return;
+    t->progress = progress;
+    log_debug("tor: bootstrap %d%%%s%s", progress, summary ? ": " : "", summary ? summary : "");
+    if (progress >= 100 && t->state == TOR_BOOTSTRAPPING) {
+        event_del(t->deadline_ev);
+        tor_set_state(t, TOR_RUNNING);
+        t->backoff_s = 0;
+        log_info("tor: bootstrapped in %.1f s", tor_elapsed_s(t));
+        if (t->cbs.bootstrapped)
+            t->cbs.bootstrapped(t, t->arg);
+    }
+}
+
+static void tor_status_event_cb(struct cp_conn *c, const struct cp_reply *ev, void *arg)
+{
+    struct tor_sup *t = arg;
+    struct cp_event_status st = {0};
+    char err[256];
+    (void)c;
+    if (cp_event_status_parse(ev, &st, err, sizeof(err)) < 0) {
+        log_debug("tor: ignoring undecodable status event: %s", err);
+        return;
+    }
+    if (st.action && strcmp(st.action, "BOOTSTRAP") == 0)
+        tor_note_progress(t, st.progress, st.summary);
+    cp_event_status_clear(&st);
+}
+
+static void tor_bootstrap_phase_cb(struct cp_conn *c, const struct cp_reply *r, const char *err, void *arg)
+{
+    struct tor_sup *t = arg;
+    (void)c;
+    if (!r) {
+        log_debug("tor: GETINFO status/bootstrap-phase failed: %s", err);
+        return;
+    }
+    struct cp_info info = {0};
+    char perr[256];
+    if (cp_info_parse(r, &info, perr, sizeof(perr)) == 0) {
+        const char *phase = cp_info_get(&info, "status/bootstrap-phase");
+        struct cp_args a = {0};
+        if (phase && cp_args_parse(phase, &a, perr, sizeof(perr)) == 0) {
+            const char *p = cp_args_get(&a, "PROGRESS");
+            if (p)
+                tor_note_progress(t, atoi(p), cp_args_get(&a, "SUMMARY"));
+            cp_args_clear(&a);
+        }
+        cp_info_clear(&info);
+    }
+}
+
+static void tor_send_getinfo(struct tor_sup *t, const char *key, cp_conn_reply_cb cb)
+{
+    char err[256];
+    char *cmd = cp_cmd_getinfo(&key, 1, err, sizeof(err));
+    if (!cmd || cp_conn_send(t->conn, cmd, cb, t, err, sizeof(err)) < 0)
+        log_warnx("tor: cannot send GETINFO %s: %s", key, err);
+    free(cmd);
+}
+
+static void tor_keepalive_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct tor_sup *t = arg;
+    (void)fd;
+    (void)what;
+    /* A hung tor (e.g. SIGSTOP) never answers: cp_conn's command timeout then closes the connection
+     * and we restart. The answer also keeps the bootstrap figure fresh. */
+    if (t->conn && cp_conn_get_state(t->conn) == CP_CONN_READY)
+        tor_send_getinfo(t, "status/bootstrap-phase", tor_bootstrap_phase_cb);
+    event_add(t->keepalive_ev, &(struct timeval){TOR_KEEPALIVE_S, 0});
+}
+
+static void tor_deadline_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct tor_sup *t = arg;
+    char why[128];
+    (void)fd;
+    (void)what;
+    snprintf(why, sizeof(why), "tor did not bootstrap within %u s (stuck at %d%%)",
+             t->conf->tor.bootstrap_timeout, t->progress);
+    if (t->state == TOR_STARTING || t->state == TOR_CONFIGURING) {
+        snprintf(why, sizeof(why), "tor's control port did not become usable within %u s",
+                 t->conf->tor.bootstrap_timeout);
+    }
+    tor_restart_later(t, why);
+}
+
+/* ---- verification ---- */
+
+/* control-spec GETCONF/GETINFO answers checked against what single-onion mode requires. Returns NULL if
+ * fine, else a static description of the first problem. */
+static const char *tor_check_mode(const struct cp_info *info)
+{
+    static const char *const must_be_one[] = {"HiddenServiceSingleHopMode", "HiddenServiceNonAnonymousMode"};
+    static const char *const client_listeners[] = {"net/listeners/socks", "net/listeners/trans",
+                                                   "net/listeners/natd", "net/listeners/dns",
+                                                   "net/listeners/httptunnel"};
+    for (size_t i = 0; i < sizeof(must_be_one) / sizeof(must_be_one[0]); i++) {
+        const char *v = cp_info_get(info, must_be_one[i]);
+        if (!v || strcmp(v, "1") != 0)
+            return i == 0 ? "HiddenServiceSingleHopMode is not 1" : "HiddenServiceNonAnonymousMode is not 1";
+    }
+    for (size_t i = 0; i < sizeof(client_listeners) / sizeof(client_listeners[0]); i++) {
+        const char *v = cp_info_get(info, client_listeners[i]);
+        if (v && v[0] != '\0')
+            return "tor has a client port (SocksPort/TransPort/NATDPort/DNSPort/HTTPTunnelPort) open";
+    }
+    return NULL;
+}
+
+static void tor_handover(struct tor_sup *t)
+{
+    tor_set_state(t, TOR_BOOTSTRAPPING);
+    t->handed_over = true;
+    event_add(t->keepalive_ev, &(struct timeval){TOR_KEEPALIVE_S, 0});
+    if (t->cbs.ready)
+        t->cbs.ready(t, t->conn, t->arg);
+    /* ready() may have dropped the connection; only then is there nothing left to ask. */
+    if (t->conn)
+        tor_send_getinfo(t, "status/bootstrap-phase", tor_bootstrap_phase_cb);
+}
+
+/* The verification chain: GETCONF of the mode options, then GETINFO of the client listeners and version;
+ * the context carries the first answer to the second callback. */
+struct tor_verify_ctx {
+    struct tor_sup *t;
+    struct cp_info conf;
+};
+
+static void tor_verify_listeners_cb(struct cp_conn *c, const struct cp_reply *r, const char *err, void *arg)
+{
+    struct tor_verify_ctx *v = arg;
+    struct tor_sup *t = v->t;
+    char perr[256];
+    (void)c;
+    if (!r || !cp_reply_is_ok(r)) {
+        const char *why = r ? cp_reply_message(r) : err;
+        cp_info_clear(&v->conf);
+        free(v);
+        tor_restart_later(t, why);
+        return;
+    }
+    struct cp_info info = {0};
+    if (cp_info_parse(r, &info, perr, sizeof(perr)) < 0) {
+        cp_info_clear(&v->conf);
+        free(v);
+        tor_restart_later(t, "cannot parse GETINFO answer");
+        return;
+    }
+    /* Merge both answers for one check. */
+    struct cp_info both = {0};
+    size_t n = v->conf.n + info.n;
+    both.items = calloc(n ? n : 1, sizeof(*both.items));
+    if (both.items) {
+        memcpy(both.items, v->conf.items, v->conf.n * sizeof(*both.items));
+        memcpy(both.items + v->conf.n, info.items, info.n * sizeof(*both.items));
+        both.n = n;
+    }
+    const char *problem = both.items ? tor_check_mode(&both) : "out of memory";
+    const char *ver = cp_info_get(&info, "version");
+    if (ver)
+        snprintf(t->version, sizeof(t->version), "%s", ver);
+    free(both.items); /* items are borrowed from the two lists */
+    cp_info_clear(&info);
+    cp_info_clear(&v->conf);
+    free(v);
+    if (problem) {
+        char why[256];
+        snprintf(why, sizeof(why), "refusing to use this tor: %s; onionfront only runs single onion "
+                 "services on a tor with HiddenServiceSingleHopMode 1, HiddenServiceNonAnonymousMode 1 "
+                 "and no client ports", problem);
+        if (tor_is_spawn(t))
+            tor_restart_later(t, why); /* our own torrc should make this impossible */
+        else
+            tor_fail(t, why);
+        return;
+    }
+    log_info("tor: verified single-hop, non-anonymous mode with no client ports (tor %s)", t->version);
+    tor_handover(t);
+}
+
+static void tor_verify_modeconf_cb(struct cp_conn *c, const struct cp_reply *r, const char *err, void *arg)
+{
+    struct tor_sup *t = arg;
+    char perr[256];
+    (void)c;
+    if (!r || !cp_reply_is_ok(r)) {
+        tor_restart_later(t, r ? cp_reply_message(r) : err);
+        return;
+    }
+    struct tor_verify_ctx *v = calloc(1, sizeof(*v));
+    if (!v) {
+        tor_restart_later(t, "out of memory");
+        return;
+    }
+    v->t = t;
+    if (cp_info_parse(r, &v->conf, perr, sizeof(perr)) < 0) {
+        free(v);
+        tor_restart_later(t, "cannot parse GETCONF answer");
+        return;
+    }
+    static const char *const keys[] = {"net/listeners/socks", "net/listeners/trans", "net/listeners/natd",
+                                       "net/listeners/dns", "net/listeners/httptunnel", "version"};
+    char *cmd = cp_cmd_getinfo(keys, sizeof(keys) / sizeof(keys[0]), perr, sizeof(perr));
+    if (!cmd || cp_conn_send(t->conn, cmd, tor_verify_listeners_cb, v, perr, sizeof(perr)) < 0) {
+        free(cmd);
+        cp_info_clear(&v->conf);
+        free(v);
+        tor_restart_later(t, perr);
+        return;
+    }
+    free(cmd);
+}
+
+/* Completion for commands whose failure means the connection is not usable as configured. */
+static void tor_setup_cmd_cb(struct cp_conn *c, const struct cp_reply *r, const char *err, void *arg)
+{
+    struct tor_sup *t = arg;
+    (void)c;
+    if (!r || !cp_reply_is_ok(r)) {
+        char why[256];
+        snprintf(why, sizeof(why), "control setup command failed: %s", r ? cp_reply_message(r) : err);
+        tor_restart_later(t, why);
+    }
+}
+
+static void tor_configure(struct tor_sup *t)
+{
+    char err[256];
+    tor_set_state(t, TOR_CONFIGURING);
+    cp_conn_subscribe(t->conn, "STATUS_CLIENT", tor_status_event_cb, t);
+    cp_conn_subscribe(t->conn, "STATUS_GENERAL", tor_status_event_cb, t);
+
+    /* Commands are pipelined; the FIFO keeps them in order. */
+    if (tor_is_spawn(t)) {
+        /* tor exits as soon as this connection closes: with __OwningControllerProcess in the torrc,
+         * nothing survives onionfront. */
+        if (cp_conn_send(t->conn, "TAKEOWNERSHIP\r\n", tor_setup_cmd_cb, t, err, sizeof(err)) < 0)
+            goto fail;
+        if (cp_conn_send(t->conn, "RESETCONF __OwningControllerProcess\r\n", tor_setup_cmd_cb, t, err,
+                         sizeof(err)) < 0)
+            goto fail;
+    }
+    char *cmd = cp_cmd_setevents(tor_events, sizeof(tor_events) / sizeof(tor_events[0]), err, sizeof(err));
+    if (!cmd || cp_conn_send(t->conn, cmd, tor_setup_cmd_cb, t, err, sizeof(err)) < 0) {
+        free(cmd);
+        goto fail;
+    }
+    free(cmd);
+    static const char *const mode_keys[] = {"HiddenServiceSingleHopMode", "HiddenServiceNonAnonymousMode"};
+    cmd = cp_cmd_getconf(mode_keys, 2, err, sizeof(err));
+    if (!cmd || cp_conn_send(t->conn, cmd, tor_verify_modeconf_cb, t, err, sizeof(err)) < 0) {
+        free(cmd);
+        goto fail;
+    }
+    free(cmd);
+    return;
+fail:
+    tor_restart_later(t, err);
+}
+
+/* ---- connection ---- */
+
+static void tor_conn_state_cb(struct cp_conn *c, enum cp_conn_state st, const char *err, void *arg)
+{
+    struct tor_sup *t = arg;
+    if (c != t->conn)
+        return;
+    if (st == CP_CONN_READY) {
+        tor_configure(t);
+        return;
+    }
+    if (st != CP_CONN_CLOSED)
+        return;
+    if (t->stopping) {
+        tor_drop_conn(t, "stopping");
+        if (!tor_is_spawn(t)) {
+            tor_set_state(t, TOR_STOPPED);
+            if (t->cbs.stopped)
+                t->cbs.stopped(t, t->arg);
+        }
+        return;
+    }
+    if (t->state == TOR_STARTING) {
+        /* The socket is not there yet (tor still starting): try again shortly. */
+        tor_drop_conn(t, err ? err : "closed");
+        if (!tor_is_spawn(t) || (t->child && proc_is_running(t->child)))
+            event_add(t->retry_ev, &(struct timeval){0, TOR_CONNECT_RETRY_MS * 1000});
+        if (!tor_is_spawn(t)) {
+            /* attach: a missing socket is worth one clear line, then quiet retries */
+            log_debug("tor: control socket %s not usable yet: %s", t->control_socket, err ? err : "closed");
+        }
+        return;
+    }
+    char why[300];
+    snprintf(why, sizeof(why), "control connection lost: %s", err ? err : "closed by tor");
+    tor_restart_later(t, why);
+}
+
+static void tor_try_connect(struct tor_sup *t)
+{
+    char err[256];
+    struct cp_conn_opts o = {0};
+    o.unix_path = t->control_socket;
+    o.auth = tor_is_spawn(t) ? CP_AUTH_SAFECOOKIE : CP_AUTH_AUTO;
+    o.cmd_timeout.tv_sec = (time_t)t->conf->tor.command_timeout;
+    t->conn = cp_conn_new(t->base, &o, tor_conn_state_cb, t, err, sizeof(err));
+    if (!t->conn || cp_conn_connect(t->conn, err, sizeof(err)) < 0) {
+        if (t->conn) {
+            cp_conn_free(t->conn);
+            t->conn = NULL;
+        }
+        log_debug("tor: connect to %s: %s", t->control_socket, err);
+        event_add(t->retry_ev, &(struct timeval){0, TOR_CONNECT_RETRY_MS * 1000});
+    }
+}
+
+/* ---- process ---- */
+
+static void tor_line_cb(struct proc *p, const char *line, void *arg)
+{
+    (void)p;
+    (void)arg;
+    /* tor's own log: its start-up warnings about non-anonymous mode are expected, so tor's lines are
+     * relayed at info; errors stay visible. */
+    if (strstr(line, "[err]"))
+        log_error("tor: %s", line);
+    else
+        log_info("tor: %s", line);
+}
+
+static void tor_exit_cb(struct proc *p, int wstatus, void *arg)
+{
+    struct tor_sup *t = arg;
+    char why[128];
+    if (WIFEXITED(wstatus))
+        snprintf(why, sizeof(why), "tor (pid %ld) exited with status %d", (long)proc_pid(p), WEXITSTATUS(wstatus));
+    else if (WIFSIGNALED(wstatus))
+        snprintf(why, sizeof(why), "tor (pid %ld) killed by signal %d", (long)proc_pid(p), WTERMSIG(wstatus));
+    else
+        snprintf(why, sizeof(why), "tor (pid %ld) ended", (long)proc_pid(p));
+    t->child = NULL;
+    proc_free(p);
+    if (t->stopping) {
+        log_info("tor: %s", why);
+        tor_drop_conn(t, "stopping");
+        tor_set_state(t, TOR_STOPPED);
+        if (t->cbs.stopped)
+            t->cbs.stopped(t, t->arg);
+        return;
+    }
+    if (t->state == TOR_FAILED)
+        return;
+    tor_restart_later(t, why);
+}
+
+static void tor_retry_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct tor_sup *t = arg;
+    char err[512];
+    (void)fd;
+    (void)what;
+    if (t->stopping)
+        return;
+    if (t->state == TOR_BACKOFF) {
+        if (tor_launch(t, err, sizeof(err)) < 0) {
+            log_error("tor: restart failed: %s", err);
+            tor_restart_later(t, err);
+        }
+        return;
+    }
+    if (t->state == TOR_STARTING && !t->conn)
+        tor_try_connect(t);
+}
+
+/* Something went wrong with the current tor or connection: tear it down and start again after a
+ * growing delay (1, 2, 4 ... restart_backoff_max seconds). */
+static void tor_restart_later(struct tor_sup *t, const char *why)
+{
+    if (t->stopping || t->state == TOR_FAILED)
+        return;
+    if (t->state == TOR_BACKOFF) {
+        log_debug("tor: %s (already restarting)", why);
+        return;
+    }
+    tor_drop_conn(t, why);
+    event_del(t->deadline_ev);
+    event_del(t->retry_ev);
+    if (t->child) {
+        /* Not waiting for it to end before relaunching would put two tors on one DataDirectory:
+         * kill now (a hung tor ignores SIGTERM) and let the launch wait for the reap. */
+        proc_free(t->child);
+        t->child = NULL;
+    }
+    unsigned max = (unsigned)t->conf->tor.restart_backoff_max;
+    t->backoff_s = t->backoff_s == 0 ? 1 : (t->backoff_s * 2 > max ? max : t->backoff_s * 2);
+    t->restarts++;
+    log_warnx("tor: %s; %s in %u s", why, tor_is_spawn(t) ? "restarting tor" : "reconnecting", t->backoff_s);
+    tor_set_state(t, TOR_BACKOFF);
+    event_add(t->retry_ev, &(struct timeval){t->backoff_s, 0});
+}
+
+/* If a tor from an earlier run of onionfront still runs on our DataDirectory (onionfront was killed and
+ * tor has not noticed yet), end it: two tors must never share a DataDirectory. */
+static int tor_replace_leftover(struct tor_sup *t, char *err, size_t errlen)
+{
+    char path[PATH_MAX + 16], buf[64];
+    snprintf(path, sizeof(path), "%s/tor.pid", t->data_dir);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    long pid = 0;
+    if (fgets(buf, sizeof(buf), f))
+        pid = strtol(buf, NULL, 10);
+    fclose(f);
+    if (pid <= 1 || pid == (long)getpid())
+        return 0;
+    /* Only a process that really is a tor running our torrc counts; a recycled pid is left alone. */
+    char cmdline[4096];
+    snprintf(path, sizeof(path), "/proc/%ld/cmdline", pid);
+    f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(cmdline, 1, sizeof(cmdline) - 1, f);
+    fclose(f);
+    cmdline[n] = '\0';
+    for (size_t i = 0; i < n; i++)
+        if (cmdline[i] == '\0')
+            cmdline[i] = ' ';
+    if (!strstr(cmdline, t->torrc_path))
+        return 0;
+    log_notice("tor: a tor from an earlier onionfront run (pid %ld) still uses %s; stopping it", pid,
+               t->data_dir);
+    kill((pid_t)pid, SIGTERM);
+    kill((pid_t)pid, SIGCONT);
+    for (int i = 0; i < 100; i++) { /* up to 10 s */
+        if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+            return 0;
+        usleep(100 * 1000);
+    }
+    kill((pid_t)pid, SIGKILL);
+    for (int i = 0; i < 50; i++) {
+        if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+            return 0;
+        usleep(100 * 1000);
+    }
+    snprintf(err, errlen, "a tor (pid %ld) from an earlier run still uses %s and would not stop", pid,
+             t->data_dir);
+    return -1;
+}
+
+static int tor_write_torrc(struct tor_sup *t, char *err, size_t errlen)
+{
+    struct torrc_params p = {
+        .data_dir = t->data_dir,
+        .control_socket = t->control_socket,
+        .controller_pid = getpid(),
+        .user = t->conf->tor.user,
+        .extra = (const char *const *)t->conf->tor.extra_torrc,
+        .n_extra = t->conf->tor.n_extra_torrc,
+    };
+    char *text = torrc_render(torrc_template, &p, err, errlen);
+    if (!text)
+        return -1;
+    int rc = fs_write_atomic(t->conf->state_dir, "torrc", text, strlen(text), 0600, err, errlen);
+    free(text);
+    return rc;
+}
+
+static int tor_launch(struct tor_sup *t, char *err, size_t errlen)
+{
+    clock_gettime(CLOCK_MONOTONIC, &t->started_at);
+    t->progress = -1;
+    tor_set_state(t, TOR_STARTING);
+    event_add(t->deadline_ev, &(struct timeval){(time_t)t->conf->tor.bootstrap_timeout, 0});
+    if (!tor_is_spawn(t)) {
+        tor_try_connect(t);
+        return 0;
+    }
+    if (tor_replace_leftover(t, err, errlen) < 0)
+        return -1;
+    /* A stale socket from a killed tor would make connect() fail until tor replaces it; remove it. */
+    unlink(t->control_socket);
+    if (tor_write_torrc(t, err, errlen) < 0)
+        return -1;
+    const char *argv[] = {t->conf->tor.binary, "-f", t->torrc_path, "--defaults-torrc", "/dev/null", NULL};
+    t->child = proc_spawn(t->procs, argv, tor_line_cb, tor_exit_cb, t, err, errlen);
+    if (!t->child)
+        return -1;
+    log_info("tor: started %s (pid %ld)", t->conf->tor.binary, (long)proc_pid(t->child));
+    event_add(t->retry_ev, &(struct timeval){0, TOR_CONNECT_RETRY_MS * 1000});
+    return 0;
+}
+
+/* ---- public ---- */
+
+struct tor_sup *tor_sup_new(struct event_base *base, struct proc_mgr *procs, const struct config *conf,
+                            const struct tor_callbacks *cbs, void *arg)
+{
+    struct tor_sup *t = calloc(1, sizeof(*t));
+    if (!t)
+        return NULL;
+    t->base = base;
+    t->procs = procs;
+    t->conf = conf;
+    t->cbs = *cbs;
+    t->arg = arg;
+    t->progress = -1;
+    t->retry_ev = evtimer_new(base, tor_retry_cb, t);
+    t->deadline_ev = evtimer_new(base, tor_deadline_cb, t);
+    t->keepalive_ev = evtimer_new(base, tor_keepalive_cb, t);
+    if (!t->retry_ev || !t->deadline_ev || !t->keepalive_ev) {
+        tor_sup_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+int tor_sup_start(struct tor_sup *t, char *err, size_t errlen)
+{
+    const struct config *c = t->conf;
+    snprintf(t->control_socket, sizeof(t->control_socket), "%s", c->tor.control_socket);
+    if (tor_is_spawn(t)) {
+        char *slash;
+        if (snprintf(t->data_dir, sizeof(t->data_dir), "%s/tor", c->state_dir) >= (int)sizeof(t->data_dir) ||
+            snprintf(t->torrc_path, sizeof(t->torrc_path), "%s/torrc", c->state_dir) >=
+                (int)sizeof(t->torrc_path)) {
+            snprintf(err, errlen, "state_dir is too long");
+            return -1;
+        }
+        snprintf(t->control_dir, sizeof(t->control_dir), "%s", t->control_socket);
+        if ((slash = strrchr(t->control_dir, '/')) != NULL)
+            *slash = '\0';
+        /* tor itself insists on a private DataDirectory; the control socket's directory must be 0700
+         * so only onionfront's user can reach the control port. */
+        if (fs_ensure_private_dir(c->state_dir, NULL, err, errlen) < 0 ||
+            fs_ensure_private_dir(t->data_dir, NULL, err, errlen) < 0 ||
+            fs_ensure_private_dir(c->run_dir, NULL, err, errlen) < 0 ||
+            fs_ensure_private_dir(t->control_dir, NULL, err, errlen) < 0)
+            return -1;
+    }
+    t->stopping = false;
+    return tor_launch(t, err, errlen);
+}
+
+void tor_sup_stop(struct tor_sup *t)
+{
+    t->stopping = true;
+    event_del(t->retry_ev);
+    event_del(t->deadline_ev);
+    event_del(t->keepalive_ev);
+    if (tor_is_spawn(t)) {
+        if (t->child && proc_is_running(t->child)) {
+            proc_terminate(t->child, &(struct timeval){TOR_STOP_GRACE_S, 0});
+            return; /* tor_exit_cb finishes */
+        }
+        tor_drop_conn(t, "stopping");
+    } else if (t->conn) {
+        cp_conn_close(t->conn); /* tor_conn_state_cb finishes */
+        return;
+    }
+    tor_set_state(t, TOR_STOPPED);
+    if (t->cbs.stopped)
+        t->cbs.stopped(t, t->arg);
+}
+
+void tor_sup_set_config(struct tor_sup *t, const struct config *conf)
+{
+    t->conf = conf;
+}
+
+enum tor_state tor_sup_state(const struct tor_sup *t)
+{
+    return t->state;
+}
+
+int tor_sup_bootstrap_progress(const struct tor_sup *t)
+{
+    return t->progress;
+}
+
+const char *tor_sup_version(const struct tor_sup *t)
+{
+    return t->version;
+}
+
+unsigned tor_sup_restarts(const struct tor_sup *t)
+{
+    return t->restarts;
+}
+
+long tor_sup_pid(const struct tor_sup *t)
+{
+    return t->child ? (long)proc_pid(t->child) : -1;
+}
+
+struct cp_conn *tor_sup_conn(const struct tor_sup *t)
+{
+    if (t->state == TOR_CONFIGURING || t->state == TOR_BOOTSTRAPPING || t->state == TOR_RUNNING)
+        return t->conn;
+    return NULL;
+}
+
+void tor_sup_free(struct tor_sup *t)
+{
+    if (!t)
+        return;
+    t->handed_over = false; /* no callbacks from inside free */
+    if (t->conn)
+        cp_conn_free(t->conn);
+    if (t->child)
+        proc_free(t->child);
+    if (t->retry_ev)
+        event_free(t->retry_ev);
+    if (t->deadline_ev)
+        event_free(t->deadline_ev);
+    if (t->keepalive_ev)
+        event_free(t->keepalive_ev);
+    free(t);
+}

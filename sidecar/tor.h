@@ -1,0 +1,71 @@
+/* tor.h — onionfront's tor: spawn it in single-onion mode (or attach to a running one), keep an
+ * authenticated control connection, follow bootstrap, verify the non-anonymous single-hop mode, and
+ * restart/reconnect with backoff when tor dies, hangs or drops the connection.
+ *
+ * Owns the tor process (spawn mode), the torrc it writes, and the control connection. It does not know
+ * about services: the ready/lost callbacks let service.c (re)publish them on each new connection. */
+#ifndef ONIONFRONT_TOR_H
+#define ONIONFRONT_TOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct event_base;
+struct config;
+struct proc_mgr;
+struct cp_conn;
+struct tor_sup;
+
+enum tor_state {
+    TOR_STOPPED,      /* not started, or stopped for good */
+    TOR_STARTING,     /* spawned (or attaching); waiting for the control socket */
+    TOR_CONFIGURING,  /* authenticated; taking ownership, subscribing, verifying the mode */
+    TOR_BOOTSTRAPPING,/* verified and services handed over; bootstrap below 100 % */
+    TOR_RUNNING,      /* bootstrapped */
+    TOR_BACKOFF,      /* lost; waiting before the next start or reconnect */
+    TOR_FAILED        /* a condition that restarting cannot fix (attach to a non-single-onion tor) */
+};
+const char *tor_state_str(enum tor_state s);
+
+struct tor_callbacks {
+    /* The control connection is authenticated and tor verified as single-hop/non-anonymous: publish.
+     * Called again after every restart or reconnect with the new connection. */
+    void (*ready)(struct tor_sup *t, struct cp_conn *conn, void *arg);
+    /* The connection handed to ready() is gone (tor died, hung, or closed it); do not use it again. */
+    void (*lost)(struct tor_sup *t, const char *why, void *arg);
+    /* Bootstrap reached 100 %. */
+    void (*bootstrapped)(struct tor_sup *t, void *arg);
+    /* Unrecoverable: onionfront should exit with an error. */
+    void (*failed)(struct tor_sup *t, const char *why, void *arg);
+    /* A tor stopped by tor_sup_stop() is gone (its process reaped, or the attached connection closed). */
+    void (*stopped)(struct tor_sup *t, void *arg);
+};
+
+/* Borrow `conf` (it must outlive the supervisor or be replaced with tor_sup_set_config). */
+struct tor_sup *tor_sup_new(struct event_base *base, struct proc_mgr *procs, const struct config *conf,
+                            const struct tor_callbacks *cbs, void *arg);
+
+/* Prepare directories and start (spawn or attach). Return 0 (progress arrives through callbacks), or
+ * -1 with a message in err for problems found before anything started (bad directory permissions,
+ * a torrc that cannot be written, another tor already running on our DataDirectory). */
+int tor_sup_start(struct tor_sup *t, char *err, size_t errlen);
+
+/* Stop: in spawn mode terminate tor (SIGTERM, SIGKILL after a bound); in attach mode close the
+ * connection. cbs->stopped is called when done. */
+void tor_sup_stop(struct tor_sup *t);
+
+/* Replace the borrowed config (on reload). Settings that need a tor restart are not applied. */
+void tor_sup_set_config(struct tor_sup *t, const struct config *conf);
+
+enum tor_state tor_sup_state(const struct tor_sup *t);
+int tor_sup_bootstrap_progress(const struct tor_sup *t); /* 0-100, -1 unknown */
+const char *tor_sup_version(const struct tor_sup *t);    /* "" until known */
+unsigned tor_sup_restarts(const struct tor_sup *t);
+long tor_sup_pid(const struct tor_sup *t);               /* spawn mode: tor's pid, else -1 */
+/* The current control connection when CONFIGURING/BOOTSTRAPPING/RUNNING, else NULL. */
+struct cp_conn *tor_sup_conn(const struct tor_sup *t);
+
+/* Free (killing a spawned tor that is still running). NULL is a no-op. */
+void tor_sup_free(struct tor_sup *t);
+
+#endif

@@ -1,0 +1,117 @@
+/* torrc.c — fills the @PLACEHOLDERS@ of the torrc template (see torrc.h). Text only: no file I/O. */
+#include "sidecar/torrc.h"
+
+#include <event2/buffer.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A path goes into the torrc unquoted: allow only characters that need no quoting. */
+static bool torrc_path_is_safe(const char *s)
+{
+    if (!s || s[0] != '/')
+        return false;
+    for (const char *c = s; *c; c++) {
+        if (*c <= ' ' || *c == '"' || *c == '\\' || *c == '#' || *c == 0x7f)
+            return false;
+    }
+    return true;
+}
+
+static bool torrc_line_is_safe(const char *s)
+{
+    for (const char *c = s; *c; c++) {
+        if (*c == '\n' || *c == '\r')
+            return false;
+    }
+    return true;
+}
+
+/* Append the value of placeholder `name` (without the @s). Return 0, or -1 with err set. */
+static int torrc_expand(struct evbuffer *out, const char *name, size_t name_len,
+                        const struct torrc_params *p, char *err, size_t errlen)
+{
+#define IS(lit) (name_len == sizeof(lit) - 1 && memcmp(name, lit, name_len) == 0)
+    if (IS("DATA_DIR")) {
+        if (!torrc_path_is_safe(p->data_dir)) {
+            snprintf(err, errlen, "torrc: data directory \"%s\" must be an absolute path without "
+                     "whitespace, quotes or '#'", p->data_dir ? p->data_dir : "");
+            return -1;
+        }
+        return evbuffer_add(out, p->data_dir, strlen(p->data_dir));
+    }
+    if (IS("CONTROL_SOCKET")) {
+        if (!torrc_path_is_safe(p->control_socket)) {
+            snprintf(err, errlen, "torrc: control socket \"%s\" must be an absolute path without "
+                     "whitespace, quotes or '#'", p->control_socket ? p->control_socket : "");
+            return -1;
+        }
+        return evbuffer_add(out, p->control_socket, strlen(p->control_socket));
+    }
+    if (IS("CONTROLLER_PID"))
+        return evbuffer_add_printf(out, "%ld", (long)p->controller_pid) < 0 ? -1 : 0;
+    if (IS("USER_LINE")) {
+        if (!p->user)
+            return 0;
+        for (const char *c = p->user; *c; c++) {
+            if (*c <= ' ' || *c == '"' || *c == '\\' || *c == '#') {
+                snprintf(err, errlen, "torrc: user name contains a character torrc cannot carry");
+                return -1;
+            }
+        }
+        return evbuffer_add_printf(out, "User %s", p->user) < 0 ? -1 : 0;
+    }
+    if (IS("EXTRA_TORRC")) {
+        for (size_t i = 0; i < p->n_extra; i++) {
+            if (!torrc_line_is_safe(p->extra[i])) {
+                snprintf(err, errlen, "torrc: extra line %zu contains a line break", i);
+                return -1;
+            }
+            if (evbuffer_add_printf(out, "%s%s", i ? "\n" : "", p->extra[i]) < 0)
+                return -1;
+        }
+        return 0;
+    }
+#undef IS
+    snprintf(err, errlen, "torrc: unknown placeholder @%.*s@ in the template", (int)name_len, name);
+    return -1;
+}
+
+char *torrc_render(const char *tmpl, const struct torrc_params *p, char *err, size_t errlen)
+{
+    struct evbuffer *out = evbuffer_new();
+    char *result = NULL;
+    if (!out) {
+        snprintf(err, errlen, "torrc: out of memory");
+        return NULL;
+    }
+    const char *cur = tmpl;
+    for (;;) {
+        const char *at = strchr(cur, '@');
+        if (!at) {
+            evbuffer_add(out, cur, strlen(cur));
+            break;
+        }
+        const char *end = strchr(at + 1, '@');
+        evbuffer_add(out, cur, (size_t)(at - cur));
+        if (!end) {
+            snprintf(err, errlen, "torrc: unterminated placeholder in the template");
+            goto done;
+        }
+        if (torrc_expand(out, at + 1, (size_t)(end - at - 1), p, err, errlen) < 0)
+            goto done;
+        cur = end + 1;
+    }
+    size_t len = evbuffer_get_length(out);
+    result = malloc(len + 1);
+    if (!result) {
+        snprintf(err, errlen, "torrc: out of memory");
+        goto done;
+    }
+    evbuffer_remove(out, result, len);
+    result[len] = '\0';
+done:
+    evbuffer_free(out);
+    return result;
+}

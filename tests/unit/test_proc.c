@@ -1,0 +1,140 @@
+/* test_proc.c — children on the event loop: output lines, exit status, bounded termination, and that
+ * nothing is left running. Uses /bin/sh as the child; the real loop runs until a done flag is set. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <event2/event.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sidecar/proc.h"
+
+struct ctx {
+    struct event_base *base;
+    struct proc_mgr *mgr;
+    char lines[8][128];
+    int n_lines;
+    int exited;
+    int wstatus;
+    pid_t pid;
+};
+
+static int setup(void **state)
+{
+    static struct ctx c;
+    memset(&c, 0, sizeof(c));
+    c.base = event_base_new();
+    c.mgr = proc_mgr_new(c.base);
+    *state = &c;
+    return c.base && c.mgr ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    struct ctx *c = *state;
+    proc_mgr_free(c->mgr);
+    event_base_free(c->base);
+    return 0;
+}
+
+static void line_cb(struct proc *p, const char *line, void *arg)
+{
+    struct ctx *c = arg;
+    (void)p;
+    if (c->n_lines < 8)
+        snprintf(c->lines[c->n_lines++], sizeof(c->lines[0]), "%s", line);
+}
+
+static void exit_cb(struct proc *p, int wstatus, void *arg)
+{
+    struct ctx *c = arg;
+    c->exited = 1;
+    c->wstatus = wstatus;
+    c->pid = proc_pid(p);
+    proc_free(p);
+    event_base_loopexit(c->base, NULL);
+}
+
+static void run_loop(struct ctx *c, int bound_s)
+{
+    struct timeval tv = {bound_s, 0};
+    event_base_loopexit(c->base, &tv);
+    event_base_dispatch(c->base);
+}
+
+static void test_output_and_status(void **state)
+{
+    struct ctx *c = *state;
+    char err[256];
+    const char *argv[] = {"/bin/sh", "-c", "echo hello; echo oops >&2; printf 'no newline'; exit 3", NULL};
+    struct proc *p = proc_spawn(c->mgr, argv, line_cb, exit_cb, c, err, sizeof(err));
+    assert_non_null(p);
+    run_loop(c, 10);
+    assert_true(c->exited);
+    assert_true(WIFEXITED(c->wstatus));
+    assert_int_equal(WEXITSTATUS(c->wstatus), 3);
+    /* The output pipe may be drained just before or after the reap: all three lines must be there. */
+    for (int i = 0; i < 20 && c->n_lines < 3; i++)
+        event_base_loop(c->base, EVLOOP_NONBLOCK);
+    assert_int_equal(c->n_lines, 3);
+    assert_string_equal(c->lines[0], "hello");
+    assert_string_equal(c->lines[1], "oops");
+    assert_string_equal(c->lines[2], "no newline");
+}
+
+static void test_spawn_failure_names_program(void **state)
+{
+    struct ctx *c = *state;
+    char err[256] = "";
+    const char *argv[] = {"/nonexistent/tor", NULL};
+    assert_null(proc_spawn(c->mgr, argv, NULL, NULL, NULL, err, sizeof(err)));
+    assert_non_null(strstr(err, "/nonexistent/tor"));
+}
+
+static void test_terminate_escalates_to_kill(void **state)
+{
+    struct ctx *c = *state;
+    char err[256];
+    /* Ignores SIGTERM (the disposition survives exec): only the SIGKILL after the grace ends it. */
+    const char *argv[] = {"/bin/sh", "-c", "trap '' TERM; exec sleep 60", NULL};
+    struct proc *p = proc_spawn(c->mgr, argv, NULL, exit_cb, c, err, sizeof(err));
+    assert_non_null(p);
+    usleep(100 * 1000);
+    struct timeval grace = {0, 300 * 1000};
+    proc_terminate(p, &grace);
+    run_loop(c, 10);
+    assert_true(c->exited);
+    assert_true(WIFSIGNALED(c->wstatus));
+    assert_int_equal(WTERMSIG(c->wstatus), SIGKILL);
+    assert_int_equal(kill(c->pid, 0), -1); /* gone and reaped */
+}
+
+static void test_free_kills_running_child(void **state)
+{
+    struct ctx *c = *state;
+    char err[256];
+    const char *argv[] = {"/bin/sleep", "60", NULL};
+    struct proc *p = proc_spawn(c->mgr, argv, NULL, exit_cb, c, err, sizeof(err));
+    assert_non_null(p);
+    pid_t pid = proc_pid(p);
+    assert_true(proc_is_running(p));
+    proc_free(p);
+    assert_int_equal(kill(pid, 0), -1);
+    assert_false(c->exited); /* exit_cb is not called from proc_free */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_output_and_status, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_spawn_failure_names_program, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_terminate_escalates_to_kill, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_free_kills_running_child, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

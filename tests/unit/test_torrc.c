@@ -1,0 +1,96 @@
+/* test_torrc.c — torrc rendering: the built-in template's safety lines, placeholders, and refusals. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sidecar/torrc.h"
+
+static int count_lines_equal(const char *text, const char *line)
+{
+    int n = 0;
+    size_t len = strlen(line);
+    for (const char *p = text; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t l = nl ? (size_t)(nl - p) : strlen(p);
+        if (l == len && memcmp(p, line, len) == 0)
+            n++;
+        p = nl ? nl + 1 : NULL;
+    }
+    return n;
+}
+
+static void test_builtin_template_is_single_onion(void **state)
+{
+    (void)state;
+    const char *extra[] = {"TestingTorNetwork 1", "DirAuthority auth1 orport=5000 127.0.0.1:7000 ABCD"};
+    struct torrc_params p = {"/var/lib/onionfront/tor", "/run/onionfront/control/control.sock", 4242, NULL, extra, 2};
+    char err[256] = "";
+    char *t = torrc_render(torrc_template, &p, err, sizeof(err));
+    assert_non_null(t);
+    assert_int_equal(count_lines_equal(t, "HiddenServiceSingleHopMode 1"), 1);
+    assert_int_equal(count_lines_equal(t, "HiddenServiceNonAnonymousMode 1"), 1);
+    assert_int_equal(count_lines_equal(t, "SocksPort 0"), 1);
+    assert_int_equal(count_lines_equal(t, "CookieAuthentication 1"), 1);
+    assert_int_equal(count_lines_equal(t, "DataDirectory /var/lib/onionfront/tor"), 1);
+    assert_int_equal(count_lines_equal(t, "ControlPort unix:/run/onionfront/control/control.sock"), 1);
+    assert_int_equal(count_lines_equal(t, "__OwningControllerProcess 4242"), 1);
+    assert_int_equal(count_lines_equal(t, "TestingTorNetwork 1"), 1);
+    assert_int_equal(count_lines_equal(t, extra[1]), 1);
+    assert_null(strstr(t, "@"));   /* every placeholder filled */
+    assert_null(strstr(t, "User ")); /* no user configured */
+    free(t);
+}
+
+static void test_user_line(void **state)
+{
+    (void)state;
+    struct torrc_params p = {"/d", "/c/s", 1, "debian-tor", NULL, 0};
+    char err[256];
+    char *t = torrc_render(torrc_template, &p, err, sizeof(err));
+    assert_non_null(t);
+    assert_int_equal(count_lines_equal(t, "User debian-tor"), 1);
+    free(t);
+}
+
+struct refusal {
+    const char *tmpl;
+    struct torrc_params p;
+    const char *expect; /* substring of the error */
+};
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    const char *nl_extra[] = {"TestingTorNetwork 1\nSocksPort 9050"};
+    const struct refusal cases[] = {
+        {"DataDirectory @DATA_DIR@\n", {"/a dir", "/c", 1, NULL, NULL, 0}, "data directory \"/a dir\""},
+        {"DataDirectory @DATA_DIR@\n", {"relative", "/c", 1, NULL, NULL, 0}, "must be an absolute path"},
+        {"ControlPort unix:@CONTROL_SOCKET@\n", {"/d", "/c\"x", 1, NULL, NULL, 0}, "control socket"},
+        {"@USER_LINE@\n", {"/d", "/c", 1, "bad user", NULL, 0}, "user name"},
+        {"@EXTRA_TORRC@\n", {"/d", "/c", 1, NULL, nl_extra, 1}, "extra line 0 contains a line break"},
+        {"@NOPE@\n", {"/d", "/c", 1, NULL, NULL, 0}, "unknown placeholder @NOPE@"},
+        {"x @DATA_DIR\n", {"/d", "/c", 1, NULL, NULL, 0}, "unterminated placeholder"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char err[256] = "";
+        char *t = torrc_render(cases[i].tmpl, &cases[i].p, err, sizeof(err));
+        if (t)
+            fail_msg("case %zu: rendered instead of refusing: %s", i, t);
+        if (!strstr(err, cases[i].expect))
+            fail_msg("case %zu: error \"%s\" does not mention \"%s\"", i, err, cases[i].expect);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_builtin_template_is_single_onion),
+        cmocka_unit_test(test_user_line),
+        cmocka_unit_test(test_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
