@@ -1,0 +1,210 @@
+# lib.sh — shared helpers for onionfront's integration tests and `make demo` (sourced, bash).
+#
+# Every process started through these helpers is tracked by PID and ended by of_cleanup (installed as
+# an EXIT/INT/TERM trap by of_init): TERM, a bounded wait, then KILL — never pkill/killall.
+# Tests count checks with of_check/of_fail and end with of_summary ("N passed, N failed").
+
+OF_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+OF_BIN=${OF_BIN:-$OF_ROOT/build/onionfront-san}
+OF_BACKEND_BIN=$OF_ROOT/build/tools/backend
+OF_TORCTL_BIN=$OF_ROOT/build/tools/torctl
+OF_PIDS=()
+OF_PASSED=0
+OF_FAILED=0
+OF_TMP=""
+
+of_log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+of_now() { date +%s.%N; }
+of_elapsed() { awk -v a="$1" -v b="$(of_now)" 'BEGIN { printf "%.1f", b - a }'; }
+
+# Make a short temporary directory (unix socket paths must stay under 108 bytes) and install cleanup.
+of_init() {
+  OF_TMP=$(mktemp -d /tmp/of.XXXXXX)
+  chmod 700 "$OF_TMP"
+  trap of_cleanup EXIT
+  trap 'of_cleanup; exit 130' INT TERM
+  # ASan must not trip over tor's children or report leaks of the shell tools; the daemon is checked.
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+}
+
+of_track_pid() { OF_PIDS+=("$1"); }
+
+# End one process by PID: TERM, wait up to $2 seconds (default 15), then KILL.
+of_stop_pid() {
+  local pid=$1 limit=${2:-15} i
+  kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null; return 0; }
+  kill -TERM "$pid" 2>/dev/null
+  for ((i = 0; i < limit * 10; i++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    of_log "pid $pid did not stop within ${limit}s; killing"
+    kill -KILL "$pid" 2>/dev/null
+  fi
+  wait "$pid" 2>/dev/null
+  return 0
+}
+
+of_cleanup() {
+  local pid
+  for pid in "${OF_PIDS[@]}"; do
+    of_stop_pid "$pid" 15
+  done
+  OF_PIDS=()
+  if [[ -n $OF_TMP && -d $OF_TMP && -z ${OF_KEEP_TMP:-} ]]; then
+    rm -rf "$OF_TMP"
+  fi
+}
+
+of_check() { # description command...
+  local what=$1
+  shift
+  if "$@"; then
+    OF_PASSED=$((OF_PASSED + 1))
+    of_log "ok: $what"
+  else
+    OF_FAILED=$((OF_FAILED + 1))
+    of_log "FAIL: $what"
+  fi
+}
+
+of_fail() { OF_FAILED=$((OF_FAILED + 1)); of_log "FAIL: $*"; }
+of_pass() { OF_PASSED=$((OF_PASSED + 1)); of_log "ok: $*"; }
+
+of_summary() {
+  echo "$OF_PASSED passed, $OF_FAILED failed"
+  [[ $OF_FAILED -eq 0 ]]
+}
+
+# A TCP port on 127.0.0.1 that nothing listens on.
+of_free_port() {
+  local p
+  for ((i = 0; i < 200; i++)); do
+    p=$((20000 + RANDOM % 20000))
+    if ! ss -Hltn "sport = :$p" 2>/dev/null | grep -q .; then
+      echo "$p"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# of_start_backend NAME PORT [http|echo] — sets OF_LAST_PID.
+of_start_backend() {
+  local name=$1 port=$2 mode=${3:-http} log="$OF_TMP/backend-$1.log" i
+  "$OF_BACKEND_BIN" "$mode" "127.0.0.1:$port" "$name" >"$log" 2>&1 &
+  OF_LAST_PID=$!
+  of_track_pid "$OF_LAST_PID"
+  for ((i = 0; i < 50; i++)); do
+    grep -q listening "$log" && return 0
+    sleep 0.1
+  done
+  of_log "backend $name did not start: $(cat "$log")"
+  return 1
+}
+
+# The private network's extra torrc lines as a JSON array.
+of_extra_torrc_json() {
+  local first=1 line
+  printf '['
+  while IFS= read -r line; do
+    [[ -z $line || $line == \#* ]] && continue
+    line=${line//\\/\\\\}
+    line=${line//\"/\\\"}
+    ((first)) || printf ','
+    printf '"%s"' "$line"
+    first=0
+  done <"$TESTNET_TORRC_EXTRA"
+  printf ']'
+}
+
+# of_write_config FILE SERVICES_JSON [EXTRA_TOP_LEVEL_JSON] — state and run dirs under $OF_TMP.
+of_write_config() {
+  local file=$1 services=$2 extra=${3:-}
+  cat >"$file" <<EOF
+{
+  "state_dir": "$OF_TMP/state",
+  "run_dir": "$OF_TMP/run",
+  "log_level": "${OF_LOG_LEVEL:-info}",
+  "tor": { "mode": "spawn", "bootstrap_timeout": 120, "command_timeout": 20,
+           "extra_torrc": $(of_extra_torrc_json) },
+  "services": $services${extra:+,
+  $extra}
+}
+EOF
+}
+
+# of_start_onionfront CONFIG LOG — sets OF_PID and OF_START (time of start).
+of_start_onionfront() {
+  local config=$1 log=$2
+  OF_START=$(of_now)
+  "$OF_BIN" -c "$config" run >>"$log" 2>&1 &
+  OF_PID=$!
+  of_track_pid "$OF_PID"
+}
+
+# of_stop_onionfront — SIGTERM and wait (bounded); returns onionfront's exit status.
+of_stop_onionfront() {
+  local i rc
+  kill -TERM "$OF_PID" 2>/dev/null
+  for ((i = 0; i < 300; i++)); do
+    kill -0 "$OF_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$OF_PID" 2>/dev/null; then
+    of_log "onionfront (pid $OF_PID) did not stop within 30 s"
+    kill -KILL "$OF_PID"
+  fi
+  wait "$OF_PID"
+  rc=$?
+  return $rc
+}
+
+# of_wait_log FILE REGEX TIMEOUT_S — wait until the file has a line matching REGEX.
+of_wait_log() {
+  local file=$1 re=$2 limit=$3 i
+  for ((i = 0; i < limit * 10; i++)); do
+    grep -Eq -- "$re" "$file" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+# The onion address (with .onion) that onionfront logged for service NAME.
+of_address_from_log() {
+  grep -Eo "service $2: [a-z ]+ key, address [a-z2-7]{56}\.onion" "$1" | tail -n 1 | grep -Eo '[a-z2-7]{56}\.onion'
+}
+
+# of_fetch URL OUTFILE [MAX_TIME] — one request through the private network's client.
+of_fetch() {
+  curl -sS --fail --max-time "${3:-30}" --socks5-hostname "127.0.0.1:$TESTNET_SOCKS_PORT" -o "$2" "$1"
+}
+
+# of_fetch_until URL OUTFILE TIMEOUT_S — retry until a fetch works (the descriptor may not be up yet).
+of_fetch_until() {
+  local url=$1 out=$2 limit=$3 start
+  start=$(date +%s)
+  while (($(date +%s) - start < limit)); do
+    of_fetch "$url" "$out" 20 2>/dev/null && return 0
+    if [[ -n ${OF_PID:-} ]] && ! kill -0 "$OF_PID" 2>/dev/null; then
+      of_log "onionfront (pid $OF_PID) is not running any more"
+      return 1
+    fi
+    sleep 0.5
+  done
+  return 1
+}
+
+of_torctl() { "$OF_TORCTL_BIN" "$@"; }
+
+# Require the private network (started by tests/run-tests.sh or the caller).
+of_require_testnet() {
+  if [[ -z ${TESTNET_SOCKS_PORT:-} || -z ${TESTNET_TORRC_EXTRA:-} ]]; then
+    echo "this test needs the private Tor network: run it through 'make test' or" \
+      "'tests/testnet/testnet.sh run DIR -- bash $0'" >&2
+    exit 2
+  fi
+}
