@@ -7,6 +7,7 @@
  * CmdData). It does not send anything, does not decide which commands to send, and never logs.
  * Every intermediate buffer is wiped before it is freed, because AUTHENTICATE and ADD_ONION carry
  * secrets; error messages name the offending argument but never repeat its value. */
+#include "controlproto/cp_err.h"
 #include "controlproto/cp_cmd.h"
 
 #include <limits.h>
@@ -24,17 +25,6 @@
 #define CP_CMD_MAX_PORT 65535u
 #define CP_CMD_ONION_LEN 56
 #define CP_CMD_FP_LEN 40
-
-__attribute__((format(printf, 3, 4))) static void cmd_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (err == NULL || errlen == 0)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* A growing command buffer. Every reallocation copies and wipes the old block, so no copy of a secret is
  * left behind in freed memory. */
@@ -99,7 +89,7 @@ static char *cmd_buf_finish(struct cmd_buf *b, char *err, size_t errlen)
 
     if (b->failed || b->p == NULL) {
         cmd_buf_wipe(b);
-        cmd_err(err, errlen, "out of memory");
+        cp_seterr(err, errlen, "out of memory");
         return NULL;
     }
     out = b->p;
@@ -128,20 +118,20 @@ static int check_word(const char *field, const char *s, bool (*ok)(char), const 
     const char *q;
 
     if (s == NULL) {
-        cmd_err(err, errlen, "%s: missing", field);
+        cp_seterr(err, errlen, "%s: missing", field);
         return -1;
     }
     if (has_line_break(s)) {
-        cmd_err(err, errlen, "%s: contains CR or LF", field);
+        cp_seterr(err, errlen, "%s: contains CR or LF", field);
         return -1;
     }
     if (*s == '\0') {
-        cmd_err(err, errlen, "%s: empty", field);
+        cp_seterr(err, errlen, "%s: empty", field);
         return -1;
     }
     for (q = s; *q != '\0'; q++) {
         if (!ok(*q)) {
-            cmd_err(err, errlen, "%s: invalid character at offset %zu (must be %s)", field, (size_t)(q - s),
+            cp_seterr(err, errlen, "%s: invalid character at offset %zu (must be %s)", field, (size_t)(q - s),
                     what);
             return -1;
         }
@@ -170,22 +160,22 @@ static int check_onion(const char *field, const char *s, char *err, size_t errle
     size_t i;
 
     if (s == NULL) {
-        cmd_err(err, errlen, "%s: missing", field);
+        cp_seterr(err, errlen, "%s: missing", field);
         return -1;
     }
     if (has_line_break(s)) {
-        cmd_err(err, errlen, "%s: contains CR or LF", field);
+        cp_seterr(err, errlen, "%s: contains CR or LF", field);
         return -1;
     }
     for (i = 0; s[i] != '\0'; i++) {
         if (!is_base32(s[i])) {
-            cmd_err(err, errlen, "%s: invalid character at offset %zu (must be %d base32 characters a-z2-7, "
+            cp_seterr(err, errlen, "%s: invalid character at offset %zu (must be %d base32 characters a-z2-7, "
                     "without \".onion\")", field, i, CP_CMD_ONION_LEN);
             return -1;
         }
     }
     if (i != CP_CMD_ONION_LEN) {
-        cmd_err(err, errlen, "%s: %zu characters, must be %d base32 characters a-z2-7", field, i,
+        cp_seterr(err, errlen, "%s: %zu characters, must be %d base32 characters a-z2-7", field, i,
                 CP_CMD_ONION_LEN);
         return -1;
     }
@@ -198,7 +188,7 @@ static int add_servers(struct cmd_buf *b, const char *const *servers, size_t n, 
     size_t i, j;
 
     if (n > 0 && servers == NULL) {
-        cmd_err(err, errlen, "servers: NULL with n_servers %zu", n);
+        cp_seterr(err, errlen, "servers: NULL with n_servers %zu", n);
         return -1;
     }
     for (i = 0; i < n; i++) {
@@ -206,11 +196,11 @@ static int add_servers(struct cmd_buf *b, const char *const *servers, size_t n, 
         char fp[CP_CMD_FP_LEN + 1];
 
         if (s == NULL) {
-            cmd_err(err, errlen, "servers[%zu]: missing", i);
+            cp_seterr(err, errlen, "servers[%zu]: missing", i);
             return -1;
         }
         if (has_line_break(s)) {
-            cmd_err(err, errlen, "servers[%zu]: contains CR or LF", i);
+            cp_seterr(err, errlen, "servers[%zu]: contains CR or LF", i);
             return -1;
         }
         if (*s == '$')
@@ -220,7 +210,7 @@ static int add_servers(struct cmd_buf *b, const char *const *servers, size_t n, 
                 break;
         }
         if (j != CP_CMD_FP_LEN || s[j] != '\0') {
-            cmd_err(err, errlen, "servers[%zu]: must be \"$\" and %d hex digits", i, CP_CMD_FP_LEN);
+            cp_seterr(err, errlen, "servers[%zu]: must be \"$\" and %d hex digits", i, CP_CMD_FP_LEN);
             return -1;
         }
         for (j = 0; j < CP_CMD_FP_LEN; j++)
@@ -273,7 +263,7 @@ static char *cmd_with_words(const char *verb, const char *field, const char *con
     size_t i;
 
     if (n > 0 && words == NULL) {
-        cmd_err(err, errlen, "%s: NULL with n %zu", field, n);
+        cp_seterr(err, errlen, "%s: NULL with n %zu", field, n);
         return NULL;
     }
     cmd_buf_str(&b, verb);
@@ -319,18 +309,18 @@ char *cp_cmd_authenticate_password(const char *password, char *err, size_t errle
     char *q;
 
     if (password == NULL) {
-        cmd_err(err, errlen, "password: missing");
+        cp_seterr(err, errlen, "password: missing");
         return NULL;
     }
     if (has_line_break(password)) {
-        cmd_err(err, errlen, "password: contains CR or LF");
+        cp_seterr(err, errlen, "password: contains CR or LF");
         return NULL;
     }
     /* cp_quote's own message might quote the value; ours never does. */
     q = cp_quote(password, strlen(password), qerr, sizeof qerr);
     OPENSSL_cleanse(qerr, sizeof qerr);
     if (q == NULL) {
-        cmd_err(err, errlen, "password: cannot be quoted");
+        cp_seterr(err, errlen, "password: cannot be quoted");
         return NULL;
     }
     cmd_buf_str(&b, "AUTHENTICATE ");
@@ -352,7 +342,7 @@ char *cp_cmd_setevents(const char *const *events, size_t n, char *err, size_t er
 char *cp_cmd_getinfo(const char *const *keys, size_t n, char *err, size_t errlen)
 {
     if (n == 0) {
-        cmd_err(err, errlen, "keys: GETINFO needs at least one key");
+        cp_seterr(err, errlen, "keys: GETINFO needs at least one key");
         return NULL;
     }
     return cmd_with_words("GETINFO", "keys", keys, n, ok_info_char,
@@ -363,7 +353,7 @@ char *cp_cmd_getinfo(const char *const *keys, size_t n, char *err, size_t errlen
 char *cp_cmd_getconf(const char *const *keys, size_t n, char *err, size_t errlen)
 {
     if (n == 0) {
-        cmd_err(err, errlen, "keys: GETCONF needs at least one key");
+        cp_seterr(err, errlen, "keys: GETCONF needs at least one key");
         return NULL;
     }
     return cmd_with_words("GETCONF", "keys", keys, n, ok_keyword_char, "letters, digits or '_'", err, errlen);
@@ -377,7 +367,7 @@ char *cp_cmd_setconf(const struct cp_conf_item *items, size_t n, char *err, size
     size_t i;
 
     if (n == 0 || items == NULL) {
-        cmd_err(err, errlen, "items: SETCONF needs at least one item");
+        cp_seterr(err, errlen, "items: SETCONF needs at least one item");
         return NULL;
     }
     cmd_buf_str(&b, "SETCONF");
@@ -392,12 +382,12 @@ char *cp_cmd_setconf(const struct cp_conf_item *items, size_t n, char *err, size
         if (items[i].value == NULL)
             continue;
         if (has_line_break(items[i].value)) {
-            cmd_err(err, errlen, "items[%zu].value (%s): contains CR or LF", i, items[i].key);
+            cp_seterr(err, errlen, "items[%zu].value (%s): contains CR or LF", i, items[i].key);
             goto fail;
         }
         q = cp_quote(items[i].value, strlen(items[i].value), qerr, sizeof qerr);
         if (q == NULL) {
-            cmd_err(err, errlen, "items[%zu].value (%s): cannot be quoted", i, items[i].key);
+            cp_seterr(err, errlen, "items[%zu].value (%s): cannot be quoted", i, items[i].key);
             goto fail;
         }
         cmd_buf_str(&b, "=");
@@ -434,7 +424,7 @@ char *cp_cmd_add_onion(const struct cp_add_onion *a, char *err, size_t errlen)
     size_t i;
 
     if (a == NULL) {
-        cmd_err(err, errlen, "add_onion: missing");
+        cp_seterr(err, errlen, "add_onion: missing");
         return NULL;
     }
     if (check_word("key_type", a->key_type, ok_key_type_char, "letters, digits or '-'", err, errlen) < 0)
@@ -443,15 +433,15 @@ char *cp_cmd_add_onion(const struct cp_add_onion *a, char *err, size_t errlen)
     if (check_word("key_blob", a->key_blob, ok_key_blob_char, "base64 or a key type name", err, errlen) < 0)
         return NULL;
     if (a->n_flags > 0 && a->flags == NULL) {
-        cmd_err(err, errlen, "flags: NULL with n_flags %zu", a->n_flags);
+        cp_seterr(err, errlen, "flags: NULL with n_flags %zu", a->n_flags);
         return NULL;
     }
     if (a->max_streams > CP_CMD_MAX_PORT) {
-        cmd_err(err, errlen, "max_streams: %u is out of range 0-65535", a->max_streams);
+        cp_seterr(err, errlen, "max_streams: %u is out of range 0-65535", a->max_streams);
         return NULL;
     }
     if (a->n_ports == 0 || a->ports == NULL) {
-        cmd_err(err, errlen, "ports: at least one Port= is required");
+        cp_seterr(err, errlen, "ports: at least one Port= is required");
         return NULL;
     }
 
@@ -474,7 +464,7 @@ char *cp_cmd_add_onion(const struct cp_add_onion *a, char *err, size_t errlen)
         const struct cp_onion_port *p = &a->ports[i];
 
         if (p->virt_port < 1 || p->virt_port > CP_CMD_MAX_PORT) {
-            cmd_err(err, errlen, "ports[%zu].virt_port: %u is out of range 1-65535", i, p->virt_port);
+            cp_seterr(err, errlen, "ports[%zu].virt_port: %u is out of range 1-65535", i, p->virt_port);
             goto fail;
         }
         snprintf(num, sizeof num, " Port=%u", p->virt_port);
@@ -538,16 +528,16 @@ char *cp_cmd_hspost(const char *const *servers, size_t n_servers, const char *hs
     size_t i, start;
 
     if (descriptor == NULL || desc_len == 0) {
-        cmd_err(err, errlen, "descriptor: empty");
+        cp_seterr(err, errlen, "descriptor: empty");
         return NULL;
     }
     for (i = 0; i < desc_len; i++) {
         if (descriptor[i] == '\0') {
-            cmd_err(err, errlen, "descriptor: NUL byte at offset %zu", i);
+            cp_seterr(err, errlen, "descriptor: NUL byte at offset %zu", i);
             return NULL;
         }
         if (descriptor[i] == '\r' && (i + 1 == desc_len || descriptor[i + 1] != '\n')) {
-            cmd_err(err, errlen, "descriptor: bare CR at offset %zu", i);
+            cp_seterr(err, errlen, "descriptor: bare CR at offset %zu", i);
             return NULL;
         }
     }

@@ -13,6 +13,7 @@
  * cp_conn_free) counts itself in `depth`; cp_conn_free() only marks the object, and the outermost entry
  * point releases it once the callback chain has unwound. A close bumps `gen`, so code that called out
  * notices that the connection it was serving is gone. */
+#include "controlproto/cp_err.h"
 #include "controlproto/cp_conn.h"
 
 #include <errno.h>
@@ -134,19 +135,6 @@ const char *cp_auth_method_str(enum cp_auth_method m)
     case CP_AUTH_NONE: return "NULL";
     }
     return "unknown";
-}
-
-static void cp_conn_seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void cp_conn_seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (!err || errlen == 0)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
 }
 
 static int64_t cp_conn_now_us(void)
@@ -302,29 +290,29 @@ struct cp_conn *cp_conn_new(struct event_base *base, const struct cp_conn_opts *
     struct cp_conn *c;
 
     if (!base || !opts) {
-        cp_conn_seterr(err, errlen, "cp_conn_new: %s is NULL", base ? "opts" : "base");
+        cp_seterr(err, errlen, "cp_conn_new: %s is NULL", base ? "opts" : "base");
         return NULL;
     }
     if ((opts->unix_path != NULL) == (opts->host != NULL)) {
-        cp_conn_seterr(err, errlen, "cp_conn_new: set exactly one of unix_path and host");
+        cp_seterr(err, errlen, "cp_conn_new: set exactly one of unix_path and host");
         return NULL;
     }
     if (opts->auth < CP_AUTH_AUTO || opts->auth > CP_AUTH_NONE) {
-        cp_conn_seterr(err, errlen, "cp_conn_new: auth: unknown method %d", (int)opts->auth);
+        cp_seterr(err, errlen, "cp_conn_new: auth: unknown method %d", (int)opts->auth);
         return NULL;
     }
     if (opts->auth == CP_AUTH_PASSWORD && !opts->password) {
-        cp_conn_seterr(err, errlen, "cp_conn_new: auth HASHEDPASSWORD needs a password");
+        cp_seterr(err, errlen, "cp_conn_new: auth HASHEDPASSWORD needs a password");
         return NULL;
     }
     if (opts->cmd_timeout.tv_sec < 0 || opts->cmd_timeout.tv_usec < 0 ||
         opts->cmd_timeout.tv_usec >= 1000000) {
-        cp_conn_seterr(err, errlen, "cp_conn_new: cmd_timeout: invalid timeval");
+        cp_seterr(err, errlen, "cp_conn_new: cmd_timeout: invalid timeval");
         return NULL;
     }
     c = calloc(1, sizeof *c);
     if (!c) {
-        cp_conn_seterr(err, errlen, "cp_conn_new: out of memory");
+        cp_seterr(err, errlen, "cp_conn_new: out of memory");
         return NULL;
     }
     c->base = base;
@@ -345,7 +333,7 @@ struct cp_conn *cp_conn_new(struct event_base *base, const struct cp_conn_opts *
         size_t len = strlen(opts->unix_path);
 
         if (len == 0 || len >= sizeof sa_un->sun_path) {
-            cp_conn_seterr(err, errlen, "cp_conn_new: unix_path: length %zu not in 1-%zu", len,
+            cp_seterr(err, errlen, "cp_conn_new: unix_path: length %zu not in 1-%zu", len,
                            sizeof sa_un->sun_path - 1);
             goto fail;
         }
@@ -360,7 +348,7 @@ struct cp_conn *cp_conn_new(struct event_base *base, const struct cp_conn_opts *
         struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&c->addr;
 
         if (opts->port == 0) {
-            cp_conn_seterr(err, errlen, "cp_conn_new: port: must be 1-65535");
+            cp_seterr(err, errlen, "cp_conn_new: port: must be 1-65535");
             goto fail;
         }
         if (inet_pton(AF_INET, opts->host, &sin->sin_addr) == 1) {
@@ -372,7 +360,7 @@ struct cp_conn *cp_conn_new(struct event_base *base, const struct cp_conn_opts *
             sin6->sin6_port = htons(opts->port);
             c->addr_len = (socklen_t)sizeof *sin6;
         } else {
-            cp_conn_seterr(err, errlen, "cp_conn_new: host \"%s\": not a numeric IPv4/IPv6 address",
+            cp_seterr(err, errlen, "cp_conn_new: host \"%s\": not a numeric IPv4/IPv6 address",
                            opts->host);
             goto fail;
         }
@@ -390,7 +378,7 @@ struct cp_conn *cp_conn_new(struct event_base *base, const struct cp_conn_opts *
     return c;
 
 oom:
-    cp_conn_seterr(err, errlen, "cp_conn_new: out of memory");
+    cp_seterr(err, errlen, "cp_conn_new: out of memory");
 fail:
     cp_conn_destroy(c);
     return NULL;
@@ -443,7 +431,7 @@ static int cp_conn_queue(struct cp_conn *c, char *cmd, size_t len, cp_conn_reply
 
     if (!e) {
         cp_conn_wipe_ref_cb(cmd, len, NULL);
-        cp_conn_seterr(err, errlen, "out of memory");
+        cp_seterr(err, errlen, "out of memory");
         return -1;
     }
     /* A reference, not a copy: the only copy of the command is ours, and it is wiped once written (or when
@@ -451,7 +439,7 @@ static int cp_conn_queue(struct cp_conn *c, char *cmd, size_t len, cp_conn_reply
     if (evbuffer_add_reference(bufferevent_get_output(c->bev), cmd, len, cp_conn_wipe_ref_cb, NULL) < 0) {
         cp_conn_wipe_ref_cb(cmd, len, NULL);
         free(e);
-        cp_conn_seterr(err, errlen, "cannot queue the command for writing");
+        cp_seterr(err, errlen, "cannot queue the command for writing");
         return -1;
     }
     e->cb = cb;
@@ -473,7 +461,7 @@ int cp_conn_send(struct cp_conn *c, const char *cmd, cp_conn_reply_cb cb, void *
     char *copy;
 
     if (c->free_pending || c->state != CP_CONN_READY) {
-        cp_conn_seterr(err, errlen, "cp_conn_send: connection is %s, not ready",
+        cp_seterr(err, errlen, "cp_conn_send: connection is %s, not ready",
                        c->free_pending ? "being freed" : cp_conn_state_str(c->state));
         return -1;
     }
@@ -482,21 +470,21 @@ int cp_conn_send(struct cp_conn *c, const char *cmd, cp_conn_reply_cb cb, void *
      * One reply per command is how replies are matched: a second command hidden in `cmd` would shift every
      * later reply onto the wrong command. */
     if (len < 3 || cmd[len - 2] != '\r' || cmd[len - 1] != '\n') {
-        cp_conn_seterr(err, errlen, "cp_conn_send: command must be non-empty and end in CRLF");
+        cp_seterr(err, errlen, "cp_conn_send: command must be non-empty and end in CRLF");
         return -1;
     }
     if (cmd[0] == '+') {
         if (len < 6 || memcmp(cmd + len - 5, "\r\n.\r\n", 5) != 0) {
-            cp_conn_seterr(err, errlen, "cp_conn_send: a \"+\" command must end in CRLF \".\" CRLF");
+            cp_seterr(err, errlen, "cp_conn_send: a \"+\" command must end in CRLF \".\" CRLF");
             return -1;
         }
     } else if (strcspn(cmd, "\r\n") != len - 2) {
-        cp_conn_seterr(err, errlen, "cp_conn_send: CR or LF inside a one-line command");
+        cp_seterr(err, errlen, "cp_conn_send: CR or LF inside a one-line command");
         return -1;
     }
     copy = malloc(len);
     if (!copy) {
-        cp_conn_seterr(err, errlen, "cp_conn_send: out of memory");
+        cp_seterr(err, errlen, "cp_conn_send: out of memory");
         return -1;
     }
     memcpy(copy, cmd, len);
@@ -729,19 +717,19 @@ int cp_conn_connect(struct cp_conn *c, char *err, size_t errlen)
     int fd, rc;
 
     if (c->free_pending || c->closing || (c->state != CP_CONN_IDLE && c->state != CP_CONN_CLOSED)) {
-        cp_conn_seterr(err, errlen, "cp_conn_connect: connection is %s",
+        cp_seterr(err, errlen, "cp_conn_connect: connection is %s",
                        c->closing || c->free_pending ? "closing" : cp_conn_state_str(c->state));
         return -1;
     }
     cp_conn_describe_peer(c, peer, sizeof peer);
     c->parser = cp_reply_parser_new(c->max_line, c->max_reply);
     if (!c->parser) {
-        cp_conn_seterr(err, errlen, "cp_conn_connect: out of memory");
+        cp_seterr(err, errlen, "cp_conn_connect: out of memory");
         return -1;
     }
     fd = socket(c->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
-        cp_conn_seterr(err, errlen, "connect to %s: socket: %s", peer, strerror(errno));
+        cp_seterr(err, errlen, "connect to %s: socket: %s", peer, strerror(errno));
         goto fail;
     }
     /* Connect here rather than in bufferevent_socket_connect(), which reports an immediate failure
@@ -750,20 +738,20 @@ int cp_conn_connect(struct cp_conn *c, char *err, size_t errlen)
         rc = connect(fd, (struct sockaddr *)&c->addr, c->addr_len);
     while (rc < 0 && errno == EINTR);
     if (rc < 0 && errno != EINPROGRESS) {
-        cp_conn_seterr(err, errlen, "connect to %s: %s", peer, strerror(errno));
+        cp_seterr(err, errlen, "connect to %s: %s", peer, strerror(errno));
         close(fd);
         goto fail;
     }
     c->bev = bufferevent_socket_new(c->base, fd, BEV_OPT_CLOSE_ON_FREE);
     if (!c->bev) {
         close(fd);
-        cp_conn_seterr(err, errlen, "connect to %s: cannot create a bufferevent", peer);
+        cp_seterr(err, errlen, "connect to %s: cannot create a bufferevent", peer);
         goto fail;
     }
     bufferevent_setcb(c->bev, cp_conn_read_cb, NULL, cp_conn_bev_event_cb, c);
     /* NULL address: the socket is already connecting; BEV_EVENT_CONNECTED (or an error) follows. */
     if (bufferevent_socket_connect(c->bev, NULL, 0) < 0 || bufferevent_enable(c->bev, EV_READ | EV_WRITE) < 0) {
-        cp_conn_seterr(err, errlen, "connect to %s: cannot start the bufferevent", peer);
+        cp_seterr(err, errlen, "connect to %s: cannot start the bufferevent", peer);
         bufferevent_free(c->bev);
         c->bev = NULL;
         goto fail;
@@ -889,11 +877,11 @@ static int cp_conn_read_cookie(struct cp_conn *c, const char *path, char *err, s
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 
     if (fd < 0) {
-        cp_conn_seterr(err, errlen, "cookie file %s: %s", path, strerror(errno));
+        cp_seterr(err, errlen, "cookie file %s: %s", path, strerror(errno));
         return -1;
     }
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-        cp_conn_seterr(err, errlen, "cookie file %s: not a regular file", path);
+        cp_seterr(err, errlen, "cookie file %s: not a regular file", path);
         close(fd);
         return -1;
     }
@@ -903,7 +891,7 @@ static int cp_conn_read_cookie(struct cp_conn *c, const char *path, char *err, s
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
-            cp_conn_seterr(err, errlen, "cookie file %s: %s", path, strerror(errno));
+            cp_seterr(err, errlen, "cookie file %s: %s", path, strerror(errno));
             close(fd);
             OPENSSL_cleanse(buf, sizeof buf);
             return -1;
@@ -915,7 +903,7 @@ static int cp_conn_read_cookie(struct cp_conn *c, const char *path, char *err, s
     close(fd);
     /* control-spec 3.21: "Controllers MUST NOT use the contents of a non-32-byte-long file". */
     if (got != CP_CONN_COOKIE_LEN) {
-        cp_conn_seterr(err, errlen, "cookie file %s: %s%zu bytes, expected 32", path,
+        cp_seterr(err, errlen, "cookie file %s: %s%zu bytes, expected 32", path,
                        got > CP_CONN_COOKIE_LEN ? "more than " : "", got > CP_CONN_COOKIE_LEN ? got - 1 : got);
         OPENSSL_cleanse(buf, sizeof buf);
         return -1;

@@ -8,6 +8,7 @@
  * Unknown keywords, extra words and extra lines are ignored, as 4.1 requires of clients; a missing or
  * malformed field we rely on is an error naming the event and the field. Does no I/O, never logs.
  * Error messages never repeat a PrivateKey. */
+#include "controlproto/cp_err.h"
 #include "controlproto/cp_event.h"
 
 #include <limits.h>
@@ -21,17 +22,6 @@
 #define CP_EV_FP_LEN 40
 #define CP_EV_NICK_MAX 19
 #define CP_EV_ONION_LEN 56
-
-__attribute__((format(printf, 3, 4))) static void ev_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (err == NULL || errlen == 0)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static bool ev_is_digit(char c) { return c >= '0' && c <= '9'; }
 static bool ev_is_hex(char c) { return ev_is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
@@ -47,7 +37,7 @@ static int ev_dup(const char *s, char **out, const char *what, char *err, size_t
     if (s == NULL)
         return 0;
     if ((*out = strdup(s)) == NULL) {
-        ev_err(err, errlen, "%s: out of memory", what);
+        cp_seterr(err, errlen, "%s: out of memory", what);
         return -1;
     }
     return 0;
@@ -74,7 +64,7 @@ static int ev_parse_server(const char *s, size_t len, char fp[CP_EV_FP_LEN + 1],
     if (len > 0 && s[0] == '$') {
         for (i = 0; i < CP_EV_FP_LEN; i++) {
             if (1 + i >= len || !ev_is_hex(s[1 + i])) {
-                ev_err(err, errlen, "%s: fingerprint must be \"$\" and %d hex digits", what, CP_EV_FP_LEN);
+                cp_seterr(err, errlen, "%s: fingerprint must be \"$\" and %d hex digits", what, CP_EV_FP_LEN);
                 return -1;
             }
             fp[i] = (s[1 + i] >= 'a' && s[1 + i] <= 'f') ? (char)(s[1 + i] - 'a' + 'A') : s[1 + i];
@@ -83,20 +73,20 @@ static int ev_parse_server(const char *s, size_t len, char fp[CP_EV_FP_LEN + 1],
         if (len == 1 + CP_EV_FP_LEN)
             return 0;
         if (s[1 + CP_EV_FP_LEN] != '~' && s[1 + CP_EV_FP_LEN] != '=') {
-            ev_err(err, errlen, "%s: fingerprint must be followed by '~' or '=' and a nickname", what);
+            cp_seterr(err, errlen, "%s: fingerprint must be followed by '~' or '=' and a nickname", what);
             fp[0] = '\0';
             return -1;
         }
         nick_start = 2 + CP_EV_FP_LEN;
     }
     if (len - nick_start < 1 || len - nick_start > CP_EV_NICK_MAX) {
-        ev_err(err, errlen, "%s: nickname must be 1-%d letters or digits", what, CP_EV_NICK_MAX);
+        cp_seterr(err, errlen, "%s: nickname must be 1-%d letters or digits", what, CP_EV_NICK_MAX);
         fp[0] = '\0';
         return -1;
     }
     for (i = nick_start; i < len; i++) {
         if (!ev_is_alnum(s[i])) {
-            ev_err(err, errlen, "%s: nickname must be 1-%d letters or digits", what, CP_EV_NICK_MAX);
+            cp_seterr(err, errlen, "%s: nickname must be 1-%d letters or digits", what, CP_EV_NICK_MAX);
             fp[0] = '\0';
             return -1;
         }
@@ -116,23 +106,23 @@ static int ev_begin(const struct cp_reply *r, const char *name, struct cp_args *
 
     memset(a, 0, sizeof(*a));
     if (r == NULL || r->n_lines == 0 || r->lines == NULL || r->lines[0].text == NULL) {
-        ev_err(err, errlen, "%s: empty reply", name);
+        cp_seterr(err, errlen, "%s: empty reply", name);
         return -1;
     }
     text = r->lines[0].text;
     if (!r->is_event || strncmp(text, name, nlen) != 0 || (text[nlen] != ' ' && text[nlen] != '\0')) {
-        ev_err(err, errlen, "%s: not a %s event (status %d)", name, name, r->lines[0].status);
+        cp_seterr(err, errlen, "%s: not a %s event (status %d)", name, name, r->lines[0].status);
         return -1;
     }
     if (cp_args_parse(text, a, aerr, sizeof aerr) < 0) {
-        ev_err(err, errlen, "%s: %s", name, aerr);
+        cp_seterr(err, errlen, "%s: %s", name, aerr);
         return -1;
     }
     /* The name must be the first positional word, so that pos[1] ... are the event's own fields (a first
      * word such as "STATUS_X=Y" would otherwise be taken as a Keyword=Value pair). */
     if (a->n_pos == 0 || strcmp(a->pos[0], name) != 0) {
         cp_args_clear(a);
-        ev_err(err, errlen, "%s: not a %s event (malformed event name)", name, name);
+        cp_seterr(err, errlen, "%s: not a %s event (malformed event name)", name, name);
         return -1;
     }
     return 0;
@@ -220,18 +210,18 @@ static int circ_id(const char *s, unsigned long *out, char *err, size_t errlen)
         unsigned d;
 
         if (!ev_is_digit(s[i]) || i >= 16) {
-            ev_err(err, errlen, "CIRC: circuit id must be 1-16 decimal digits");
+            cp_seterr(err, errlen, "CIRC: circuit id must be 1-16 decimal digits");
             return -1;
         }
         d = (unsigned)(s[i] - '0');
         if (v > (ULONG_MAX - d) / 10) {
-            ev_err(err, errlen, "CIRC: circuit id is too large");
+            cp_seterr(err, errlen, "CIRC: circuit id is too large");
             return -1;
         }
         v = v * 10 + d;
     }
     if (i == 0) {
-        ev_err(err, errlen, "CIRC: circuit id is empty");
+        cp_seterr(err, errlen, "CIRC: circuit id is empty");
         return -1;
     }
     *out = v;
@@ -247,7 +237,7 @@ static int circ_path(const char *s, struct cp_event_circ *c, char *err, size_t e
     for (p = s; *p != '\0'; p++)
         n += *p == ',';
     if ((c->hops = calloc(n, sizeof(*c->hops))) == NULL) {
-        ev_err(err, errlen, "CIRC: path: out of memory");
+        cp_seterr(err, errlen, "CIRC: path: out of memory");
         return -1;
     }
     for (i = 0, p = s; i < n; i++) {
@@ -273,13 +263,13 @@ int cp_event_circ_parse(const struct cp_reply *r, struct cp_event_circ *out, cha
         return -1;
     /* "650" SP "CIRC" SP CircuitID SP CircStatus [SP Path] [SP keyword=value ...] */
     if (a.n_pos < 2) {
-        ev_err(err, errlen, "CIRC: circuit id missing");
+        cp_seterr(err, errlen, "CIRC: circuit id missing");
         goto fail;
     }
     if (circ_id(a.pos[1], &out->id, err, errlen) < 0)
         goto fail;
     if (a.n_pos < 3) {
-        ev_err(err, errlen, "CIRC: status missing");
+        cp_seterr(err, errlen, "CIRC: status missing");
         goto fail;
     }
     out->status = circ_status_from(a.pos[2]);
@@ -364,20 +354,20 @@ int cp_event_hs_desc_parse(const struct cp_reply *r, struct cp_event_hs_desc *ou
         return -1;
     /* "650" SP "HS_DESC" SP Action SP HSAddress SP AuthType SP HsDir [SP DescriptorID] [SP keyword=value] */
     if (a.n_pos < 2) {
-        ev_err(err, errlen, "HS_DESC: action missing");
+        cp_seterr(err, errlen, "HS_DESC: action missing");
         goto fail;
     }
     out->action = hs_desc_action_from(a.pos[1]);
     if (a.n_pos < 3) {
-        ev_err(err, errlen, "HS_DESC: address missing");
+        cp_seterr(err, errlen, "HS_DESC: address missing");
         goto fail;
     }
     if (a.n_pos < 4) {
-        ev_err(err, errlen, "HS_DESC: auth type missing");
+        cp_seterr(err, errlen, "HS_DESC: auth type missing");
         goto fail;
     }
     if (a.n_pos < 5) {
-        ev_err(err, errlen, "HS_DESC: HSDir missing");
+        cp_seterr(err, errlen, "HS_DESC: HSDir missing");
         goto fail;
     }
     if (hs_dir(a.pos[4], out->hsdir_fp, out->hsdir_nick, "HS_DESC: HSDir", err, errlen) < 0)
@@ -425,19 +415,19 @@ int cp_event_hs_desc_content_parse(const struct cp_reply *r, struct cp_event_hs_
     /* "650" "+" "HS_DESC_CONTENT" SP HSAddress SP DescId SP HsDir CRLF Descriptor CRLF "." CRLF "650 OK" */
     l = &r->lines[0];
     if (l->sep != '+' || l->data == NULL) {
-        ev_err(err, errlen, "HS_DESC_CONTENT: no data block (line must start with \"650+\")");
+        cp_seterr(err, errlen, "HS_DESC_CONTENT: no data block (line must start with \"650+\")");
         goto fail;
     }
     if (a.n_pos < 2) {
-        ev_err(err, errlen, "HS_DESC_CONTENT: address missing");
+        cp_seterr(err, errlen, "HS_DESC_CONTENT: address missing");
         goto fail;
     }
     if (a.n_pos < 3) {
-        ev_err(err, errlen, "HS_DESC_CONTENT: descriptor id missing");
+        cp_seterr(err, errlen, "HS_DESC_CONTENT: descriptor id missing");
         goto fail;
     }
     if (a.n_pos < 4) {
-        ev_err(err, errlen, "HS_DESC_CONTENT: HSDir missing");
+        cp_seterr(err, errlen, "HS_DESC_CONTENT: HSDir missing");
         goto fail;
     }
     if (hs_dir(a.pos[3], out->hsdir_fp, out->hsdir_nick, "HS_DESC_CONTENT: HSDir", err, errlen) < 0)
@@ -451,7 +441,7 @@ int cp_event_hs_desc_content_parse(const struct cp_reply *r, struct cp_event_hs_
     if (blen > 0 && l->data[blen - 1] == '\n')
         blen--;
     if ((out->body = malloc(blen + 1)) == NULL) {
-        ev_err(err, errlen, "HS_DESC_CONTENT: descriptor: out of memory");
+        cp_seterr(err, errlen, "HS_DESC_CONTENT: descriptor: out of memory");
         goto fail;
     }
     memcpy(out->body, l->data, blen);
@@ -485,13 +475,13 @@ static int status_progress(const char *s, int *out, char *err, size_t errlen)
 
     for (i = 0; s[i] != '\0'; i++) {
         if (!ev_is_digit(s[i]) || i >= 3) {
-            ev_err(err, errlen, "STATUS: BOOTSTRAP PROGRESS must be a number 0-100");
+            cp_seterr(err, errlen, "STATUS: BOOTSTRAP PROGRESS must be a number 0-100");
             return -1;
         }
         v = v * 10 + (s[i] - '0');
     }
     if (i == 0 || v > 100) {
-        ev_err(err, errlen, "STATUS: BOOTSTRAP PROGRESS must be a number 0-100");
+        cp_seterr(err, errlen, "STATUS: BOOTSTRAP PROGRESS must be a number 0-100");
         return -1;
     }
     *out = v;
@@ -511,17 +501,17 @@ int cp_event_status_parse(const struct cp_reply *r, struct cp_event_status *out,
      * 0.2.0.22-rc wrote STATUS_SEVER, hence the prefix match. */
     cp_event_name(r, name, sizeof name);
     if (strncmp(name, "STATUS_", 7) != 0) {
-        ev_err(err, errlen, "STATUS: not a STATUS_* event");
+        cp_seterr(err, errlen, "STATUS: not a STATUS_* event");
         return -1;
     }
     if (ev_begin(r, name, &a, err, errlen) < 0)
         return -1;
     if (a.n_pos < 2) {
-        ev_err(err, errlen, "%s: severity missing", name);
+        cp_seterr(err, errlen, "%s: severity missing", name);
         goto fail;
     }
     if (a.n_pos < 3) {
-        ev_err(err, errlen, "%s: action missing", name);
+        cp_seterr(err, errlen, "%s: action missing", name);
         goto fail;
     }
     /* Steal the first three words and the rest of the arguments from `a`. */
@@ -531,7 +521,7 @@ int cp_event_status_parse(const struct cp_reply *r, struct cp_event_status *out,
     if (a.n_pos > 3) {
         if ((out->args.pos = calloc(a.n_pos - 3, sizeof(char *))) == NULL) {
             out->type = out->severity = out->action = NULL;
-            ev_err(err, errlen, "%s: out of memory", name);
+            cp_seterr(err, errlen, "%s: out of memory", name);
             goto fail;
         }
         for (i = 3; i < a.n_pos; i++)
@@ -607,15 +597,15 @@ int cp_info_parse(const struct cp_reply *r, struct cp_info *out, char *err, size
 
     memset(out, 0, sizeof(*out));
     if (r == NULL || r->n_lines == 0 || r->lines == NULL) {
-        ev_err(err, errlen, "GETINFO/GETCONF reply: empty reply");
+        cp_seterr(err, errlen, "GETINFO/GETCONF reply: empty reply");
         return -1;
     }
     if (r->is_event) {
-        ev_err(err, errlen, "GETINFO/GETCONF reply: status %d is an event, not a reply", r->status);
+        cp_seterr(err, errlen, "GETINFO/GETCONF reply: status %d is an event, not a reply", r->status);
         return -1;
     }
     if (!cp_reply_is_ok(r)) {
-        ev_err(err, errlen, "GETINFO/GETCONF reply: status %d: %.80s", r->status, cp_reply_message(r));
+        cp_seterr(err, errlen, "GETINFO/GETCONF reply: status %d: %.80s", r->status, cp_reply_message(r));
         return -1;
     }
     for (i = 0; i < r->n_lines; i++) {
@@ -632,7 +622,7 @@ int cp_info_parse(const struct cp_reply *r, struct cp_info *out, char *err, size
             size_t vlen = l->data_len;
 
             if (eq == NULL || eq[1] != '\0' || !info_key_ok(l->text, (size_t)(eq - l->text))) {
-                ev_err(err, errlen, "GETINFO/GETCONF reply: line %zu: data line must be \"key=\"", i + 1);
+                cp_seterr(err, errlen, "GETINFO/GETCONF reply: line %zu: data line must be \"key=\"", i + 1);
                 goto fail;
             }
             if (vlen > 0 && l->data[vlen - 1] == '\n')
@@ -646,24 +636,24 @@ int cp_info_parse(const struct cp_reply *r, struct cp_info *out, char *err, size
         } else if (eq == NULL) {
             /* 3.3: "250 keyword" — an option at its default */
             if (!info_key_ok(l->text, strlen(l->text))) {
-                ev_err(err, errlen, "GETINFO/GETCONF reply: line %zu: bad key", i + 1);
+                cp_seterr(err, errlen, "GETINFO/GETCONF reply: line %zu: bad key", i + 1);
                 goto fail;
             }
             key = strdup(l->text);
         } else {
             if (!info_key_ok(l->text, (size_t)(eq - l->text))) {
-                ev_err(err, errlen, "GETINFO/GETCONF reply: line %zu: bad key", i + 1);
+                cp_seterr(err, errlen, "GETINFO/GETCONF reply: line %zu: bad key", i + 1);
                 goto fail;
             }
             if (cp_split_key_value(l->text, &key, &value, kerr, sizeof kerr) < 0) {
-                ev_err(err, errlen, "GETINFO/GETCONF reply: line %zu: out of memory", i + 1);
+                cp_seterr(err, errlen, "GETINFO/GETCONF reply: line %zu: out of memory", i + 1);
                 goto fail;
             }
         }
         if (key == NULL || (l->sep == '+' && value == NULL) || info_add(out, key, value) < 0) {
             free(key);
             ev_str_free(value);
-            ev_err(err, errlen, "GETINFO/GETCONF reply: line %zu: out of memory", i + 1);
+            cp_seterr(err, errlen, "GETINFO/GETCONF reply: line %zu: out of memory", i + 1);
             goto fail;
         }
     }
@@ -709,11 +699,11 @@ int cp_add_onion_reply_parse(const struct cp_reply *r, struct cp_add_onion_reply
 
     memset(out, 0, sizeof(*out));
     if (r == NULL || r->n_lines == 0 || r->lines == NULL) {
-        ev_err(err, errlen, "ADD_ONION reply: empty reply");
+        cp_seterr(err, errlen, "ADD_ONION reply: empty reply");
         return -1;
     }
     if (r->is_event || !cp_reply_is_ok(r)) {
-        ev_err(err, errlen, "ADD_ONION reply: status %d: %.80s", r->status, cp_reply_message(r));
+        cp_seterr(err, errlen, "ADD_ONION reply: status %d: %.80s", r->status, cp_reply_message(r));
         return -1;
     }
     /* "250-ServiceID=" ServiceID, ["250-PrivateKey=" KeyType ":" KeyBlob], *("250-ClientAuth..."), "250 OK" */
@@ -724,7 +714,7 @@ int cp_add_onion_reply_parse(const struct cp_reply *r, struct cp_add_onion_reply
             const char *id = t + 10;
 
             if (out->service_id != NULL) {
-                ev_err(err, errlen, "ADD_ONION reply: line %zu: ServiceID given twice", i + 1);
+                cp_seterr(err, errlen, "ADD_ONION reply: line %zu: ServiceID given twice", i + 1);
                 goto fail;
             }
             for (j = 0; id[j] != '\0'; j++) {
@@ -732,7 +722,7 @@ int cp_add_onion_reply_parse(const struct cp_reply *r, struct cp_add_onion_reply
                     break;
             }
             if (j != CP_EV_ONION_LEN || id[j] != '\0') {
-                ev_err(err, errlen, "ADD_ONION reply: line %zu: ServiceID must be %d base32 characters a-z2-7",
+                cp_seterr(err, errlen, "ADD_ONION reply: line %zu: ServiceID must be %d base32 characters a-z2-7",
                        i + 1, CP_EV_ONION_LEN);
                 goto fail;
             }
@@ -742,12 +732,12 @@ int cp_add_onion_reply_parse(const struct cp_reply *r, struct cp_add_onion_reply
             const char *k = t + 11, *colon = strchr(k, ':');
 
             if (out->private_key != NULL) {
-                ev_err(err, errlen, "ADD_ONION reply: line %zu: PrivateKey given twice", i + 1);
+                cp_seterr(err, errlen, "ADD_ONION reply: line %zu: PrivateKey given twice", i + 1);
                 goto fail;
             }
             /* Never quote the key in a message. */
             if (colon == NULL || colon == k || colon[1] == '\0' || strchr(k, ' ') != NULL) {
-                ev_err(err, errlen, "ADD_ONION reply: line %zu: PrivateKey must be KeyType:KeyBlob", i + 1);
+                cp_seterr(err, errlen, "ADD_ONION reply: line %zu: PrivateKey must be KeyType:KeyBlob", i + 1);
                 goto fail;
             }
             if (ev_dup(k, &out->private_key, "ADD_ONION reply: PrivateKey", err, errlen) < 0)
@@ -755,7 +745,7 @@ int cp_add_onion_reply_parse(const struct cp_reply *r, struct cp_add_onion_reply
         }
     }
     if (out->service_id == NULL) {
-        ev_err(err, errlen, "ADD_ONION reply: ServiceID missing");
+        cp_seterr(err, errlen, "ADD_ONION reply: ServiceID missing");
         goto fail;
     }
     return 0;

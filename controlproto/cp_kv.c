@@ -5,6 +5,7 @@
  * Owns only strings. It does not know what any keyword means (cp_event.c, cp_cmd.c), nor how lines are
  * framed (cp_reply.c). Does no I/O, never logs. Every string it frees may have held a secret (ADD_ONION's
  * PrivateKey=), so it is wiped first. */
+#include "controlproto/cp_err.h"
 #include "controlproto/cp_kv.h"
 
 #include <stdarg.h>
@@ -13,20 +14,6 @@
 #include <string.h>
 
 #include <openssl/crypto.h>
-
-static void cp_kv_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void
-cp_kv_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (err == NULL || errlen == 0)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* Wipe and free a NUL-terminated string. */
 static void
@@ -45,21 +32,21 @@ cp_quote(const char *in, size_t len, char *err, size_t errlen)
     char *out, *o;
 
     if (in == NULL && len > 0) {
-        cp_kv_err(err, errlen, "cp_quote: NULL input");
+        cp_seterr(err, errlen, "cp_quote: NULL input");
         return NULL;
     }
     for (i = 0; i < len; i++) {
         /* control-spec 2.1: a command is one line, so CR and LF cannot be carried; NUL ends a C string
          * on tor's side. Either would let a value inject a second command. */
         if (in[i] == '\r' || in[i] == '\n' || in[i] == '\0') {
-            cp_kv_err(err, errlen, "cannot quote: %s at offset %zu",
+            cp_seterr(err, errlen, "cannot quote: %s at offset %zu",
                       in[i] == '\r' ? "CR" : in[i] == '\n' ? "LF" : "NUL byte", i);
             return NULL;
         }
         n += (in[i] == '"' || in[i] == '\\') ? 2 : 1;
     }
     if ((out = malloc(n + 1)) == NULL) {
-        cp_kv_err(err, errlen, "cannot quote: out of memory");
+        cp_seterr(err, errlen, "cannot quote: out of memory");
         return NULL;
     }
     o = out;
@@ -95,12 +82,12 @@ cp_unquote(const char *in, size_t len, char **out, size_t *out_len, size_t *cons
     if (consumed != NULL)
         *consumed = 0;
     if (in == NULL || len == 0 || in[0] != '"') {
-        cp_kv_err(err, errlen, "quoted string does not start with '\"'");
+        cp_seterr(err, errlen, "quoted string does not start with '\"'");
         return -1;
     }
     /* The unquoted text is never longer than the quoted one. */
     if ((buf = malloc(len)) == NULL) {
-        cp_kv_err(err, errlen, "cannot unquote: out of memory");
+        cp_seterr(err, errlen, "cannot unquote: out of memory");
         return -1;
     }
     for (i = 1; i < len; i++) {
@@ -120,7 +107,7 @@ cp_unquote(const char *in, size_t len, char **out, size_t *out_len, size_t *cons
             continue;
         }
         if (i + 1 >= len) {
-            cp_kv_err(err, errlen, "quoted string ends in a backslash at offset %zu", i);
+            cp_seterr(err, errlen, "quoted string ends in a backslash at offset %zu", i);
             goto fail;
         }
         c = in[++i];
@@ -144,7 +131,7 @@ cp_unquote(const char *in, size_t len, char **out, size_t *out_len, size_t *cons
                 v = v * 8 + (unsigned)(in[i] - '0');
             i--; /* the loop's i++ steps past the last digit */
             if (v > 0377) {
-                cp_kv_err(err, errlen, "octal escape \\%.3s at offset %zu is above \\377", in + start + 1,
+                cp_seterr(err, errlen, "octal escape \\%.3s at offset %zu is above \\377", in + start + 1,
                           start);
                 goto fail;
             }
@@ -156,7 +143,7 @@ cp_unquote(const char *in, size_t len, char **out, size_t *out_len, size_t *cons
             break;
         }
     }
-    cp_kv_err(err, errlen, "quoted string has no closing '\"' (%zu bytes read)", len);
+    cp_seterr(err, errlen, "quoted string has no closing '\"' (%zu bytes read)", len);
 fail:
     OPENSSL_cleanse(buf, o);
     free(buf);
@@ -224,18 +211,18 @@ cp_args_read_value(const char *s, const char *what, char **val, char *err, size_
         size_t vlen;
 
         if (cp_unquote(s, strlen(s), val, &vlen, &n, uerr, sizeof(uerr)) < 0) {
-            cp_kv_err(err, errlen, "%s: %s", what, uerr);
+            cp_seterr(err, errlen, "%s: %s", what, uerr);
             return -1;
         }
         if (memchr(*val, '\0', vlen) != NULL) {
             /* Our strings are NUL-terminated: a \0 escape would silently cut the value short. */
-            cp_kv_err(err, errlen, "%s: quoted value contains a NUL byte", what);
+            cp_seterr(err, errlen, "%s: quoted value contains a NUL byte", what);
             cp_kv_str_free(*val);
             *val = NULL;
             return -1;
         }
         if (s[n] != '\0' && s[n] != ' ') {
-            cp_kv_err(err, errlen, "%s: no space after the closing quote", what);
+            cp_seterr(err, errlen, "%s: no space after the closing quote", what);
             cp_kv_str_free(*val);
             *val = NULL;
             return -1;
@@ -244,7 +231,7 @@ cp_args_read_value(const char *s, const char *what, char **val, char *err, size_
     }
     n = strcspn(s, " ");
     if ((*val = strndup(s, n)) == NULL) {
-        cp_kv_err(err, errlen, "%s: out of memory", what);
+        cp_seterr(err, errlen, "%s: out of memory", what);
         return -1;
     }
     return (long)n;
@@ -258,7 +245,7 @@ cp_args_parse(const char *line, struct cp_args *out, char *err, size_t errlen)
 
     memset(out, 0, sizeof(*out));
     if (line == NULL) {
-        cp_kv_err(err, errlen, "cp_args_parse: NULL line");
+        cp_seterr(err, errlen, "cp_args_parse: NULL line");
         return -1;
     }
     for (;;) {
@@ -278,7 +265,7 @@ cp_args_parse(const char *line, struct cp_args *out, char *err, size_t errlen)
             char *key = strndup(s, klen);
 
             if (key == NULL) {
-                cp_kv_err(err, errlen, "word %zu: out of memory", word);
+                cp_seterr(err, errlen, "word %zu: out of memory", word);
                 goto fail;
             }
             snprintf(what, sizeof(what), "word %zu (%.*s=)", word, (int)(klen > 32 ? 32 : klen), s);
@@ -289,7 +276,7 @@ cp_args_parse(const char *line, struct cp_args *out, char *err, size_t errlen)
             if (cp_args_add_kv(out, key, val) < 0) {
                 free(key);
                 cp_kv_str_free(val);
-                cp_kv_err(err, errlen, "%s: out of memory", what);
+                cp_seterr(err, errlen, "%s: out of memory", what);
                 goto fail;
             }
             s += klen + 1 + (size_t)n;
@@ -301,7 +288,7 @@ cp_args_parse(const char *line, struct cp_args *out, char *err, size_t errlen)
                 goto fail;
             if (cp_args_add_pos(out, val) < 0) {
                 cp_kv_str_free(val);
-                cp_kv_err(err, errlen, "%s: out of memory", what);
+                cp_seterr(err, errlen, "%s: out of memory", what);
                 goto fail;
             }
             s += n;
@@ -354,11 +341,11 @@ cp_split_key_value(const char *line, char **key, char **value, char *err, size_t
     *key = NULL;
     *value = NULL;
     if (line == NULL || (eq = strchr(line, '=')) == NULL) {
-        cp_kv_err(err, errlen, "no '=' in \"%.32s\"", line != NULL ? line : "");
+        cp_seterr(err, errlen, "no '=' in \"%.32s\"", line != NULL ? line : "");
         return -1;
     }
     if (eq == line) {
-        cp_kv_err(err, errlen, "empty key before '=' in \"%.32s\"", line);
+        cp_seterr(err, errlen, "empty key before '=' in \"%.32s\"", line);
         return -1;
     }
     v = eq + 1;
@@ -386,6 +373,6 @@ cp_split_key_value(const char *line, char **key, char **value, char *err, size_t
 oom:
     free(*key);
     *key = NULL;
-    cp_kv_err(err, errlen, "cp_split_key_value: out of memory");
+    cp_seterr(err, errlen, "cp_split_key_value: out of memory");
     return -1;
 }
