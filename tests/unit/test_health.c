@@ -1,0 +1,970 @@
+/* test_health.c — active health checks on a real event loop against real local servers: a TCP listener
+ * (up), a closed port (refused, down after fall), a listener whose accept queue is full (connect
+ * timeout), a listener that accepts but never answers (HTTP read timeout), an evhttp server answering
+ * 200 or 503 (http check up/down by status, method/path/Host as configured), https against a plain HTTP
+ * server (TLS error), a host name (libcurl connect-only), unix-socket backends for tcp and http, reload
+ * and free while checks run, and that checks never block the loop (a timer keeps firing). Every loop
+ * run is bounded by a timer; only 127.0.0.1 and unix sockets are used. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <arpa/inet.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sidecar/backend.h"
+#include "sidecar/check_http.h"
+#include "sidecar/check_tcp.h"
+#include "sidecar/health.h"
+#include "sidecar/log.h"
+
+#define MAXB 4
+#define BOUND_MS 10000 /* every wait for a condition; normally met in well under a second */
+#define MAX_HELD 16
+
+struct ctx {
+    struct event_base *base;
+    struct port_conf port;
+    struct backend_conf bc[MAXB];
+    struct backend_pool *pool;
+    struct health_checker *hc;
+    struct event *tick;
+    struct event *bound;
+    unsigned ticks;
+    uint64_t last_tick_ms, max_gap_ms; /* the longest the loop went without running the 10 ms timer */
+    bool (*pred)(struct ctx *);
+    /* servers */
+    struct evconnlistener *listener;     /* closes what it accepts */
+    unsigned accepts;
+    struct evconnlistener *silent;       /* accepts and holds, never answers */
+    int held[MAX_HELD];
+    size_t n_held;
+    struct evhttp *http;
+    int status;                          /* what the evhttp server answers */
+    unsigned requests;
+    char method[16], uri[256], host[256];
+    char dir[64];                        /* for unix sockets */
+    int fill_fds[8];                     /* connections filling an accept queue */
+    size_t n_fill;
+    int backlog_fd;
+    SSL_CTX *tls;                        /* a TLS server with a self-signed certificate */
+    struct tls_conn *tls_conns;
+    char sni[256];
+    unsigned tls_failed, tls_served;
+};
+
+struct tls_conn {
+    struct ctx *c;
+    struct tls_conn *next;
+    SSL *ssl;
+    int fd;
+    struct event *ev;
+};
+
+static void tls_conn_free(struct tls_conn *t)
+{
+    for (struct tls_conn **pp = &t->c->tls_conns; *pp; pp = &(*pp)->next) {
+        if (*pp == t) {
+            *pp = t->next;
+            break;
+        }
+    }
+    event_free(t->ev);
+    SSL_free(t->ssl);
+    close(t->fd);
+    free(t);
+}
+
+static int setup(void **state)
+{
+    static struct ctx c;
+    memset(&c, 0, sizeof(c));
+    c.backlog_fd = -1;
+    signal(SIGPIPE, SIG_IGN); /* the test's servers write to clients that may have gone (as main.c does) */
+    log_set_level(getenv("TEST_DEBUG") ? LOG_LVL_DEBUG : LOG_LVL_INFO);
+    c.base = event_base_new();
+    snprintf(c.dir, sizeof(c.dir), "/tmp/of-health-XXXXXX");
+    assert_non_null(mkdtemp(c.dir));
+    *state = &c;
+    return c.base ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    struct ctx *c = *state;
+    health_free(c->hc);
+    backend_pool_free(c->pool);
+    if (c->http)
+        evhttp_free(c->http);
+    if (c->listener)
+        evconnlistener_free(c->listener);
+    if (c->silent)
+        evconnlistener_free(c->silent);
+    for (size_t i = 0; i < c->n_held; i++)
+        close(c->held[i]);
+    for (size_t i = 0; i < c->n_fill; i++)
+        close(c->fill_fds[i]);
+    if (c->backlog_fd >= 0)
+        close(c->backlog_fd);
+    while (c->tls_conns)
+        tls_conn_free(c->tls_conns);
+    SSL_CTX_free(c->tls);
+    if (c->tick)
+        event_free(c->tick);
+    if (c->bound)
+        event_free(c->bound);
+    event_base_free(c->base);
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", c->dir);
+    assert_int_equal(system(cmd), 0);
+    return 0;
+}
+
+/* ---- the loop ------------------------------------------------------------------------------------ */
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct ctx *c = arg;
+    (void)fd;
+    (void)what;
+    c->ticks++;
+    uint64_t t = now_ms();
+    if (c->last_tick_ms && t - c->last_tick_ms > c->max_gap_ms)
+        c->max_gap_ms = t - c->last_tick_ms;
+    c->last_tick_ms = t;
+    if (c->pred && c->pred(c))
+        event_base_loopbreak(c->base);
+}
+
+static void bound_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct ctx *c = arg;
+    (void)fd;
+    (void)what;
+    event_base_loopbreak(c->base);
+}
+
+/* Run the loop until pred (checked every 10 ms) or `bound_ms`. Returns pred's last answer (true if pred
+ * is NULL and the bound was reached). The 10 ms timer also proves the loop is never blocked: the caller
+ * can compare c->ticks with the time spent. */
+static bool run_until(struct ctx *c, bool (*pred)(struct ctx *), unsigned bound_ms, uint64_t *spent_ms)
+{
+    if (!c->tick) {
+        c->tick = event_new(c->base, -1, EV_PERSIST, tick_cb, c);
+        c->bound = evtimer_new(c->base, bound_cb, c);
+    }
+    struct timeval ten = {0, 10000};
+    struct timeval bound = {bound_ms / 1000, (bound_ms % 1000) * 1000};
+    c->pred = pred;
+    c->ticks = 0;
+    c->last_tick_ms = 0;
+    c->max_gap_ms = 0;
+    event_add(c->tick, &ten);
+    evtimer_add(c->bound, &bound);
+    uint64_t start = now_ms();
+    event_base_dispatch(c->base);
+    if (spent_ms)
+        *spent_ms = now_ms() - start;
+    event_del(c->tick);
+    evtimer_del(c->bound);
+    return pred ? pred(c) : true;
+}
+
+/* ---- servers ------------------------------------------------------------------------------------- */
+
+static uint16_t fd_port(int fd)
+{
+    struct sockaddr_in sin;
+    socklen_t len = sizeof(sin);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
+    return ntohs(sin.sin_port);
+}
+
+static void close_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int len, void *arg)
+{
+    struct ctx *c = arg;
+    (void)l;
+    (void)sa;
+    (void)len;
+    c->accepts++;
+    close(fd);
+}
+
+static void hold_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int len, void *arg)
+{
+    struct ctx *c = arg;
+    (void)l;
+    (void)sa;
+    (void)len;
+    c->accepts++;
+    if (c->n_held < MAX_HELD)
+        c->held[c->n_held++] = fd;
+    else
+        close(fd);
+}
+
+static struct evconnlistener *listen_tcp(struct ctx *c, evconnlistener_cb cb, uint16_t port)
+{
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port)};
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct evconnlistener *l = evconnlistener_new_bind(c->base, cb, c, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE,
+                                                       16, (struct sockaddr *)&sin, sizeof(sin));
+    assert_non_null(l);
+    return l;
+}
+
+static void unix_sockaddr(struct sockaddr_un *sun, const char *path)
+{
+    memset(sun, 0, sizeof(*sun));
+    sun->sun_family = AF_UNIX;
+    assert_true(strlen(path) < sizeof(sun->sun_path));
+    memcpy(sun->sun_path, path, strlen(path) + 1);
+}
+
+static struct evconnlistener *listen_unix(struct ctx *c, evconnlistener_cb cb, const char *path)
+{
+    struct sockaddr_un sun;
+    unix_sockaddr(&sun, path);
+    struct evconnlistener *l = evconnlistener_new_bind(c->base, cb, c, LEV_OPT_CLOSE_ON_FREE, 16,
+                                                       (struct sockaddr *)&sun, sizeof(sun));
+    assert_non_null(l);
+    return l;
+}
+
+/* A port on 127.0.0.1 nobody listens on: bound once by us, then closed. */
+static uint16_t closed_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sin = {.sin_family = AF_INET};
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+    uint16_t port = fd_port(fd);
+    close(fd);
+    return port;
+}
+
+static void http_cb(struct evhttp_request *req, void *arg)
+{
+    struct ctx *c = arg;
+    c->requests++;
+    static const struct {
+        enum evhttp_cmd_type cmd;
+        const char *name;
+    } cmds[] = {{EVHTTP_REQ_GET, "GET"}, {EVHTTP_REQ_HEAD, "HEAD"}, {EVHTTP_REQ_OPTIONS, "OPTIONS"}};
+    snprintf(c->method, sizeof(c->method), "?");
+    for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+        if (evhttp_request_get_command(req) == cmds[i].cmd)
+            snprintf(c->method, sizeof(c->method), "%s", cmds[i].name);
+    snprintf(c->uri, sizeof(c->uri), "%s", evhttp_request_get_uri(req));
+    const char *host = evhttp_find_header(evhttp_request_get_input_headers(req), "Host");
+    snprintf(c->host, sizeof(c->host), "%s", host ? host : "");
+    struct evbuffer *body = evbuffer_new();
+    evbuffer_add_printf(body, "status %d\n", c->status);
+    evhttp_send_reply(req, c->status, c->status == 200 ? "OK" : "Nope", body);
+    evbuffer_free(body);
+}
+
+static uint16_t start_http(struct ctx *c)
+{
+    c->http = evhttp_new(c->base);
+    assert_non_null(c->http);
+    evhttp_set_gencb(c->http, http_cb, c);
+    evhttp_set_allowed_methods(c->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_OPTIONS);
+    struct evhttp_bound_socket *s = evhttp_bind_socket_with_handle(c->http, "127.0.0.1", 0);
+    assert_non_null(s);
+    c->status = 200;
+    return fd_port(evhttp_bound_socket_get_fd(s));
+}
+
+/* ---- pools --------------------------------------------------------------------------------------- */
+
+static void backend_inet(struct backend_conf *b, const char *name, const char *host, int family, uint16_t port)
+{
+    memset(b, 0, sizeof(*b));
+    snprintf(b->name, sizeof(b->name), "%s", name);
+    b->addr.kind = BACKEND_ADDR_INET;
+    b->addr.family = family;
+    snprintf(b->addr.host, sizeof(b->addr.host), "%s", host);
+    b->addr.port = port;
+    snprintf(b->addr.text, sizeof(b->addr.text), "%s:%u", host, (unsigned)port);
+    b->weight = 1;
+}
+
+static void backend_unix(struct backend_conf *b, const char *name, const char *path)
+{
+    memset(b, 0, sizeof(*b));
+    snprintf(b->name, sizeof(b->name), "%s", name);
+    b->addr.kind = BACKEND_ADDR_UNIX;
+    b->addr.family = AF_UNIX;
+    snprintf(b->addr.path, sizeof(b->addr.path), "%s", path);
+    snprintf(b->addr.text, sizeof(b->addr.text), "%s", path);
+    b->weight = 1;
+}
+
+static void port_init(struct ctx *c, size_t n, enum health_type type)
+{
+    struct port_conf *p = &c->port;
+    memset(p, 0, sizeof(*p));
+    p->virtual_port = 80;
+    p->backends = c->bc;
+    p->n_backends = n;
+    p->balance = BALANCE_ROUND_ROBIN;
+    p->connect_timeout_ms = 1000;
+    p->health.type = type;
+    p->health.interval_ms = 200;
+    p->health.timeout_ms = 190;
+    p->health.rise = 1;
+    p->health.fall = 2;
+    p->health.method = HEALTH_METHOD_GET;
+    snprintf(p->health.path, sizeof(p->health.path), "/");
+    p->health.expect_status[0] = 200;
+    p->health.n_expect_status = 1;
+}
+
+static void start_checks(struct ctx *c)
+{
+    c->pool = backend_pool_new(c->base, "web", &c->port);
+    assert_non_null(c->pool);
+    c->hc = health_new(c->base, c->pool);
+    assert_non_null(c->hc);
+}
+
+static struct backend *B(struct ctx *c, size_t i)
+{
+    return backend_pool_get(c->pool, i);
+}
+
+/* Every completed check reached the funnel exactly once. */
+static void assert_one_result_per_check(struct ctx *c)
+{
+    uint64_t results = 0;
+    for (size_t i = 0; i < backend_pool_count(c->pool); i++)
+        results += B(c, i)->checks_ok + B(c, i)->checks_failed;
+    assert_int_equal(results, health_checks_done(c->hc));
+}
+
+static bool b0_down(struct ctx *c)
+{
+    return B(c, 0)->state == BACKEND_DOWN;
+}
+
+static bool b0_up_after_checks(struct ctx *c)
+{
+    return B(c, 0)->state == BACKEND_UP && B(c, 0)->checks_ok >= 2;
+}
+
+static bool b1_down(struct ctx *c)
+{
+    return B(c, 1)->state == BACKEND_DOWN;
+}
+
+static bool b1_up(struct ctx *c)
+{
+    return B(c, 1)->state == BACKEND_UP;
+}
+
+/* ---- tcp ----------------------------------------------------------------------------------------- */
+
+static void test_tcp_up_refused_and_back(void **state)
+{
+    struct ctx *c = *state;
+    c->listener = listen_tcp(c, close_accept_cb, 0);
+    uint16_t up_port = fd_port(evconnlistener_get_fd(c->listener));
+    uint16_t dead_port = closed_port();
+    port_init(c, 2, HEALTH_TCP);
+    backend_inet(&c->bc[0], "alive", "127.0.0.1", AF_INET, up_port);
+    backend_inet(&c->bc[1], "dead", "127.0.0.1", AF_INET, dead_port);
+    start_checks(c);
+
+    uint64_t spent;
+    assert_true(run_until(c, b1_down, BOUND_MS, &spent));
+    assert_int_equal(B(c, 1)->last_result, CHECK_CONNECT_REFUSED);
+    assert_true(B(c, 1)->checks_failed >= 2); /* fall = 2 */
+    assert_int_equal(B(c, 0)->state, BACKEND_UP);
+    assert_true(B(c, 0)->checks_ok >= 1);
+    assert_int_equal(B(c, 0)->last_change, 0); /* never changed state */
+    assert_true(c->accepts >= 1);
+    /* two failures: the second starts an interval (less at most 5%) after the first */
+    assert_true(spent >= 180);
+
+    /* The dead backend comes back when something listens there. */
+    struct evconnlistener *revived = listen_tcp(c, close_accept_cb, dead_port);
+    assert_true(run_until(c, b1_up, BOUND_MS, NULL));
+    assert_int_equal(B(c, 1)->last_result, CHECK_OK);
+    evconnlistener_free(revived);
+    assert_one_result_per_check(c);
+}
+
+/* Fill the accept queue of a listener that never accepts; return its port. */
+static uint16_t full_backlog(struct ctx *c)
+{
+    c->backlog_fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sin = {.sin_family = AF_INET};
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(c->backlog_fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+    assert_int_equal(listen(c->backlog_fd, 0), 0);
+    sin.sin_port = htons(fd_port(c->backlog_fd));
+    for (size_t i = 0; i < 4; i++) {
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        connect(fd, (struct sockaddr *)&sin, sizeof(sin));
+        c->fill_fds[c->n_fill++] = fd;
+    }
+    usleep(50 * 1000);
+    return ntohs(sin.sin_port);
+}
+
+static bool b0_failed_once(struct ctx *c)
+{
+    return B(c, 0)->checks_failed >= 1;
+}
+
+static void test_tcp_connect_timeout(void **state)
+{
+    struct ctx *c = *state;
+    /* A listener that never accepts, with its accept queue filled by us: the kernel drops further
+     * SYNs, so the check's connect neither succeeds nor fails before the deadline. */
+    uint16_t port = full_backlog(c);
+    port_init(c, 1, HEALTH_TCP);
+    c->port.health.timeout_ms = 60;
+    backend_inet(&c->bc[0], "stuck", "127.0.0.1", AF_INET, port);
+    start_checks(c);
+    uint64_t spent;
+    assert_true(run_until(c, b0_failed_once, BOUND_MS, &spent));
+    assert_int_equal(B(c, 0)->last_result, CHECK_CONNECT_TIMEOUT);
+    assert_true(run_until(c, b0_down, BOUND_MS, NULL));
+    assert_one_result_per_check(c);
+}
+
+static bool unix_settled(struct ctx *c)
+{
+    return b0_up_after_checks(c) && B(c, 1)->state == BACKEND_DOWN && B(c, 2)->state == BACKEND_DOWN;
+}
+
+static void test_unix_tcp(void **state)
+{
+    struct ctx *c = *state;
+    char live[128], missing[128], stale[128];
+    snprintf(live, sizeof(live), "%s/live.sock", c->dir);
+    snprintf(missing, sizeof(missing), "%s/missing.sock", c->dir);
+    snprintf(stale, sizeof(stale), "%s/stale.sock", c->dir);
+    c->listener = listen_unix(c, close_accept_cb, live);
+    /* a socket file nobody listens on: connect is refused */
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un sun;
+    unix_sockaddr(&sun, stale);
+    assert_int_equal(bind(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+    close(fd);
+
+    port_init(c, 3, HEALTH_TCP);
+    backend_unix(&c->bc[0], "live", live);
+    backend_unix(&c->bc[1], "missing", missing);
+    backend_unix(&c->bc[2], "stale", stale);
+    start_checks(c);
+    assert_true(run_until(c, unix_settled, BOUND_MS, NULL));
+    assert_int_equal(B(c, 0)->state, BACKEND_UP);
+    assert_true(B(c, 0)->checks_ok >= 2);
+    assert_true(c->accepts >= 2);
+    assert_int_equal(B(c, 1)->last_result, CHECK_CONNECT_ERROR);
+    assert_non_null(strstr(B(c, 1)->last_detail, "No such file"));
+    assert_int_equal(B(c, 2)->state, BACKEND_DOWN);
+    assert_int_equal(B(c, 2)->last_result, CHECK_CONNECT_REFUSED);
+    assert_one_result_per_check(c);
+}
+
+static void test_hostname_tcp(void **state)
+{
+    struct ctx *c = *state;
+    c->listener = listen_tcp(c, close_accept_cb, 0);
+    /* "localhost" is a host name (AF_UNSPEC): the check goes through libcurl's resolver, never blocking */
+    port_init(c, 2, HEALTH_TCP);
+    backend_inet(&c->bc[0], "named", "localhost", AF_UNSPEC, fd_port(evconnlistener_get_fd(c->listener)));
+    backend_inet(&c->bc[1], "named-dead", "localhost", AF_UNSPEC, closed_port());
+    start_checks(c);
+    assert_true(run_until(c, b1_down, BOUND_MS, NULL));
+    assert_true(run_until(c, b0_up_after_checks, BOUND_MS, NULL));
+    assert_int_equal(B(c, 1)->last_result, CHECK_CONNECT_REFUSED);
+    assert_true(c->accepts >= 1);
+    assert_one_result_per_check(c);
+}
+
+/* ---- http ---------------------------------------------------------------------------------------- */
+
+static bool b0_status_503_down(struct ctx *c)
+{
+    return B(c, 0)->state == BACKEND_DOWN && B(c, 0)->last_result == CHECK_HTTP_STATUS;
+}
+
+static void test_http_status_up_down(void **state)
+{
+    struct ctx *c = *state;
+    uint16_t port = start_http(c);
+    port_init(c, 1, HEALTH_HTTP);
+    c->port.health.method = HEALTH_METHOD_HEAD;
+    snprintf(c->port.health.path, sizeof(c->port.health.path), "/healthz?full=1");
+    snprintf(c->port.health.host, sizeof(c->port.health.host), "www.example.test");
+    c->port.health.expect_status[1] = 204;
+    c->port.health.n_expect_status = 2;
+    backend_inet(&c->bc[0], "web1", "127.0.0.1", AF_INET, port);
+    start_checks(c);
+
+    assert_true(run_until(c, b0_up_after_checks, BOUND_MS, NULL));
+    assert_string_equal(c->method, "HEAD");
+    assert_string_equal(c->uri, "/healthz?full=1");
+    assert_string_equal(c->host, "www.example.test");
+    assert_string_equal(B(c, 0)->last_detail, "HTTP 200");
+
+    c->status = 503;
+    assert_true(run_until(c, b0_status_503_down, BOUND_MS, NULL));
+    assert_string_equal(B(c, 0)->last_detail, "HTTP 503");
+
+    c->status = 204; /* also expected */
+    assert_true(run_until(c, b0_up_after_checks, BOUND_MS, NULL));
+    assert_int_equal(B(c, 0)->last_result, CHECK_OK);
+    assert_true(c->requests >= 4);
+    assert_one_result_per_check(c);
+}
+
+static void test_http_methods_and_default_host(void **state)
+{
+    struct ctx *c = *state;
+    uint16_t port = start_http(c);
+    port_init(c, 1, HEALTH_HTTP);
+    c->port.health.method = HEALTH_METHOD_OPTIONS;
+    backend_inet(&c->bc[0], "web1", "127.0.0.1", AF_INET, port);
+    start_checks(c);
+    assert_true(run_until(c, b0_up_after_checks, BOUND_MS, NULL));
+    char want[64];
+    snprintf(want, sizeof(want), "127.0.0.1:%u", (unsigned)port);
+    assert_string_equal(c->method, "OPTIONS");
+    assert_string_equal(c->uri, "/");
+    assert_string_equal(c->host, want); /* derived from the backend's address */
+}
+
+static bool b0_down_after_2(struct ctx *c)
+{
+    return B(c, 0)->state == BACKEND_DOWN && B(c, 0)->checks_failed >= 2;
+}
+
+static void test_http_read_timeout_never_blocks(void **state)
+{
+    struct ctx *c = *state;
+    c->silent = listen_tcp(c, hold_accept_cb, 0);
+    port_init(c, 1, HEALTH_HTTP);
+    c->port.health.interval_ms = 1100;
+    c->port.health.timeout_ms = 1000;
+    backend_inet(&c->bc[0], "silent", "127.0.0.1", AF_INET, fd_port(evconnlistener_get_fd(c->silent)));
+    start_checks(c);
+    uint64_t spent;
+    assert_true(run_until(c, b0_down_after_2, BOUND_MS, &spent));
+    assert_int_equal(B(c, 0)->last_result, CHECK_READ_TIMEOUT);
+    assert_true(c->accepts >= 2); /* connected each time: the timeout is the answer's */
+    /* The second check starts an interval (less jitter) after the first and ends at its deadline. */
+    assert_true(spent >= 1045 + 1000 - 20);
+    /* The loop ran the 10 ms timer throughout: a check holding the loop would leave a gap of its 1000 ms. */
+    assert_true(c->max_gap_ms < 600);
+    assert_true(c->ticks >= 50);
+    assert_one_result_per_check(c);
+}
+
+/* ---- deadlines of single checks ------------------------------------------------------------------ */
+
+struct one_check {
+    bool done;
+    enum check_result r;
+    char detail[128];
+    uint64_t end_ms;
+};
+
+static void one_check_cb(enum check_result r, const char *detail, void *arg)
+{
+    struct one_check *o = arg;
+    assert_false(o->done); /* exactly one completion */
+    o->done = true;
+    o->r = r;
+    snprintf(o->detail, sizeof(o->detail), "%s", detail);
+    o->end_ms = now_ms();
+}
+
+static struct one_check *pending_check;
+
+static bool one_check_done(struct ctx *c)
+{
+    (void)c;
+    return pending_check->done;
+}
+
+static void test_deadline_from_start(void **state)
+{
+    struct ctx *c = *state;
+    char err[128];
+    c->silent = listen_tcp(c, hold_accept_cb, 0);
+    struct backend_conf silent, stuck;
+    backend_inet(&silent, "silent", "127.0.0.1", AF_INET, fd_port(evconnlistener_get_fd(c->silent)));
+    backend_inet(&stuck, "stuck", "127.0.0.1", AF_INET, full_backlog(c));
+    port_init(c, 1, HEALTH_HTTP);
+    c->port.health.timeout_ms = 150;
+
+    /* http: connected, no answer: READ_TIMEOUT at our deadline, not at libcurl's later safety net */
+    struct check_http_loop *l = check_http_loop_new(c->base, err, sizeof(err));
+    assert_non_null(l);
+    struct one_check o = {0};
+    pending_check = &o;
+    uint64_t start = now_ms();
+    assert_non_null(check_http_start(l, &silent.addr, &c->port.health, one_check_cb, &o, err, sizeof(err)));
+    assert_false(o.done); /* never from inside start */
+    assert_true(run_until(c, one_check_done, BOUND_MS, NULL));
+    assert_int_equal(o.r, CHECK_READ_TIMEOUT);
+    assert_in_range(o.end_ms - start, 149, 149 + 900); /* libcurl's own timeout is 1 s later */
+
+    /* connect-only through libcurl (the host-name path) to a listener that cannot accept */
+    struct one_check o2 = {0};
+    pending_check = &o2;
+    c->port.health.type = HEALTH_TCP;
+    start = now_ms();
+    assert_non_null(check_http_start(l, &stuck.addr, &c->port.health, one_check_cb, &o2, err, sizeof(err)));
+    assert_true(run_until(c, one_check_done, BOUND_MS, NULL));
+    assert_int_equal(o2.r, CHECK_CONNECT_TIMEOUT);
+    assert_in_range(o2.end_ms - start, 149, 149 + 900);
+
+    /* check_tcp to the same */
+    struct one_check o3 = {0};
+    pending_check = &o3;
+    start = now_ms();
+    assert_non_null(check_tcp_start(c->base, &stuck.addr, 150, one_check_cb, &o3, err, sizeof(err)));
+    assert_false(o3.done);
+    assert_true(run_until(c, one_check_done, BOUND_MS, NULL));
+    assert_int_equal(o3.r, CHECK_CONNECT_TIMEOUT);
+    assert_in_range(o3.end_ms - start, 149, 149 + 900); /* the kernel would wait for minutes */
+
+    /* cancelled checks never call back, and freeing the loop cancels what is running */
+    struct one_check o4 = {0}, o5 = {0};
+    struct check_tcp *t = check_tcp_start(c->base, &silent.addr, 150, one_check_cb, &o4, err, sizeof(err));
+    c->port.health.type = HEALTH_HTTP;
+    assert_non_null(check_http_start(l, &silent.addr, &c->port.health, one_check_cb, &o5, err, sizeof(err)));
+    check_tcp_cancel(t);
+    check_http_loop_free(l);
+    run_until(c, NULL, 300, NULL);
+    assert_false(o4.done);
+    assert_false(o5.done);
+    pending_check = NULL;
+}
+
+/* Answers every connection with a plain-text HTTP error at once, whatever was sent. */
+static void plain_answer_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int len, void *arg)
+{
+    struct ctx *c = arg;
+    (void)l;
+    (void)sa;
+    (void)len;
+    static const char answer[] = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+    c->accepts++;
+    ssize_t n = write(fd, answer, sizeof(answer) - 1);
+    (void)n;
+    close(fd);
+}
+
+static bool b0_http_error(struct ctx *c)
+{
+    return B(c, 0)->last_result == CHECK_HTTP_ERROR;
+}
+
+static bool b1_read_timeout(struct ctx *c)
+{
+    return B(c, 1)->last_result == CHECK_READ_TIMEOUT;
+}
+
+static void test_https_errors(void **state)
+{
+    struct ctx *c = *state;
+    /* b0: a plain-HTTP server where TLS is expected (handshake error); b1: a server that accepts and never
+     * answers, so the TLS handshake stalls after the TCP connect (a read timeout, not a connect timeout).
+     * Generous timeouts: the first https check of a checker loads the CA bundle (slow under ASan). */
+    c->listener = listen_tcp(c, plain_answer_cb, 0);
+    c->silent = listen_tcp(c, hold_accept_cb, 0);
+    port_init(c, 2, HEALTH_HTTPS);
+    c->port.health.interval_ms = 1500;
+    c->port.health.timeout_ms = 1200;
+    c->port.health.fall = 1;
+    backend_inet(&c->bc[0], "tls", "127.0.0.1", AF_INET, fd_port(evconnlistener_get_fd(c->listener)));
+    backend_inet(&c->bc[1], "tls-silent", "127.0.0.1", AF_INET, fd_port(evconnlistener_get_fd(c->silent)));
+    start_checks(c);
+    assert_true(run_until(c, b0_http_error, 15000, NULL));
+    assert_non_null(strstr(B(c, 0)->last_detail, "wrong version number"));
+    assert_int_equal(B(c, 0)->state, BACKEND_DOWN);
+    assert_true(run_until(c, b1_read_timeout, 15000, NULL));
+    assert_int_equal(B(c, 1)->state, BACKEND_DOWN);
+    assert_one_result_per_check(c);
+}
+
+/* ---- a TLS server with a self-signed certificate ------------------------------------------------- */
+
+static int tls_sni_cb(SSL *ssl, int *alert, void *arg)
+{
+    struct ctx *c = arg;
+    (void)alert;
+    const char *name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+    snprintf(c->sni, sizeof(c->sni), "%s", name ? name : "");
+    return SSL_TLSEXT_ERR_OK;
+}
+
+static void tls_server_init(struct ctx *c)
+{
+    EVP_PKEY *key = EVP_EC_gen("P-256");
+    X509 *x = X509_new();
+    assert_non_null(key);
+    assert_non_null(x);
+    ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
+    X509_gmtime_adj(X509_getm_notBefore(x), -60);
+    X509_gmtime_adj(X509_getm_notAfter(x), 3600);
+    X509_set_pubkey(x, key);
+    X509_NAME *name = X509_get_subject_name(x);
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"www.example.test", -1, -1, 0);
+    X509_set_issuer_name(x, name);
+    assert_true(X509_sign(x, key, EVP_sha256()) > 0);
+    c->tls = SSL_CTX_new(TLS_server_method());
+    assert_non_null(c->tls);
+    assert_int_equal(SSL_CTX_use_certificate(c->tls, x), 1);
+    assert_int_equal(SSL_CTX_use_PrivateKey(c->tls, key), 1);
+    SSL_CTX_set_tlsext_servername_callback(c->tls, tls_sni_cb);
+    SSL_CTX_set_tlsext_servername_arg(c->tls, c);
+    X509_free(x);
+    EVP_PKEY_free(key);
+}
+
+static void tls_conn_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct tls_conn *t = arg;
+    struct ctx *c = t->c;
+    (void)fd;
+    (void)what;
+    int r = SSL_accept(t->ssl);
+    if (r == 1) {
+        char buf[4096];
+        r = SSL_read(t->ssl, buf, sizeof(buf));
+        if (r > 0) {
+            static const char answer[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+            SSL_write(t->ssl, answer, sizeof(answer) - 1);
+            c->tls_served++;
+            tls_conn_free(t);
+            return;
+        }
+    }
+    int e = SSL_get_error(t->ssl, r);
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+        return;
+    c->tls_failed++;
+    tls_conn_free(t);
+}
+
+static void tls_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int len, void *arg)
+{
+    struct ctx *c = arg;
+    (void)l;
+    (void)sa;
+    (void)len;
+    c->accepts++;
+    struct tls_conn *t = calloc(1, sizeof(*t));
+    t->c = c;
+    t->fd = fd;
+    t->ssl = SSL_new(c->tls);
+    SSL_set_fd(t->ssl, fd);
+    SSL_set_accept_state(t->ssl);
+    t->ev = event_new(c->base, fd, EV_READ | EV_PERSIST, tls_conn_cb, t);
+    event_add(t->ev, NULL);
+    t->next = c->tls_conns;
+    c->tls_conns = t;
+}
+
+/* (Under heavy load the first check may time out while libcurl loads the CA bundle; the next is quick.) */
+static bool b0_tls_checked(struct ctx *c)
+{
+    return B(c, 0)->last_result == CHECK_HTTP_ERROR && c->tls_failed >= 1;
+}
+
+static void test_https_verifies_certificate(void **state)
+{
+    struct ctx *c = *state;
+    tls_server_init(c);
+    c->listener = listen_tcp(c, tls_accept_cb, 0);
+    port_init(c, 1, HEALTH_HTTPS);
+    c->port.health.interval_ms = 1500;
+    c->port.health.timeout_ms = 1200;
+    c->port.health.fall = 1;
+    snprintf(c->port.health.host, sizeof(c->port.health.host), "www.example.test");
+    backend_inet(&c->bc[0], "selfsigned", "127.0.0.1", AF_INET, fd_port(evconnlistener_get_fd(c->listener)));
+    start_checks(c);
+    assert_true(run_until(c, b0_tls_checked, 15000, NULL));
+    /* default verification: a self-signed certificate is refused before any request is sent */
+    assert_int_equal(B(c, 0)->last_result, CHECK_HTTP_ERROR);
+    assert_non_null(strstr(B(c, 0)->last_detail, "certificate"));
+    assert_int_equal(B(c, 0)->state, BACKEND_DOWN);
+    assert_int_equal(c->tls_served, 0);
+    /* the name, not the address, went into SNI (and so into verification) */
+    assert_string_equal(c->sni, "www.example.test");
+    assert_one_result_per_check(c);
+}
+
+static void test_http_over_unix_socket(void **state)
+{
+    struct ctx *c = *state;
+    char path[128], missing[128];
+    snprintf(path, sizeof(path), "%s/http.sock", c->dir);
+    snprintf(missing, sizeof(missing), "%s/gone.sock", c->dir);
+    c->http = evhttp_new(c->base);
+    evhttp_set_gencb(c->http, http_cb, c);
+    c->status = 200;
+    struct sockaddr_un sun;
+    unix_sockaddr(&sun, path);
+    struct evconnlistener *l = evconnlistener_new_bind(c->base, NULL, NULL, LEV_OPT_CLOSE_ON_FREE, 16,
+                                                       (struct sockaddr *)&sun, sizeof(sun));
+    assert_non_null(l);
+    assert_non_null(evhttp_bind_listener(c->http, l)); /* the evhttp owns it now */
+
+    port_init(c, 2, HEALTH_HTTP);
+    snprintf(c->port.health.path, sizeof(c->port.health.path), "/status");
+    backend_unix(&c->bc[0], "fpm", path);
+    backend_unix(&c->bc[1], "gone", missing);
+    start_checks(c);
+    assert_true(run_until(c, b1_down, BOUND_MS, NULL));
+    assert_true(run_until(c, b0_up_after_checks, BOUND_MS, NULL));
+    assert_string_equal(c->uri, "/status");
+    assert_string_equal(c->host, "localhost");
+    assert_int_equal(B(c, 1)->last_result, CHECK_CONNECT_ERROR);
+    c->status = 500;
+    assert_true(run_until(c, b0_down, BOUND_MS, NULL));
+    assert_string_equal(B(c, 0)->last_detail, "HTTP 500");
+    assert_one_result_per_check(c);
+}
+
+/* ---- lifecycle ----------------------------------------------------------------------------------- */
+
+static void test_none_checks_nothing(void **state)
+{
+    struct ctx *c = *state;
+    port_init(c, 1, HEALTH_NONE);
+    backend_inet(&c->bc[0], "x", "127.0.0.1", AF_INET, closed_port());
+    start_checks(c);
+    run_until(c, NULL, 300, NULL);
+    assert_int_equal(health_checks_done(c->hc), 0);
+    assert_int_equal(B(c, 0)->state, BACKEND_UP);
+}
+
+static bool b0_checked_twice(struct ctx *c)
+{
+    return B(c, 0)->checks_ok + B(c, 0)->checks_failed >= 2;
+}
+
+static void test_reload_while_checking(void **state)
+{
+    struct ctx *c = *state;
+    c->silent = listen_tcp(c, hold_accept_cb, 0);
+    c->listener = listen_tcp(c, close_accept_cb, 0);
+    uint16_t silent = fd_port(evconnlistener_get_fd(c->silent));
+    uint16_t alive = fd_port(evconnlistener_get_fd(c->listener));
+    port_init(c, 2, HEALTH_HTTP);
+    c->port.health.timeout_ms = 90;
+    backend_inet(&c->bc[0], "a", "127.0.0.1", AF_INET, silent);
+    backend_inet(&c->bc[1], "b", "127.0.0.1", AF_INET, silent);
+    start_checks(c);
+    run_until(c, NULL, 40, NULL); /* checks are now in flight (first ones start within 10 ms) */
+
+    /* Remove b mid-check (its check is abandoned: no result ever arrives for it), move a to a listener
+     * that closes at once, add c, switch to tcp checks. */
+    struct backend_conf next[2];
+    backend_inet(&next[0], "a", "127.0.0.1", AF_INET, alive);
+    backend_inet(&next[1], "c", "127.0.0.1", AF_INET, alive);
+    struct port_conf port = c->port;
+    port.backends = next;
+    port.health.type = HEALTH_TCP;
+    char err[128];
+    struct backend *a = B(c, 0);
+    assert_int_equal(backend_pool_update(c->pool, &port, err, sizeof(err)), 0);
+    health_update(c->hc);
+    assert_ptr_equal(B(c, 0), a);
+    assert_non_null(B(c, 0)->check_state);
+    assert_non_null(B(c, 1)->check_state);
+    uint64_t done_before = health_checks_done(c->hc);
+    assert_true(run_until(c, b0_checked_twice, BOUND_MS, NULL));
+    assert_true(B(c, 1)->checks_ok >= 1);
+    assert_int_equal(B(c, 0)->state, BACKEND_UP);
+    assert_int_equal(B(c, 0)->last_result, CHECK_OK);
+    assert_true(health_checks_done(c->hc) > done_before);
+
+    /* Free with checks in flight: nothing may call back afterwards (ASan would see it). */
+    port.health.type = HEALTH_HTTP;
+    next[0].addr.port = silent;
+    assert_int_equal(backend_pool_update(c->pool, &port, err, sizeof(err)), 0);
+    health_update(c->hc);
+    run_until(c, NULL, 30, NULL);
+    health_free(c->hc);
+    c->hc = NULL;
+    run_until(c, NULL, 200, NULL);
+}
+
+static void test_many_backends_spread(void **state)
+{
+    struct ctx *c = *state;
+    c->listener = listen_tcp(c, close_accept_cb, 0);
+    uint16_t p = fd_port(evconnlistener_get_fd(c->listener));
+    port_init(c, MAXB, HEALTH_TCP);
+    c->port.health.interval_ms = 3000;
+    c->port.health.timeout_ms = 500;
+    for (size_t i = 0; i < MAXB; i++) {
+        char name[8];
+        snprintf(name, sizeof(name), "s%zu", i);
+        backend_inet(&c->bc[i], name, "127.0.0.1", AF_INET, p);
+    }
+    start_checks(c);
+    /* First checks start within min(interval / 10, 1 s) = 300 ms, each backend once; the next ones not
+     * before 2.85 s. */
+    run_until(c, NULL, 1200, NULL);
+    assert_int_equal(health_checks_done(c->hc), MAXB);
+    for (size_t i = 0; i < MAXB; i++)
+        assert_int_equal(B(c, i)->checks_ok, 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_tcp_up_refused_and_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tcp_connect_timeout, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unix_tcp, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hostname_tcp, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_status_up_down, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_methods_and_default_host, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_read_timeout_never_blocks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deadline_from_start, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_https_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_https_verifies_certificate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_over_unix_socket, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_none_checks_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reload_while_checking, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_many_backends_spread, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
