@@ -1,0 +1,1032 @@
+/* proxy.c — the data path between tor's HiddenServicePort unix sockets and the backend pools (see
+ * proxy.h for the rules). Listeners, streams, per-circuit counts; the pools' choices and health
+ * bookkeeping stay in backend.c. */
+#include "sidecar/proxy.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/dns.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "sidecar/backend.h"
+#include "sidecar/config.h"
+#include "sidecar/fsutil.h"
+#include "sidecar/log.h"
+#include "sidecar/proxyproto.h"
+
+#define PROXY_CIRC_BUCKETS 256
+#define PROXY_LISTEN_BACKLOG 511
+#define PROXY_ACCEPT_PAUSE_MS 200 /* after an accept error such as EMFILE, before accepting again */
+#define PROXY_SUN_PATH_MAX sizeof(((struct sockaddr_un *)0)->sun_path)
+
+struct proxy_circ { /* streams open on one port for one circuit */
+    uint32_t id;
+    unsigned streams;
+    struct proxy_circ *next;
+};
+
+struct proxy_stream;
+
+struct proxy_port {
+    struct proxy *px;
+    struct proxy_port *next;
+    char service[CONFIG_SERVICE_NAME_MAX + 1];
+    uint16_t virtual_port;
+    char label[CONFIG_SERVICE_NAME_MAX + 16]; /* "<service>:<port>" for logs */
+    char path[PROXY_SUN_PATH_MAX];
+    struct evconnlistener *listener; /* NULL once removed by a reload */
+    struct event *resume_ev;          /* re-enables accepting after an accept error */
+    struct backend_pool *pool;
+    bool removed; /* gone from the config: freed when its last stream ends */
+    bool seen;    /* proxy_update's mark */
+    struct proxy_stream *streams;
+    struct proxy_circ *circs[PROXY_CIRC_BUCKETS];
+    unsigned circuits;
+    unsigned streams_active;
+    uint64_t streams_total, rejected_header, rejected_circuit_limit, rejected_no_backend, connect_failures;
+    bool warned_foreign_line;
+};
+
+struct proxy {
+    struct event_base *base;
+    struct evdns_base *dns; /* created when a backend is first reached by host name */
+    struct proxy_hooks hooks;
+    char run_dir[CONFIG_RUN_DIR_MAX + 1];
+    struct proxy_port *ports;
+    unsigned header_timeout_ms, fin_timeout_ms;
+    uint64_t next_stream_id;
+};
+
+enum stream_state {
+    STREAM_HEADER,     /* waiting for tor's PROXY line */
+    STREAM_CONNECTING, /* an attempt to s->backend is under way */
+    STREAM_OPEN,       /* copying; s->ev armed once tor's side has ended (fin timeout) */
+    STREAM_CLOSED,     /* callbacks cut; freed from s->ev */
+};
+
+enum stream_side { SIDE_CLIENT, SIDE_SERVER };
+
+struct proxy_stream {
+    struct proxy_port *port;
+    struct proxy_stream *prev, *next;
+    uint64_t id; /* for logs */
+    enum stream_state state;
+    struct bufferevent *bev[2]; /* [SIDE_CLIENT] tor's connection, [SIDE_SERVER] the backend's */
+    struct event *ev;           /* the header and connect deadlines; after close, the deferred free */
+    uint32_t circuit_id;        /* 0: unknown */
+    bool counted;               /* counted in port->circs */
+    struct backend *backend;    /* the current attempt or the connected backend (stream started) */
+    struct backend **failed;    /* attempts that failed; still started, so the pointers stay valid */
+    size_t n_failed;
+    /* Inside bufferevent_socket_connect*: libevent reports some failures from within the call. */
+    bool in_connect, sync_failed;
+    enum check_result sync_result;
+    char sync_detail[128];
+    bool eof[2];    /* EOF read from that side */
+    bool shut[2];   /* shutdown(SHUT_WR) done towards that side */
+    bool paused[2]; /* reading from that side paused: the other side has too much unsent */
+    bool server_spoke;
+    uint64_t bytes_in, bytes_out; /* from / to the backend */
+};
+
+/* ---- small helpers ---- */
+
+int proxy_socket_path(const char *run_dir, const char *service, uint16_t virtual_port, char *out, size_t len)
+{
+    int n = snprintf(out, len, "%s/proxy/%s-%u.sock", run_dir, service, (unsigned)virtual_port);
+    if (n < 0 || (size_t)n >= len || (size_t)n >= PROXY_SUN_PATH_MAX)
+        return -1;
+    return 0;
+}
+
+static unsigned proxy_circ_bucket(uint32_t id)
+{
+    return (unsigned)((id * 2654435761u) >> 24) % PROXY_CIRC_BUCKETS;
+}
+
+static struct proxy_circ *proxy_circ_find(struct proxy_port *pp, uint32_t id)
+{
+    for (struct proxy_circ *c = pp->circs[proxy_circ_bucket(id)]; c; c = c->next)
+        if (c->id == id)
+            return c;
+    return NULL;
+}
+
+static int proxy_circ_inc(struct proxy_port *pp, uint32_t id)
+{
+    struct proxy_circ *c = proxy_circ_find(pp, id);
+    if (!c) {
+        if (!(c = calloc(1, sizeof(*c))))
+            return -1;
+        unsigned b = proxy_circ_bucket(id);
+        c->id = id;
+        c->next = pp->circs[b];
+        pp->circs[b] = c;
+        pp->circuits++;
+    }
+    c->streams++;
+    return 0;
+}
+
+static void proxy_circ_dec(struct proxy_port *pp, uint32_t id)
+{
+    struct proxy_circ **pc = &pp->circs[proxy_circ_bucket(id)];
+    for (; *pc; pc = &(*pc)->next) {
+        struct proxy_circ *c = *pc;
+        if (c->id != id)
+            continue;
+        if (--c->streams == 0) {
+            *pc = c->next;
+            free(c);
+            pp->circuits--;
+        }
+        return;
+    }
+}
+
+static struct timeval proxy_ms(unsigned ms)
+{
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
+    return tv;
+}
+
+/* ---- streams ---- */
+
+static void proxy_port_destroy(struct proxy_port *pp);
+
+static void stream_release_failed(struct proxy_stream *s)
+{
+    for (size_t i = 0; i < s->n_failed; i++)
+        backend_stream_end(s->failed[i], 0, 0);
+    free(s->failed);
+    s->failed = NULL;
+    s->n_failed = 0;
+}
+
+/* Free `s` (never from inside one of its own bufferevent callbacks: see stream_close). If its port
+ * was removed by a reload and this was its last stream, the port goes too when `may_free_port`. */
+static void stream_free(struct proxy_stream *s, bool may_free_port)
+{
+    struct proxy_port *pp = s->port;
+    for (int i = 0; i < 2; i++)
+        if (s->bev[i])
+            bufferevent_free(s->bev[i]);
+    if (s->ev)
+        event_free(s->ev);
+    stream_release_failed(s);
+    if (s->backend)
+        backend_stream_end(s->backend, s->bytes_in, s->bytes_out);
+    if (s->counted)
+        proxy_circ_dec(pp, s->circuit_id);
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        pp->streams = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    pp->streams_active--;
+    free(s);
+    if (may_free_port && pp->removed && !pp->streams)
+        proxy_port_destroy(pp);
+}
+
+/* End the stream: cut every callback at once and free it from s->ev on the next loop pass, so that
+ * no caller up the stack (a bufferevent callback, the connect loop) touches freed memory. */
+static void stream_close(struct proxy_stream *s)
+{
+    if (s->state == STREAM_CLOSED)
+        return;
+    s->state = STREAM_CLOSED;
+    for (int i = 0; i < 2; i++) {
+        if (!s->bev[i])
+            continue;
+        bufferevent_setcb(s->bev[i], NULL, NULL, NULL, NULL);
+        bufferevent_disable(s->bev[i], EV_READ | EV_WRITE);
+    }
+    event_del(s->ev);
+    event_active(s->ev, EV_TIMEOUT, 1);
+}
+
+static const char *stream_side_str(enum stream_side side)
+{
+    return side == SIDE_CLIENT ? "tor" : "backend";
+}
+
+/* Classify a failed connect from the socket's pending error (or errno). */
+static enum check_result stream_connect_error(struct bufferevent *bev, char *detail, size_t len)
+{
+    int e = 0;
+    socklen_t elen = sizeof(e);
+    int dns = bufferevent_socket_get_dns_error(bev);
+    if (dns) {
+        snprintf(detail, len, "%s", evutil_gai_strerror(dns));
+        return CHECK_RESOLVE_ERROR;
+    }
+    evutil_socket_t fd = bufferevent_getfd(bev);
+    if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &elen) < 0 || e == 0)
+        e = EVUTIL_SOCKET_ERROR();
+    snprintf(detail, len, "%s", strerror(e));
+    if (e == ECONNREFUSED)
+        return CHECK_CONNECT_REFUSED;
+    if (e == ETIMEDOUT)
+        return CHECK_CONNECT_TIMEOUT;
+    return CHECK_CONNECT_ERROR;
+}
+
+static void stream_connect_next(struct proxy_stream *s);
+
+static void stream_read_cb(struct bufferevent *bev, void *arg);
+static void stream_write_cb(struct bufferevent *bev, void *arg);
+static void stream_event_cb(struct bufferevent *bev, short what, void *arg);
+
+/* Attempt to `b` (still started) failed: blame it and keep it in s->failed (still started, so the
+ * pointer stays valid while it is excluded). Return 0, or -1 on OOM (then `b` is ended). */
+static int stream_blame(struct proxy_stream *s, struct backend *b, enum check_result r, const char *detail)
+{
+    struct proxy_port *pp = s->port;
+    log_debug("proxy %s: stream %llu: backend %s: %s%s%s", pp->label, (unsigned long long)s->id, b->conf.name,
+              check_result_str(r), detail && *detail ? ": " : "", detail ? detail : "");
+    backend_passive_failure(b, r, detail);
+    pp->connect_failures++;
+    struct backend **nf = realloc(s->failed, (s->n_failed + 1) * sizeof(*nf));
+    if (!nf) {
+        backend_stream_end(b, 0, 0);
+        return -1;
+    }
+    s->failed = nf;
+    s->failed[s->n_failed++] = b;
+    return 0;
+}
+
+/* The attempt to s->backend failed (refused, error, timeout): blame it, keep it excluded, try the next.
+ * Nothing has reached the client yet, so another backend can take the stream unnoticed. */
+static void stream_attempt_failed(struct proxy_stream *s, enum check_result r, const char *detail)
+{
+    struct backend *b = s->backend;
+    event_del(s->ev);
+    if (s->bev[SIDE_SERVER]) {
+        bufferevent_free(s->bev[SIDE_SERVER]); /* libevent defers the actual free past its callback */
+        s->bev[SIDE_SERVER] = NULL;
+    }
+    s->backend = NULL;
+    if (stream_blame(s, b, r, detail) < 0) {
+        stream_close(s);
+        return;
+    }
+    stream_connect_next(s);
+}
+
+static void stream_connected(struct proxy_stream *s)
+{
+    struct proxy_port *pp = s->port;
+    const struct port_conf *pc = backend_pool_port(pp->pool);
+    event_del(s->ev);
+    stream_release_failed(s); /* connected: the failed ones need not be excluded any more */
+    s->state = STREAM_OPEN;
+    log_debug("proxy %s: stream %llu: connected to backend %s", pp->label, (unsigned long long)s->id,
+              s->backend->conf.name);
+    if (pc->proxy_protocol) {
+        uint8_t hdr[PROXYPROTO_V2_LEN];
+        size_t n = proxyproto_v2_encode(s->circuit_id, pp->virtual_port, hdr, sizeof(hdr));
+        if (bufferevent_write(s->bev[SIDE_SERVER], hdr, n) < 0) {
+            stream_close(s);
+            return;
+        }
+    }
+    for (int i = 0; i < 2; i++) {
+        bufferevent_setcb(s->bev[i], stream_read_cb, stream_write_cb, stream_event_cb, s);
+        bufferevent_setwatermark(s->bev[i], EV_READ, 0, 0);
+        bufferevent_enable(s->bev[i], EV_READ | EV_WRITE);
+    }
+    /* Bytes that came after tor's PROXY line are waiting already; no read event will announce them. */
+    if (evbuffer_get_length(bufferevent_get_input(s->bev[SIDE_CLIENT])) > 0)
+        stream_read_cb(s->bev[SIDE_CLIENT], s);
+}
+
+static void stream_connect_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    struct proxy_stream *s = arg;
+    char detail[128];
+    if (what & BEV_EVENT_CONNECTED) {
+        stream_connected(s);
+        return;
+    }
+    enum check_result r = stream_connect_error(bev, detail, sizeof(detail));
+    if (s->in_connect) { /* reported from inside the connect call: stream_attempt handles it */
+        s->sync_failed = true;
+        s->sync_result = r;
+        snprintf(s->sync_detail, sizeof(s->sync_detail), "%s", detail);
+        return;
+    }
+    stream_attempt_failed(s, r, detail);
+}
+
+static int stream_sockaddr(const struct backend_addr *a, struct sockaddr_storage *ss, int *len)
+{
+    memset(ss, 0, sizeof(*ss));
+    if (a->kind == BACKEND_ADDR_UNIX) {
+        struct sockaddr_un *sun = (struct sockaddr_un *)ss;
+        sun->sun_family = AF_UNIX;
+        if (strlen(a->path) >= sizeof(sun->sun_path))
+            return -1;
+        memcpy(sun->sun_path, a->path, strlen(a->path) + 1);
+        *len = (int)sizeof(*sun);
+        return 0;
+    }
+    if (a->family == AF_INET) {
+        struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+        sin->sin_family = AF_INET;
+        sin->sin_port = htons(a->port);
+        *len = (int)sizeof(*sin);
+        return inet_pton(AF_INET, a->host, &sin->sin_addr) == 1 ? 0 : -1;
+    }
+    if (a->family == AF_INET6) {
+        struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+        sin6->sin6_family = AF_INET6;
+        sin6->sin6_port = htons(a->port);
+        *len = (int)sizeof(*sin6);
+        return inet_pton(AF_INET6, a->host, &sin6->sin6_addr) == 1 ? 0 : -1;
+    }
+    return 1; /* a host name */
+}
+
+/* Start connecting to `b` (backend_stream_start is called here). Return 0 if under way, or -1 with
+ * s->sync_result/sync_detail set, `b` still started and no attempt left behind. */
+static int stream_attempt(struct proxy_stream *s, struct backend *b)
+{
+    struct proxy_port *pp = s->port;
+    struct proxy *px = pp->px;
+    const struct port_conf *pc = backend_pool_port(pp->pool);
+    struct sockaddr_storage ss;
+    int sslen = 0, rc;
+
+    backend_stream_start(b);
+    s->backend = b;
+    s->state = STREAM_CONNECTING;
+    s->sync_failed = false;
+    log_debug("proxy %s: stream %llu (circuit %u): trying backend %s", pp->label, (unsigned long long)s->id,
+              (unsigned)s->circuit_id, b->conf.name);
+    s->bev[SIDE_SERVER] = bufferevent_socket_new(px->base, -1, BEV_OPT_CLOSE_ON_FREE);
+    if (!s->bev[SIDE_SERVER]) {
+        s->sync_result = CHECK_CONNECT_ERROR;
+        snprintf(s->sync_detail, sizeof(s->sync_detail), "out of memory");
+        s->backend = NULL;
+        return -1;
+    }
+    bufferevent_setcb(s->bev[SIDE_SERVER], NULL, NULL, stream_connect_event_cb, s);
+    struct timeval tv = proxy_ms(pc->connect_timeout_ms);
+    evtimer_add(s->ev, &tv);
+
+    int kind = stream_sockaddr(&b->conf.addr, &ss, &sslen);
+    s->in_connect = true;
+    errno = 0;
+    if (kind == 0) {
+        rc = bufferevent_socket_connect(s->bev[SIDE_SERVER], (struct sockaddr *)&ss, sslen);
+    } else if (kind > 0) {
+        if (!px->dns)
+            px->dns = evdns_base_new(px->base, EVDNS_BASE_INITIALIZE_NAMESERVERS);
+        rc = px->dns ? bufferevent_socket_connect_hostname(s->bev[SIDE_SERVER], px->dns, AF_UNSPEC,
+                                                           b->conf.addr.host, b->conf.addr.port)
+                     : -1;
+        if (!px->dns) {
+            s->sync_failed = true;
+            s->sync_result = CHECK_RESOLVE_ERROR;
+            snprintf(s->sync_detail, sizeof(s->sync_detail), "no DNS resolver (evdns_base_new failed)");
+        }
+    } else {
+        rc = -1;
+        errno = EINVAL;
+    }
+    int saved = errno;
+    s->in_connect = false;
+    if (rc < 0 || s->sync_failed) {
+        if (!s->sync_failed) {
+            s->sync_result = saved == ECONNREFUSED ? CHECK_CONNECT_REFUSED : CHECK_CONNECT_ERROR;
+            snprintf(s->sync_detail, sizeof(s->sync_detail), "%s", strerror(saved ? saved : EINVAL));
+        }
+        event_del(s->ev);
+        if (s->bev[SIDE_SERVER]) {
+            bufferevent_free(s->bev[SIDE_SERVER]);
+            s->bev[SIDE_SERVER] = NULL;
+        }
+        s->backend = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* Give the stream to the next usable backend not tried yet, or close it when there is none. */
+static void stream_connect_next(struct proxy_stream *s)
+{
+    struct proxy_port *pp = s->port;
+    for (;;) {
+        struct backend *b = backend_pool_pick(pp->pool, s->circuit_id, s->failed, s->n_failed);
+        if (!b) {
+            if (s->n_failed == 0) {
+                pp->rejected_no_backend++;
+                log_debug("proxy %s: stream %llu: no backend is up; closing it", pp->label,
+                          (unsigned long long)s->id);
+            } else {
+                log_debug("proxy %s: stream %llu: no usable backend left after %zu failed attempt%s; closing it",
+                          pp->label, (unsigned long long)s->id, s->n_failed, s->n_failed == 1 ? "" : "s");
+            }
+            stream_close(s);
+            return;
+        }
+        if (stream_attempt(s, b) == 0)
+            return;
+        /* Failed at once (no such unix socket, a name the hosts file lacks ...): blame, exclude, next. */
+        if (stream_blame(s, b, s->sync_result, s->sync_detail) < 0) {
+            stream_close(s);
+            return;
+        }
+    }
+}
+
+/* ---- copying ---- */
+
+static enum stream_side stream_side_of(const struct proxy_stream *s, const struct bufferevent *bev)
+{
+    return bev == s->bev[SIDE_CLIENT] ? SIDE_CLIENT : SIDE_SERVER;
+}
+
+/* Both directions finished: each side's EOF was passed on. */
+static void stream_maybe_done(struct proxy_stream *s)
+{
+    if (s->eof[SIDE_CLIENT] && s->shut[SIDE_SERVER] && s->eof[SIDE_SERVER] && s->shut[SIDE_CLIENT]) {
+        log_debug("proxy %s: stream %llu: done (%llu bytes in, %llu out)", s->port->label,
+                  (unsigned long long)s->id, (unsigned long long)s->bytes_in, (unsigned long long)s->bytes_out);
+        stream_close(s);
+    }
+}
+
+/* Pass the half-close of side `from` on to the other side once everything read from `from` is written. */
+static void stream_pass_eof(struct proxy_stream *s, enum stream_side from)
+{
+    enum stream_side to = from == SIDE_CLIENT ? SIDE_SERVER : SIDE_CLIENT;
+    if (!s->eof[from] || s->shut[to] || evbuffer_get_length(bufferevent_get_output(s->bev[to])) > 0)
+        return;
+    /* ENOTCONN when the peer is fully gone already: nothing left to tell it. */
+    shutdown(bufferevent_getfd(s->bev[to]), SHUT_WR);
+    s->shut[to] = true;
+    stream_maybe_done(s);
+}
+
+static void stream_read_cb(struct bufferevent *bev, void *arg)
+{
+    struct proxy_stream *s = arg;
+    enum stream_side from = stream_side_of(s, bev);
+    enum stream_side to = from == SIDE_CLIENT ? SIDE_SERVER : SIDE_CLIENT;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    struct evbuffer *out = bufferevent_get_output(s->bev[to]);
+    size_t n = evbuffer_get_length(in);
+    if (n == 0)
+        return;
+    if (from == SIDE_SERVER) {
+        s->bytes_in += n;
+        s->server_spoke = true;
+    } else {
+        s->bytes_out += n;
+    }
+    evbuffer_add_buffer(out, in);
+    /* le-proxy.c: too much unsent towards `to`: stop reading `from` until it drains to half. */
+    if (evbuffer_get_length(out) >= PROXY_HIGH_WATER) {
+        bufferevent_setwatermark(s->bev[to], EV_WRITE, PROXY_HIGH_WATER / 2, PROXY_HIGH_WATER);
+        bufferevent_disable(bev, EV_READ);
+        s->paused[from] = true;
+    }
+}
+
+static void stream_write_cb(struct bufferevent *bev, void *arg)
+{
+    struct proxy_stream *s = arg;
+    enum stream_side to = stream_side_of(s, bev);
+    enum stream_side from = to == SIDE_CLIENT ? SIDE_SERVER : SIDE_CLIENT;
+    if (s->paused[from]) {
+        s->paused[from] = false;
+        bufferevent_setwatermark(bev, EV_WRITE, 0, 0);
+        if (!s->eof[from])
+            bufferevent_enable(s->bev[from], EV_READ);
+    }
+    stream_pass_eof(s, from);
+}
+
+static void stream_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    struct proxy_stream *s = arg;
+    enum stream_side side = stream_side_of(s, bev);
+    if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_WRITING)) {
+        s->eof[side] = true;
+        if (side == SIDE_CLIENT && s->state == STREAM_OPEN) {
+            /* tor never half-closes: its side is gone for good. The backend gets a bounded time to
+             * finish (a stalled one would otherwise hold the stream forever). */
+            struct timeval tv = proxy_ms(s->port->px->fin_timeout_ms);
+            evtimer_add(s->ev, &tv);
+        }
+        stream_read_cb(bev, s); /* anything still buffered goes first */
+        stream_pass_eof(s, side);
+        return;
+    }
+    if (what & (BEV_EVENT_ERROR | BEV_EVENT_EOF)) { /* EOF while writing: the peer is gone */
+        int e = EVUTIL_SOCKET_ERROR();
+        if (side == SIDE_SERVER && !s->server_spoke && e == ECONNRESET)
+            backend_passive_failure(s->backend, CHECK_RESET, "connection reset before any byte was sent");
+        log_debug("proxy %s: stream %llu: %s side: %s; closing both sides", s->port->label,
+                  (unsigned long long)s->id, stream_side_str(side), strerror(e));
+        stream_close(s);
+    }
+}
+
+/* ---- the PROXY line ---- */
+
+static void stream_begin(struct proxy_stream *s, const struct proxyproto_v1 *h)
+{
+    struct proxy_port *pp = s->port;
+    const struct port_conf *pc = backend_pool_port(pp->pool);
+    char err[256];
+    uint32_t id = 0;
+    uint16_t vport = 0;
+
+    if (proxyproto_tor_circuit(h, &id, &vport, err, sizeof(err)) < 0) {
+        /* Well-formed but not tor's form: serve it without a circuit identity, and say so once. */
+        if (!pp->warned_foreign_line) {
+            pp->warned_foreign_line = true;
+            log_warnx("proxy %s: %s; streams without tor's circuit id get no affinity or circuit limit",
+                      pp->label, err);
+        }
+        id = 0;
+    } else if (vport != pp->virtual_port) {
+        log_debug("proxy %s: stream %llu: tor names virtual port %u", pp->label, (unsigned long long)s->id,
+                  (unsigned)vport);
+    }
+    s->circuit_id = id;
+    if (id != 0) {
+        struct proxy_circ *c = proxy_circ_find(pp, id);
+        if (pc->max_streams_per_circuit > 0 && c && c->streams >= pc->max_streams_per_circuit) {
+            pp->rejected_circuit_limit++;
+            log_debug("proxy %s: stream %llu: circuit %u has %u streams open (max_streams_per_circuit %u); "
+                      "closing it",
+                      pp->label, (unsigned long long)s->id, (unsigned)id, c->streams, pc->max_streams_per_circuit);
+            stream_close(s);
+            return;
+        }
+        if (proxy_circ_inc(pp, id) < 0) {
+            stream_close(s);
+            return;
+        }
+        s->counted = true;
+    }
+    /* Hold tor's side until a backend is connected: its bytes wait in the socket. */
+    event_del(s->ev);
+    struct bufferevent *c = s->bev[SIDE_CLIENT];
+    bufferevent_disable(c, EV_READ);
+    bufferevent_setwatermark(c, EV_READ, 0, 0);
+    bufferevent_setcb(c, NULL, NULL, NULL, s);
+    stream_connect_next(s);
+}
+
+static void stream_header_read_cb(struct bufferevent *bev, void *arg)
+{
+    struct proxy_stream *s = arg;
+    struct proxy_port *pp = s->port;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    size_t len = evbuffer_get_length(in);
+    size_t n = len < PROXYPROTO_V1_MAX ? len : PROXYPROTO_V1_MAX;
+    struct proxyproto_v1 h;
+    char err[256];
+    const char *p = (const char *)evbuffer_pullup(in, (ev_ssize_t)n);
+    int rc = p ? proxyproto_v1_parse(p, n, &h, err, sizeof(err)) : -1;
+    if (rc == 0)
+        return; /* more to come (the read watermark caps what we hold at PROXYPROTO_V1_MAX) */
+    if (rc < 0) {
+        pp->rejected_header++;
+        log_warnx("proxy %s: stream %llu: %s; closing it", pp->label, (unsigned long long)s->id,
+                  p ? err : "out of memory");
+        stream_close(s);
+        return;
+    }
+    evbuffer_drain(in, (size_t)rc); /* tor's line is never forwarded */
+    stream_begin(s, &h);
+}
+
+static void stream_header_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    struct proxy_stream *s = arg;
+    (void)bev;
+    s->port->rejected_header++;
+    log_debug("proxy %s: stream %llu: %s before a complete PROXY line; closing it", s->port->label,
+              (unsigned long long)s->id, (what & BEV_EVENT_EOF) ? "closed" : strerror(EVUTIL_SOCKET_ERROR()));
+    stream_close(s);
+}
+
+static void stream_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct proxy_stream *s = arg;
+    struct proxy_port *pp = s->port;
+    char detail[64];
+    (void)fd;
+    (void)what;
+    switch (s->state) {
+    case STREAM_HEADER:
+        pp->rejected_header++;
+        log_debug("proxy %s: stream %llu: no PROXY line within %u ms; closing it", pp->label,
+                  (unsigned long long)s->id, pp->px->header_timeout_ms);
+        stream_close(s);
+        break;
+    case STREAM_CONNECTING:
+        snprintf(detail, sizeof(detail), "no connection within %u ms",
+                 backend_pool_port(pp->pool)->connect_timeout_ms);
+        stream_attempt_failed(s, CHECK_CONNECT_TIMEOUT, detail);
+        break;
+    case STREAM_OPEN:
+        log_debug("proxy %s: stream %llu: backend %s did not finish within %u ms after tor's side ended; closing",
+                  pp->label, (unsigned long long)s->id, s->backend->conf.name, pp->px->fin_timeout_ms);
+        stream_close(s);
+        break;
+    case STREAM_CLOSED:
+        stream_free(s, true);
+        break;
+    }
+}
+
+static void proxy_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen, void *arg)
+{
+    struct proxy_port *pp = arg;
+    struct proxy *px = pp->px;
+    (void)l;
+    (void)sa;
+    (void)salen;
+    struct proxy_stream *s = calloc(1, sizeof(*s));
+    if (s) {
+        s->bev[SIDE_CLIENT] = bufferevent_socket_new(px->base, fd, BEV_OPT_CLOSE_ON_FREE);
+        s->ev = evtimer_new(px->base, stream_timer_cb, s);
+    }
+    if (!s || !s->bev[SIDE_CLIENT] || !s->ev) {
+        log_error("proxy %s: out of memory for a new stream", pp->label);
+        if (s && s->bev[SIDE_CLIENT])
+            bufferevent_free(s->bev[SIDE_CLIENT]);
+        else
+            evutil_closesocket(fd);
+        if (s && s->ev)
+            event_free(s->ev);
+        free(s);
+        return;
+    }
+    s->port = pp;
+    s->id = ++px->next_stream_id;
+    s->state = STREAM_HEADER;
+    s->next = pp->streams;
+    if (pp->streams)
+        pp->streams->prev = s;
+    pp->streams = s;
+    pp->streams_active++;
+    pp->streams_total++;
+    struct bufferevent *c = s->bev[SIDE_CLIENT];
+    bufferevent_setcb(c, stream_header_read_cb, NULL, stream_header_event_cb, s);
+    bufferevent_setwatermark(c, EV_READ, 0, PROXYPROTO_V1_MAX); /* hold no more than a line's worth */
+    struct timeval tv = proxy_ms(px->header_timeout_ms);
+    evtimer_add(s->ev, &tv);
+    bufferevent_enable(c, EV_READ);
+}
+
+/* ---- ports ---- */
+
+static void proxy_resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct proxy_port *pp = arg;
+    (void)fd;
+    (void)what;
+    if (pp->listener)
+        evconnlistener_enable(pp->listener);
+}
+
+static void proxy_accept_error_cb(struct evconnlistener *l, void *arg)
+{
+    struct proxy_port *pp = arg;
+    int e = EVUTIL_SOCKET_ERROR();
+    /* EMFILE and friends: accepting again at once would spin; pause briefly. */
+    log_error("proxy %s: accept on %s: %s; pausing %d ms", pp->label, pp->path, strerror(e), PROXY_ACCEPT_PAUSE_MS);
+    evconnlistener_disable(l);
+    struct timeval tv = proxy_ms(PROXY_ACCEPT_PAUSE_MS);
+    evtimer_add(pp->resume_ev, &tv);
+}
+
+static void proxy_port_unlisten(struct proxy_port *pp)
+{
+    if (pp->listener) {
+        evconnlistener_free(pp->listener);
+        pp->listener = NULL;
+        unlink(pp->path);
+    }
+    if (pp->resume_ev) {
+        event_free(pp->resume_ev);
+        pp->resume_ev = NULL;
+    }
+}
+
+static void proxy_port_destroy(struct proxy_port *pp)
+{
+    struct proxy *px = pp->px;
+    /* Unlink from the proxy's list. */
+    for (struct proxy_port **p = &px->ports; *p; p = &(*p)->next) {
+        if (*p == pp) {
+            *p = pp->next;
+            break;
+        }
+    }
+    proxy_port_unlisten(pp);
+    while (pp->streams)
+        stream_free(pp->streams, false);
+    for (unsigned i = 0; i < PROXY_CIRC_BUCKETS; i++) {
+        while (pp->circs[i]) {
+            struct proxy_circ *c = pp->circs[i];
+            pp->circs[i] = c->next;
+            free(c);
+        }
+    }
+    backend_pool_free(pp->pool);
+    free(pp);
+}
+
+/* A port's listener and pool (not linked into px->ports, hooks not called). NULL with err on failure. */
+static struct proxy_port *proxy_port_new(struct proxy *px, const struct service_conf *svc, const struct port_conf *pc,
+                                         char *err, size_t errlen)
+{
+    struct proxy_port *pp = calloc(1, sizeof(*pp));
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    struct stat st;
+    if (!pp) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    pp->px = px;
+    snprintf(pp->service, sizeof(pp->service), "%s", svc->name);
+    pp->virtual_port = pc->virtual_port;
+    snprintf(pp->label, sizeof(pp->label), "%s:%u", svc->name, (unsigned)pc->virtual_port);
+    if (proxy_socket_path(px->run_dir, svc->name, pc->virtual_port, pp->path, sizeof(pp->path)) < 0) {
+        snprintf(err, errlen, "service %s: port %u: socket path too long", svc->name, (unsigned)pc->virtual_port);
+        free(pp);
+        return NULL;
+    }
+    pp->pool = backend_pool_new(px->base, svc->name, pc);
+    pp->resume_ev = evtimer_new(px->base, proxy_resume_cb, pp);
+    if (!pp->pool || !pp->resume_ev) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    /* A socket left by an earlier run would make bind fail; anything else at that path is not ours,
+     * and neither is a socket something still accepts on. */
+    memcpy(sun.sun_path, pp->path, strlen(pp->path) + 1);
+    if (lstat(pp->path, &st) == 0) {
+        if (!S_ISSOCK(st.st_mode)) {
+            snprintf(err, errlen, "%s exists and is not a socket", pp->path);
+            goto fail;
+        }
+        int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        bool live = probe >= 0 && connect(probe, (struct sockaddr *)&sun, sizeof(sun)) == 0;
+        if (probe >= 0)
+            close(probe);
+        if (live) {
+            snprintf(err, errlen, "%s is in use by another process (a second onionfront?)", pp->path);
+            goto fail;
+        }
+        if (unlink(pp->path) < 0) {
+            snprintf(err, errlen, "cannot remove the stale socket %s: %s", pp->path, strerror(errno));
+            goto fail;
+        }
+    }
+    pp->listener = evconnlistener_new_bind(px->base, proxy_accept_cb, pp, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
+                                           PROXY_LISTEN_BACKLOG, (struct sockaddr *)&sun, (int)sizeof(sun));
+    if (!pp->listener) {
+        snprintf(err, errlen, "cannot listen on %s: %s", pp->path, strerror(errno));
+        goto fail;
+    }
+    evconnlistener_set_error_cb(pp->listener, proxy_accept_error_cb);
+    /* Access is the 0700 proxy directory's job: it belongs to onionfront's user, or to tor's when
+     * tor.user is set (main.c hands it over), and a socket needs write permission for tor to connect
+     * whichever user tor runs as. */
+    if (chmod(pp->path, 0666) < 0) {
+        snprintf(err, errlen, "chmod 0666 %s: %s", pp->path, strerror(errno));
+        goto fail;
+    }
+    log_debug("proxy %s: listening on %s", pp->label, pp->path);
+    return pp;
+fail:
+    proxy_port_unlisten(pp);
+    backend_pool_free(pp->pool);
+    free(pp);
+    return NULL;
+}
+
+static struct proxy_port *proxy_find_port(struct proxy *px, const char *service, uint16_t virtual_port)
+{
+    for (struct proxy_port *pp = px->ports; pp; pp = pp->next)
+        if (!pp->removed && pp->virtual_port == virtual_port && strcmp(pp->service, service) == 0)
+            return pp;
+    return NULL;
+}
+
+/* ---- public ---- */
+
+struct proxy *proxy_new(struct event_base *base, const struct config *conf, const struct proxy_hooks *hooks,
+                        char *err, size_t errlen)
+{
+    struct proxy *px = calloc(1, sizeof(*px));
+    char dir[CONFIG_RUN_DIR_MAX + 16];
+    if (!px) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    px->base = base;
+    if (hooks)
+        px->hooks = *hooks;
+    px->header_timeout_ms = PROXY_HEADER_TIMEOUT_MS;
+    px->fin_timeout_ms = PROXY_FIN_TIMEOUT_MS;
+    if (strlen(conf->run_dir) > CONFIG_RUN_DIR_MAX) {
+        snprintf(err, errlen, "run_dir is longer than %d bytes", CONFIG_RUN_DIR_MAX);
+        free(px);
+        return NULL;
+    }
+    snprintf(px->run_dir, sizeof(px->run_dir), "%s", conf->run_dir);
+    snprintf(dir, sizeof(dir), "%s/proxy", px->run_dir);
+    if (fs_ensure_private_dir(px->run_dir, NULL, err, errlen) < 0 ||
+        fs_ensure_private_dir(dir, NULL, err, errlen) < 0) {
+        free(px);
+        return NULL;
+    }
+    for (size_t i = 0; i < conf->n_services; i++) {
+        const struct service_conf *svc = &conf->services[i];
+        for (size_t j = 0; j < svc->n_ports; j++) {
+            struct proxy_port *pp = proxy_port_new(px, svc, &svc->ports[j], err, errlen);
+            if (!pp) {
+                proxy_free(px);
+                return NULL;
+            }
+            pp->next = px->ports;
+            px->ports = pp;
+            if (px->hooks.pool_added)
+                px->hooks.pool_added(pp->pool, px->hooks.arg);
+        }
+    }
+    return px;
+}
+
+int proxy_update(struct proxy *px, const struct config *conf, char *err, size_t errlen)
+{
+    struct proxy_port *fresh = NULL;
+    for (struct proxy_port *pp = px->ports; pp; pp = pp->next)
+        pp->seen = false;
+    /* 1. New listeners, kept aside until everything else worked. */
+    for (size_t i = 0; i < conf->n_services; i++) {
+        const struct service_conf *svc = &conf->services[i];
+        for (size_t j = 0; j < svc->n_ports; j++) {
+            struct proxy_port *old = proxy_find_port(px, svc->name, svc->ports[j].virtual_port);
+            if (old) {
+                old->seen = true;
+                continue;
+            }
+            struct proxy_port *pp = proxy_port_new(px, svc, &svc->ports[j], err, errlen);
+            if (!pp)
+                goto rollback;
+            pp->seen = true;
+            pp->next = fresh;
+            fresh = pp;
+        }
+    }
+    /* 2. Pools that stay. */
+    for (size_t i = 0; i < conf->n_services; i++) {
+        const struct service_conf *svc = &conf->services[i];
+        for (size_t j = 0; j < svc->n_ports; j++) {
+            struct proxy_port *pp = proxy_find_port(px, svc->name, svc->ports[j].virtual_port);
+            char perr[256];
+            if (!pp || backend_pool_update(pp->pool, &svc->ports[j], perr, sizeof(perr)) == 0)
+                continue;
+            snprintf(err, errlen, "service %s: port %u: %s", svc->name, (unsigned)svc->ports[j].virtual_port, perr);
+            goto rollback;
+        }
+    }
+    for (struct proxy_port *pp = px->ports; pp; pp = pp->next)
+        if (pp->seen && px->hooks.pool_updated)
+            px->hooks.pool_updated(pp->pool, px->hooks.arg);
+    /* 3. Ports that are gone: stop listening, let their streams finish. */
+    for (struct proxy_port *pp = px->ports, *next; pp; pp = next) {
+        next = pp->next;
+        if (pp->seen || pp->removed)
+            continue;
+        log_info("proxy %s: port removed; %u open stream%s continue", pp->label, pp->streams_active,
+                 pp->streams_active == 1 ? "" : "s");
+        pp->removed = true;
+        proxy_port_unlisten(pp);
+        if (px->hooks.pool_removed)
+            px->hooks.pool_removed(pp->pool, px->hooks.arg);
+        if (!pp->streams)
+            proxy_port_destroy(pp);
+    }
+    /* 4. The new ports join. */
+    while (fresh) {
+        struct proxy_port *pp = fresh;
+        fresh = pp->next;
+        pp->next = px->ports;
+        px->ports = pp;
+        log_info("proxy %s: listening on %s", pp->label, pp->path);
+        if (px->hooks.pool_added)
+            px->hooks.pool_added(pp->pool, px->hooks.arg);
+    }
+    return 0;
+rollback:
+    while (fresh) {
+        struct proxy_port *pp = fresh;
+        fresh = pp->next;
+        proxy_port_unlisten(pp);
+        backend_pool_free(pp->pool);
+        free(pp);
+    }
+    return -1;
+}
+
+void proxy_free(struct proxy *px)
+{
+    if (!px)
+        return;
+    while (px->ports) {
+        struct proxy_port *pp = px->ports;
+        if (!pp->removed && px->hooks.pool_removed)
+            px->hooks.pool_removed(pp->pool, px->hooks.arg);
+        proxy_port_destroy(pp); /* unlinks it */
+    }
+    if (px->dns)
+        evdns_base_free(px->dns, 1);
+    free(px);
+}
+
+void proxy_set_timeouts(struct proxy *px, unsigned header_ms, unsigned fin_ms)
+{
+    px->header_timeout_ms = header_ms;
+    px->fin_timeout_ms = fin_ms;
+}
+
+struct backend_pool *proxy_find_pool(struct proxy *px, const char *service, uint16_t virtual_port)
+{
+    struct proxy_port *pp = proxy_find_port(px, service, virtual_port);
+    return pp ? pp->pool : NULL;
+}
+
+size_t proxy_pools(struct proxy *px, struct backend_pool **out, size_t max)
+{
+    size_t n = 0;
+    for (struct proxy_port *pp = px ? px->ports : NULL; pp; pp = pp->next) {
+        if (pp->removed)
+            continue;
+        if (n < max)
+            out[n] = pp->pool;
+        n++;
+    }
+    return n;
+}
+
+static size_t proxy_stream_buffered(const struct proxy_stream *s)
+{
+    size_t n = 0;
+    for (int i = 0; i < 2; i++)
+        if (s->bev[i])
+            n += evbuffer_get_length(bufferevent_get_input(s->bev[i])) +
+                 evbuffer_get_length(bufferevent_get_output(s->bev[i]));
+    return n;
+}
+
+json_t *proxy_to_json(const struct proxy *px)
+{
+    json_t *arr = json_array();
+    if (!arr)
+        return NULL;
+    for (const struct proxy_port *pp = px ? px->ports : NULL; pp; pp = pp->next) {
+        size_t buffered = 0;
+        for (const struct proxy_stream *s = pp->streams; s; s = s->next)
+            buffered += proxy_stream_buffered(s);
+        json_t *o = json_pack("{s:s, s:i, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "service", pp->service,
+                              "virtual_port", (int)pp->virtual_port, "socket", pp->path, "listening", !pp->removed,
+                              "streams_active", (json_int_t)pp->streams_active, "streams_total",
+                              (json_int_t)pp->streams_total, "circuits_active", (json_int_t)pp->circuits,
+                              "rejected_header", (json_int_t)pp->rejected_header, "rejected_circuit_limit",
+                              (json_int_t)pp->rejected_circuit_limit, "rejected_no_backend",
+                              (json_int_t)pp->rejected_no_backend, "connect_failures", (json_int_t)pp->connect_failures,
+                              "buffered_bytes", (json_int_t)buffered);
+        if (!o || json_array_append_new(arr, o) < 0) {
+            json_decref(arr);
+            return NULL;
+        }
+    }
+    return arr;
+}

@@ -1,0 +1,106 @@
+/* proxy.h — onionfront's data path: one unix listening socket per service virtual port (tor's
+ * HiddenServicePort target, in <run_dir>/proxy/, mode 0700), and for each stream tor hands over:
+ * tor's PROXY v1 line -> circuit id -> per-circuit stream limit -> a backend from the port's pool ->
+ * connect (with retry on another backend before any byte reached the client) -> an optional PROXY v2
+ * header -> bytes copied both ways with bounded buffers.
+ *
+ * Owns the listeners and their socket files, the streams (two bufferevents each), the per-port backend
+ * pools (struct backend_pool, created from and updated with the config) and the per-port stream
+ * counters. Does not own health checks (main.c attaches a checker to each pool through the hooks
+ * below), the status socket, or anything tor-facing: which HiddenServicePort lines point here is
+ * service.c's business (it asks proxy_socket_path for the paths).
+ *
+ * Data path rules, per stream:
+ *  - tor's first line is read with a bound (PROXYPROTO_V1_MAX bytes) and a deadline; anything malformed
+ *    closes the stream. The line is never forwarded.
+ *  - max_streams_per_circuit > 0: a circuit with that many streams open on this port gets the next one
+ *    closed at once (circuit id 0, "unknown", is not limited).
+ *  - Connect: IP literals and unix sockets directly, host names through evdns on the loop; each attempt
+ *    has connect_timeout_ms. A refused, failed or timed-out attempt is a passive failure for that
+ *    backend (backend_passive_failure) and the stream moves to another usable backend, which is safe
+ *    because nothing has been sent to the client yet. No usable backend (left): the stream is closed
+ *    at once, and tor ends it.
+ *  - Copying: each direction stops reading when the other side has PROXY_HIGH_WATER bytes unsent and
+ *    resumes below half of it (libevent's le-proxy), so a stream holds at most about 2 x (high water +
+ *    one read) bytes however fast one side is and however slow the other.
+ *  - EOF from one side: what was read is flushed to the other side, then shutdown(SHUT_WR) there; the
+ *    other direction goes on. The stream ends when both directions are done. tor itself never
+ *    half-closes (an EOF from it means its stream is gone), so after tor's EOF the backend has
+ *    PROXY_FIN_TIMEOUT_MS to finish before both sides are closed.
+ *  - An error or reset on either side closes both at once. A reset from the backend before it sent any
+ *    byte is also a passive failure (it failed this stream); after that it is not (it may be the
+ *    application's choice).
+ *  - backend_stream_start when an attempt starts; backend_stream_end with the stream's bytes (in: from
+ *    the backend, out: to it) when it ends. Failed attempts end when the stream is connected elsewhere
+ *    or closed, so the backends it must not retry stay valid until then.
+ * Streams end themselves from their callbacks through a deferred event; proxy_free ends all at once. */
+#ifndef ONIONFRONT_PROXY_H
+#define ONIONFRONT_PROXY_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct backend_pool;
+struct config;
+struct event_base;
+struct proxy;
+
+#ifndef PROXY_HIGH_WATER
+#define PROXY_HIGH_WATER (256u * 1024) /* bytes unsent towards one side before the other side pauses */
+#endif
+#define PROXY_HEADER_TIMEOUT_MS 10000  /* tor sends its PROXY line at once; spec: allow >= 3 s */
+#define PROXY_FIN_TIMEOUT_MS 60000     /* after tor's side ended, for the backend to finish */
+
+/* Pool lifecycle, for main.c's health checkers. Each hook may be NULL. */
+struct proxy_hooks {
+    void (*pool_added)(struct backend_pool *pool, void *arg);   /* new port (proxy_new or proxy_update) */
+    void (*pool_updated)(struct backend_pool *pool, void *arg); /* after backend_pool_update on reload */
+    void (*pool_removed)(struct backend_pool *pool, void *arg); /* port gone (or proxy_free): stop using
+                                                                   it now; it is freed later, when its
+                                                                   last stream has ended */
+    void *arg;
+};
+
+/* "<run_dir>/proxy/<service>-<virtual_port>.sock" into `out`. Return 0, or -1 if it does not fit. */
+int proxy_socket_path(const char *run_dir, const char *service, uint16_t virtual_port, char *out, size_t len);
+
+/* Create <run_dir> and <run_dir>/proxy (0700; an existing one must already be private), a pool and a
+ * listening socket for every port of every service in `conf` (a stale socket file is replaced), and
+ * call hooks->pool_added for each pool. `conf` is only read during the call. Return the proxy, or NULL
+ * with a message in `err` naming the service, port or path. */
+struct proxy *proxy_new(struct event_base *base, const struct config *conf, const struct proxy_hooks *hooks,
+                        char *err, size_t errlen);
+
+/* Apply a reloaded config: listen on ports that are new, update the pools of ports that stay in place
+ * (backend_pool_update: backends, weights, balance, health, timeouts, limits; open streams go on), and
+ * stop listening on ports that are gone (their open streams go on until they end). Touches nothing in
+ * tor. New listeners come first: if one cannot be created, nothing changes and -1 is returned with a
+ * message. A pool update that fails (out of memory) also returns -1, with the new listeners rolled
+ * back but the pools updated before it keeping their new settings. `conf` is only read during the
+ * call. */
+int proxy_update(struct proxy *px, const struct config *conf, char *err, size_t errlen);
+
+/* Close every stream (backend_stream_end for each), the listeners (removing their socket files) and
+ * the pools (hooks->pool_removed first). NULL is a no-op. */
+void proxy_free(struct proxy *px);
+
+/* Override PROXY_HEADER_TIMEOUT_MS and PROXY_FIN_TIMEOUT_MS (tests). */
+void proxy_set_timeouts(struct proxy *px, unsigned header_ms, unsigned fin_ms);
+
+/* The pool of service `service`'s `virtual_port`, or NULL. Borrowed. */
+struct backend_pool *proxy_find_pool(struct proxy *px, const char *service, uint16_t virtual_port);
+
+/* The live (not removed) pools, for metrics and status: up to `max` written to `out`; returns how many
+ * there are (0 for a NULL proxy). */
+size_t proxy_pools(struct proxy *px, struct backend_pool **out, size_t max);
+
+/* Per-port stream counters for the status socket (an empty array for a NULL proxy). Returns a new
+ * reference (NULL on OOM): an array of
+ * {"service", "virtual_port", "socket", "listening" (false once removed by a reload and draining),
+ *  "streams_active", "streams_total", "circuits_active", "rejected_header", "rejected_circuit_limit",
+ *  "rejected_no_backend", "connect_failures" (failed attempts, each followed by a retry
+ *  when a usable backend is left), "buffered_bytes"}. */
+json_t *proxy_to_json(const struct proxy *px);
+
+#endif

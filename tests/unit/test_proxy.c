@@ -1,0 +1,1220 @@
+/* test_proxy.c — the data path (sidecar/proxy.c) on a real event loop with real sockets: test clients
+ * play tor (they connect to the proxy's unix socket and send a PROXY v1 line first), test backends on
+ * 127.0.0.1 (or a unix socket) echo, record, stall, flood, half-close or reset. Checked: byte-exact
+ * copying both ways, the PROXY line never forwarded, malformed and missing lines, retry on another
+ * backend after refused and timed-out connects (and the passive failure), no usable backend, the
+ * per-circuit stream limit, the PROXY v2 header, bounded buffers in both directions, half-close in both
+ * directions, resets, reload (ports added and removed while a stream is open), host-name and unix
+ * backends, and the counters handed to backend.c. No health checker runs here: backends start up and
+ * only passive failures take them down. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sidecar/backend.h"
+#include "sidecar/config.h"
+#include "sidecar/log.h"
+#include "sidecar/proxy.h"
+#include "sidecar/proxyproto.h"
+
+#define LINE59 "PROXY TCP6 fc00:dead:beef:4dad::0:3b ::1 59 80\r\n"
+#define LINE60 "PROXY TCP6 fc00:dead:beef:4dad::0:3c ::1 60 80\r\n"
+#define MAX_CONNS 64
+
+/* ---- test backends ---- */
+
+enum tb_mode {
+    TB_ECHO,        /* echo, pass the half-close on */
+    TB_RECORD,      /* keep what arrives; close on EOF */
+    TB_STALL,       /* accept, never read */
+    TB_FLOOD,       /* write tb->flood bytes at once, then keep the connection */
+    TB_GREET_HALF,  /* write "hello", half-close at once, keep reading; close on EOF */
+    TB_RESET,       /* reset at once (SO_LINGER 0) */
+    TB_SPEAK_RESET, /* write "x", then reset once it is out */
+};
+
+struct tb {
+    enum tb_mode mode;
+    struct evconnlistener *l;
+    uint16_t port;
+    char path[108]; /* unix backends */
+    int accepted;
+    struct evbuffer *received;
+    size_t flood;
+    struct bufferevent *conns[MAX_CONNS];
+    int n_conns;
+};
+
+struct tc { /* a client playing tor */
+    struct bufferevent *bev;
+    struct evbuffer *received;
+    bool eof, error;
+};
+
+struct ctx {
+    char dir[64];
+    struct event_base *base;
+    struct event *tick;
+    struct config *conf;
+    struct proxy *px;
+    struct tb tb[4];
+    int n_tb;
+    char path80[108];
+    int added, updated, removed;
+};
+
+static void tb_reset_close(struct bufferevent *bev)
+{
+    struct linger lg = {1, 0};
+    setsockopt(bufferevent_getfd(bev), SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+}
+
+static void tb_drop(struct tb *t, struct bufferevent *bev)
+{
+    for (int i = 0; i < t->n_conns; i++)
+        if (t->conns[i] == bev)
+            t->conns[i] = NULL;
+    bufferevent_free(bev);
+}
+
+static void tb_read_cb(struct bufferevent *bev, void *arg)
+{
+    struct tb *t = arg;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    if (t->mode == TB_ECHO)
+        evbuffer_add_buffer(bufferevent_get_output(bev), in);
+    else
+        evbuffer_add_buffer(t->received, in);
+}
+
+static void tb_write_cb(struct bufferevent *bev, void *arg)
+{
+    struct tb *t = arg;
+    if (evbuffer_get_length(bufferevent_get_output(bev)) > 0)
+        return;
+    if (t->mode == TB_SPEAK_RESET) {
+        tb_reset_close(bev);
+        tb_drop(t, bev);
+    } else if (t->mode == TB_ECHO && !(bufferevent_get_enabled(bev) & EV_READ)) { /* after its EOF */
+        shutdown(bufferevent_getfd(bev), SHUT_WR);
+        tb_drop(t, bev);
+    }
+}
+
+static void tb_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    struct tb *t = arg;
+    if (what & BEV_EVENT_EOF) {
+        if (t->mode == TB_ECHO && evbuffer_get_length(bufferevent_get_output(bev)) > 0) {
+            bufferevent_disable(bev, EV_READ);
+            return; /* tb_write_cb passes the EOF on */
+        }
+        if (t->mode == TB_ECHO)
+            shutdown(bufferevent_getfd(bev), SHUT_WR);
+    }
+    tb_drop(t, bev);
+}
+
+static void tb_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int len, void *arg)
+{
+    struct tb *t = arg;
+    (void)sa;
+    (void)len;
+    t->accepted++;
+    if (t->mode == TB_GREET_HALF) { /* a new socket takes 5 bytes at once; then the half-close */
+        assert_int_equal(send(fd, "hello", 5, 0), 5);
+        shutdown(fd, SHUT_WR);
+    }
+    struct bufferevent *bev = bufferevent_socket_new(evconnlistener_get_base(l), fd, BEV_OPT_CLOSE_ON_FREE);
+    if (t->n_conns < MAX_CONNS)
+        t->conns[t->n_conns++] = bev;
+    bufferevent_setcb(bev, tb_read_cb, tb_write_cb, tb_event_cb, t);
+    switch (t->mode) {
+    case TB_STALL:
+        bufferevent_disable(bev, EV_READ);
+        break;
+    case TB_RESET:
+        tb_reset_close(bev);
+        tb_drop(t, bev);
+        return;
+    case TB_FLOOD: {
+        char chunk[4096];
+        for (size_t i = 0; i < sizeof(chunk); i++)
+            chunk[i] = (char)('a' + i % 26);
+        for (size_t left = t->flood; left > 0;) {
+            size_t n = left < sizeof(chunk) ? left : sizeof(chunk);
+            bufferevent_write(bev, chunk, n);
+            left -= n;
+        }
+        break;
+    }
+    case TB_SPEAK_RESET:
+        bufferevent_write(bev, "x", 1);
+        break;
+    default:
+        break;
+    }
+    bufferevent_enable(bev, t->mode == TB_STALL ? EV_WRITE : EV_READ | EV_WRITE);
+}
+
+/* Start a TCP backend on 127.0.0.1 (port chosen by the kernel). */
+static struct tb *tb_start(struct ctx *c, enum tb_mode mode)
+{
+    struct tb *t = &c->tb[c->n_tb++];
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    memset(t, 0, sizeof(*t));
+    t->mode = mode;
+    t->received = evbuffer_new();
+    t->l = evconnlistener_new_bind(c->base, tb_accept_cb, t, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 64,
+                                   (struct sockaddr *)&sin, sizeof(sin));
+    assert_non_null(t->l);
+    socklen_t len = sizeof(sin);
+    getsockname(evconnlistener_get_fd(t->l), (struct sockaddr *)&sin, &len);
+    t->port = ntohs(sin.sin_port);
+    return t;
+}
+
+static struct tb *tb_start_unix(struct ctx *c, enum tb_mode mode)
+{
+    int idx = c->n_tb++;
+    struct tb *t = &c->tb[idx];
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    char path[sizeof(t->path)];
+    snprintf(path, sizeof(path), "%s/backend%d.sock", c->dir, idx);
+    memset(t, 0, sizeof(*t));
+    t->mode = mode;
+    t->received = evbuffer_new();
+    memcpy(t->path, path, sizeof(path));
+    snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", t->path);
+    t->l = evconnlistener_new_bind(c->base, tb_accept_cb, t, LEV_OPT_CLOSE_ON_FREE, 64, (struct sockaddr *)&sun,
+                                   sizeof(sun));
+    assert_non_null(t->l);
+    return t;
+}
+
+/* A port on 127.0.0.1 where nothing listens. */
+static uint16_t free_port(void)
+{
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(sin);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+    getsockname(fd, (struct sockaddr *)&sin, &len);
+    close(fd);
+    return ntohs(sin.sin_port);
+}
+
+/* ---- the loop ---- */
+
+static void tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Run the loop until pred(arg) or `seconds` pass. Returns pred's last value. */
+static bool run_until(struct ctx *c, bool (*pred)(void *), void *arg, double seconds)
+{
+    double end = now_s() + seconds;
+    while (!(pred && pred(arg)) && now_s() < end)
+        event_base_loop(c->base, EVLOOP_ONCE);
+    return pred ? pred(arg) : true;
+}
+
+static bool never(void *arg)
+{
+    (void)arg;
+    return false;
+}
+
+static void run_for(struct ctx *c, double seconds)
+{
+    run_until(c, never, NULL, seconds);
+}
+
+struct tb_want {
+    struct tb *t;
+    size_t n;
+};
+
+static bool tb_has(void *arg)
+{
+    struct tb_want *w = arg;
+    return evbuffer_get_length(w->t->received) >= w->n;
+}
+
+/* ---- clients ---- */
+
+static void tc_read_cb(struct bufferevent *bev, void *arg)
+{
+    struct tc *t = arg;
+    evbuffer_add_buffer(t->received, bufferevent_get_input(bev));
+}
+
+static void tc_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    struct tc *t = arg;
+    (void)bev;
+    if (what & BEV_EVENT_EOF)
+        t->eof = true;
+    else if (what & BEV_EVENT_ERROR)
+        t->error = true;
+}
+
+static struct tc *tc_open(struct ctx *c, const char *path)
+{
+    struct tc *t = calloc(1, sizeof(*t));
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+    assert_int_equal(connect(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+    evutil_make_socket_nonblocking(fd);
+    t->received = evbuffer_new();
+    t->bev = bufferevent_socket_new(c->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    bufferevent_setcb(t->bev, tc_read_cb, NULL, tc_event_cb, t);
+    bufferevent_enable(t->bev, EV_READ | EV_WRITE);
+    return t;
+}
+
+static void tc_send(struct tc *t, const void *data, size_t len)
+{
+    bufferevent_write(t->bev, data, len);
+}
+
+static void tc_free(struct tc *t)
+{
+    if (!t)
+        return;
+    bufferevent_free(t->bev);
+    evbuffer_free(t->received);
+    free(t);
+}
+
+static bool tc_closed(void *arg)
+{
+    struct tc *t = arg;
+    return t->eof || t->error;
+}
+
+struct want_bytes {
+    struct tc *t;
+    size_t n;
+};
+
+static bool tc_has(void *arg)
+{
+    struct want_bytes *w = arg;
+    return evbuffer_get_length(w->t->received) >= w->n;
+}
+
+static bool tc_eof_with(void *arg)
+{
+    struct want_bytes *w = arg;
+    return w->t->eof && evbuffer_get_length(w->t->received) >= w->n;
+}
+
+/* Half-close the client's sending side once its output is written. */
+static void tc_shutdown(struct ctx *c, struct tc *t)
+{
+    while (evbuffer_get_length(bufferevent_get_output(t->bev)) > 0)
+        event_base_loop(c->base, EVLOOP_ONCE);
+    shutdown(bufferevent_getfd(t->bev), SHUT_WR);
+}
+
+static void fill_random(uint8_t *p, size_t n, uint64_t seed)
+{
+    uint64_t x = seed * 2654435761u + 88172645463325252ull;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        p[i] = (uint8_t)x;
+    }
+}
+
+/* ---- proxy setup ---- */
+
+static void hook_added(struct backend_pool *p, void *arg)
+{
+    (void)p;
+    ((struct ctx *)arg)->added++;
+}
+
+static void hook_updated(struct backend_pool *p, void *arg)
+{
+    (void)p;
+    ((struct ctx *)arg)->updated++;
+}
+
+static void hook_removed(struct backend_pool *p, void *arg)
+{
+    (void)p;
+    ((struct ctx *)arg)->removed++;
+}
+
+/* Load `ports_json` (the "ports" array of service "web") and start the proxy on it. */
+static void start_proxy(struct ctx *c, const char *ports_json)
+{
+    char json[4096], err[512];
+    snprintf(json, sizeof(json),
+             "{\"state_dir\": \"%s/state\", \"run_dir\": \"%s/run\", \"log_level\": \"error\","
+             " \"services\": [{\"name\": \"web\", \"ports\": %s}]}",
+             c->dir, c->dir, ports_json);
+    c->conf = config_load_string(json, strlen(json), err, sizeof(err));
+    if (!c->conf)
+        fail_msg("config: %s\n%s", err, json);
+    struct proxy_hooks hooks = {hook_added, hook_updated, hook_removed, c};
+    c->px = proxy_new(c->base, c->conf, &hooks, err, sizeof(err));
+    if (!c->px)
+        fail_msg("proxy_new: %s", err);
+    assert_int_equal(proxy_socket_path(c->conf->run_dir, "web", 80, c->path80, sizeof(c->path80)), 0);
+}
+
+/* One port 80 with these backends ("address" weight pairs). */
+static void ports_json(char *out, size_t len, const char *extra, int n, const char *const *addr, const int *weight)
+{
+    int k = snprintf(out, len, "[{\"virtual\": 80, %s \"backends\": [", extra);
+    for (int i = 0; i < n; i++)
+        k += snprintf(out + k, len - (size_t)k, "%s{\"name\": \"b%d\", \"address\": \"%s\", \"weight\": %d}",
+                      i ? ", " : "", i, addr[i], weight ? weight[i] : 1);
+    snprintf(out + k, len - (size_t)k, "]}]");
+}
+
+static json_int_t port_stat(struct ctx *c, uint16_t vport, const char *key)
+{
+    json_t *arr = proxy_to_json(c->px);
+    size_t i;
+    json_t *p;
+    json_int_t v = -1;
+    assert_non_null(arr);
+    json_array_foreach(arr, i, p) {
+        if (json_integer_value(json_object_get(p, "virtual_port")) == vport &&
+            json_is_true(json_object_get(p, "listening")))
+            v = json_integer_value(json_object_get(p, key));
+    }
+    json_decref(arr);
+    return v;
+}
+
+static struct backend *backend_named(struct ctx *c, const char *name)
+{
+    struct backend_pool *pool = proxy_find_pool(c->px, "web", 80);
+    assert_non_null(pool);
+    for (size_t i = 0; i < backend_pool_count(pool); i++)
+        if (strcmp(backend_pool_get(pool, i)->conf.name, name) == 0)
+            return backend_pool_get(pool, i);
+    fail_msg("no backend %s", name);
+    return NULL;
+}
+
+struct stat_wait {
+    struct ctx *c;
+    const char *key;
+    json_int_t want;
+};
+
+static bool stat_is(void *arg)
+{
+    struct stat_wait *w = arg;
+    return port_stat(w->c, 80, w->key) == w->want;
+}
+
+static int rm_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static int setup(void **state)
+{
+    static struct ctx c;
+    memset(&c, 0, sizeof(c));
+    snprintf(c.dir, sizeof(c.dir), "/tmp/tpx.XXXXXX");
+    if (!mkdtemp(c.dir))
+        return -1;
+    c.base = event_base_new();
+    c.tick = event_new(c.base, -1, EV_PERSIST, tick_cb, NULL);
+    struct timeval tv = {0, 10000};
+    event_add(c.tick, &tv);
+    log_set_level(getenv("TEST_PROXY_DEBUG") ? LOG_LVL_DEBUG : LOG_LVL_ERROR);
+    *state = &c;
+    return c.base ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    struct ctx *c = *state;
+    proxy_free(c->px);
+    for (int i = 0; i < c->n_tb; i++) {
+        for (int k = 0; k < c->tb[i].n_conns; k++)
+            if (c->tb[i].conns[k])
+                bufferevent_free(c->tb[i].conns[k]);
+        evconnlistener_free(c->tb[i].l);
+        evbuffer_free(c->tb[i].received);
+    }
+    config_free(c->conf);
+    event_free(c->tick);
+    event_base_free(c->base);
+    nftw(c->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+    return 0;
+}
+
+/* ---- tests ---- */
+
+static void test_socket_path(void **state)
+{
+    (void)state;
+    char out[108];
+    assert_int_equal(proxy_socket_path("/run/onionfront", "web", 443, out, sizeof(out)), 0);
+    assert_string_equal(out, "/run/onionfront/proxy/web-443.sock");
+    /* The longest run_dir and service name the config allows still fit sun_path. */
+    char run_dir[CONFIG_RUN_DIR_MAX + 1], svc[CONFIG_SERVICE_NAME_MAX + 1];
+    memset(run_dir, 'r', CONFIG_RUN_DIR_MAX);
+    run_dir[0] = '/';
+    run_dir[CONFIG_RUN_DIR_MAX] = '\0';
+    memset(svc, 's', CONFIG_SERVICE_NAME_MAX);
+    svc[CONFIG_SERVICE_NAME_MAX] = '\0';
+    assert_int_equal(proxy_socket_path(run_dir, svc, 65535, out, sizeof(out)), 0);
+    assert_true(strlen(out) < sizeof(((struct sockaddr_un *)0)->sun_path));
+    assert_int_equal(proxy_socket_path(run_dir, svc, 65535, out, 20), -1);
+}
+
+static void test_echo_roundtrip(void **state)
+{
+    struct ctx *c = *state;
+    struct tb *echo = tb_start(c, TB_ECHO);
+    char addr[64], ports[1024];
+    snprintf(addr, sizeof(addr), "127.0.0.1:%u", echo->port);
+    const char *a[] = {addr};
+    ports_json(ports, sizeof(ports), "", 1, a, NULL);
+    start_proxy(c, ports);
+    assert_int_equal(c->added, 1);
+
+    /* The socket is private: 0700 directory. */
+    struct stat st;
+    char dir[128];
+    snprintf(dir, sizeof(dir), "%s/run/proxy", c->dir);
+    assert_int_equal(stat(dir, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0700);
+    assert_int_equal(lstat(c->path80, &st), 0);
+    assert_true(S_ISSOCK(st.st_mode));
+
+    size_t n = 300 * 1000;
+    uint8_t *payload = malloc(n);
+    fill_random(payload, n, 1);
+    struct tc *t = tc_open(c, c->path80);
+    /* tor's line arrives in pieces, followed at once by data */
+    tc_send(t, LINE59, 10);
+    run_for(c, 0.05);
+    tc_send(t, LINE59 + 10, strlen(LINE59) - 10);
+    tc_send(t, payload, n);
+    tc_shutdown(c, t);
+    struct want_bytes w = {t, n};
+    assert_true(run_until(c, tc_eof_with, &w, 10));
+    assert_int_equal(evbuffer_get_length(t->received), n); /* the PROXY line was not echoed */
+    assert_memory_equal(evbuffer_pullup(t->received, -1), payload, n);
+    assert_false(t->error);
+
+    /* The stream ends on both sides; the backend got the byte counts. */
+    struct stat_wait sw = {c, "streams_active", 0};
+    assert_true(run_until(c, stat_is, &sw, 5));
+    assert_int_equal(port_stat(c, 80, "streams_total"), 1);
+    struct backend *b = backend_named(c, "b0");
+    assert_int_equal(b->active, 0);
+    assert_int_equal(b->total_streams, 1);
+    assert_int_equal(b->bytes_in, n);
+    assert_int_equal(b->bytes_out, n);
+    assert_int_equal(port_stat(c, 80, "circuits_active"), 0);
+    assert_int_equal(port_stat(c, 80, "buffered_bytes"), 0);
+    tc_free(t);
+    free(payload);
+}
+
+static void test_malformed_header(void **state)
+{
+    struct ctx *c = *state;
+    struct tb *rec = tb_start(c, TB_RECORD);
+    char addr[64], ports[1024];
+    snprintf(addr, sizeof(addr), "127.0.0.1:%u", rec->port);
+    const char *a[] = {addr};
+    ports_json(ports, sizeof(ports), "", 1, a, NULL);
+    start_proxy(c, ports);
+
+    static const char *const bad[] = {
+        "GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+        "PROXY TCP6 fc00:dead:beef:4dad::0:3b ::1 059 80\r\nhello",
+        "PROXY TCP6 fc00:dead:beef:4dad::0:3b ::1 59 80\nhello",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct tc *t = tc_open(c, c->path80);
+        tc_send(t, bad[i], strlen(bad[i]));
+        assert_true(run_until(c, tc_closed, t, 5));
+        assert_int_equal(evbuffer_get_length(t->received), 0);
+        tc_free(t);
+    }
+    /* 107 bytes without a CRLF */
+    struct tc *t = tc_open(c, c->path80);
+    char junk[200];
+    memset(junk, '1', sizeof(junk));
+    memcpy(junk, "PROXY TCP4 ", 11);
+    tc_send(t, junk, sizeof(junk));
+    assert_true(run_until(c, tc_closed, t, 5));
+    tc_free(t);
+    run_for(c, 0.1);
+    assert_int_equal(rec->accepted, 0); /* no backend was ever contacted */
+    assert_int_equal(port_stat(c, 80, "rejected_header"), 4);
+    assert_int_equal(port_stat(c, 80, "streams_active"), 0);
+}
+
+static void test_header_timeout(void **state)
+{
+    struct ctx *c = *state;
+    struct tb *rec = tb_start(c, TB_RECORD);
+    char addr[64], ports[1024];
+    snprintf(addr, sizeof(addr), "127.0.0.1:%u", rec->port);
+    const char *a[] = {addr};
+    ports_json(ports, sizeof(ports), "", 1, a, NULL);
+    start_proxy(c, ports);
+    proxy_set_timeouts(c->px, 200, PROXY_FIN_TIMEOUT_MS);
+    struct tc *t = tc_open(c, c->path80);
+    tc_send(t, "PROXY TCP6", 10); /* and then nothing */
+    double t0 = now_s();
+    assert_true(run_until(c, tc_closed, t, 5));
+    double took = now_s() - t0;
+    assert_true(took >= 0.15 && took < 2);
+    assert_int_equal(rec->accepted, 0);
+    assert_int_equal(port_stat(c, 80, "rejected_header"), 1);
+    tc_free(t);
+}
+
+/* A stream: send the line and `msg`, half-close, expect `msg` echoed and EOF. */
+static void echo_stream(struct ctx *c, const char *path, const char *line, const char *msg)
+{
+    struct tc *t = tc_open(c, path);
+    tc_send(t, line, strlen(line));
+    tc_send(t, msg, strlen(msg));
+    tc_shutdown(c, t);
+    struct want_bytes w = {t, strlen(msg)};
+    if (!run_until(c, tc_eof_with, &w, 10))
+        fail_msg("no echo of \"%s\" (got %zu bytes, eof %d, error %d)", msg, evbuffer_get_length(t->received),
+                 t->eof, t->error);
+    assert_memory_equal(evbuffer_pullup(t->received, -1), msg, strlen(msg));
+    tc_free(t);
+}
+
+static void test_retry_after_refused(void **state)
+{
+    struct ctx *c = *state;
+    struct tb *echo = tb_start(c, TB_ECHO);
+    char dead[64], live[64], ports[1024];
+    snprintf(dead, sizeof(dead), "127.0.0.1:%u", free_port());
+    snprintf(live, sizeof(live), "127.0.0.1:%u", echo->port);
+    const char *a[] = {dead, live};
+    const int w[] = {10, 1}; /* the dead one is first choice */
+    ports_json(ports, sizeof(ports), "", 2, a, w);
+    start_proxy(c, ports);
+
+    for (int i = 0; i < 5; i++)
+        echo_stream(c, c->path80, LINE59, "ping");
+    struct backend *b0 = backend_named(c, "b0"), *b1 = backend_named(c, "b1");
+    assert_int_equal(b0->state, BACKEND_DOWN);
+    assert_int_equal(b0->last_result, CHECK_CONNECT_REFUSED);
+    assert_int_equal(b0->failed_connects, 1); /* once down, never tried again */
+    assert_int_equal(b0->total_streams, 1);
+    assert_int_equal(b0->active, 0);
+    assert_int_equal(b1->total_streams, 5);
+    assert_int_equal(echo->accepted, 5);
+    assert_int_equal(port_stat(c, 80, "connect_failures"), 1);
+    assert_int_equal(port_stat(c, 80, "rejected_no_backend"), 0);
+}
+
+static void test_retry_after_missing_unix_socket(void **state)
+{
+    struct ctx *c = *state;
+    struct tb *echo = tb_start(c, TB_ECHO);
+    char missing[128], live[64], ports[1024];
+    /* connect() fails inside the call (ENOENT): libevent reports it synchronously. */
+    snprintf(missing, sizeof(missing), "unix:%s/nothing-here.sock", c->dir);
+    snprintf(live, sizeof(live), "127.0.0.1:%u", echo->port);
+    const char *a[] = {missing, live};
+    const int w[] = {10, 1};
+    ports_json(ports, sizeof(ports), "", 2, a, w);
+    start_proxy(c, ports);
+    echo_stream(c, c->path80, LINE59, "around the missing one");
+    echo_stream(c, c->path80, LINE59, "and again");
+    struct backend *b0 = backend_named(c, "b0");
+    assert_int_equal(b0->state, BACKEND_DOWN);
+    assert_int_equal(b0->last_result, CHECK_CONNECT_ERROR);
+    assert_non_null(strstr(b0->last_detail, "No such file"));
+    assert_int_equal(b0->failed_connects, 1);
+    assert_int_equal(b0->active, 0);
+    assert_int_equal(echo->accepted, 2);
+}
+
+static void test_no_backend(void **state)
+{
+    struct ctx *c = *state;
+    char dead[64], ports[1024];
+    snprintf(dead, sizeof(dead), "127.0.0.1:%u", free_port());
+    const char *a[] = {dead};
+    ports_json(ports, sizeof(ports), "", 1, a, NULL);
+    start_proxy(c, ports);
+    /* The first stream tries the backend and fails; the next finds none up and is closed at once. */
+    for (int i = 0; i < 2; i++) {
+        struct tc *t = tc_open(c, c->path80);
+        tc_send(t, LINE59 "hello", strlen(LINE59) + 5);
+        double t0 = now_s();
+        assert_true(run_until(c, tc_closed, t, 5));
+        assert_true(now_s() - t0 < 1);
+        assert_int_equal(evbuffer_get_length(t->received), 0);
+        tc_free(t);
+    }
+    struct backend *b0 = backend_named(c, "b0");
+    assert_int_equal(b0->failed_connects, 1);
+    assert_int_equal(b0->state, BACKEND_DOWN);
+    assert_int_equal(port_stat(c, 80, "rejected_no_backend"), 1);
+    struct stat_wait sw = {c, "streams_active", 0};
+    assert_true(run_until(c, stat_is, &sw, 2));
+}
+
+static void test_connect_timeout_then_retry(void **state)
+{
+    struct ctx *c = *state;
+    struct tb *echo = tb_start(c, TB_ECHO);
+    /* A listener whose accept queue is full: the kernel drops further SYNs, so connects hang. */
+    int hole = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t slen = sizeof(sin);
+    assert_int_equal(bind(hole, (struct sockaddr *)&sin, sizeof(sin)), 0);
+    assert_int_equal(listen(hole, 0), 0);
+    getsockname(hole, (struct sockaddr *)&sin, &slen);
+    int fillers[4];
+    for (int i = 0; i < 4; i++) {
+        fillers[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        connect(fillers[i], (struct sockaddr *)&sin, sizeof(sin));
+    }
+    usleep(100 * 1000);
+    char blackhole[64], live[64], ports[1024];
+    snprintf(blackhole, sizeof(blackhole), "127.0.0.1:%u", ntohs(sin.sin_port));
+    snprintf(live, sizeof(live), "127.0.0.1:%u", echo->port);
+    const char *a[] = {blackhole, live};
+    const int w[] = {10, 1};
+    ports_json(ports, sizeof(ports), "\"connect_timeout_ms\": 300,", 2, a, w);
+    start_proxy(c, ports);
+
+    double t0 = now_s();
+    echo_stream(c, c->path80, LINE59, "late but whole");
+    double took = now_s() - t0;
+    struct backend *b0 = backend_named(c, "b0");
+    assert_int_equal(b0->last_result, CHECK_CONNECT_TIMEOUT);
+    assert_int_equal(b0->state, BACKEND_DOWN);
+    assert_true(took >= 0.25 && took < 3);
+    assert_int_equal(echo->accepted, 1);
+    for (int i = 0; i < 4; i++)
+        close(fillers[i]);
+    close(hole);
+}
+
+static void test_circuit_limit(void **state)
+{
+    struct ctx *c = *state;
+    struct tb *echo = tb_start(c, TB_ECHO);
+    char live[64], ports[1024];
+    snprintf(live, sizeof(live), "127.0.0.1:%u", echo->port);
+    const char *a[] = {live};
+    ports_json(ports, sizeof(ports), "\"max_streams_per_circuit\": 2,", 1, a, NULL);
+    start_proxy(c, ports);
+
+    /* Two streams of circuit 59 open and working. */
+    struct tc *open1 = tc_open(c, c->path80), *open2 = tc_open(c, c->path80);
+    tc_send(open1, LINE59 "one", strlen(LINE59) + 3);
+    tc_send(open2, LINE59 "two", strlen(LINE59) + 3);
+    struct want_bytes w1 = {open1, 3}, w2 = {open2, 3};
+    assert_true(run_until(c, tc_has, &w1, 5));
+    assert_true(run_until(c, tc_has, &w2, 5));
+    assert_int_equal(port_stat(c, 80, "circuits_active"), 1);
+    /* A third one of the same circuit is closed at once, without reaching a backend. */
+    struct tc *third = tc_open(c, c->path80);
+    tc_send(third, LINE59 "three", strlen(LINE59) + 5);
+    assert_true(run_until(c, tc_closed, third, 5));
+    assert_int_equal(evbuffer_get_length(third->received), 0);
+    tc_free(third);
+    assert_int_equal(echo->accepted, 2);
+    assert_int_equal(port_stat(c, 80, "rejected_circuit_limit"), 1);
+    /* Another circuit is not affected. */
+    echo_stream(c, c->path80, LINE60, "other circuit");
+    /* Once one of circuit 59's streams ends, it may open another. */
+    tc_shutdown(c, open1);
+    assert_true(run_until(c, tc_closed, open1, 5));
+    tc_free(open1);
+    run_for(c, 0.1);
+    echo_stream(c, c->path80, LINE59, "again");
+    tc_free(open2);
+    struct stat_wait sw = {c, "circuits_active", 0};
+    assert_true(run_until(c, stat_is, &sw, 5));
+}
+
+static void test_proxy_protocol_v2(void **state)
+{
+    struct ctx *c = *state;
+    struct tb *rec = tb_start(c, TB_RECORD);
+    char addr[64], ports[1024];
+    snprintf(addr, sizeof(addr), "127.0.0.1:%u", rec->port);
+    const char *a[] = {addr};
+    ports_json(ports, sizeof(ports), "\"proxy_protocol\": true,", 1, a, NULL);
+    start_proxy(c, ports);
+    struct tc *t = tc_open(c, c->path80);
+    tc_send(t, LINE59 "GET / HTTP/1.0\r\n\r\n", strlen(LINE59) + 18);
+    tc_shutdown(c, t);
+    assert_true(run_until(c, tc_closed, t, 5));
+    run_for(c, 0.1);
+    uint8_t want[PROXYPROTO_V2_LEN + 18];
+    assert_int_equal(proxyproto_v2_encode(59, 80, want, sizeof(want)), PROXYPROTO_V2_LEN);
+    memcpy(want + PROXYPROTO_V2_LEN, "GET / HTTP/1.0\r\n\r\n", 18);
+    assert_int_equal(evbuffer_get_length(rec->received), sizeof(want));
+    assert_memory_equal(evbuffer_pullup(rec->received, -1), want, sizeof(want));
+    tc_free(t);
+}
+
+static void test_no_v2_by_default(void **state)
+{
+    struct ctx *c = *state;
+    struct tb *rec = tb_start(c, TB_RECORD);
+    char addr[64], ports[1024];
+    snprintf(addr, sizeof(addr), "127.0.0.1:%u", rec->port);
+    const char *a[] = {addr};
+    ports_json(ports, sizeof(ports), "", 1, a, NULL);
+    start_proxy(c, ports);
+    struct tc *t = tc_open(c, c->path80);
+    tc_send(t, LINE59 "data", strlen(LINE59) + 4);
+    tc_shutdown(c, t);
+    assert_true(run_until(c, tc_closed, t, 5));
+    run_for(c, 0.1);
+    assert_int_equal(evbuffer_get_length(rec->received), 4);
+    assert_memory_equal(evbuffer_pullup(rec->received, -1), "data", 4);
+    tc_free(t);
+}
+
+struct buf_wait {
+    struct ctx *c;
+    json_int_t max_seen;
+};
+
+static void test_backpressure_to_backend(void **state)
+{
+    struct ctx *c = *state;
+    struct tb *stall = tb_start(c, TB_STALL);
+    char addr[64], ports[1024];
+    snprintf(addr, sizeof(addr), "127.0.0.1:%u", stall->port);
+    const char *a[] = {addr};
+    ports_json(ports, sizeof(ports), "", 1, a, NULL);
+    start_proxy(c, ports);
+    struct tc *t = tc_open(c, c->path80);
+    tc_send(t, LINE59, strlen(LINE59));
+    /* 32 MB offered by tor's side to a backend that reads nothing. */
+    size_t total = 32u << 20;
+    char *chunk = calloc(1, 1 << 20);
+    for (size_t i = 0; i < total; i += 1 << 20)
+        tc_send(t, chunk, 1 << 20);
+    free(chunk);
+    json_int_t max_seen = 0;
+    for (int i = 0; i < 100; i++) {
+        run_for(c, 0.01);
+        json_int_t b = port_stat(c, 80, "buffered_bytes");
+        if (b > max_seen)
+            max_seen = b;
+    }
+    /* The proxy holds at most its high water mark plus a read or two; the rest stays with the client. */
+    assert_true(max_seen > 0);
+    assert_true(max_seen <= (json_int_t)(PROXY_HIGH_WATER + 4 * 65536));
+    assert_true(evbuffer_get_length(bufferevent_get_output(t->bev)) > total / 2);
+    assert_int_equal(port_stat(c, 80, "streams_active"), 1);
+    tc_free(t);
+}
+
+static void test_backpressure_to_client(void **state)
+{
+    struct ctx *c = *state;
+    struct tb *flood = tb_start(c, TB_FLOOD);
+    flood->flood = 16u << 20;
+    char addr[64], ports[1024];
+    snprintf(addr, sizeof(addr), "127.0.0.1:%u", flood->port);
+    const char *a[] = {addr};
+    ports_json(ports, sizeof(ports), "", 1, a, NULL);
+    start_proxy(c, ports);
+    struct tc *t = tc_open(c, c->path80);
+    bufferevent_disable(t->bev, EV_READ); /* a client that stops reading */
+    tc_send(t, LINE59, strlen(LINE59));
+    json_int_t max_seen = 0;
+    for (int i = 0; i < 100; i++) {
+        run_for(c, 0.01);
+        json_int_t b = port_stat(c, 80, "buffered_bytes");
+        if (b > max_seen)
+            max_seen = b;
+    }
+    assert_true(max_seen > 0);
+    assert_true(max_seen <= (json_int_t)(PROXY_HIGH_WATER + 4 * 65536));
+    /* The reader comes back: all 16 MB arrive, in order. */
+    bufferevent_enable(t->bev, EV_READ);
+    struct want_bytes w = {t, flood->flood};
+    assert_true(run_until(c, tc_has, &w, 20));
+    assert_int_equal(evbuffer_get_length(t->received), flood->flood);
+    const uint8_t *p = evbuffer_pullup(t->received, -1);
+    for (size_t i = 0; i < flood->flood; i += 4096 + 7)
+        if (p[i] != (uint8_t)('a' + (i % 4096) % 26))
+            fail_msg("byte %zu differs", i);
+    tc_free(t);
+}
+
+static void test_half_close_from_backend(void **state)
+{
+    struct ctx *c = *state;
+    struct tb *g = tb_start(c, TB_GREET_HALF);
+    char addr[64], ports[1024];
+    snprintf(addr, sizeof(addr), "127.0.0.1:%u", g->port);
+    const char *a[] = {addr};
+    ports_json(ports, sizeof(ports), "", 1, a, NULL);
+    start_proxy(c, ports);
+    struct tc *t = tc_open(c, c->path80);
+    tc_send(t, LINE59, strlen(LINE59));
+    /* The backend's "hello" and its half-close reach tor's side ... */
+    struct want_bytes w = {t, 5};
+    assert_true(run_until(c, tc_eof_with, &w, 5));
+    assert_memory_equal(evbuffer_pullup(t->received, -1), "hello", 5);
+    assert_false(t->error);
+    /* ... while the other direction still works. */
+    tc_send(t, "still here", 10);
+    tc_shutdown(c, t);
+    struct stat_wait sw = {c, "streams_active", 0};
+    assert_true(run_until(c, stat_is, &sw, 5));
+    struct tb_want bw = {g, 10};
+    assert_true(run_until(c, tb_has, &bw, 5));
+    assert_int_equal(evbuffer_get_length(g->received), 10);
+    assert_memory_equal(evbuffer_pullup(g->received, -1), "still here", 10);
+    tc_free(t);
+}
+
+static void test_half_close_from_client(void **state)
+{
+    struct ctx *c = *state;
+    struct tb *echo = tb_start(c, TB_ECHO);
+    char addr[64], ports[1024];
+    snprintf(addr, sizeof(addr), "127.0.0.1:%u", echo->port);
+    const char *a[] = {addr};
+    ports_json(ports, sizeof(ports), "", 1, a, NULL);
+    start_proxy(c, ports);
+    /* The client half-closes before the backend is even connected: data and EOF still get through,
+     * and the echo (sent after the backend saw the EOF) comes back. */
+    struct tc *t = tc_open(c, c->path80);
+    tc_send(t, LINE59 "early", strlen(LINE59) + 5);
+    tc_shutdown(c, t);
+    struct want_bytes w = {t, 5};
+    assert_true(run_until(c, tc_eof_with, &w, 5));
+    assert_memory_equal(evbuffer_pullup(t->received, -1), "early", 5);
+    tc_free(t);
+}
+
+static void test_fin_timeout(void **state)
+{
+    struct ctx *c = *state;
+    struct tb *stall = tb_start(c, TB_STALL);
+    char addr[64], ports[1024];
+    snprintf(addr, sizeof(addr), "127.0.0.1:%u", stall->port);
+    const char *a[] = {addr};
+    ports_json(ports, sizeof(ports), "", 1, a, NULL);
+    start_proxy(c, ports);
+    proxy_set_timeouts(c->px, PROXY_HEADER_TIMEOUT_MS, 300);
+    /* tor's side ends; the backend never answers nor closes: the stream goes after the fin timeout. */
+    struct tc *t = tc_open(c, c->path80);
+    tc_send(t, LINE59 "GET / HTTP/1.0\r\n\r\n", strlen(LINE59) + 18);
+    struct stat_wait open = {c, "streams_active", 1};
+    assert_true(run_until(c, stat_is, &open, 5));
+    run_for(c, 0.2);
+    tc_shutdown(c, t);
+    double t0 = now_s();
+    struct stat_wait sw = {c, "streams_active", 0};
+    assert_true(run_until(c, stat_is, &sw, 5));
+    double took = now_s() - t0;
+    assert_true(took >= 0.25 && took < 3);
+    assert_int_equal(backend_named(c, "b0")->active, 0);
+    tc_free(t);
+}
+
+static void test_reset_before_first_byte(void **state)
+{
+    struct ctx *c = *state;
+    struct tb *rst = tb_start(c, TB_RESET);
+    char addr[64], ports[1024];
+    snprintf(addr, sizeof(addr), "127.0.0.1:%u", rst->port);
+    const char *a[] = {addr};
+    ports_json(ports, sizeof(ports), "", 1, a, NULL);
+    start_proxy(c, ports);
+    struct tc *t = tc_open(c, c->path80);
+    tc_send(t, LINE59 "x", strlen(LINE59) + 1);
+    assert_true(run_until(c, tc_closed, t, 5));
+    tc_free(t);
+    struct backend *b0 = backend_named(c, "b0");
+    struct stat_wait sw = {c, "streams_active", 0};
+    assert_true(run_until(c, stat_is, &sw, 5));
+    assert_int_equal(b0->state, BACKEND_DOWN);
+    assert_int_equal(b0->last_result, CHECK_RESET);
+}
+
+static void test_reset_after_first_byte(void **state)
+{
+    struct ctx *c = *state;
+    struct tb *sr = tb_start(c, TB_SPEAK_RESET);
+    char addr[64], ports[1024];
+    snprintf(addr, sizeof(addr), "127.0.0.1:%u", sr->port);
+    const char *a[] = {addr};
+    ports_json(ports, sizeof(ports), "", 1, a, NULL);
+    start_proxy(c, ports);
+    struct tc *t = tc_open(c, c->path80);
+    tc_send(t, LINE59, strlen(LINE59));
+    assert_true(run_until(c, tc_closed, t, 5));
+    tc_free(t);
+    struct stat_wait sw = {c, "streams_active", 0};
+    assert_true(run_until(c, stat_is, &sw, 5));
+    struct backend *b0 = backend_named(c, "b0");
+    assert_int_equal(b0->state, BACKEND_UP); /* it answered: a reset then is the application's business */
+    assert_int_equal(b0->active, 0);
+    assert_int_equal(b0->bytes_in, 1);
+}
+
+static void test_unix_and_hostname_backends(void **state)
+{
+    struct ctx *c = *state;
+    struct tb *ux = tb_start_unix(c, TB_ECHO);
+    struct tb *named = tb_start(c, TB_ECHO);
+    char ports[2048];
+    snprintf(ports, sizeof(ports),
+             "[{\"virtual\": 80, \"target\": \"unix:%s\"},"
+             " {\"virtual\": 81, \"target\": \"localhost:%u\"}]",
+             ux->path, named->port);
+    start_proxy(c, ports);
+    assert_int_equal(c->added, 2);
+    echo_stream(c, c->path80, LINE59, "over a unix socket");
+    char path81[108];
+    assert_int_equal(proxy_socket_path(c->conf->run_dir, "web", 81, path81, sizeof(path81)), 0);
+    echo_stream(c, path81, "PROXY TCP6 fc00:dead:beef:4dad::0:3b ::1 59 81\r\n", "by host name");
+    assert_int_equal(ux->accepted, 1);
+    assert_int_equal(named->accepted, 1);
+}
+
+static void test_update(void **state)
+{
+    struct ctx *c = *state;
+    struct tb *echo = tb_start(c, TB_ECHO);
+    char addr[64], ports[1024], json[4096], err[512];
+    snprintf(addr, sizeof(addr), "127.0.0.1:%u", echo->port);
+    const char *a[] = {addr};
+    ports_json(ports, sizeof(ports), "", 1, a, NULL);
+    start_proxy(c, ports);
+
+    /* A stream on port 80 is open when the reload removes port 80 and adds 8080. */
+    struct tc *t = tc_open(c, c->path80);
+    tc_send(t, LINE59 "before", strlen(LINE59) + 6);
+    struct want_bytes w = {t, 6};
+    assert_true(run_until(c, tc_has, &w, 5));
+
+    snprintf(json, sizeof(json),
+             "{\"state_dir\": \"%s/state\", \"run_dir\": \"%s/run\", \"services\": [{\"name\": \"web\", \"ports\": "
+             "[{\"virtual\": 8080, \"target\": \"%s\"}]}]}",
+             c->dir, c->dir, addr);
+    struct config *nc = config_load_string(json, strlen(json), err, sizeof(err));
+    assert_non_null(nc);
+    assert_int_equal(proxy_update(c->px, nc, err, sizeof(err)), 0);
+    config_free(c->conf);
+    c->conf = nc;
+    assert_int_equal(c->added, 2);
+    assert_int_equal(c->removed, 1);
+    assert_int_equal(c->updated, 0);
+    char path8080[108];
+    struct stat st;
+    assert_int_equal(proxy_socket_path(nc->run_dir, "web", 8080, path8080, sizeof(path8080)), 0);
+    assert_int_equal(lstat(path8080, &st), 0);
+    assert_int_equal(lstat(c->path80, &st), -1); /* no new streams on the removed port */
+    assert_null(proxy_find_pool(c->px, "web", 80));
+    assert_non_null(proxy_find_pool(c->px, "web", 8080));
+
+    /* The open stream goes on, then ends; the removed port disappears with it. */
+    tc_send(t, " after", 6);
+    tc_shutdown(c, t);
+    struct want_bytes w2 = {t, 12};
+    assert_true(run_until(c, tc_eof_with, &w2, 5));
+    assert_memory_equal(evbuffer_pullup(t->received, -1), "before after", 12);
+    tc_free(t);
+    run_for(c, 0.1);
+    json_t *arr = proxy_to_json(c->px);
+    assert_int_equal(json_array_size(arr), 1);
+    json_decref(arr);
+    echo_stream(c, path8080, "PROXY TCP6 fc00:dead:beef:4dad::0:3b ::1 59 8080\r\n", "new port");
+
+    /* Same ports, new weight: the pool is updated in place, no listener changes. */
+    snprintf(json, sizeof(json),
+             "{\"state_dir\": \"%s/state\", \"run_dir\": \"%s/run\", \"services\": [{\"name\": \"web\", \"ports\": "
+             "[{\"virtual\": 8080, \"backends\": [{\"name\": \"web-8080-0\", \"address\": \"%s\", \"weight\": 7}]}]}]}",
+             c->dir, c->dir, addr);
+    nc = config_load_string(json, strlen(json), err, sizeof(err));
+    assert_non_null(nc);
+    assert_int_equal(proxy_update(c->px, nc, err, sizeof(err)), 0);
+    config_free(c->conf);
+    c->conf = nc;
+    assert_int_equal(c->added, 2);
+    assert_int_equal(c->removed, 1);
+    assert_int_equal(c->updated, 1); /* only the port that stayed */
+    struct backend_pool *pool = proxy_find_pool(c->px, "web", 8080);
+    assert_int_equal(backend_pool_get(pool, 0)->conf.weight, 7);
+    assert_int_equal(backend_pool_get(pool, 0)->total_streams, 1); /* kept its counters */
+}
+
+static void test_update_refused_keeps_state(void **state)
+{
+    struct ctx *c = *state;
+    struct tb *echo = tb_start(c, TB_ECHO);
+    char addr[64], ports[1024], json[4096], err[512];
+    snprintf(addr, sizeof(addr), "127.0.0.1:%u", echo->port);
+    const char *a[] = {addr};
+    ports_json(ports, sizeof(ports), "", 1, a, NULL);
+    start_proxy(c, ports);
+    /* Something that is not a socket sits where port 81's socket would go. */
+    char path81[108];
+    assert_int_equal(proxy_socket_path(c->conf->run_dir, "web", 81, path81, sizeof(path81)), 0);
+    FILE *f = fopen(path81, "w");
+    assert_non_null(f);
+    fclose(f);
+    snprintf(json, sizeof(json),
+             "{\"state_dir\": \"%s/state\", \"run_dir\": \"%s/run\", \"services\": [{\"name\": \"web\", \"ports\": "
+             "[{\"virtual\": 81, \"target\": \"%s\"}]}]}",
+             c->dir, c->dir, addr);
+    struct config *nc = config_load_string(json, strlen(json), err, sizeof(err));
+    assert_non_null(nc);
+    assert_int_equal(proxy_update(c->px, nc, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "not a socket"));
+    config_free(nc);
+    /* Nothing changed: port 80 still serves, no hooks ran. */
+    assert_int_equal(c->added, 1);
+    assert_int_equal(c->removed, 0);
+    echo_stream(c, c->path80, LINE59, "still 80");
+}
+
+static void test_foreign_line_served_without_identity(void **state)
+{
+    struct ctx *c = *state;
+    struct tb *echo = tb_start(c, TB_ECHO);
+    char addr[64], ports[1024];
+    snprintf(addr, sizeof(addr), "127.0.0.1:%u", echo->port);
+    const char *a[] = {addr};
+    ports_json(ports, sizeof(ports), "\"max_streams_per_circuit\": 1,", 1, a, NULL);
+    start_proxy(c, ports);
+    /* Valid PROXY lines that are not tor's form get no circuit (and so no limit). */
+    echo_stream(c, c->path80, "PROXY TCP4 10.0.0.1 10.0.0.2 1234 80\r\n", "v4");
+    echo_stream(c, c->path80, "PROXY UNKNOWN\r\n", "unknown");
+    assert_int_equal(port_stat(c, 80, "rejected_circuit_limit"), 0);
+    assert_int_equal(echo->accepted, 2);
+}
+
+static void test_many_concurrent_streams(void **state)
+{
+    struct ctx *c = *state;
+    struct tb *e1 = tb_start(c, TB_ECHO), *e2 = tb_start(c, TB_ECHO);
+    char a1[64], a2[64], ports[1024];
+    snprintf(a1, sizeof(a1), "127.0.0.1:%u", e1->port);
+    snprintf(a2, sizeof(a2), "127.0.0.1:%u", e2->port);
+    const char *a[] = {a1, a2};
+    ports_json(ports, sizeof(ports), "\"balance\": \"least_conn\",", 2, a, NULL);
+    start_proxy(c, ports);
+    enum { N = 40, LEN = 200 * 1000 };
+    struct tc *t[N];
+    uint8_t *payload[N];
+    for (int i = 0; i < N; i++) {
+        char line[80];
+        payload[i] = malloc(LEN);
+        fill_random(payload[i], LEN, (uint64_t)i + 100);
+        snprintf(line, sizeof(line), "PROXY TCP6 fc00:dead:beef:4dad::0:%x ::1 %d 80\r\n", 1000 + i, 1000 + i);
+        t[i] = tc_open(c, c->path80);
+        tc_send(t[i], line, strlen(line));
+        tc_send(t[i], payload[i], LEN);
+    }
+    for (int i = 0; i < N; i++) {
+        struct want_bytes w = {t[i], LEN};
+        assert_true(run_until(c, tc_has, &w, 20));
+        assert_int_equal(evbuffer_get_length(t[i]->received), LEN);
+        assert_memory_equal(evbuffer_pullup(t[i]->received, -1), payload[i], LEN);
+    }
+    assert_int_equal(e1->accepted + e2->accepted, N);
+    assert_true(e1->accepted > 0 && e2->accepted > 0);
+    assert_int_equal(port_stat(c, 80, "circuits_active"), N);
+    for (int i = 0; i < N; i++) {
+        tc_free(t[i]);
+        free(payload[i]);
+    }
+    struct stat_wait sw = {c, "streams_active", 0};
+    assert_true(run_until(c, stat_is, &sw, 5));
+    assert_int_equal(port_stat(c, 80, "circuits_active"), 0);
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN); /* as the daemon does: a peer gone mid-write is an error, not a signal */
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_socket_path),
+        cmocka_unit_test_setup_teardown(test_echo_roundtrip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_malformed_header, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_header_timeout, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_retry_after_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_retry_after_missing_unix_socket, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_backend, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_connect_timeout_then_retry, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_circuit_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_proxy_protocol_v2, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_v2_by_default, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_backpressure_to_backend, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_backpressure_to_client, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_half_close_from_backend, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_half_close_from_client, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fin_timeout, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reset_before_first_byte, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reset_after_first_byte, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unix_and_hostname_backends, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_update, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_update_refused_keeps_state, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_foreign_line_served_without_identity, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_many_concurrent_streams, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
