@@ -1,0 +1,172 @@
+/* status.h — onionfront's local status socket: a unix stream socket where permitted local users ask
+ * for the daemon's state and trigger a reload, one JSON request per line and one JSON reply per line.
+ *
+ * Owns the listening socket (its file, mode 0660, removed again on free), the client connections, the
+ * peer check (SO_PEERCRED/SO_PEERGROUPS) and the wire protocol. It does not know any other module: what
+ * each command returns comes from a table of provider functions (struct status_providers) that main.c
+ * fills in. Nothing a client sends or fails to read can block or stop the daemon: lines are capped,
+ * replies are buffered up to a bound, slow and idle clients are dropped, connections are capped.
+ *
+ * Protocol (`onionfront status` in status_client.c is the reference client):
+ *   request  one line ending in "\n" ("\r\n" accepted), at most STATUS_MAX_LINE bytes before it:
+ *              {"cmd":"status"}              a JSON object: "cmd" (string, required) and
+ *              {"cmd":"status","id":7}       "id" (string of <= 64 bytes or integer, optional, echoed);
+ *                                            no other member
+ *              status                        or the bare command word, for people typing into socat/nc
+ *            blank lines are ignored (no reply).
+ *   reply    one line of compact JSON per request, in request order:
+ *              {"ok":true,"result":<value>}            (+ "id":<id> when the request had one)
+ *              {"ok":false,"error":"<message>"}        (+ "id" when known)
+ *   commands status | services | backends | circuits  result: an object/array from the provider
+ *            metrics                                   result: Prometheus text format 0.0.4, one string
+ *            reload                                    result: {"reloaded":true,"message":"..."};
+ *                                                      a refused config: ok false, error = why
+ *            help                                      result: the list of command names
+ *   A line longer than STATUS_MAX_LINE gets {"ok":false,"error":"request too long ..."} and the
+ *   connection is closed; so is a rejected peer ({"ok":false,"error":"permission denied ..."}) and the
+ *   connection beyond STATUS_MAX_CLIENTS ({"ok":false,"error":"too many clients ..."}). Requests may be
+ *   pipelined; reading pauses while a client has 256 KiB of replies unsent. After the client's EOF the
+ *   requests it sent are answered (a last line without "\n" too), then the connection is closed.
+ *
+ * Access has two gates. The file system: the socket file is 0660, owned by onionfront's user and group
+ * (the group is allowed_gids[0] when given and the process may chgrp), and its directory must be
+ * reachable — the default <run_dir>/status.sock sits in run_dir, which tor.c keeps 0700, so only root
+ * and onionfront's user reach it; for other users put status.socket in a directory they can enter.
+ * Then the kernel's credentials of the peer, taken at connect() (SO_PEERCRED; supplementary groups from
+ * SO_PEERGROUPS, never /proc/<pid>/status, whose pid may belong to another process by the time it is
+ * read): root, onionfront's effective uid, status.allowed_uids, or a primary or supplementary group in
+ * status.allowed_gids. */
+#ifndef ONIONFRONT_STATUS_H
+#define ONIONFRONT_STATUS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct event_base;
+struct status_conf;
+struct status_server;
+
+#define STATUS_MAX_LINE 4096            /* request bytes before the "\n" */
+#define STATUS_MAX_CLIENTS 64           /* connections at once */
+#define STATUS_MAX_OUTPUT (16u << 20)   /* the largest single reply; a larger one becomes an error */
+#define STATUS_WRITE_TIMEOUT_MS 10000   /* a client that reads nothing of a pending reply for this long */
+#define STATUS_IDLE_TIMEOUT_MS 60000    /* a client that sends nothing and has nothing pending */
+#define STATUS_ID_MAX 64                /* bytes of a string "id" */
+
+enum status_cmd {
+    STATUS_CMD_STATUS,
+    STATUS_CMD_SERVICES,
+    STATUS_CMD_BACKENDS,
+    STATUS_CMD_CIRCUITS,
+    STATUS_CMD_METRICS,
+    STATUS_CMD_RELOAD,
+    STATUS_CMD_HELP,
+    STATUS_CMD_COUNT_ /* not a command */
+};
+/* The protocol's spelling ("status", "services" ...). */
+const char *status_cmd_str(enum status_cmd c);
+
+/* What main.c supplies. Each function is called on the loop, once per request, with `arg`; a NULL
+ * function makes its command answer {"ok":false,"error":"<cmd>: not available"}. The json_t functions
+ * return a new reference (NULL = internal error); metrics returns malloc'd text (freed here). reload
+ * returns 0 and may describe what it applied in `msg` (reply {"reloaded":true,"message":msg}), or -1
+ * with the reason in `msg` (reply {"ok":false,"error":msg}). */
+struct status_providers {
+    void *arg;
+    json_t *(*status)(void *arg);
+    json_t *(*services)(void *arg);
+    json_t *(*backends)(void *arg);
+    json_t *(*circuits)(void *arg);
+    char *(*metrics)(void *arg);
+    int (*reload)(void *arg, char *msg, size_t msglen);
+};
+
+/* A parsed request line. */
+struct status_request {
+    enum status_cmd cmd;
+    json_t *id; /* new reference (a string or an integer), or NULL */
+};
+
+enum status_parse_result {
+    STATUS_PARSE_OK,    /* *req filled */
+    STATUS_PARSE_EMPTY, /* a blank line: no request, no reply */
+    STATUS_PARSE_ERROR  /* err names the problem; req->id is set if the request carried a valid id */
+};
+
+/* Parse one request line of `len` bytes (without the "\n"; a trailing "\r" is ignored; need not be
+ * NUL-terminated; may contain any bytes). Pure: no I/O, no logging. On STATUS_PARSE_OK the caller
+ * releases req with status_request_clear; on STATUS_PARSE_ERROR too (req->id may be set). `err` gets
+ * printable ASCII only (bytes from the request are never copied into it verbatim), so it is always
+ * valid in a JSON string. */
+enum status_parse_result status_parse_request(const char *line, size_t len, struct status_request *req,
+                                              char *err, size_t errlen);
+void status_request_clear(struct status_request *req);
+
+/* The reply line (compact JSON + "\n") for `req` answered by the providers: new malloc'd text, or NULL
+ * on OOM. Runs the command (a reload happens here). Exposed for tests and the fuzzer. */
+char *status_execute(const struct status_providers *p, const struct status_request *req, size_t *len);
+
+/* The error reply line for `msg` (with `id` if not NULL). New malloc'd text or NULL on OOM. */
+char *status_error_line(const char *msg, const json_t *id, size_t *len);
+
+/* Who may connect besides root and the daemon's own effective uid. */
+struct status_acl {
+    uid_t self_uid;
+    const uid_t *uids;
+    size_t n_uids;
+    const gid_t *gids;
+    size_t n_gids;
+};
+
+/* The peer's credentials as the kernel recorded them at connect(). */
+struct status_peer {
+    pid_t pid;
+    uid_t uid;
+    gid_t gid;                /* primary group */
+    const gid_t *groups;      /* supplementary groups (SO_PEERGROUPS), may be NULL */
+    size_t n_groups;
+};
+
+/* True if `peer` may use the socket: uid 0, the daemon's own uid, a uid in acl->uids, or a primary or
+ * supplementary gid in acl->gids. Pure. */
+bool status_peer_allowed(const struct status_acl *acl, const struct status_peer *peer);
+
+/* Create the server (not yet listening). Copies *providers. NULL on OOM. */
+struct status_server *status_server_new(struct event_base *base, const struct status_providers *providers);
+
+/* Listen on conf->socket: create the parent directory if it is `run_dir` (0700, as tor.c keeps it;
+ * any other parent must exist), remove a stale socket file only if nothing accepts connections on it,
+ * bind with a restrictive umask, chmod 0660 (and chgrp to allowed_gids[0] when there is one and the
+ * process may), then listen. Copies the uid/gid lists from conf. Return 0, or -1 with a message naming
+ * the path. */
+int status_server_listen(struct status_server *s, const struct status_conf *conf, const char *run_dir, char *err,
+                         size_t errlen);
+
+/* Take the uid/gid lists of a reloaded config (copied; the socket path is not changed here). Return 0,
+ * or -1 on OOM (the old lists stay). */
+int status_server_set_acl(struct status_server *s, const struct status_conf *conf);
+
+/* Replace the peer credential lookup (tests: a fake peer without changing uid). `fn` fills *peer for
+ * the connection `fd` (groups owned by the callee until the next call) and returns 0, or -1 to reject.
+ * NULL restores the kernel lookup. */
+void status_server_set_peer_lookup(struct status_server *s,
+                                   int (*fn)(int fd, struct status_peer *peer, void *arg), void *arg);
+
+/* Replace STATUS_IDLE_TIMEOUT_MS and STATUS_WRITE_TIMEOUT_MS for connections accepted from now on
+ * (tests). */
+void status_server_set_timeouts(struct status_server *s, unsigned idle_ms, unsigned write_ms);
+
+/* Counters for tests and metrics. */
+struct status_stats {
+    unsigned long accepted, rejected, over_limit, requests, errors, dropped_slow, dropped_oversize;
+    size_t clients; /* connected now */
+};
+void status_server_stats(const struct status_server *s, struct status_stats *out);
+
+/* Close every client and the listener and remove the socket file (if it is still the one we created).
+ * NULL is a no-op. Must not be called from inside a provider function. */
+void status_server_free(struct status_server *s);
+
+#endif

@@ -1,0 +1,46 @@
+/* status_client.h — the client side of the status socket, for `onionfront status`: connect, send
+ * requests, read replies (blocking, with a deadline: this runs in the CLI, never in the daemon), and
+ * turn the replies into a short summary for people.
+ *
+ * Owns nothing beyond one call. Does not know the daemon's modules: it reads the JSON the status
+ * socket sends (status.h documents the protocol). The summary reads these fields and skips any that
+ * are missing, so it works with whatever a daemon of another version reports:
+ *   status   {"state", "version", "pid", "uptime_seconds", "problems": [string],
+ *             "tor": {"state", "bootstrap_progress", "version", "pid", "restarts"}}
+ *   services [{"name", "address", "ports": [{"virtual", "targets": [string]}], "uploaded",
+ *             "verdict" (string, e.g. "single onion"),
+ *             "descriptor": {"hsdirs_confirmed", "hsdirs_total", "last_upload_age_seconds"}}]
+ *   backends [{"service", "virtual_port", "up", "backends": [{"name", "state", "last_result",
+ *             "last_detail"}]}] */
+#ifndef ONIONFRONT_STATUS_CLIENT_H
+#define ONIONFRONT_STATUS_CLIENT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#define STATUS_CLIENT_TIMEOUT_MS 15000         /* per request: connect, send, whole reply */
+#define STATUS_CLIENT_MAX_REPLY (64u << 20)    /* bytes of one reply line */
+
+/* Connect to the status socket at `path`. Return the fd, or -1 with a message that says whether
+ * onionfront is not running (no socket, or a stale one) or this user may not connect. */
+int status_client_connect(const char *path, char *err, size_t errlen);
+
+/* Send {"cmd":cmd} on `fd` and read one reply line within timeout_ms. Return the reply's "result" (a
+ * new reference), or NULL with err: the daemon's "error" text for {"ok":false}, or what went wrong
+ * with the connection or the reply. */
+json_t *status_client_call(int fd, const char *cmd, int timeout_ms, char *err, size_t errlen);
+
+/* The summary for people from the results of "status", "services" and "backends" (each may be NULL:
+ * that part is left out). Returns malloc'd text ending in "\n", or NULL on OOM. */
+char *status_client_summary(const json_t *status, const json_t *services, const json_t *backends);
+
+/* `onionfront status`: connect to `path`; with cmd NULL ask status, services, backends and circuits and
+ * print the summary (or, with `json`, one object {"status", "services", "backends", "circuits"}, where
+ * a command the daemon could not answer is null); with a command, send only that one and print its
+ * result (metrics as text, reload as a line, others as JSON). Errors go to `errf`. Returns the exit
+ * code: 0, or 1 (not running, refused, or an error reply). */
+int status_client_run(const char *path, const char *cmd, bool json, FILE *out, FILE *errf);
+
+#endif

@@ -1,0 +1,1339 @@
+/* test_status.c — unit tests for sidecar/status.c: the request parser (table), the reply encoder with
+ * fake providers, the peer check (table), and the server on a real unix socket in a temporary directory
+ * driven by the real event loop: every command, pipelining, split and CRLF lines, malformed and unknown
+ * requests, an oversized line, 50 clients at once, the connection cap, a client that never reads large
+ * replies (backpressure and the write timeout, while another client is still served), idle clients,
+ * rejected peers (an injected credential lookup, and real ones: forked children that setuid to nobody
+ * — the tests run as root), the socket file's mode under any umask, stale and live sockets, reload
+ * success and failure. Also the optional metrics HTTP endpoint (sidecar/metrics_http.c), which serves the
+ * same text as the socket's "metrics": 200 with the text format's content type, HEAD, 404, 405, 500
+ * from a failing render function, and a clear error for a port in use. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <grp.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sidecar/config.h"
+#include "sidecar/metrics_http.h"
+#include "sidecar/status.h"
+
+/* ---- fake providers -------------------------------------------------------------------------------- */
+
+struct fake {
+    unsigned calls[STATUS_CMD_COUNT_];
+    bool reload_fails;
+    bool status_fails; /* the provider returns NULL */
+    size_t metrics_size; /* 0: a small text */
+};
+
+static json_t *fake_status(void *arg)
+{
+    struct fake *f = arg;
+    f->calls[STATUS_CMD_STATUS]++;
+    return f->status_fails ? NULL : json_pack("{s:s, s:{s:s, s:i}}", "state", "ok", "tor", "state", "running",
+                                              "bootstrap_progress", 100);
+}
+
+static json_t *fake_services(void *arg)
+{
+    struct fake *f = arg;
+    f->calls[STATUS_CMD_SERVICES]++;
+    return json_pack("[{s:s, s:s}]", "name", "alpha", "address", "abc.onion");
+}
+
+static json_t *fake_backends(void *arg)
+{
+    struct fake *f = arg;
+    f->calls[STATUS_CMD_BACKENDS]++;
+    return json_pack("[{s:s, s:[{s:s, s:s}]}]", "service", "alpha", "backends", "name", "web1", "state", "up");
+}
+
+static json_t *fake_circuits(void *arg)
+{
+    struct fake *f = arg;
+    f->calls[STATUS_CMD_CIRCUITS]++;
+    return json_pack("{s:i}", "HS_SERVICE_REND/1", 3);
+}
+
+static char *fake_metrics(void *arg)
+{
+    struct fake *f = arg;
+    f->calls[STATUS_CMD_METRICS]++;
+    if (!f->metrics_size)
+        return strdup("# HELP x_total A test.\n# TYPE x_total counter\nx_total{a=\"q\\\"\"} 1\n");
+    char *t = malloc(f->metrics_size + 1);
+    if (t) {
+        memset(t, 'm', f->metrics_size);
+        t[f->metrics_size] = '\0';
+    }
+    return t;
+}
+
+static int fake_reload(void *arg, char *msg, size_t msglen)
+{
+    struct fake *f = arg;
+    f->calls[STATUS_CMD_RELOAD]++;
+    if (f->reload_fails) {
+        snprintf(msg, msglen, "services[0].ports[0].virtual: must be 1-65535; keeping the running config");
+        return -1;
+    }
+    snprintf(msg, msglen, "applied (no change for tor)");
+    return 0;
+}
+
+static void fake_providers(struct status_providers *p, struct fake *f)
+{
+    *p = (struct status_providers){f, fake_status, fake_services, fake_backends, fake_circuits, fake_metrics,
+                                   fake_reload};
+}
+
+/* ---- the parser -------------------------------------------------------------------------------------- */
+
+struct parse_case {
+    const char *line;
+    size_t len; /* 0: strlen(line) */
+    enum status_parse_result result;
+    enum status_cmd cmd;
+    const char *id;  /* the id as compact JSON, or NULL for none */
+    const char *err; /* substring of the error */
+};
+
+static const struct parse_case parse_cases[] = {
+    {"{\"cmd\":\"status\"}", 0, STATUS_PARSE_OK, STATUS_CMD_STATUS, NULL, NULL},
+    {"{\"cmd\":\"services\",\"id\":7}", 0, STATUS_PARSE_OK, STATUS_CMD_SERVICES, "7", NULL},
+    {"{\"id\":\"a-b\", \"cmd\": \"backends\"}", 0, STATUS_PARSE_OK, STATUS_CMD_BACKENDS, "\"a-b\"", NULL},
+    {" {\"cmd\":\"circuits\"} \r", 0, STATUS_PARSE_OK, STATUS_CMD_CIRCUITS, NULL, NULL},
+    {"{\"cmd\":\"metrics\",\"id\":-3}", 0, STATUS_PARSE_OK, STATUS_CMD_METRICS, "-3", NULL},
+    {"{\"cmd\":\"reload\"}", 0, STATUS_PARSE_OK, STATUS_CMD_RELOAD, NULL, NULL},
+    {"{\"cmd\":\"help\"}", 0, STATUS_PARSE_OK, STATUS_CMD_HELP, NULL, NULL},
+    {"status", 0, STATUS_PARSE_OK, STATUS_CMD_STATUS, NULL, NULL},
+    {"  reload\r", 0, STATUS_PARSE_OK, STATUS_CMD_RELOAD, NULL, NULL},
+    {"metrics\t", 0, STATUS_PARSE_OK, STATUS_CMD_METRICS, NULL, NULL},
+    {"", 0, STATUS_PARSE_EMPTY, 0, NULL, NULL},
+    {" \t \r", 0, STATUS_PARSE_EMPTY, 0, NULL, NULL},
+    {"\r", 0, STATUS_PARSE_EMPTY, 0, NULL, NULL},
+    {"nope", 0, STATUS_PARSE_ERROR, 0, NULL, "unknown command \"nope\""},
+    {"Status", 0, STATUS_PARSE_ERROR, 0, NULL, "malformed request"},
+    {"status please", 0, STATUS_PARSE_ERROR, 0, NULL, "malformed request"},
+    {"[\"status\"]", 0, STATUS_PARSE_ERROR, 0, NULL, "malformed request"},
+    {"{\"cmd\":\"nope\"}", 0, STATUS_PARSE_ERROR, 0, NULL, "cmd: unknown command \"nope\""},
+    {"{\"cmd\":\"nope\",\"id\":5}", 0, STATUS_PARSE_ERROR, 0, "5", "cmd: unknown command"},
+    {"{\"cmd\":1}", 0, STATUS_PARSE_ERROR, 0, NULL, "cmd: must be a string"},
+    {"{\"cmd\":null,\"id\":\"x\"}", 0, STATUS_PARSE_ERROR, 0, "\"x\"", "cmd: must be a string"},
+    {"{}", 0, STATUS_PARSE_ERROR, 0, NULL, "cmd: missing"},
+    {"{\"id\":1}", 0, STATUS_PARSE_ERROR, 0, "1", "cmd: missing"},
+    {"{\"cmd\":\"status\",\"verbose\":true}", 0, STATUS_PARSE_ERROR, 0, NULL, "unknown member \"verbose\""},
+    {"{\"cmd\":\"status\",\"cmd\":\"reload\"}", 0, STATUS_PARSE_ERROR, 0, NULL, "malformed JSON"},
+    {"{\"cmd\":\"status\"", 0, STATUS_PARSE_ERROR, 0, NULL, "malformed JSON at column"},
+    {"{\"cmd\":\"status\"} {}", 0, STATUS_PARSE_ERROR, 0, NULL, "malformed JSON"},
+    {"{\"cmd\":\"stat\\u0000us\"}", 0, STATUS_PARSE_ERROR, 0, NULL, "malformed JSON"},
+    {"{\"cmd\":\"status\",\"id\":[1]}", 0, STATUS_PARSE_ERROR, 0, NULL, "id: must be"},
+    {"{\"cmd\":\"status\",\"id\":1.5}", 0, STATUS_PARSE_ERROR, 0, NULL, "id: must be"},
+    {"{\"cmd\":\"status\",\"id\":\"0123456789012345678901234567890123456789012345678901234567890123X\"}", 0,
+     STATUS_PARSE_ERROR, 0, NULL, "id: must be"},
+    {"{\"cmd\":\"\xff\xfe\"}", 0, STATUS_PARSE_ERROR, 0, NULL, "malformed JSON"},
+    {"\xff\xfe", 0, STATUS_PARSE_ERROR, 0, NULL, "malformed request"},
+    {"{\"cmd\":\"\xc3\xa9t\xc3\xa9\"}", 0, STATUS_PARSE_ERROR, 0, NULL, "unknown command \"??t??\""},
+    {"{\"\x01\":1,\"cmd\":\"status\"}", 0, STATUS_PARSE_ERROR, 0, NULL, "malformed JSON"},
+    {"{\"k\\u0001\":1,\"cmd\":\"status\"}", 0, STATUS_PARSE_ERROR, 0, NULL, "unknown member \"k?\""},
+    {"stat\0us", 7, STATUS_PARSE_ERROR, 0, NULL, "malformed request"},
+    {"{\"cmd\":\"status\"}\0", 17, STATUS_PARSE_ERROR, 0, NULL, "malformed JSON"},
+    {"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[", 0, STATUS_PARSE_ERROR, 0, NULL, "malformed request"},
+    {"{\"a\":[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]],\"cmd\":\"help\"}", 0,
+     STATUS_PARSE_ERROR, 0, NULL, "unknown member \"a\""},
+};
+
+static bool printable(const char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
+            return false;
+    return true;
+}
+
+static void test_parse_table(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(parse_cases) / sizeof(parse_cases[0]); i++) {
+        const struct parse_case *t = &parse_cases[i];
+        struct status_request req;
+        char err[512];
+        size_t len = t->len ? t->len : strlen(t->line);
+        enum status_parse_result r = status_parse_request(t->line, len, &req, err, sizeof(err));
+        if (r != t->result || (r == STATUS_PARSE_OK && req.cmd != t->cmd) ||
+            (t->err && !strstr(err, t->err)) || !printable(err)) {
+            fail_msg("case %zu (%s): result %d cmd %d err \"%s\"", i, t->line, r, req.cmd, err);
+        }
+        if (t->id) {
+            assert_non_null(req.id);
+            char *dump = json_dumps(req.id, JSON_ENCODE_ANY | JSON_COMPACT);
+            assert_string_equal(dump, t->id);
+            free(dump);
+        } else {
+            assert_null(req.id);
+        }
+        if (r == STATUS_PARSE_OK)
+            assert_string_equal(err, "");
+        status_request_clear(&req);
+    }
+}
+
+static void test_parse_lengths(void **state)
+{
+    (void)state;
+    /* A request of exactly STATUS_MAX_LINE bytes is parsed (here: padded with spaces); one more is not. */
+    char *line = malloc(STATUS_MAX_LINE + 2);
+    struct status_request req;
+    char err[256];
+    const char *json = "{\"cmd\":\"status\"}";
+    memset(line, ' ', STATUS_MAX_LINE + 1);
+    memcpy(line, json, strlen(json));
+    assert_int_equal(status_parse_request(line, STATUS_MAX_LINE, &req, err, sizeof(err)), STATUS_PARSE_OK);
+    status_request_clear(&req);
+    line[STATUS_MAX_LINE] = '\r'; /* a CR does not count */
+    assert_int_equal(status_parse_request(line, STATUS_MAX_LINE + 1, &req, err, sizeof(err)), STATUS_PARSE_OK);
+    status_request_clear(&req);
+    line[STATUS_MAX_LINE] = ' ';
+    assert_int_equal(status_parse_request(line, STATUS_MAX_LINE + 1, &req, err, sizeof(err)), STATUS_PARSE_ERROR);
+    assert_non_null(strstr(err, "request too long"));
+    status_request_clear(&req);
+    /* A tiny error buffer is never overrun and stays terminated. */
+    char small[8];
+    memset(small, 'x', sizeof(small));
+    assert_int_equal(status_parse_request("nope", 4, &req, small, sizeof(small)), STATUS_PARSE_ERROR);
+    assert_int_equal(strlen(small), sizeof(small) - 1);
+    status_request_clear(&req);
+    free(line);
+}
+
+/* ---- replies ----------------------------------------------------------------------------------------- */
+
+/* Parse a reply line: exactly one "\n", at the end; returns the object. */
+static json_t *reply_of(const char *line, size_t len)
+{
+    assert_non_null(line);
+    assert_true(len >= 2);
+    assert_int_equal(line[len - 1], '\n');
+    assert_null(memchr(line, '\n', len - 1));
+    json_error_t jerr;
+    json_t *r = json_loadb(line, len - 1, JSON_REJECT_DUPLICATES, &jerr);
+    if (!r)
+        fail_msg("reply is not JSON: %s: %.*s", jerr.text, (int)len, line);
+    assert_true(json_is_object(r));
+    return r;
+}
+
+static json_t *execute(const struct status_providers *p, enum status_cmd cmd, json_t *id)
+{
+    struct status_request req = {cmd, id};
+    size_t len = 0;
+    char *line = status_execute(p, &req, &len);
+    json_t *r = reply_of(line, len);
+    free(line);
+    return r;
+}
+
+static void assert_ok_reply(json_t *r)
+{
+    assert_true(json_is_true(json_object_get(r, "ok")));
+    assert_non_null(json_object_get(r, "result"));
+    assert_null(json_object_get(r, "error"));
+}
+
+static void assert_error_reply(json_t *r, const char *substr)
+{
+    assert_true(json_is_false(json_object_get(r, "ok")));
+    assert_null(json_object_get(r, "result"));
+    const char *e = json_string_value(json_object_get(r, "error"));
+    assert_non_null(e);
+    if (!strstr(e, substr))
+        fail_msg("error \"%s\" does not mention \"%s\"", e, substr);
+}
+
+static void test_execute_each_command(void **state)
+{
+    (void)state;
+    struct fake f = {0};
+    struct status_providers p;
+    fake_providers(&p, &f);
+    json_t *id = json_integer(42);
+
+    json_t *r = execute(&p, STATUS_CMD_STATUS, id);
+    assert_ok_reply(r);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(r, "result"), "state")), "ok");
+    assert_int_equal(json_integer_value(json_object_get(r, "id")), 42);
+    json_decref(r);
+
+    r = execute(&p, STATUS_CMD_SERVICES, NULL);
+    assert_ok_reply(r);
+    assert_null(json_object_get(r, "id"));
+    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(r, "result"), 0), "name")),
+                        "alpha");
+    json_decref(r);
+
+    r = execute(&p, STATUS_CMD_BACKENDS, NULL);
+    assert_ok_reply(r);
+    assert_true(json_is_array(json_object_get(r, "result")));
+    json_decref(r);
+
+    r = execute(&p, STATUS_CMD_CIRCUITS, NULL);
+    assert_ok_reply(r);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "result"), "HS_SERVICE_REND/1")), 3);
+    json_decref(r);
+
+    r = execute(&p, STATUS_CMD_METRICS, NULL);
+    assert_ok_reply(r);
+    assert_string_equal(json_string_value(json_object_get(r, "result")),
+                        "# HELP x_total A test.\n# TYPE x_total counter\nx_total{a=\"q\\\"\"} 1\n");
+    json_decref(r);
+
+    r = execute(&p, STATUS_CMD_RELOAD, id);
+    assert_ok_reply(r);
+    assert_true(json_is_true(json_object_get(json_object_get(r, "result"), "reloaded")));
+    assert_string_equal(json_string_value(json_object_get(json_object_get(r, "result"), "message")),
+                        "applied (no change for tor)");
+    json_decref(r);
+
+    f.reload_fails = true;
+    r = execute(&p, STATUS_CMD_RELOAD, id);
+    assert_error_reply(r, "services[0].ports[0].virtual: must be 1-65535");
+    assert_int_equal(json_integer_value(json_object_get(r, "id")), 42);
+    json_decref(r);
+
+    r = execute(&p, STATUS_CMD_HELP, NULL);
+    assert_ok_reply(r);
+    json_t *names = json_object_get(r, "result");
+    assert_int_equal(json_array_size(names), STATUS_CMD_COUNT_);
+    for (int i = 0; i < STATUS_CMD_COUNT_; i++)
+        assert_string_equal(json_string_value(json_array_get(names, (size_t)i)), status_cmd_str((enum status_cmd)i));
+    json_decref(r);
+
+    for (int i = 0; i < STATUS_CMD_HELP; i++)
+        assert_int_equal(f.calls[i], i == STATUS_CMD_RELOAD ? 2 : 1);
+    json_decref(id);
+}
+
+static void test_execute_missing_and_failing_providers(void **state)
+{
+    (void)state;
+    struct fake f = {.status_fails = true};
+    struct status_providers p = {.arg = &f, .status = fake_status};
+    json_t *r = execute(&p, STATUS_CMD_STATUS, NULL);
+    assert_error_reply(r, "status: internal error");
+    json_decref(r);
+    for (int i = STATUS_CMD_SERVICES; i <= STATUS_CMD_RELOAD; i++) {
+        r = execute(&p, (enum status_cmd)i, NULL);
+        char want[64];
+        snprintf(want, sizeof(want), "%s: not available", status_cmd_str((enum status_cmd)i));
+        assert_error_reply(r, want);
+        json_decref(r);
+    }
+}
+
+static char *bad_utf8_metrics(void *arg)
+{
+    (void)arg;
+    return strdup("x 1\n\xff\n");
+}
+
+static void test_error_line_never_empty(void **state)
+{
+    (void)state;
+    size_t len = 0;
+    char *line = status_error_line("bad \xff byte", NULL, &len);
+    json_t *r = reply_of(line, len);
+    assert_true(json_is_false(json_object_get(r, "ok")));
+    json_decref(r);
+    free(line);
+
+    struct status_providers p = {.metrics = bad_utf8_metrics};
+    r = execute(&p, STATUS_CMD_METRICS, NULL);
+    assert_error_reply(r, "not valid UTF-8");
+    json_decref(r);
+}
+
+/* ---- the peer check -------------------------------------------------------------------------------- */
+
+static void test_peer_allowed_table(void **state)
+{
+    (void)state;
+    const uid_t uids[] = {1001, 1002};
+    const gid_t gids[] = {2001};
+    const gid_t g_with[] = {10, 2001}, g_without[] = {10, 20};
+    struct status_acl acl = {.self_uid = 500, .uids = uids, .n_uids = 2, .gids = gids, .n_gids = 1};
+    struct status_acl none = {.self_uid = 500};
+    const struct {
+        const struct status_acl *acl;
+        struct status_peer peer;
+        bool allowed;
+    } cases[] = {
+        {&none, {1, 0, 0, NULL, 0}, true},            /* root */
+        {&none, {1, 500, 9, NULL, 0}, true},          /* the daemon's own user */
+        {&none, {1, 1001, 9, NULL, 0}, false},        /* no lists: nobody else */
+        {&acl, {1, 1001, 9, NULL, 0}, true},          /* allowed uid */
+        {&acl, {1, 1002, 9, NULL, 0}, true},
+        {&acl, {1, 1003, 9, NULL, 0}, false},
+        {&acl, {1, 1003, 2001, NULL, 0}, true},       /* allowed primary group */
+        {&acl, {1, 1003, 9, g_with, 2}, true},        /* allowed supplementary group */
+        {&acl, {1, 1003, 9, g_without, 2}, false},
+        {&acl, {1, 2001, 1001, NULL, 0}, false},      /* uids and gids are not mixed up */
+        {&acl, {1, 65534, 65534, NULL, 0}, false},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        if (status_peer_allowed(cases[i].acl, &cases[i].peer) != cases[i].allowed)
+            fail_msg("case %zu: uid %u gid %u: expected %s", i, (unsigned)cases[i].peer.uid,
+                     (unsigned)cases[i].peer.gid, cases[i].allowed ? "allowed" : "refused");
+}
+
+/* ---- the server on a real socket --------------------------------------------------------------------- */
+
+struct tclient {
+    int fd;
+    char *buf;
+    size_t len, cap;
+    bool eof;
+    bool noread; /* loop_until leaves this one alone */
+};
+
+struct ctx {
+    char dir[64];
+    char run_dir[80];
+    char path[100];
+    struct event_base *base;
+    struct status_server *srv;
+    struct fake fake;
+    struct status_providers prov;
+    struct status_conf conf;
+    uid_t uids[4];
+    gid_t gids[4];
+    struct tclient *clients[80];
+    size_t n_clients;
+    /* the injected peer lookup */
+    struct status_peer fake_peer;
+    gid_t fake_groups[4];
+};
+
+static int rm_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static int setup(void **state)
+{
+    struct ctx *c = calloc(1, sizeof(*c));
+    if (!c)
+        return -1;
+    strcpy(c->dir, "/tmp/test_status.XXXXXX");
+    if (!mkdtemp(c->dir)) {
+        free(c);
+        return -1;
+    }
+    chmod(c->dir, 0711); /* the forked "nobody" children must reach the socket */
+    snprintf(c->run_dir, sizeof(c->run_dir), "%s/run", c->dir);
+    snprintf(c->path, sizeof(c->path), "%s/status.sock", c->run_dir);
+    c->base = event_base_new();
+    fake_providers(&c->prov, &c->fake);
+    c->srv = status_server_new(c->base, &c->prov);
+    c->conf.socket = c->path;
+    c->conf.allowed_uids = c->uids;
+    c->conf.allowed_gids = c->gids;
+    *state = c;
+    return c->base && c->srv ? 0 : -1;
+}
+
+static void tc_close(struct tclient *t)
+{
+    if (t->fd >= 0)
+        close(t->fd);
+    t->fd = -1;
+}
+
+static int teardown(void **state)
+{
+    struct ctx *c = *state;
+    for (size_t i = 0; i < c->n_clients; i++) {
+        tc_close(c->clients[i]);
+        free(c->clients[i]->buf);
+        free(c->clients[i]);
+    }
+    status_server_free(c->srv);
+    event_base_free(c->base);
+    nftw(c->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+    free(c);
+    return 0;
+}
+
+static void listen_or_fail(struct ctx *c)
+{
+    char err[512];
+    if (status_server_listen(c->srv, &c->conf, c->run_dir, err, sizeof(err)) < 0)
+        fail_msg("listen: %s", err);
+}
+
+static int connect_to(const char path[100])
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+static bool never(struct ctx *c, void *arg);
+static bool loop_until(struct ctx *c, bool (*cond)(struct ctx *, void *), void *arg, int timeout_ms);
+
+/* A non-blocking client. The connect itself is non-blocking too: with the listen backlog full, a
+ * unix socket connect would block until the server (on this very thread) accepts. */
+static struct tclient *tc_new(struct ctx *c)
+{
+    assert_true(c->n_clients < sizeof(c->clients) / sizeof(c->clients[0]));
+    struct tclient *t = calloc(1, sizeof(*t));
+    assert_non_null(t);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", c->path);
+    t->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    assert_true(t->fd >= 0);
+    int tries = 0;
+    while (connect(t->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        if (errno != EAGAIN || ++tries > 2000)
+            fail_msg("connect %s: %s", c->path, strerror(errno));
+        loop_until(c, never, NULL, 2);
+    }
+    c->clients[c->n_clients++] = t;
+    return t;
+}
+
+static void tc_send(struct tclient *t, const char *data, size_t len)
+{
+    size_t off = 0;
+    while (off < len) {
+        ssize_t n = send(t->fd, data + off, len - off, MSG_NOSIGNAL);
+        if (n < 0 && errno == EAGAIN) {
+            poll(NULL, 0, 1);
+            continue;
+        }
+        assert_true(n > 0);
+        off += (size_t)n;
+    }
+}
+
+static void tc_sends(struct tclient *t, const char *s)
+{
+    tc_send(t, s, strlen(s));
+}
+
+static void tc_read(struct tclient *t)
+{
+    while (t->fd >= 0 && !t->eof && !t->noread) {
+        if (t->cap - t->len < 65536) {
+            t->cap = t->cap ? t->cap * 2 : 131072;
+            t->buf = realloc(t->buf, t->cap);
+            assert_non_null(t->buf);
+        }
+        ssize_t n = recv(t->fd, t->buf + t->len, t->cap - t->len, MSG_DONTWAIT);
+        if (n > 0)
+            t->len += (size_t)n;
+        else if (n == 0 || (errno != EAGAIN && errno != EINTR))
+            t->eof = true;
+        else
+            break;
+    }
+}
+
+static size_t tc_lines(const struct tclient *t)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < t->len; i++)
+        n += t->buf[i] == '\n';
+    return n;
+}
+
+/* Run the loop and read every client until cond(arg) holds or timeout_ms passes. */
+static bool loop_until(struct ctx *c, bool (*cond)(struct ctx *, void *), void *arg, int timeout_ms)
+{
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        event_base_loop(c->base, EVLOOP_NONBLOCK);
+        for (size_t i = 0; i < c->n_clients; i++)
+            tc_read(c->clients[i]);
+        if (cond(c, arg))
+            return true;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 > timeout_ms)
+            return false;
+        poll(NULL, 0, 1);
+    }
+}
+
+struct want_lines {
+    struct tclient *t;
+    size_t n;
+};
+
+static bool has_lines(struct ctx *c, void *arg)
+{
+    struct want_lines *w = arg;
+    (void)c;
+    return tc_lines(w->t) >= w->n;
+}
+
+static bool has_eof(struct ctx *c, void *arg)
+{
+    (void)c;
+    return ((struct tclient *)arg)->eof;
+}
+
+static bool never(struct ctx *c, void *arg)
+{
+    (void)c;
+    (void)arg;
+    return false;
+}
+
+/* Wait for `n` reply lines and return them as JSON objects (array, new reference). */
+static json_t *tc_replies(struct ctx *c, struct tclient *t, size_t n)
+{
+    struct want_lines w = {t, n};
+    if (!loop_until(c, has_lines, &w, 20000))
+        fail_msg("expected %zu reply lines, have %zu: %.*s", n, tc_lines(t), (int)(t->len > 300 ? 300 : t->len),
+                 t->buf ? t->buf : "");
+    json_t *arr = json_array();
+    size_t start = 0, got = 0;
+    for (size_t i = 0; i < t->len && got < n; i++) {
+        if (t->buf[i] != '\n')
+            continue;
+        json_array_append_new(arr, reply_of(t->buf + start, i + 1 - start));
+        start = i + 1;
+        got++;
+    }
+    memmove(t->buf, t->buf + start, t->len - start);
+    t->len -= start;
+    return arr;
+}
+
+static json_t *tc_reply(struct ctx *c, struct tclient *t)
+{
+    json_t *arr = tc_replies(c, t, 1);
+    json_t *r = json_incref(json_array_get(arr, 0));
+    json_decref(arr);
+    return r;
+}
+
+static void expect_eof(struct ctx *c, struct tclient *t)
+{
+    if (!loop_until(c, has_eof, t, 20000))
+        fail_msg("the server did not close the connection");
+}
+
+static void test_server_socket_file(void **state)
+{
+    struct ctx *c = *state;
+    struct stat st;
+    /* run_dir does not exist yet: created 0700. A umask of 0 must not open the socket to others. */
+    mode_t old = umask(0);
+    listen_or_fail(c);
+    umask(old);
+    assert_int_equal(stat(c->run_dir, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    assert_int_equal(st.st_mode & 07777, 0700);
+    assert_int_equal(lstat(c->path, &st), 0);
+    assert_true(S_ISSOCK(st.st_mode));
+    assert_int_equal(st.st_mode & 07777, 0660);
+
+    /* A second server on the same path refuses: something listens there. */
+    char err[512];
+    struct status_server *two = status_server_new(c->base, &c->prov);
+    assert_int_equal(status_server_listen(two, &c->conf, c->run_dir, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "listening on it"));
+    status_server_free(two);
+    assert_int_equal(lstat(c->path, &st), 0); /* the failed one did not remove the live socket */
+
+    /* Free removes the file; nothing listens any more. */
+    status_server_free(c->srv);
+    c->srv = NULL;
+    assert_int_equal(lstat(c->path, &st), -1);
+    assert_int_equal(errno, ENOENT);
+    c->srv = status_server_new(c->base, &c->prov);
+}
+
+static void test_server_umask_077(void **state)
+{
+    struct ctx *c = *state;
+    struct stat st;
+    mode_t old = umask(077);
+    listen_or_fail(c);
+    umask(old);
+    assert_int_equal(lstat(c->path, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0660);
+}
+
+static void test_server_stale_and_foreign_files(void **state)
+{
+    struct ctx *c = *state;
+    char err[512];
+    struct stat st;
+    assert_int_equal(mkdir(c->run_dir, 0700), 0);
+    /* A stale socket: bound by a process that is gone (nothing listens). */
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", c->path);
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    close(fd);
+    listen_or_fail(c);
+    struct tclient *t = tc_new(c);
+    tc_sends(t, "help\n");
+    json_t *r = tc_reply(c, t);
+    assert_ok_reply(r);
+    json_decref(r);
+
+    /* A regular file where the socket should be is never removed. */
+    status_server_free(c->srv);
+    c->srv = status_server_new(c->base, &c->prov);
+    FILE *f = fopen(c->path, "w");
+    assert_non_null(f);
+    fclose(f);
+    assert_int_equal(status_server_listen(c->srv, &c->conf, c->run_dir, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "is not a socket"));
+    assert_int_equal(lstat(c->path, &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+
+    /* A parent other than run_dir must exist. */
+    char other[160];
+    snprintf(other, sizeof(other), "%s/missing/status.sock", c->dir);
+    c->conf.socket = other;
+    assert_int_equal(status_server_listen(c->srv, &c->conf, c->run_dir, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "does not exist"));
+}
+
+static void test_server_every_command_pipelined(void **state)
+{
+    struct ctx *c = *state;
+    listen_or_fail(c);
+    struct tclient *t = tc_new(c);
+    /* All requests in one write, one of them with CRLF and one as a bare word. */
+    tc_sends(t, "{\"cmd\":\"status\",\"id\":1}\n{\"cmd\":\"services\",\"id\":2}\r\n{\"cmd\":\"backends\",\"id\":3}\n"
+                "{\"cmd\":\"circuits\",\"id\":4}\n\n{\"cmd\":\"metrics\",\"id\":5}\n{\"cmd\":\"reload\",\"id\":6}\n"
+                "help\n");
+    json_t *rs = tc_replies(c, t, 7);
+    for (size_t i = 0; i < 6; i++) {
+        json_t *r = json_array_get(rs, i);
+        assert_ok_reply(r);
+        assert_int_equal(json_integer_value(json_object_get(r, "id")), (json_int_t)i + 1);
+    }
+    assert_ok_reply(json_array_get(rs, 6));
+    assert_string_equal(json_string_value(json_object_get(json_object_get(json_array_get(rs, 0), "result"), "state")),
+                        "ok");
+    json_decref(rs);
+    for (int i = 0; i < STATUS_CMD_HELP; i++)
+        assert_int_equal(c->fake.calls[i], 1);
+
+    /* Reload failure: the provider's reason, and the connection stays usable. */
+    c->fake.reload_fails = true;
+    tc_sends(t, "{\"cmd\":\"reload\",\"id\":\"r\"}\n");
+    json_t *r = tc_reply(c, t);
+    assert_error_reply(r, "services[0].ports[0].virtual");
+    assert_string_equal(json_string_value(json_object_get(r, "id")), "r");
+    json_decref(r);
+
+    /* A request split into single bytes. */
+    const char *req = "{\"cmd\":\"status\",\"id\":9}\n";
+    for (size_t i = 0; req[i]; i++) {
+        tc_send(t, req + i, 1);
+        loop_until(c, never, NULL, 1);
+    }
+    r = tc_reply(c, t);
+    assert_ok_reply(r);
+    assert_int_equal(json_integer_value(json_object_get(r, "id")), 9);
+    json_decref(r);
+
+    struct status_stats st;
+    status_server_stats(c->srv, &st);
+    assert_int_equal(st.requests, 9);
+    assert_int_equal(st.errors, 0);
+    assert_int_equal(st.clients, 1);
+}
+
+static void test_server_bad_requests_keep_connection(void **state)
+{
+    struct ctx *c = *state;
+    listen_or_fail(c);
+    struct tclient *t = tc_new(c);
+    tc_sends(t, "{\"cmd\":\n{\"cmd\":\"frobnicate\",\"id\":3}\n{\"cmd\":true}\n[]\n\x01\x02\xff\n"
+                "{\"cmd\":\"status\"}\n");
+    json_t *rs = tc_replies(c, t, 6);
+    assert_error_reply(json_array_get(rs, 0), "malformed JSON");
+    assert_error_reply(json_array_get(rs, 1), "unknown command \"frobnicate\"");
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(rs, 1), "id")), 3);
+    assert_error_reply(json_array_get(rs, 2), "cmd: must be a string");
+    assert_error_reply(json_array_get(rs, 3), "malformed request");
+    assert_error_reply(json_array_get(rs, 4), "malformed request");
+    assert_ok_reply(json_array_get(rs, 5));
+    json_decref(rs);
+    struct status_stats st;
+    status_server_stats(c->srv, &st);
+    assert_int_equal(st.errors, 5);
+    assert_int_equal(st.requests, 1);
+    assert_false(t->eof);
+}
+
+static void test_server_oversized_line(void **state)
+{
+    struct ctx *c = *state;
+    listen_or_fail(c);
+    /* Without a newline at all: the server must not wait for one forever nor buffer without bound. */
+    struct tclient *t = tc_new(c);
+    char *big = malloc(64 * 1024);
+    memset(big, 'a', 64 * 1024);
+    tc_send(t, big, 64 * 1024);
+    free(big);
+    big = malloc(STATUS_MAX_LINE + 2);
+    memset(big, 'a', STATUS_MAX_LINE + 2);
+    json_t *r = tc_reply(c, t);
+    assert_error_reply(r, "request too long");
+    json_decref(r);
+    expect_eof(c, t);
+
+    /* With a newline, one byte over the limit. */
+    struct tclient *t2 = tc_new(c);
+    big[STATUS_MAX_LINE + 1] = '\n';
+    tc_send(t2, big, STATUS_MAX_LINE + 2);
+    r = tc_reply(c, t2);
+    assert_error_reply(r, "request too long");
+    json_decref(r);
+    expect_eof(c, t2);
+
+    /* Exactly at the limit (padded with spaces) is a request. */
+    struct tclient *t3 = tc_new(c);
+    memset(big, ' ', STATUS_MAX_LINE);
+    memcpy(big, "{\"cmd\":\"help\"}", 14);
+    big[STATUS_MAX_LINE] = '\r';
+    big[STATUS_MAX_LINE + 1] = '\n';
+    tc_send(t3, big, STATUS_MAX_LINE + 2);
+    r = tc_reply(c, t3);
+    assert_ok_reply(r);
+    json_decref(r);
+    free(big);
+
+    struct status_stats st;
+    status_server_stats(c->srv, &st);
+    assert_int_equal(st.dropped_oversize, 2);
+    assert_int_equal(st.requests, 1);
+}
+
+static void test_server_fifty_clients(void **state)
+{
+    struct ctx *c = *state;
+    listen_or_fail(c);
+    struct tclient *t[50];
+    for (int i = 0; i < 50; i++)
+        t[i] = tc_new(c);
+    for (int i = 0; i < 50; i++) {
+        char req[64];
+        snprintf(req, sizeof(req), "{\"cmd\":\"%s\",\"id\":%d}\n", i % 2 ? "status" : "services", i);
+        tc_sends(t[i], req);
+    }
+    for (int i = 0; i < 50; i++) {
+        json_t *r = tc_reply(c, t[i]);
+        assert_ok_reply(r);
+        assert_int_equal(json_integer_value(json_object_get(r, "id")), i);
+        assert_true(i % 2 ? json_is_object(json_object_get(r, "result")) : json_is_array(json_object_get(r, "result")));
+        json_decref(r);
+    }
+    struct status_stats st;
+    status_server_stats(c->srv, &st);
+    assert_int_equal(st.accepted, 50);
+    assert_int_equal(st.clients, 50);
+    assert_int_equal(c->fake.calls[STATUS_CMD_STATUS], 25);
+    assert_int_equal(c->fake.calls[STATUS_CMD_SERVICES], 25);
+
+    /* Clients that leave are forgotten. */
+    for (int i = 0; i < 50; i++)
+        tc_close(t[i]);
+    loop_until(c, never, NULL, 50);
+    status_server_stats(c->srv, &st);
+    assert_int_equal(st.clients, 0);
+}
+
+static void test_server_connection_cap(void **state)
+{
+    struct ctx *c = *state;
+    listen_or_fail(c);
+    for (int i = 0; i < STATUS_MAX_CLIENTS; i++)
+        tc_new(c);
+    loop_until(c, never, NULL, 100);
+    struct status_stats st;
+    status_server_stats(c->srv, &st);
+    assert_int_equal(st.clients, STATUS_MAX_CLIENTS);
+    struct tclient *extra = tc_new(c);
+    json_t *r = tc_reply(c, extra);
+    assert_error_reply(r, "too many clients");
+    json_decref(r);
+    expect_eof(c, extra);
+    status_server_stats(c->srv, &st);
+    assert_int_equal(st.over_limit, 1);
+    /* One leaves: the next one is served. */
+    tc_close(c->clients[0]);
+    loop_until(c, never, NULL, 50);
+    struct tclient *next = tc_new(c);
+    tc_sends(next, "status\n");
+    r = tc_reply(c, next);
+    assert_ok_reply(r);
+    json_decref(r);
+}
+
+static bool slow_dropped(struct ctx *c, void *arg)
+{
+    struct status_stats st;
+    (void)arg;
+    status_server_stats(c->srv, &st);
+    return st.dropped_slow == 1 && st.clients == 1;
+}
+
+static void test_server_client_that_never_reads(void **state)
+{
+    struct ctx *c = *state;
+    c->fake.metrics_size = 1u << 20; /* 1 MiB per reply */
+    status_server_set_timeouts(c->srv, 60000, 300);
+    listen_or_fail(c);
+    struct tclient *slow = tc_new(c);
+    slow->noread = true;
+    int small = 4096;
+    setsockopt(slow->fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+    /* 40 requests for 40 MiB of replies, never read. */
+    for (int i = 0; i < 40; i++)
+        tc_sends(slow, "metrics\n");
+    struct tclient *other = tc_new(c);
+    /* Meanwhile another client is served at once. */
+    loop_until(c, never, NULL, 50);
+    tc_sends(other, "status\n");
+    json_t *r = tc_reply(c, other);
+    assert_ok_reply(r);
+    json_decref(r);
+    /* The slow client's pending replies are bounded: reading paused after the first replies. */
+    assert_true(c->fake.calls[STATUS_CMD_METRICS] <= 2);
+    /* And it is dropped after the write timeout. */
+    if (!loop_until(c, slow_dropped, NULL, 5000))
+        fail_msg("the client that does not read was not dropped");
+    assert_true(c->fake.calls[STATUS_CMD_METRICS] <= 2);
+    tc_sends(other, "status\n");
+    r = tc_reply(c, other);
+    assert_ok_reply(r);
+    json_decref(r);
+}
+
+static void test_server_slow_reader_gets_everything(void **state)
+{
+    struct ctx *c = *state;
+    /* A client that reads slowly but steadily gets all its pipelined replies, in order. */
+    c->fake.metrics_size = 300 * 1024;
+    listen_or_fail(c);
+    struct tclient *t = tc_new(c);
+    for (int i = 0; i < 6; i++) {
+        char req[64];
+        snprintf(req, sizeof(req), "{\"cmd\":\"metrics\",\"id\":%d}\n", i);
+        tc_sends(t, req);
+    }
+    json_t *rs = tc_replies(c, t, 6);
+    for (int i = 0; i < 6; i++) {
+        json_t *r = json_array_get(rs, (size_t)i);
+        assert_ok_reply(r);
+        assert_int_equal(json_integer_value(json_object_get(r, "id")), i);
+        assert_int_equal(json_string_length(json_object_get(r, "result")), 300 * 1024);
+    }
+    json_decref(rs);
+}
+
+static void test_server_eof_without_newline(void **state)
+{
+    struct ctx *c = *state;
+    listen_or_fail(c);
+    struct tclient *t = tc_new(c);
+    /* "printf 'help\nstatus' | socat - UNIX:..." */
+    tc_sends(t, "help\nstatus");
+    shutdown(t->fd, SHUT_WR);
+    json_t *rs = tc_replies(c, t, 2);
+    assert_ok_reply(json_array_get(rs, 0));
+    assert_ok_reply(json_array_get(rs, 1));
+    assert_true(json_is_object(json_object_get(json_array_get(rs, 1), "result")));
+    json_decref(rs);
+    expect_eof(c, t);
+}
+
+static void test_server_idle_client_closed(void **state)
+{
+    struct ctx *c = *state;
+    status_server_set_timeouts(c->srv, 200, 1000);
+    listen_or_fail(c);
+    struct tclient *t = tc_new(c);
+    expect_eof(c, t);
+    assert_int_equal(t->len, 0); /* closed silently */
+}
+
+static int fake_peer_lookup(int fd, struct status_peer *peer, void *arg)
+{
+    struct ctx *c = arg;
+    (void)fd;
+    *peer = c->fake_peer;
+    peer->groups = c->fake_groups;
+    return 0;
+}
+
+static void test_server_injected_peers(void **state)
+{
+    struct ctx *c = *state;
+    c->uids[0] = 1234;
+    c->conf.n_allowed_uids = 1;
+    c->gids[0] = 4321;
+    c->conf.n_allowed_gids = 1;
+    listen_or_fail(c);
+    status_server_set_peer_lookup(c->srv, fake_peer_lookup, c);
+
+    c->fake_peer = (struct status_peer){.pid = 1, .uid = 999, .gid = 999};
+    struct tclient *t = tc_new(c);
+    tc_sends(t, "status\n");
+    json_t *r = tc_reply(c, t);
+    assert_error_reply(r, "permission denied");
+    json_decref(r);
+    expect_eof(c, t);
+    assert_int_equal(c->fake.calls[STATUS_CMD_STATUS], 0);
+
+    c->fake_peer = (struct status_peer){.pid = 1, .uid = 1234, .gid = 999};
+    t = tc_new(c);
+    tc_sends(t, "status\n");
+    r = tc_reply(c, t);
+    assert_ok_reply(r);
+    json_decref(r);
+
+    c->fake_groups[0] = 7;
+    c->fake_groups[1] = 4321;
+    c->fake_peer = (struct status_peer){.pid = 1, .uid = 999, .gid = 999, .n_groups = 2};
+    t = tc_new(c);
+    tc_sends(t, "status\n");
+    r = tc_reply(c, t);
+    assert_ok_reply(r);
+    json_decref(r);
+
+    /* A reload takes the new lists. */
+    c->conf.n_allowed_gids = 0;
+    assert_int_equal(status_server_set_acl(c->srv, &c->conf), 0);
+    t = tc_new(c);
+    r = tc_reply(c, t);
+    assert_error_reply(r, "permission denied");
+    json_decref(r);
+
+    struct status_stats st;
+    status_server_stats(c->srv, &st);
+    assert_int_equal(st.rejected, 2);
+    assert_int_equal(st.accepted, 2);
+}
+
+/* Put the socket straight into the 0711 test directory: run_dir is 0700 (tor.c insists), so only root
+ * and onionfront's own user can reach a socket inside it. */
+static void use_shared_dir(struct ctx *c)
+{
+    snprintf(c->path, sizeof(c->path), "%s/status.sock", c->dir);
+}
+
+/* A forked child that becomes uid/gid `uid`/`gid` with supplementary `groups`, connects and reports:
+ * exit 0 = got a reply line containing `want`, 2 = connect refused by the file system (EACCES),
+ * 1 = anything else. The parent runs the loop until the child is gone. */
+static int child_connects_as(struct ctx *c, uid_t uid, gid_t gid, const gid_t *groups, size_t n_groups,
+                             const char *want)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        if (setgroups(n_groups, groups) < 0 || setgid(gid) < 0 || setuid(uid) < 0)
+            _exit(1);
+        int fd = connect_to(c->path);
+        if (fd < 0)
+            _exit(errno == EACCES ? 2 : 1);
+        const char *req = "{\"cmd\":\"status\"}\n";
+        if (send(fd, req, strlen(req), MSG_NOSIGNAL) < 0)
+            _exit(1);
+        char buf[1024];
+        size_t len = 0;
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        while (len < sizeof(buf) - 1 && poll(&p, 1, 20000) > 0) {
+            ssize_t n = recv(fd, buf + len, sizeof(buf) - 1 - len, 0);
+            if (n <= 0)
+                break;
+            len += (size_t)n;
+            if (memchr(buf, '\n', len))
+                break;
+        }
+        buf[len] = '\0';
+        _exit(strstr(buf, want) ? 0 : 1);
+    }
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int wstatus = 0;
+    for (;;) {
+        event_base_loop(c->base, EVLOOP_NONBLOCK);
+        pid_t w = waitpid(pid, &wstatus, WNOHANG);
+        if (w == pid)
+            break;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec - t0.tv_sec > 30) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &wstatus, 0);
+            fail_msg("child did not finish");
+        }
+        poll(NULL, 0, 1);
+    }
+    assert_true(WIFEXITED(wstatus));
+    return WEXITSTATUS(wstatus);
+}
+
+static void test_server_real_peers(void **state)
+{
+    struct ctx *c = *state;
+    if (geteuid() != 0)
+        skip(); /* needs root to change uid; the injected test above covers the logic */
+    const uid_t nobody = 65534;
+    use_shared_dir(c);
+    /* No lists: nobody with group root (so the 0660 socket file lets it connect) is refused by the
+     * SO_PEERCRED check. */
+    listen_or_fail(c);
+    assert_int_equal(child_connects_as(c, nobody, 0, NULL, 0, "permission denied"), 0);
+    struct status_stats st;
+    status_server_stats(c->srv, &st);
+    assert_int_equal(st.rejected, 1);
+    /* allowed_uids: the same peer is served. */
+    c->uids[0] = nobody;
+    c->conf.n_allowed_uids = 1;
+    status_server_set_acl(c->srv, &c->conf);
+    assert_int_equal(child_connects_as(c, nobody, 0, NULL, 0, "\"ok\":true"), 0);
+    /* Without the socket file's group, the file system stops it before onionfront sees it. */
+    assert_int_equal(child_connects_as(c, nobody, nobody, NULL, 0, ""), 2);
+}
+
+static void test_server_real_supplementary_group(void **state)
+{
+    struct ctx *c = *state;
+    if (geteuid() != 0)
+        skip();
+    const uid_t nobody = 65534;
+    const gid_t group = 4242, other = 4343;
+    use_shared_dir(c);
+    /* allowed_gids: the socket file gets the first group, and a member through a supplementary group
+     * (SO_PEERGROUPS) is served; a member of another group only is not. */
+    c->gids[0] = group;
+    c->conf.n_allowed_gids = 1;
+    listen_or_fail(c);
+    struct stat st;
+    assert_int_equal(lstat(c->path, &st), 0);
+    assert_int_equal(st.st_gid, group);
+    const gid_t groups[] = {other, group};
+    assert_int_equal(child_connects_as(c, nobody, nobody, groups, 2, "\"ok\":true"), 0);
+    assert_int_equal(child_connects_as(c, nobody, group, NULL, 0, "\"ok\":true"), 0);
+    /* In the file's group but not allowed: change the list after the fact (as a reload would). */
+    c->gids[0] = other;
+    status_server_set_acl(c->srv, &c->conf);
+    assert_int_equal(child_connects_as(c, nobody, nobody, groups + 1, 1, "permission denied"), 0);
+    assert_int_equal(child_connects_as(c, nobody, nobody, groups, 2, "\"ok\":true"), 0);
+}
+
+/* ---- the metrics HTTP endpoint ----------------------------------------------------------------------- */
+
+static char *render_ok(void *arg)
+{
+    int *calls = arg;
+    (*calls)++;
+    return strdup("# HELP a A.\n# TYPE a gauge\na 1\n");
+}
+
+static char *render_fail(void *arg)
+{
+    (void)arg;
+    return NULL;
+}
+
+/* One HTTP exchange ("Connection: close"): the whole response. */
+static char *http(struct ctx *c, int family, uint16_t port, const char *request)
+{
+    struct sockaddr_storage ss = {0};
+    socklen_t len;
+    if (family == AF_INET6) {
+        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+        s6->sin6_family = AF_INET6;
+        s6->sin6_port = htons(port);
+        s6->sin6_addr = in6addr_loopback;
+        len = sizeof(*s6);
+    } else {
+        struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+        s4->sin_family = AF_INET;
+        s4->sin_port = htons(port);
+        s4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        len = sizeof(*s4);
+    }
+    struct tclient *t = calloc(1, sizeof(*t));
+    assert_non_null(t);
+    t->fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(t->fd >= 0);
+    /* loopback TCP completes the handshake in the kernel, before the server accepts */
+    assert_int_equal(connect(t->fd, (struct sockaddr *)&ss, len), 0);
+    c->clients[c->n_clients++] = t;
+    tc_sends(t, request);
+    expect_eof(c, t);
+    char *out = strndup(t->buf ? t->buf : "", t->len);
+    return out;
+}
+
+static struct metrics_conf metrics_conf_of(int family, uint16_t port)
+{
+    struct metrics_conf m = {.enabled = true, .family = family, .port = port};
+    snprintf(m.host, sizeof(m.host), "%s", family == AF_INET6 ? "::1" : "127.0.0.1");
+    snprintf(m.listen, sizeof(m.listen), family == AF_INET6 ? "[%s]:%u" : "%s:%u", m.host, (unsigned)port);
+    return m;
+}
+
+static void test_metrics_http(void **state)
+{
+    struct ctx *c = *state;
+    char err[256];
+    int calls = 0;
+    struct metrics_conf mc = metrics_conf_of(AF_INET, 0);
+    struct metrics_http *h = metrics_http_new(c->base, &mc, render_ok, &calls, err, sizeof(err));
+    if (!h)
+        fail_msg("metrics_http_new: %s", err);
+    uint16_t port = metrics_http_port(h);
+    assert_true(port > 0);
+
+    char *r = http(c, AF_INET, port, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert_true(strncmp(r, "HTTP/1.1 200 ", 13) == 0);
+    assert_non_null(strcasestr(r, "\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"));
+    const char *body = strstr(r, "\r\n\r\n");
+    assert_non_null(body);
+    assert_string_equal(body + 4, "# HELP a A.\n# TYPE a gauge\na 1\n");
+    free(r);
+
+    r = http(c, AF_INET, port, "GET /metrics?name[]=a HTTP/1.0\r\n\r\n");
+    assert_true(strncmp(r, "HTTP/1.0 200 ", 13) == 0 || strncmp(r, "HTTP/1.1 200 ", 13) == 0);
+    free(r);
+
+    r = http(c, AF_INET, port, "HEAD /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert_true(strncmp(r, "HTTP/1.1 200 ", 13) == 0);
+    body = strstr(r, "\r\n\r\n");
+    assert_non_null(body);
+    assert_string_equal(body + 4, ""); /* no body for HEAD */
+    free(r);
+
+    r = http(c, AF_INET, port, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert_true(strncmp(r, "HTTP/1.1 404 ", 13) == 0);
+    free(r);
+    r = http(c, AF_INET, port, "GET /metricsx HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert_true(strncmp(r, "HTTP/1.1 404 ", 13) == 0);
+    free(r);
+    r = http(c, AF_INET, port, "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nConnection: close\r\n\r\nx");
+    if (strncmp(r, "HTTP/1.1 405 ", 13) != 0 || !strcasestr(r, "\r\nAllow: GET, HEAD\r\n"))
+        fail_msg("405 response: %s", r);
+    assert_non_null(strcasestr(r, "\r\nAllow: GET, HEAD\r\n"));
+    free(r);
+    r = http(c, AF_INET, port, "garbage\r\n\r\n");
+    assert_true(strncmp(r, "HTTP/1.1 400 ", 13) == 0 || r[0] == '\0'); /* refused, and the server lives on */
+    free(r);
+    assert_int_equal(calls, 3); /* GET, GET with a query, HEAD */
+
+    /* The port is taken now: a second endpoint says so, naming the address. */
+    struct metrics_conf busy = metrics_conf_of(AF_INET, port);
+    assert_null(metrics_http_new(c->base, &busy, render_ok, &calls, err, sizeof(err)));
+    char want[96];
+    snprintf(want, sizeof(want), "metrics.listen: cannot listen on 127.0.0.1:%u: ", (unsigned)port);
+    if (!strstr(err, want))
+        fail_msg("error \"%s\" lacks \"%s\"", err, want);
+    metrics_http_free(h);
+
+    /* A render failure is a 500, not a crash or an empty 200. */
+    h = metrics_http_new(c->base, &mc, render_fail, NULL, err, sizeof(err));
+    assert_non_null(h);
+    r = http(c, AF_INET, metrics_http_port(h), "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert_true(strncmp(r, "HTTP/1.1 500 ", 13) == 0);
+    free(r);
+    metrics_http_free(h);
+    metrics_http_free(NULL);
+}
+
+static void test_metrics_http_ipv6(void **state)
+{
+    struct ctx *c = *state;
+    char err[256];
+    int calls = 0, probe = socket(AF_INET6, SOCK_STREAM, 0);
+    struct sockaddr_in6 s6 = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+    bool have_v6 = probe >= 0 && bind(probe, (struct sockaddr *)&s6, sizeof(s6)) == 0;
+    if (probe >= 0)
+        close(probe);
+    if (!have_v6)
+        skip(); /* no ::1 in this environment */
+    struct metrics_conf mc = metrics_conf_of(AF_INET6, 0);
+    struct metrics_http *h = metrics_http_new(c->base, &mc, render_ok, &calls, err, sizeof(err));
+    if (!h)
+        fail_msg("metrics_http_new: %s", err);
+    char *r = http(c, AF_INET6, metrics_http_port(h), "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert_true(strncmp(r, "HTTP/1.1 200 ", 13) == 0);
+    free(r);
+    metrics_http_free(h);
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse_table),
+        cmocka_unit_test(test_parse_lengths),
+        cmocka_unit_test(test_execute_each_command),
+        cmocka_unit_test(test_execute_missing_and_failing_providers),
+        cmocka_unit_test(test_error_line_never_empty),
+        cmocka_unit_test(test_peer_allowed_table),
+        cmocka_unit_test_setup_teardown(test_server_socket_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_server_umask_077, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_server_stale_and_foreign_files, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_server_every_command_pipelined, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_server_bad_requests_keep_connection, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_server_oversized_line, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_server_fifty_clients, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_server_connection_cap, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_server_client_that_never_reads, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_server_slow_reader_gets_everything, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_server_eof_without_newline, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_server_idle_client_closed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_server_injected_peers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_server_real_peers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_server_real_supplementary_group, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_metrics_http, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_metrics_http_ipv6, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

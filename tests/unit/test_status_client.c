@@ -1,0 +1,413 @@
+/* test_status_client.c — unit tests for sidecar/status_client.c (`onionfront status`): the summary for
+ * people from canned JSON (exact text; missing and mistyped fields), one request/reply over a
+ * socketpair (ok, error replies, garbage, EOF, timeout, the request line sent), connection errors that
+ * must say "not running", and the whole command against a real status server in a forked child. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <event2/event.h>
+#include <ftw.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sidecar/config.h"
+#include "sidecar/status.h"
+#include "sidecar/status_client.h"
+
+static json_t *load(const char *text)
+{
+    json_error_t jerr;
+    json_t *j = json_loads(text, 0, &jerr);
+    if (!j)
+        fail_msg("bad canned JSON: %s", jerr.text);
+    return j;
+}
+
+static const char canned_status[] =
+    "{\"state\":\"degraded\",\"version\":\"0.1.0\",\"pid\":123,\"uptime_seconds\":3725,"
+    "\"problems\":[\"service beta: no descriptor upload confirmed yet\"],"
+    "\"tor\":{\"mode\":\"spawn\",\"state\":\"running\",\"bootstrap_progress\":100,\"version\":\"0.4.9.11\","
+    "\"pid\":456,\"restarts\":1}}";
+static const char canned_services[] =
+    "[{\"name\":\"alpha\",\"address\":\"abc.onion\",\"ports\":[{\"virtual\":80,\"targets\":[\"127.0.0.1:8080\","
+    "\"unix:/run/x.sock\"]}],\"uploaded\":true,\"verdict\":\"single_onion\",\"descriptor\":{\"hsdirs_confirmed\":5,"
+    "\"hsdirs_total\":6,\"last_upload_age_seconds\":75}},"
+    "{\"name\":\"beta\",\"address\":\"def.onion\",\"ports\":[{\"virtual\":443,\"targets\":[\"127.0.0.1:8443\"]}],"
+    "\"uploaded\":false}]";
+static const char canned_backends[] =
+    "[{\"service\":\"alpha\",\"virtual_port\":80,\"up\":true,\"backends\":["
+    "{\"name\":\"web1\",\"state\":\"up\",\"last_result\":\"ok\",\"last_detail\":\"\"},"
+    "{\"name\":\"web2\",\"state\":\"down\",\"last_result\":\"connect refused\",\"last_detail\":\"Connection refused\"},"
+    "{\"name\":\"web3\",\"state\":\"drained\",\"last_result\":null,\"last_detail\":\"\"}]},"
+    "{\"service\":\"gamma\",\"virtual_port\":80,\"up\":false,\"backends\":[{\"name\":\"g1\",\"state\":\"down\"}]}]";
+
+static const char expected_summary[] =
+    "onionfront 0.1.0: degraded, up 1h 02m (pid 123)\n"
+    "tor: running, bootstrapped 100%, version 0.4.9.11, pid 456, 1 restart\n"
+    "  ! service beta: no descriptor upload confirmed yet\n"
+    "\n"
+    "service alpha: abc.onion\n"
+    "  port 80      -> 127.0.0.1:8080, unix:/run/x.sock\n"
+    "  verdict      single onion\n"
+    "  descriptor   5/6 HSDirs confirmed, last upload 1m 15s ago\n"
+    "  backends     port 80: 1/3 up - web1 up, web2 down (connect refused: Connection refused), web3 drained\n"
+    "\n"
+    "service beta: def.onion\n"
+    "  port 443     -> 127.0.0.1:8443\n"
+    "  descriptor   not uploaded yet\n";
+
+static void test_summary_full(void **state)
+{
+    (void)state;
+    json_t *st = load(canned_status), *sv = load(canned_services), *be = load(canned_backends);
+    char *text = status_client_summary(st, sv, be);
+    assert_non_null(text);
+    assert_string_equal(text, expected_summary);
+    free(text);
+    json_decref(st);
+    json_decref(sv);
+    json_decref(be);
+}
+
+/* Each row: the three documents (NULL = not given) and the exact summary. */
+static const struct {
+    const char *status, *services, *backends, *expected;
+} summary_cases[] = {
+    {NULL, NULL, NULL, "(nothing to show)\n"},
+    {"{}", NULL, NULL, "onionfront: unknown\n"},
+    {"{\"state\":\"down\",\"tor\":{\"state\":\"backoff\",\"bootstrap_progress\":null,\"version\":null,\"pid\":null,"
+     "\"restarts\":3},\"problems\":[\"tor is backoff\",7]}",
+     NULL, NULL, "onionfront: down\ntor: backoff, 3 restarts\n  ! tor is backoff\n"},
+    /* Wrong types are skipped, never trusted. */
+    {"{\"state\":5,\"version\":[],\"uptime_seconds\":\"long\",\"tor\":\"running\",\"problems\":{}}", "{}", "7",
+     "onionfront: unknown\n"},
+    {"{\"state\":\"ok\",\"uptime_seconds\":59}", "[{\"name\":\"a\"},3,{\"ports\":[{\"virtual\":\"x\"}]}]", "[1,{}]",
+     "onionfront: ok, up 59s\n\nservice a: (no address yet)\n\nservice ?: (no address yet)\n"
+     "  port -1      ->\n"},
+    {"{\"state\":\"ok\",\"uptime_seconds\":200000}", NULL, NULL, "onionfront: ok, up 2d 7h\n"},
+    /* Descriptor counts win over the plain "uploaded" flag; a backend up needs no reason. */
+    {NULL,
+     "[{\"name\":\"s\",\"address\":\"x.onion\",\"uploaded\":true,\"descriptor\":{\"hsdirs_confirmed\":0,"
+     "\"hsdirs_total\":8}}]",
+     "[{\"service\":\"s\",\"backends\":[{\"name\":\"b\",\"state\":\"up\",\"last_result\":\"connect timeout\"}]}]",
+     "\nservice s: x.onion\n  descriptor   0/8 HSDirs confirmed\n  backends     1/1 up - b up\n"},
+};
+
+static void test_summary_table(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(summary_cases) / sizeof(summary_cases[0]); i++) {
+        json_t *st = summary_cases[i].status ? load(summary_cases[i].status) : NULL;
+        json_t *sv = summary_cases[i].services ? load(summary_cases[i].services) : NULL;
+        json_t *be = summary_cases[i].backends ? json_loads(summary_cases[i].backends, JSON_DECODE_ANY, NULL) : NULL;
+        char *text = status_client_summary(st, sv, be);
+        assert_non_null(text);
+        if (strcmp(text, summary_cases[i].expected) != 0)
+            fail_msg("case %zu:\n--- got\n%s--- expected\n%s", i, text, summary_cases[i].expected);
+        free(text);
+        json_decref(st);
+        json_decref(sv);
+        json_decref(be);
+    }
+}
+
+/* ---- one call over a socketpair ---------------------------------------------------------------------- */
+
+struct call_case {
+    const char *reply;   /* written by the "server" before the call; NULL = nothing */
+    bool close_after;    /* the server closes its end */
+    const char *result;  /* expected result as compact JSON, or NULL for an error */
+    const char *err;     /* substring of the error */
+};
+
+static const struct call_case call_cases[] = {
+    {"{\"ok\":true,\"result\":{\"state\":\"ok\"}}\n", false, "{\"state\":\"ok\"}", NULL},
+    {"{\"ok\":true,\"result\":\"# HELP x\\n\"}\n", false, "\"# HELP x\\n\"", NULL},
+    {"{\"ok\":false,\"error\":\"cmd: unknown command \\\"x\\\"\"}\n", false, NULL, "cmd: unknown command \"x\""},
+    {"{\"ok\":false,\"error\":\"permission denied: no\"}\n", true, NULL, "permission denied"},
+    {"{\"ok\":false}\n", false, NULL, "error without a message"},
+    {"{\"ok\":true}\n", false, NULL, "reply without a result"},
+    {"not json\n", false, NULL, "unexpected reply"},
+    {"{\"result\":1}\n", false, NULL, "unexpected reply"},
+    {"{\"ok\":true,\"result\":1}", true, NULL, "closed the connection without a reply"},
+    {NULL, true, NULL, "closed the connection without a reply"},
+    {NULL, false, NULL, "no reply from onionfront in time"},
+};
+
+static void test_call_table(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(call_cases) / sizeof(call_cases[0]); i++) {
+        const struct call_case *t = &call_cases[i];
+        int sv[2];
+        char err[512] = "";
+        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+        if (t->reply)
+            assert_int_equal(write(sv[1], t->reply, strlen(t->reply)), (ssize_t)strlen(t->reply));
+        if (t->close_after)
+            shutdown(sv[1], SHUT_WR);
+        json_t *r = status_client_call(sv[0], "status", 300, err, sizeof(err));
+        char sent[256] = "";
+        ssize_t n = recv(sv[1], sent, sizeof(sent) - 1, MSG_DONTWAIT);
+        assert_true(n > 0);
+        assert_string_equal(sent, "{\"cmd\":\"status\"}\n");
+        if (t->result) {
+            if (!r)
+                fail_msg("case %zu: error %s", i, err);
+            char *dump = json_dumps(r, JSON_COMPACT | JSON_ENCODE_ANY);
+            assert_string_equal(dump, t->result);
+            free(dump);
+        } else {
+            assert_null(r);
+            if (!strstr(err, t->err))
+                fail_msg("case %zu: error \"%s\" lacks \"%s\"", i, err, t->err);
+        }
+        json_decref(r);
+        close(sv[0]);
+        close(sv[1]);
+    }
+}
+
+static void test_call_escapes_command(void **state)
+{
+    (void)state;
+    int sv[2];
+    char err[256], sent[256] = "";
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    shutdown(sv[1], SHUT_WR);
+    assert_null(status_client_call(sv[0], "a\"b\n", 300, err, sizeof(err)));
+    assert_true(recv(sv[1], sent, sizeof(sent) - 1, MSG_DONTWAIT) > 0);
+    assert_string_equal(sent, "{\"cmd\":\"a\\\"b\\n\"}\n"); /* one line, whatever the argument */
+    close(sv[0]);
+    close(sv[1]);
+}
+
+/* ---- connection errors -------------------------------------------------------------------------------- */
+
+struct dir_state {
+    char dir[64];
+    char path[100];
+};
+
+static int rm_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static int setup(void **state)
+{
+    struct dir_state *s = calloc(1, sizeof(*s));
+    if (!s)
+        return -1;
+    strcpy(s->dir, "/tmp/test_status_client.XXXXXX");
+    if (!mkdtemp(s->dir)) {
+        free(s);
+        return -1;
+    }
+    snprintf(s->path, sizeof(s->path), "%s/status.sock", s->dir);
+    *state = s;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct dir_state *s = *state;
+    nftw(s->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+    free(s);
+    return 0;
+}
+
+static void test_connect_not_running(void **state)
+{
+    struct dir_state *s = *state;
+    char err[512];
+    assert_int_equal(status_client_connect(s->path, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "onionfront is not running (no status socket at"));
+    /* A socket file left by a dead daemon. */
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", s->path);
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    close(fd);
+    assert_int_equal(status_client_connect(s->path, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "onionfront is not running (nothing listens on"));
+
+    FILE *out = tmpfile(), *errf = tmpfile();
+    assert_int_equal(status_client_run(s->path, NULL, false, out, errf), 1);
+    char buf[512] = "";
+    rewind(errf);
+    assert_non_null(fgets(buf, sizeof(buf), errf));
+    assert_non_null(strstr(buf, "onionfront status: onionfront is not running"));
+    assert_int_equal(ftell(out), 0);
+    fclose(out);
+    fclose(errf);
+}
+
+/* ---- the whole command against a real server ---------------------------------------------------------- */
+
+static json_t *srv_status(void *arg)
+{
+    (void)arg;
+    return load(canned_status);
+}
+
+static json_t *srv_services(void *arg)
+{
+    (void)arg;
+    return load(canned_services);
+}
+
+static json_t *srv_backends(void *arg)
+{
+    (void)arg;
+    return load(canned_backends);
+}
+
+static char *srv_metrics(void *arg)
+{
+    (void)arg;
+    return strdup("# HELP onionfront_x A.\n# TYPE onionfront_x gauge\nonionfront_x 1\n");
+}
+
+static int srv_reload(void *arg, char *msg, size_t msglen)
+{
+    (void)arg;
+    snprintf(msg, msglen, "applied /etc/x.json (no change for tor)");
+    return 0;
+}
+
+/* A status server (no circuits provider) in a child process, for at most 20 s. */
+static pid_t start_server(const char *path)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid > 0)
+        return pid;
+    struct event_base *base = event_base_new();
+    int dummy = 0;
+    struct status_providers p = {&dummy, srv_status, srv_services, srv_backends, NULL, srv_metrics, srv_reload};
+    struct status_server *srv = status_server_new(base, &p);
+    struct status_conf conf = {.socket = (char *)path};
+    char err[256];
+    if (!srv || status_server_listen(srv, &conf, NULL, err, sizeof(err)) < 0)
+        _exit(1);
+    struct timeval bound = {20, 0};
+    event_base_loopexit(base, &bound);
+    event_base_dispatch(base);
+    status_server_free(srv);
+    event_base_free(base);
+    _exit(0);
+}
+
+static void stop_server(pid_t pid)
+{
+    int wstatus;
+    kill(pid, SIGTERM);
+    assert_int_equal(waitpid(pid, &wstatus, 0), pid);
+}
+
+static char *run(const char *path, const char *cmd, bool json, int *rc, char **errtext)
+{
+    char *out = NULL, *errout = NULL;
+    size_t outlen = 0, errlen = 0;
+    FILE *o = open_memstream(&out, &outlen), *e = open_memstream(&errout, &errlen);
+    *rc = status_client_run(path, cmd, json, o, e);
+    fclose(o);
+    fclose(e);
+    *errtext = errout;
+    return out;
+}
+
+static void test_run_against_server(void **state)
+{
+    struct dir_state *s = *state;
+    pid_t pid = start_server(s->path);
+    struct stat st;
+    for (int i = 0; i < 500 && stat(s->path, &st) < 0; i++)
+        poll(NULL, 0, 10);
+    int rc;
+    char *err;
+
+    char *out = run(s->path, NULL, false, &rc, &err);
+    assert_int_equal(rc, 0);
+    assert_string_equal(out, expected_summary); /* "circuits: not available" does not spoil the summary */
+    assert_string_equal(err, "");
+    free(out);
+    free(err);
+
+    out = run(s->path, NULL, true, &rc, &err);
+    assert_int_equal(rc, 0);
+    json_t *all = load(out);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(all, "status"), "state")), "degraded");
+    assert_int_equal(json_array_size(json_object_get(all, "services")), 2);
+    assert_int_equal(json_array_size(json_object_get(all, "backends")), 2);
+    assert_true(json_is_null(json_object_get(all, "circuits")));
+    json_decref(all);
+    free(out);
+    free(err);
+
+    out = run(s->path, "metrics", false, &rc, &err);
+    assert_int_equal(rc, 0);
+    assert_string_equal(out, "# HELP onionfront_x A.\n# TYPE onionfront_x gauge\nonionfront_x 1\n");
+    free(out);
+    free(err);
+
+    out = run(s->path, "reload", false, &rc, &err);
+    assert_int_equal(rc, 0);
+    assert_string_equal(out, "reloaded: applied /etc/x.json (no change for tor)\n");
+    free(out);
+    free(err);
+
+    out = run(s->path, "circuits", false, &rc, &err);
+    assert_int_equal(rc, 1);
+    assert_string_equal(out, "");
+    assert_string_equal(err, "onionfront status: circuits: circuits: not available\n");
+    free(out);
+    free(err);
+
+    out = run(s->path, "frobnicate", false, &rc, &err);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(err, "unknown command \"frobnicate\""));
+    free(out);
+    free(err);
+
+    out = run(s->path, "status", true, &rc, &err);
+    assert_int_equal(rc, 0);
+    all = load(out);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(all, "tor"), "pid")), 456);
+    json_decref(all);
+    free(out);
+    free(err);
+
+    stop_server(pid);
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_summary_full),
+        cmocka_unit_test(test_summary_table),
+        cmocka_unit_test(test_call_table),
+        cmocka_unit_test(test_call_escapes_command),
+        cmocka_unit_test_setup_teardown(test_connect_not_running, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_run_against_server, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
