@@ -5,6 +5,7 @@
  * a configuration error the caller should report, not paper over). */
 #include "sidecar/fsutil.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -250,4 +251,105 @@ fail:
     if (got)
         OPENSSL_cleanse(buf, got);
     return -1;
+}
+
+int fs_set_owner(const char *path, uid_t uid, gid_t gid, char *err, size_t errlen)
+{
+    struct stat st;
+    if (lstat(path, &st) < 0) {
+        snprintf(err, errlen, "%s: cannot stat: %s", path, strerror(errno));
+        return -1;
+    }
+    if (S_ISLNK(st.st_mode)) {
+        snprintf(err, errlen, "%s: is a symlink; refusing to change its owner", path);
+        return -1;
+    }
+    if ((st.st_uid != uid || st.st_gid != gid) && lchown(path, uid, gid) < 0) {
+        snprintf(err, errlen, "%s: cannot change owner to %lu:%lu: %s", path, (unsigned long)uid,
+                 (unsigned long)gid, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* One directory level of fs_chown_tree: everything inside the open directory `dfd` (named `path` in
+ * messages). Takes ownership of `dfd`. */
+static int fs_chown_dir(int dfd, const char *path, dev_t dev, uid_t uid, gid_t gid, int depth, char *err,
+                        size_t errlen)
+{
+    DIR *d = fdopendir(dfd);
+    if (!d) {
+        snprintf(err, errlen, "%s: cannot read directory: %s", path, strerror(errno));
+        close(dfd);
+        return -1;
+    }
+    int rc = 0;
+    struct dirent *de;
+    while (rc == 0 && (errno = 0, de = readdir(d)) != NULL) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        char sub[4096];
+        if (snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name) >= (int)sizeof(sub)) {
+            snprintf(err, errlen, "%s/%s: path too long", path, de->d_name);
+            rc = -1;
+            break;
+        }
+        struct stat st;
+        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+            snprintf(err, errlen, "%s: cannot stat: %s", sub, strerror(errno));
+            rc = -1;
+            break;
+        }
+        if (st.st_dev != dev) /* a mount point below: not ours to change */
+            continue;
+        if ((st.st_uid != uid || st.st_gid != gid) &&
+            fchownat(dirfd(d), de->d_name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0) {
+            snprintf(err, errlen, "%s: cannot change owner to %lu:%lu: %s", sub, (unsigned long)uid,
+                     (unsigned long)gid, strerror(errno));
+            rc = -1;
+            break;
+        }
+        if (S_ISDIR(st.st_mode)) {
+            if (depth >= 16) {
+                snprintf(err, errlen, "%s: more than 16 directory levels", sub);
+                rc = -1;
+                break;
+            }
+            int sfd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sfd < 0) {
+                snprintf(err, errlen, "%s: cannot open directory: %s", sub, strerror(errno));
+                rc = -1;
+                break;
+            }
+            rc = fs_chown_dir(sfd, sub, dev, uid, gid, depth + 1, err, errlen);
+        }
+    }
+    if (rc == 0 && errno != 0) {
+        snprintf(err, errlen, "%s: cannot read directory: %s", path, strerror(errno));
+        rc = -1;
+    }
+    closedir(d);
+    return rc;
+}
+
+int fs_chown_tree(const char *path, uid_t uid, gid_t gid, char *err, size_t errlen)
+{
+    struct stat st;
+    if (lstat(path, &st) < 0) {
+        snprintf(err, errlen, "%s: cannot stat: %s", path, strerror(errno));
+        return -1;
+    }
+    if ((st.st_uid != uid || st.st_gid != gid) && lchown(path, uid, gid) < 0) {
+        snprintf(err, errlen, "%s: cannot change owner to %lu:%lu: %s", path, (unsigned long)uid,
+                 (unsigned long)gid, strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode))
+        return 0;
+    int dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0) {
+        snprintf(err, errlen, "%s: cannot open directory: %s", path, strerror(errno));
+        return -1;
+    }
+    return fs_chown_dir(dfd, path, st.st_dev, uid, gid, 1, err, errlen);
 }

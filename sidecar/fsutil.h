@@ -1,6 +1,7 @@
 /* fsutil.h — small file-system helpers for files that must never be seen half-written or too open:
- * atomic replacement of a file (temp file in the same directory, fsync, rename, fsync of the directory)
- * and private (0700) directories.
+ * atomic replacement of a file (temp file in the same directory, fsync, rename, fsync of the directory),
+ * private (0700) directories, and handing directories to another owner (tor's User) without following
+ * symlinks.
  *
  * Owns nothing beyond the call. It does not know what the files contain (keys.c, tor.c do), never logs,
  * and reports every error through the caller's buffer, naming the path. */
@@ -42,5 +43,16 @@ int fs_read_small(const char *path, void *buf, size_t cap, size_t *len, struct s
 
 /* Describe `mode`'s permission bits as "0644". `out` needs 6 bytes. Return `out`. */
 const char *fs_mode_str(mode_t mode, char out[6]);
+
+/* Give `path` itself (not what it contains) to `uid`:`gid`. A symlink is refused, not followed. Modes
+ * are kept. Return 0, or -1 with a message in `err` naming the path. (Used as root, to hand the
+ * directories a tor with the User option works in to that user.) */
+int fs_set_owner(const char *path, uid_t uid, gid_t gid, char *err, size_t errlen);
+
+/* Give `path` and, if it is a directory, everything below it to `uid`:`gid`, without following
+ * symlinks (a symlink itself is changed, not its target) and without leaving the file system of
+ * `path`. At most 16 levels deep. Modes are kept. Return 0, or -1 with a message in `err` naming the
+ * first path that failed. */
+int fs_chown_tree(const char *path, uid_t uid, gid_t gid, char *err, size_t errlen);
 
 #endif

@@ -8,7 +8,9 @@ what=${1:-test}
 
 runtime="tor libevent-2.1-7 libevent-openssl-2.1-7 libjansson4 libcurl4 ca-certificates"
 build="build-essential pkg-config libevent-dev libjansson-dev libcurl4-openssl-dev libssl-dev"
-test="$build libcmocka-dev clang curl iproute2 tor valgrind procps"
+# systemd: systemd-analyze/systemd-sysusers for test_systemd; groff-base, man-db: the man pages (test_install);
+# nginx, apache2-bin: the Onion-Location snippets against real web servers (test_onion_location).
+test="$build libcmocka-dev clang curl iproute2 tor valgrind procps systemd groff-base man-db nginx apache2-bin"
 bench="$test haproxy gnuplot-nox"
 
 case "$what" in

@@ -313,6 +313,55 @@ static void test_mode_str(void **state)
     assert_string_equal(fs_mode_str(01777, ms), "1777");
 }
 
+/* fs_chown_tree hands a whole tree to another user without following symlinks out of it; fs_set_owner
+ * changes one entry and refuses a symlink. (Tests run as root.) */
+static void test_chown_tree(void **state)
+{
+    struct fs_state *s = *state;
+    char tree[256], sub[300], file[320], link[300], outside[256], err[512] = "";
+    struct stat st;
+    const uid_t uid = 65534;
+    const gid_t gid = 65534;
+    path_in(tree, sizeof tree, s, "tree");
+    path_in(outside, sizeof outside, s, "outside");
+    snprintf(sub, sizeof sub, "%s/a", tree);
+    snprintf(file, sizeof file, "%s/a/key", tree);
+    snprintf(link, sizeof link, "%s/link", tree);
+    assert_int_equal(mkdir(tree, 0700), 0);
+    assert_int_equal(mkdir(sub, 0700), 0);
+    write_plain(file, "secret", 0600);
+    write_plain(outside, "not ours", 0644);
+    assert_int_equal(symlink(outside, link), 0);
+
+    assert_int_equal(fs_chown_tree(tree, uid, gid, err, sizeof err), 0);
+    const char *mine[] = {tree, sub, file, link};
+    for (size_t i = 0; i < 4; i++) {
+        assert_int_equal(lstat(mine[i], &st), 0);
+        assert_int_equal(st.st_uid, uid);
+        assert_int_equal(st.st_gid, gid);
+    }
+    assert_int_equal(stat(file, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0600); /* modes kept */
+    assert_int_equal(stat(outside, &st), 0);     /* the symlink's target is untouched */
+    assert_int_equal(st.st_uid, 0);
+
+    /* fs_set_owner: one entry only, back to root; the directory's contents keep their owner. */
+    assert_int_equal(fs_set_owner(tree, 0, 0, err, sizeof err), 0);
+    assert_int_equal(stat(tree, &st), 0);
+    assert_int_equal(st.st_uid, 0);
+    assert_int_equal(stat(sub, &st), 0);
+    assert_int_equal(st.st_uid, uid);
+    assert_int_equal(fs_set_owner(link, 0, 0, err, sizeof err), -1);
+    assert_non_null(strstr(err, "symlink"));
+
+    char missing[256];
+    path_in(missing, sizeof missing, s, "missing");
+    assert_int_equal(fs_chown_tree(missing, uid, gid, err, sizeof err), -1);
+    assert_non_null(strstr(err, missing));
+    assert_int_equal(fs_set_owner(missing, uid, gid, err, sizeof err), -1);
+    assert_non_null(strstr(err, missing));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -326,6 +375,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_private_dir_refuses_others, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_small, setup, teardown),
         cmocka_unit_test(test_mode_str),
+        cmocka_unit_test_setup_teardown(test_chown_tree, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
