@@ -242,10 +242,31 @@ void proc_terminate(struct proc *p, const struct timeval *grace)
     if (!p->running)
         return;
     kill(p->pid, SIGTERM);
+    kill(p->pid, SIGCONT); /* a stopped (SIGSTOP, hung) child would keep SIGTERM pending forever */
     if (!p->kill_ev)
         p->kill_ev = evtimer_new(p->mgr->base, proc_kill_cb, p);
     if (p->kill_ev)
         evtimer_add(p->kill_ev, grace);
+}
+
+void proc_kill(struct proc *p)
+{
+    if (!p->running)
+        return;
+    kill(p->pid, SIGKILL);
+    kill(p->pid, SIGCONT);
+}
+
+bool proc_poll(struct proc *p)
+{
+    if (!p->running)
+        return true;
+    int wstatus;
+    pid_t r = waitpid(p->pid, &wstatus, WNOHANG);
+    if (r != p->pid)
+        return false;
+    proc_reaped(p, wstatus);
+    return true;
 }
 
 void proc_free(struct proc *p)

@@ -1,6 +1,7 @@
 /* proc.h — child processes on the event loop: spawn with output relayed line by line, one SIGCHLD
- * handler for all children, reaping only our own PIDs (never waitpid(-1)), and bounded termination
- * (SIGTERM, then SIGKILL after a grace period).
+ * handler for all children, reaping only our own PIDs (never waitpid(-1)), bounded termination
+ * (SIGTERM, then SIGKILL after a grace period; stopped children are continued so they can act on it),
+ * and an immediate kill that never blocks. Only proc_free() of a running child waits (for its reap).
  *
  * Owns the children it spawned and the SIGCHLD event. It does not decide when to restart anything:
  * that is the caller's job in its exit callback. */
@@ -37,9 +38,19 @@ bool proc_is_running(const struct proc *p);
 /* Send `sig` to the child if it is still running. Return 0 or -1. */
 int proc_signal(struct proc *p, int sig);
 
-/* Ask the child to exit: SIGTERM now, SIGKILL (and SIGCONT, for a stopped child) after `grace`.
- * exit_cb reports the end. */
+/* Ask the child to exit: SIGTERM now, followed by SIGCONT (a stopped child acts on SIGTERM only once it
+ * runs again), then SIGKILL (and SIGCONT) after `grace`. exit_cb reports the end. */
 void proc_terminate(struct proc *p, const struct timeval *grace);
+
+/* Kill the child now (SIGKILL, and SIGCONT for a stopped one) without waiting: exit_cb reports the end
+ * when SIGCHLD has been handled, and until then proc_is_running() stays true. Never blocks. */
+void proc_kill(struct proc *p);
+
+/* Reap the child now if it has already ended (waitpid WNOHANG), calling exit_cb from inside this call.
+ * Return true if it was reaped (now or earlier); exit_cb may have freed `p`, so do not use it after a
+ * true return. Lets a caller that noticed the child's death another way (its pipe or socket closed)
+ * learn the exit status before SIGCHLD is handled. Never blocks. */
+bool proc_poll(struct proc *p);
 
 /* Free the proc. A child still running is killed with SIGKILL and reaped first (blocking briefly), so
  * nothing is ever left behind. exit_cb is not called from here. NULL is a no-op. */

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -31,6 +33,9 @@ static const char *const tor_events[] = {"STATUS_CLIENT", "STATUS_GENERAL", "HS_
 #define TOR_CONNECT_RETRY_MS 100
 #define TOR_KEEPALIVE_S 10
 #define TOR_STOP_GRACE_S 10
+#define TOR_REAP_WARN_MS 5000 /* a killed tor not reaped by then is worth a warning */
+#define TOR_LEFTOVER_TERM_MS 10000
+#define TOR_LEFTOVER_KILL_MS 5000
 
 struct tor_sup {
     struct event_base *base;
@@ -48,7 +53,10 @@ struct tor_sup {
     char version[64];
     unsigned restarts;
     unsigned backoff_s;
+    unsigned reap_waits;     /* retry ticks spent waiting for a killed tor to be reaped */
     struct timespec started_at;
+    bool outage;             /* a verified connection was lost and no tor has bootstrapped since */
+    struct timespec lost_at; /* when that happened */
 
     char data_dir[PATH_MAX];
     char control_dir[PATH_MAX];
@@ -82,11 +90,11 @@ static bool tor_is_spawn(const struct tor_sup *t)
     return t->conf->tor.mode == TOR_MODE_SPAWN;
 }
 
-static double tor_elapsed_s(const struct tor_sup *t)
+static double tor_since_s(const struct timespec *t0)
 {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
-    return (double)(now.tv_sec - t->started_at.tv_sec) + (double)(now.tv_nsec - t->started_at.tv_nsec) / 1e9;
+    return (double)(now.tv_sec - t0->tv_sec) + (double)(now.tv_nsec - t0->tv_nsec) / 1e9;
 }
 
 static void tor_set_state(struct tor_sup *t, enum tor_state s)
@@ -108,6 +116,10 @@ static void tor_drop_conn(struct tor_sup *t, const char *why)
     }
     if (t->handed_over) {
         t->handed_over = false;
+        if (!t->outage) {
+            t->outage = true;
+            clock_gettime(CLOCK_MONOTONIC, &t->lost_at);
+        }
         if (t->cbs.lost)
             t->cbs.lost(t, why, t->arg);
     }
@@ -129,15 +141,24 @@ static void tor_fail(struct tor_sup *t, const char *why)
 
 static void tor_note_progress(struct tor_sup *t, int progress, const char *summary)
 {
-    if (progress < 0 || progress == t->progress)
+    if (progress < 0)
         return;
-    t->progress = progress;
-    log_debug("tor: bootstrap %d%%%s%s", progress, summary ? ": " : "", summary ? summary : "");
-    if (progress >= 100 && t->state == TOR_BOOTSTRAPPING) {
+    if (progress != t->progress) {
+        t->progress = progress;
+        log_debug("tor: bootstrap %d%%%s%s", progress, summary ? ": " : "", summary ? summary : "");
+    }
+    /* Not only on a change: a restarted tor with a warm DataDirectory can reach 100 % while we are still
+     * CONFIGURING, and then only the GETINFO after the handover reports it again. */
+    if (t->progress >= 100 && t->state == TOR_BOOTSTRAPPING) {
         event_del(t->deadline_ev);
         tor_set_state(t, TOR_RUNNING);
-        t->backoff_s = 0;
-        log_info("tor: bootstrapped in %.1f s", tor_elapsed_s(t));
+        t->backoff_s = 0; /* a tor that got this far was a success: the next failure starts again at 1 s */
+        log_info("tor: bootstrapped in %.1f s", tor_since_s(&t->started_at));
+        if (t->outage) {
+            t->outage = false;
+            log_notice("tor: usable again %.1f s after the loss (%u restart%s so far)", tor_since_s(&t->lost_at),
+                       t->restarts, t->restarts == 1 ? "" : "s");
+        }
         if (t->cbs.bootstrapped)
             t->cbs.bootstrapped(t, t->arg);
     }
@@ -413,18 +434,25 @@ static void tor_conn_state_cb(struct cp_conn *c, enum cp_conn_state st, const ch
         }
         return;
     }
+    /* Our tor died (SIGKILL, crash): the socket's EOF often arrives before SIGCHLD is handled. Reaping
+     * it now gives the restart the real reason; tor_exit_cb then does the rest. */
+    if (tor_is_spawn(t) && t->child && proc_poll(t->child))
+        return;
+    char why[300];
     if (t->state == TOR_STARTING) {
-        /* The socket is not there yet (tor still starting): try again shortly. */
-        tor_drop_conn(t, err ? err : "closed");
-        if (!tor_is_spawn(t) || (t->child && proc_is_running(t->child)))
-            event_add(t->retry_ev, &(struct timeval){0, TOR_CONNECT_RETRY_MS * 1000});
-        if (!tor_is_spawn(t)) {
-            /* attach: a missing socket is worth one clear line, then quiet retries */
-            log_debug("tor: control socket %s not usable yet: %s", t->control_socket, err ? err : "closed");
+        if (tor_is_spawn(t)) {
+            /* The socket is not there yet (tor still starting): try again shortly. If tor is gone
+             * instead, tor_exit_cb restarts it. */
+            tor_drop_conn(t, err ? err : "closed");
+            if (t->child && proc_is_running(t->child))
+                event_add(t->retry_ev, &(struct timeval){0, TOR_CONNECT_RETRY_MS * 1000});
+            return;
         }
+        /* attach: tor is not (yet) there or refused us; try again with backoff */
+        snprintf(why, sizeof(why), "cannot use tor's control socket: %s", err ? err : "closed");
+        tor_restart_later(t, why);
         return;
     }
-    char why[300];
     snprintf(why, sizeof(why), "control connection lost: %s", err ? err : "closed by tor");
     tor_restart_later(t, why);
 }
@@ -442,8 +470,16 @@ static void tor_try_connect(struct tor_sup *t)
             cp_conn_free(t->conn);
             t->conn = NULL;
         }
-        log_debug("tor: connect to %s: %s", t->control_socket, err);
-        event_add(t->retry_ev, &(struct timeval){0, TOR_CONNECT_RETRY_MS * 1000});
+        if (tor_is_spawn(t)) {
+            /* our tor has not created its socket yet: poll quickly (bounded by the deadline) */
+            log_debug("tor: connect to %s: %s", t->control_socket, err);
+            event_add(t->retry_ev, &(struct timeval){0, TOR_CONNECT_RETRY_MS * 1000});
+        } else {
+            /* an attached tor that is down (restarting, stopped): reconnect with backoff */
+            char why[320];
+            snprintf(why, sizeof(why), "cannot connect to tor: %s", err);
+            tor_restart_later(t, why);
+        }
     }
 }
 
@@ -472,6 +508,7 @@ static void tor_exit_cb(struct proc *p, int wstatus, void *arg)
     else
         snprintf(why, sizeof(why), "tor (pid %ld) ended", (long)proc_pid(p));
     t->child = NULL;
+    t->reap_waits = 0;
     proc_free(p);
     if (t->stopping) {
         log_info("tor: %s", why);
@@ -483,6 +520,11 @@ static void tor_exit_cb(struct proc *p, int wstatus, void *arg)
     }
     if (t->state == TOR_FAILED)
         return;
+    if (t->state == TOR_BACKOFF) {
+        /* the tor given up on (connection lost, hung, killed by us) is gone: the relaunch may go ahead */
+        log_info("tor: previous %s", why);
+        return;
+    }
     tor_restart_later(t, why);
 }
 
@@ -495,9 +537,19 @@ static void tor_retry_cb(evutil_socket_t fd, short what, void *arg)
     if (t->stopping)
         return;
     if (t->state == TOR_BACKOFF) {
+        /* Never two tors on one DataDirectory: the killed one must have been reaped first. SIGKILL is
+         * normally handled within milliseconds; this only waits (without blocking the loop). */
+        if (t->child && !proc_poll(t->child)) {
+            if (++t->reap_waits == TOR_REAP_WARN_MS / TOR_CONNECT_RETRY_MS)
+                log_warnx("tor: pid %ld has not ended %d s after SIGKILL; not starting another tor yet",
+                          (long)proc_pid(t->child), TOR_REAP_WARN_MS / 1000);
+            event_add(t->retry_ev, &(struct timeval){0, TOR_CONNECT_RETRY_MS * 1000});
+            return;
+        }
         if (tor_launch(t, err, sizeof(err)) < 0) {
-            log_error("tor: restart failed: %s", err);
-            tor_restart_later(t, err);
+            char why[600];
+            snprintf(why, sizeof(why), "cannot start tor: %s", err);
+            tor_restart_later(t, why);
         }
         return;
     }
@@ -519,10 +571,10 @@ static void tor_restart_later(struct tor_sup *t, const char *why)
     event_del(t->deadline_ev);
     event_del(t->retry_ev);
     if (t->child) {
-        /* Not waiting for it to end before relaunching would put two tors on one DataDirectory:
-         * kill now (a hung tor ignores SIGTERM) and let the launch wait for the reap. */
-        proc_free(t->child);
-        t->child = NULL;
+        /* A tor we gave up on is of no use (without its owning connection it exits anyway): kill it now,
+         * also when hung (SIGSTOP ignores SIGTERM). Not waiting for it here keeps the loop running;
+         * tor_retry_cb relaunches only after tor_exit_cb has seen it reaped. */
+        proc_kill(t->child);
     }
     unsigned max = (unsigned)t->conf->tor.restart_backoff_max;
     t->backoff_s = t->backoff_s == 0 ? 1 : (t->backoff_s * 2 > max ? max : t->backoff_s * 2);
@@ -532,53 +584,94 @@ static void tor_restart_later(struct tor_sup *t, const char *why)
     event_add(t->retry_ev, &(struct timeval){t->backoff_s, 0});
 }
 
+/* Is `pid` a process that still runs? A zombie does not count: it holds no files or locks any more, and
+ * only its parent (not us, for a tor left by an earlier run) can reap it. */
+static bool tor_pid_alive(long pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* proc(5): "pid (comm) state ..."; comm may itself contain ") " */
+    const char *rp = strrchr(buf, ')');
+    return !(rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'));
+}
+
+static bool tor_wait_gone(long pid, int ms)
+{
+    for (int i = 0; i < ms / 100; i++) {
+        if (!tor_pid_alive(pid))
+            return true;
+        usleep(100 * 1000);
+    }
+    return !tor_pid_alive(pid);
+}
+
 /* If a tor from an earlier run of onionfront still runs on our DataDirectory (onionfront was killed and
- * tor has not noticed yet), end it: two tors must never share a DataDirectory. */
+ * tor has not noticed yet, or it is stopped), end it: two tors must never share a DataDirectory. Then
+ * make sure no other process holds tor's DataDirectory lock. Blocks (up to 15 s): call it only at
+ * start-up, never from the loop. */
 static int tor_replace_leftover(struct tor_sup *t, char *err, size_t errlen)
 {
     char path[PATH_MAX + 16], buf[64];
+    long pid = 0;
     snprintf(path, sizeof(path), "%s/tor.pid", t->data_dir);
     FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    long pid = 0;
-    if (fgets(buf, sizeof(buf), f))
-        pid = strtol(buf, NULL, 10);
-    fclose(f);
-    if (pid <= 1 || pid == (long)getpid())
-        return 0;
+    if (f) {
+        if (fgets(buf, sizeof(buf), f))
+            pid = strtol(buf, NULL, 10);
+        fclose(f);
+    }
     /* Only a process that really is a tor running our torrc counts; a recycled pid is left alone. */
     char cmdline[4096];
-    snprintf(path, sizeof(path), "/proc/%ld/cmdline", pid);
-    f = fopen(path, "r");
-    if (!f)
-        return 0;
-    size_t n = fread(cmdline, 1, sizeof(cmdline) - 1, f);
-    fclose(f);
+    size_t n = 0;
+    if (pid > 1 && pid != (long)getpid() && tor_pid_alive(pid)) {
+        snprintf(path, sizeof(path), "/proc/%ld/cmdline", pid);
+        if ((f = fopen(path, "r")) != NULL) {
+            n = fread(cmdline, 1, sizeof(cmdline) - 1, f);
+            fclose(f);
+        }
+    }
     cmdline[n] = '\0';
     for (size_t i = 0; i < n; i++)
         if (cmdline[i] == '\0')
             cmdline[i] = ' ';
-    if (!strstr(cmdline, t->torrc_path))
-        return 0;
-    log_notice("tor: a tor from an earlier onionfront run (pid %ld) still uses %s; stopping it", pid,
-               t->data_dir);
-    kill((pid_t)pid, SIGTERM);
-    kill((pid_t)pid, SIGCONT);
-    for (int i = 0; i < 100; i++) { /* up to 10 s */
-        if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
-            return 0;
-        usleep(100 * 1000);
+    if (n > 0 && strstr(cmdline, t->torrc_path)) {
+        log_notice("tor: a tor from an earlier onionfront run (pid %ld) still uses %s; stopping it", pid,
+                   t->data_dir);
+        kill((pid_t)pid, SIGTERM);
+        kill((pid_t)pid, SIGCONT); /* a stopped tor acts on SIGTERM only once it runs */
+        if (!tor_wait_gone(pid, TOR_LEFTOVER_TERM_MS)) {
+            log_warnx("tor: pid %ld ignored SIGTERM for %d s; killing it", pid, TOR_LEFTOVER_TERM_MS / 1000);
+            kill((pid_t)pid, SIGKILL);
+            kill((pid_t)pid, SIGCONT);
+            if (!tor_wait_gone(pid, TOR_LEFTOVER_KILL_MS)) {
+                snprintf(err, errlen, "a tor (pid %ld) from an earlier run still uses %s and would not stop",
+                         pid, t->data_dir);
+                return -1;
+            }
+        }
+        log_info("tor: the earlier tor (pid %ld) is gone", pid);
     }
-    kill((pid_t)pid, SIGKILL);
-    for (int i = 0; i < 50; i++) {
-        if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
-            return 0;
-        usleep(100 * 1000);
+    /* tor holds flock(LOCK_EX) on <DataDirectory>/lock while it runs (tor's lockfile.c): if someone still
+     * holds it, a tor we did not recognise (no or another tor.pid) uses the directory. */
+    snprintf(path, sizeof(path), "%s/lock", t->data_dir);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd >= 0) {
+        int rc = flock(fd, LOCK_EX | LOCK_NB);
+        int e = errno;
+        close(fd); /* releases our lock at once */
+        if (rc < 0 && e == EWOULDBLOCK) {
+            snprintf(err, errlen, "%s is locked: another tor is running on DataDirectory %s (not one this "
+                     "onionfront started, or its tor.pid is gone); stop it first", path, t->data_dir);
+            return -1;
+        }
     }
-    snprintf(err, errlen, "a tor (pid %ld) from an earlier run still uses %s and would not stop", pid,
-             t->data_dir);
-    return -1;
+    return 0;
 }
 
 static int tor_write_torrc(struct tor_sup *t, char *err, size_t errlen)
@@ -609,8 +702,6 @@ static int tor_launch(struct tor_sup *t, char *err, size_t errlen)
         tor_try_connect(t);
         return 0;
     }
-    if (tor_replace_leftover(t, err, errlen) < 0)
-        return -1;
     /* A stale socket from a killed tor would make connect() fail until tor replaces it; remove it. */
     unlink(t->control_socket);
     if (tor_write_torrc(t, err, errlen) < 0)
@@ -669,6 +760,9 @@ int tor_sup_start(struct tor_sup *t, char *err, size_t errlen)
             fs_ensure_private_dir(t->data_dir, NULL, err, errlen) < 0 ||
             fs_ensure_private_dir(c->run_dir, NULL, err, errlen) < 0 ||
             fs_ensure_private_dir(t->control_dir, NULL, err, errlen) < 0)
+            return -1;
+        /* Only here, at start-up, may this block: later launches follow a tor we reaped ourselves. */
+        if (tor_replace_leftover(t, err, errlen) < 0)
             return -1;
     }
     t->stopping = false;

@@ -3,7 +3,14 @@
  * restart/reconnect with backoff when tor dies, hangs or drops the connection.
  *
  * Owns the tor process (spawn mode), the torrc it writes, and the control connection. It does not know
- * about services: the ready/lost callbacks let service.c (re)publish them on each new connection. */
+ * about services: the ready/lost callbacks let service.c (re)publish them on each new connection.
+ *
+ * Faults: tor's death is seen through SIGCHLD or the control socket's EOF (whichever comes first); a hung
+ * tor through the keepalive GETINFO (every 10 s) timing out after tor.command_timeout. Either way the
+ * connection is dropped (lost()), a spawned tor is killed (SIGKILL+SIGCONT) and reaped before another is
+ * started, and the next start or reconnect waits 1, 2, 4 ... tor.restart_backoff_max seconds; a
+ * bootstrap to 100 % resets the wait to 1 s. In spawn mode a lost connection always means a new tor:
+ * tor exits when its owning controller's connection closes (TAKEOWNERSHIP). */
 #ifndef ONIONFRONT_TOR_H
 #define ONIONFRONT_TOR_H
 
@@ -45,9 +52,12 @@ struct tor_callbacks {
 struct tor_sup *tor_sup_new(struct event_base *base, struct proc_mgr *procs, const struct config *conf,
                             const struct tor_callbacks *cbs, void *arg);
 
-/* Prepare directories and start (spawn or attach). Return 0 (progress arrives through callbacks), or
- * -1 with a message in err for problems found before anything started (bad directory permissions,
- * a torrc that cannot be written, another tor already running on our DataDirectory). */
+/* Prepare directories and start (spawn or attach). In spawn mode a tor left running on our DataDirectory
+ * by an earlier run of onionfront (found through its tor.pid and command line) is ended first: this may
+ * block for up to 15 s, and is the only place that blocks; restarts later never do. Return 0 (progress
+ * arrives through callbacks), or -1 with a message in err for problems found before anything started
+ * (bad directory permissions, a torrc that cannot be written, another process holding the DataDirectory
+ * lock). */
 int tor_sup_start(struct tor_sup *t, char *err, size_t errlen);
 
 /* Stop: in spawn mode terminate tor (SIGTERM, SIGKILL after a bound); in attach mode close the

@@ -6,8 +6,9 @@
 
 OF_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 OF_BIN=${OF_BIN:-$OF_ROOT/build/onionfront-san}
-OF_BACKEND_BIN=$OF_ROOT/build/tools/backend
-OF_TORCTL_BIN=$OF_ROOT/build/tools/torctl
+OF_BACKEND_BIN=${OF_BACKEND_BIN:-$OF_ROOT/build/tools/backend}
+OF_TORCTL_BIN=${OF_TORCTL_BIN:-$OF_ROOT/build/tools/torctl}
+OF_SOCKS_ECHO_BIN=$OF_ROOT/build/tools/socks_echo # byte-exact echo streams through a SOCKS5 port
 OF_PIDS=()
 OF_PASSED=0
 OF_FAILED=0

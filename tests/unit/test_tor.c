@@ -1,0 +1,507 @@
+/* test_tor.c — unit tests for sidecar/tor.c in attach mode against the scripted fake control port
+ * (tests/fake/fake_ctl.c) on a real event loop.
+ *
+ * Covers: the verification of an attached tor (table: single-hop mode off, non-anonymous mode off, a
+ * SocksPort or another client listener open -> failed() with a reason naming the problem, ready() never
+ * called and no reconnect; a refused GETCONF -> a reconnect with backoff, no hand-over; a good tor ->
+ * ready() with the connection, then bootstrapped() and RUNNING with the version; 100 % reported while
+ * still verifying), the order of the setup commands, a connection closed by tor -> lost() and a
+ * reconnect after the 1 s backoff that verifies and hands over again, a hung tor (a command never
+ * answered) -> lost() through the command timeout and a reconnect, a socket that is not there ->
+ * reconnect attempts with growing backoff instead of a busy retry. Spawn mode (a real tor process) is
+ * tested in tests/integration/test_faults.sh and test_core.sh. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <event2/event.h>
+
+#include "controlproto/cp_conn.h"
+#include "sidecar/config.h"
+#include "sidecar/log.h"
+#include "sidecar/proc.h"
+#include "sidecar/tor.h"
+#include "tests/fake/fake_ctl.h"
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* What tor.c sends, in order, after authenticating to an attached tor. */
+#define SETEVENTS_LINE "SETEVENTS STATUS_CLIENT STATUS_GENERAL HS_DESC HS_DESC_CONTENT CIRC"
+#define GETCONF_LINE "GETCONF HiddenServiceSingleHopMode HiddenServiceNonAnonymousMode"
+#define GETINFO_LINE                                                                                         \
+    "GETINFO net/listeners/socks net/listeners/trans net/listeners/natd net/listeners/dns "                 \
+    "net/listeners/httptunnel version"
+#define BOOTSTRAP_LINE "GETINFO status/bootstrap-phase"
+
+#define GOOD_GETCONF "250-HiddenServiceSingleHopMode=1\r\n250 HiddenServiceNonAnonymousMode=1\r\n"
+#define GOOD_GETINFO                                                                                         \
+    "250-net/listeners/socks=\r\n250-net/listeners/trans=\r\n250-net/listeners/natd=\r\n"                   \
+    "250-net/listeners/dns=\r\n250-net/listeners/httptunnel=\r\n250-version=0.4.9.11\r\n250 OK\r\n"
+#define BOOTSTRAP_DONE                                                                                       \
+    "250-status/bootstrap-phase=NOTICE BOOTSTRAP PROGRESS=100 TAG=done SUMMARY=\"Done\"\r\n250 OK\r\n"
+
+/* NULL authentication (what CP_AUTH_AUTO picks when tor offers only NULL), then the setup commands up
+ * to the verification answers. */
+#define PROTOCOLINFO_NULL                                                                                    \
+    "250-PROTOCOLINFO 1\r\n250-AUTH METHODS=NULL\r\n250-VERSION Tor=\"0.4.9.11\"\r\n250 OK\r\n"
+#define AUTH_AND_SETUP(getconf_answer, getinfo_answer)                                                       \
+    {FAKE_CTL_EXPECT, "PROTOCOLINFO 1", 0},                                                                 \
+    {FAKE_CTL_SEND, PROTOCOLINFO_NULL, 0},                                                                  \
+    {FAKE_CTL_EXPECT, "AUTHENTICATE", 0},                                                                   \
+    {FAKE_CTL_SEND, "250 OK\r\n", 0},                                                                       \
+    {FAKE_CTL_EXPECT, SETEVENTS_LINE, 0},                                                                   \
+    {FAKE_CTL_SEND, "250 OK\r\n", 0},                                                                       \
+    {FAKE_CTL_EXPECT, GETCONF_LINE, 0},                                                                     \
+    {FAKE_CTL_SEND, getconf_answer, 0},                                                                     \
+    {FAKE_CTL_EXPECT, GETINFO_LINE, 0},                                                                     \
+    {FAKE_CTL_SEND, getinfo_answer, 0}
+
+/* A good tor up to a finished bootstrap. */
+#define GOOD_SESSION                                                                                         \
+    AUTH_AND_SETUP(GOOD_GETCONF, GOOD_GETINFO),                                                             \
+    {FAKE_CTL_EXPECT, BOOTSTRAP_LINE, 0},                                                                   \
+    {FAKE_CTL_SEND, BOOTSTRAP_DONE, 0}
+
+struct test {
+    struct event_base *base;
+    struct proc_mgr *procs;
+    struct fake_ctl *fake;
+    struct config *conf;
+    struct tor_sup *tor;
+    char tmpdir[64];
+    int n_ready, n_lost, n_boot, n_failed, n_stopped;
+    struct cp_conn *ready_conn;
+    char lost_why[512];
+    char failed_why[512];
+    struct timespec lost_at, ready_at[4];
+};
+
+static double ts_diff(const struct timespec *a, const struct timespec *b)
+{
+    return (double)(b->tv_sec - a->tv_sec) + (double)(b->tv_nsec - a->tv_nsec) / 1e9;
+}
+
+static void on_ready(struct tor_sup *t, struct cp_conn *conn, void *arg)
+{
+    struct test *x = arg;
+    assert_ptr_equal(t, x->tor);
+    assert_non_null(conn);
+    assert_int_equal(cp_conn_get_state(conn), CP_CONN_READY);
+    if (x->n_ready < (int)ARRAY_LEN(x->ready_at))
+        clock_gettime(CLOCK_MONOTONIC, &x->ready_at[x->n_ready]);
+    x->n_ready++;
+    x->ready_conn = conn;
+}
+
+static void on_lost(struct tor_sup *t, const char *why, void *arg)
+{
+    struct test *x = arg;
+    (void)t;
+    assert_non_null(why);
+    x->n_lost++;
+    x->ready_conn = NULL;
+    clock_gettime(CLOCK_MONOTONIC, &x->lost_at);
+    snprintf(x->lost_why, sizeof(x->lost_why), "%s", why);
+}
+
+static void on_bootstrapped(struct tor_sup *t, void *arg)
+{
+    struct test *x = arg;
+    (void)t;
+    x->n_boot++;
+}
+
+static void on_failed(struct tor_sup *t, const char *why, void *arg)
+{
+    struct test *x = arg;
+    (void)t;
+    assert_non_null(why);
+    x->n_failed++;
+    snprintf(x->failed_why, sizeof(x->failed_why), "%s", why);
+}
+
+static void on_stopped(struct tor_sup *t, void *arg)
+{
+    struct test *x = arg;
+    (void)t;
+    x->n_stopped++;
+}
+
+static int setup(void **state)
+{
+    struct test *x = calloc(1, sizeof(*x));
+    assert_non_null(x);
+    x->base = event_base_new();
+    assert_non_null(x->base);
+    x->procs = proc_mgr_new(x->base);
+    assert_non_null(x->procs);
+    snprintf(x->tmpdir, sizeof(x->tmpdir), "/tmp/of-test-tor.XXXXXX");
+    assert_non_null(mkdtemp(x->tmpdir));
+    /* restarts are logged at warn, so they show in the test output; TEST_TOR_DEBUG=1 shows everything */
+    log_set_level(getenv("TEST_TOR_DEBUG") ? LOG_LVL_DEBUG : LOG_LVL_WARN);
+    *state = x;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct test *x = *state;
+    tor_sup_free(x->tor);
+    config_free(x->conf);
+    fake_ctl_free(x->fake);
+    proc_mgr_free(x->procs);
+    event_base_free(x->base);
+    rmdir(x->tmpdir);
+    free(x);
+    return 0;
+}
+
+/* An attach-mode config for `socket` with a 1 s command timeout and backoff capped at `backoff_max`. */
+static void make_config(struct test *x, const char *socket, unsigned backoff_max)
+{
+    char json[2048], err[512];
+    int n = snprintf(json, sizeof(json),
+                     "{ \"state_dir\": \"%s/state\", \"run_dir\": \"%s/run\","
+                     "  \"tor\": { \"mode\": \"attach\", \"control_socket\": \"%s\", \"command_timeout\": 1,"
+                     "           \"bootstrap_timeout\": 30, \"restart_backoff_max\": %u },"
+                     "  \"services\": [ { \"name\": \"a\", \"ports\": [ { \"virtual\": 80, "
+                     "\"target\": \"127.0.0.1:8080\" } ] } ] }",
+                     x->tmpdir, x->tmpdir, socket, backoff_max);
+    assert_true(n > 0 && (size_t)n < sizeof(json));
+    x->conf = config_load_string(json, strlen(json), err, sizeof(err));
+    if (!x->conf)
+        fail_msg("config: %s", err);
+}
+
+static void start_tor(struct test *x)
+{
+    char err[512];
+    static const struct tor_callbacks cbs = {
+        .ready = on_ready,
+        .lost = on_lost,
+        .bootstrapped = on_bootstrapped,
+        .failed = on_failed,
+        .stopped = on_stopped,
+    };
+    x->tor = tor_sup_new(x->base, x->procs, x->conf, &cbs, x);
+    assert_non_null(x->tor);
+    assert_int_equal(tor_sup_state(x->tor), TOR_STOPPED);
+    if (tor_sup_start(x->tor, err, sizeof(err)) < 0)
+        fail_msg("tor_sup_start: %s", err);
+}
+
+/* Fake with `script`, and a supervisor attached to it. */
+static void start_with(struct test *x, const struct fake_ctl_step *script, size_t n, unsigned backoff_max)
+{
+    char err[256];
+    x->fake = fake_ctl_new(x->base, false, script, n, err, sizeof(err));
+    if (!x->fake)
+        fail_msg("fake: %s", err);
+    make_config(x, fake_ctl_unix_path(x->fake), backoff_max);
+    start_tor(x);
+}
+
+static void check_fake(struct test *x)
+{
+    const char *f = fake_ctl_failure(x->fake);
+    if (f)
+        fail_msg("fake control port: %s", f);
+    assert_true(fake_ctl_done(x->fake));
+}
+
+static bool fake_finished(void *arg)
+{
+    struct test *x = arg;
+    return fake_ctl_done(x->fake) || fake_ctl_failure(x->fake);
+}
+
+static bool got_failed(void *arg)
+{
+    struct test *x = arg;
+    return x->n_failed > 0 || fake_ctl_failure(x->fake);
+}
+
+static bool got_bootstrapped(void *arg)
+{
+    struct test *x = arg;
+    return x->n_boot > 0 || x->n_failed > 0 || fake_ctl_failure(x->fake);
+}
+
+/* Handed over a second time, and that tor reported 100 %. */
+static bool running_again(void *arg)
+{
+    struct test *x = arg;
+    return (x->n_ready >= 2 && tor_sup_state(x->tor) == TOR_RUNNING) || x->n_failed > 0 ||
+           fake_ctl_failure(x->fake);
+}
+
+/* ---- verification of an attached tor ------------------------------------------------------------ */
+
+static void test_attach_good_tor(void **state)
+{
+    struct test *x = *state;
+    static const struct fake_ctl_step script[] = {GOOD_SESSION};
+    start_with(x, script, ARRAY_LEN(script), 4);
+    assert_int_equal(fake_ctl_run_until(x->base, got_bootstrapped, x, 5000), 0);
+    check_fake(x);
+    assert_int_equal(x->n_failed, 0);
+    assert_int_equal(x->n_ready, 1);
+    assert_int_equal(x->n_boot, 1);
+    assert_int_equal(x->n_lost, 0);
+    assert_int_equal(tor_sup_state(x->tor), TOR_RUNNING);
+    assert_int_equal(tor_sup_bootstrap_progress(x->tor), 100);
+    assert_string_equal(tor_sup_version(x->tor), "0.4.9.11");
+    assert_ptr_equal(tor_sup_conn(x->tor), x->ready_conn);
+    assert_int_equal(tor_sup_restarts(x->tor), 0);
+    assert_int_equal(tor_sup_pid(x->tor), -1);
+}
+
+static void test_attach_bootstrapped_while_configuring(void **state)
+{
+    struct test *x = *state;
+    /* A warm tor reaches 100 % between SETEVENTS and the end of the verification: the event arrives
+     * while CONFIGURING, and the GETINFO after the hand-over says 100 % again. That must still count. */
+    static const struct fake_ctl_step script[] = {
+        {FAKE_CTL_EXPECT, "PROTOCOLINFO 1", 0},
+        {FAKE_CTL_SEND, PROTOCOLINFO_NULL, 0},
+        {FAKE_CTL_EXPECT, "AUTHENTICATE", 0},
+        {FAKE_CTL_SEND, "250 OK\r\n", 0},
+        {FAKE_CTL_EXPECT, SETEVENTS_LINE, 0},
+        {FAKE_CTL_SEND, "250 OK\r\n650 STATUS_CLIENT NOTICE BOOTSTRAP PROGRESS=100 TAG=done SUMMARY=\"Done\"\r\n", 0},
+        {FAKE_CTL_EXPECT, GETCONF_LINE, 0},
+        {FAKE_CTL_SEND, GOOD_GETCONF, 0},
+        {FAKE_CTL_EXPECT, GETINFO_LINE, 0},
+        {FAKE_CTL_SEND, GOOD_GETINFO, 0},
+        {FAKE_CTL_EXPECT, BOOTSTRAP_LINE, 0},
+        {FAKE_CTL_SEND, BOOTSTRAP_DONE, 0},
+    };
+    start_with(x, script, ARRAY_LEN(script), 4);
+    assert_int_equal(fake_ctl_run_until(x->base, got_bootstrapped, x, 3000), 0);
+    check_fake(x);
+    assert_int_equal(x->n_ready, 1);
+    assert_int_equal(x->n_boot, 1);
+    assert_int_equal(tor_sup_state(x->tor), TOR_RUNNING);
+}
+
+struct refuse_case {
+    const char *name;
+    const char *getconf;    /* answer to the GETCONF of the mode options */
+    const char *getinfo;    /* answer to the GETINFO of the listeners, NULL if not asked */
+    const char *reason;     /* must appear in failed()'s message */
+};
+
+static void test_attach_refused_table(void **state)
+{
+    struct test *x = *state;
+    static const struct refuse_case cases[] = {
+        {"single-hop mode off", "250-HiddenServiceSingleHopMode=0\r\n250 HiddenServiceNonAnonymousMode=1\r\n",
+         GOOD_GETINFO, "HiddenServiceSingleHopMode is not 1"},
+        {"non-anonymous mode off", "250-HiddenServiceSingleHopMode=1\r\n250 HiddenServiceNonAnonymousMode=0\r\n",
+         GOOD_GETINFO, "HiddenServiceNonAnonymousMode is not 1"},
+        {"mode option missing from the answer", "250 HiddenServiceNonAnonymousMode=1\r\n", GOOD_GETINFO,
+         "HiddenServiceSingleHopMode is not 1"},
+        {"a SocksPort listener", GOOD_GETCONF,
+         "250-net/listeners/socks=\"127.0.0.1:9050\"\r\n250-net/listeners/trans=\r\n250-net/listeners/natd=\r\n"
+         "250-net/listeners/dns=\r\n250-net/listeners/httptunnel=\r\n250-version=0.4.9.11\r\n250 OK\r\n",
+         "client port"},
+        {"a DNSPort listener", GOOD_GETCONF,
+         "250-net/listeners/socks=\r\n250-net/listeners/trans=\r\n250-net/listeners/natd=\r\n"
+         "250-net/listeners/dns=\"127.0.0.1:5353\"\r\n250-net/listeners/httptunnel=\r\n250-version=0.4.9.11\r\n"
+         "250 OK\r\n",
+         "client port"},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        const struct refuse_case *c = &cases[i];
+        struct fake_ctl_step script[] = {AUTH_AND_SETUP(c->getconf, c->getinfo), {FAKE_CTL_EXPECT_EOF, NULL, 0}};
+        print_message("case: %s\n", c->name);
+        start_with(x, script, ARRAY_LEN(script), 4);
+        assert_int_equal(fake_ctl_run_until(x->base, got_failed, x, 5000), 0);
+        assert_int_equal(x->n_failed, 1);
+        if (!strstr(x->failed_why, c->reason) || !strstr(x->failed_why, "refusing to use this tor"))
+            fail_msg("case %s: failed() said \"%s\", expected \"%s\"", c->name, x->failed_why, c->reason);
+        assert_int_equal(x->n_ready, 0);
+        assert_int_equal(tor_sup_state(x->tor), TOR_FAILED);
+        assert_null(tor_sup_conn(x->tor));
+        /* the connection to the refused tor is closed, and no reconnect follows */
+        assert_int_equal(fake_ctl_run_until(x->base, fake_finished, x, 3000), 0);
+        check_fake(x);
+        struct timeval quiet = {1, 500000};
+        event_base_loopexit(x->base, &quiet);
+        event_base_dispatch(x->base);
+        assert_int_equal(fake_ctl_connections(x->fake), 1);
+        assert_int_equal(tor_sup_restarts(x->tor), 0);
+        tor_sup_free(x->tor);
+        x->tor = NULL;
+        config_free(x->conf);
+        x->conf = NULL;
+        fake_ctl_free(x->fake);
+        x->fake = NULL;
+        x->n_failed = x->n_ready = 0;
+    }
+}
+
+static void test_attach_getconf_refused(void **state)
+{
+    struct test *x = *state;
+    /* A tor that refuses GETCONF (a restricted controller): not verifiable, so not used; in attach mode a
+     * failed command means a reconnect with backoff, not a hand-over. */
+    static const struct fake_ctl_step script[] = {
+        AUTH_AND_SETUP("552 Unrecognized configuration key \"HiddenServiceSingleHopMode\"\r\n", ""),
+    };
+    /* the GETINFO expectation of AUTH_AND_SETUP is never reached: run only the steps up to the refusal */
+    start_with(x, script, ARRAY_LEN(script) - 2, 4);
+    struct timeval bound = {0, 500000}; /* within the first backoff step */
+    event_base_loopexit(x->base, &bound);
+    event_base_dispatch(x->base);
+    check_fake(x);
+    assert_int_equal(x->n_ready, 0);
+    assert_int_equal(tor_sup_state(x->tor), TOR_BACKOFF);
+    assert_int_equal(tor_sup_restarts(x->tor), 1);
+}
+
+/* ---- connection loss and reconnect ---------------------------------------------------------------- */
+
+static void test_attach_closed_by_tor_reconnects(void **state)
+{
+    struct test *x = *state;
+    static const struct fake_ctl_step script[] = {
+        GOOD_SESSION,
+        {FAKE_CTL_PAUSE, NULL, 100},
+        {FAKE_CTL_CLOSE, NULL, 0},
+        /* the second connection: authenticate, subscribe, verify again */
+        GOOD_SESSION,
+    };
+    start_with(x, script, ARRAY_LEN(script), 4);
+    assert_int_equal(fake_ctl_run_until(x->base, running_again, x, 6000), 0);
+    assert_int_equal(fake_ctl_run_until(x->base, fake_finished, x, 3000), 0);
+    check_fake(x);
+    assert_int_equal(x->n_failed, 0);
+    assert_int_equal(x->n_lost, 1);
+    if (!strstr(x->lost_why, "control connection lost"))
+        fail_msg("lost() said \"%s\"", x->lost_why);
+    assert_int_equal(x->n_ready, 2);
+    assert_int_equal(x->n_boot, 2);
+    assert_int_equal(fake_ctl_connections(x->fake), 2);
+    assert_int_equal(tor_sup_restarts(x->tor), 1);
+    /* the reconnect waited for the first backoff step (1 s) */
+    double waited = ts_diff(&x->lost_at, &x->ready_at[1]);
+    print_message("reconnected %.2f s after the loss\n", waited);
+    assert_true(waited >= 0.9);
+    assert_true(waited < 3.0);
+    assert_int_equal(tor_sup_state(x->tor), TOR_RUNNING);
+    assert_ptr_equal(tor_sup_conn(x->tor), x->ready_conn);
+}
+
+static void test_attach_hung_tor_times_out(void **state)
+{
+    struct test *x = *state;
+    static const struct fake_ctl_step script[] = {
+        AUTH_AND_SETUP(GOOD_GETCONF, GOOD_GETINFO),
+        /* hung: the bootstrap query is read but never answered; the client must give up and close */
+        {FAKE_CTL_EXPECT, BOOTSTRAP_LINE, 0},
+        {FAKE_CTL_EXPECT_EOF, NULL, 0},
+        GOOD_SESSION,
+    };
+    start_with(x, script, ARRAY_LEN(script), 4);
+    assert_int_equal(fake_ctl_run_until(x->base, running_again, x, 8000), 0);
+    assert_int_equal(fake_ctl_run_until(x->base, fake_finished, x, 3000), 0);
+    check_fake(x);
+    assert_int_equal(x->n_lost, 1);
+    if (!strstr(x->lost_why, "no reply"))
+        fail_msg("lost() said \"%s\"", x->lost_why);
+    double gap = ts_diff(&x->ready_at[0], &x->lost_at);
+    print_message("declared lost %.2f s after the unanswered command\n", gap);
+    assert_true(gap >= 0.9 && gap < 2.5); /* command_timeout 1 s */
+    assert_int_equal(x->n_ready, 2);
+    assert_int_equal(tor_sup_state(x->tor), TOR_RUNNING);
+}
+
+static bool restarts_at_least_3(void *arg)
+{
+    struct test *x = arg;
+    return tor_sup_restarts(x->tor) >= 3;
+}
+
+static void test_attach_missing_socket_backs_off(void **state)
+{
+    struct test *x = *state;
+    char path[128];
+    snprintf(path, sizeof(path), "%s/no-such.sock", x->tmpdir);
+    make_config(x, path, 2);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    start_tor(x);
+    /* the first attempt failed at once: backoff, not a busy retry */
+    assert_int_equal(tor_sup_state(x->tor), TOR_BACKOFF);
+    assert_int_equal(tor_sup_restarts(x->tor), 1);
+    /* attempts at 0, +1 s, +2 s (then capped at 2 s): the third failure comes after ~3 s */
+    assert_int_equal(fake_ctl_run_until(x->base, restarts_at_least_3, x, 6000), 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double took = ts_diff(&t0, &t1);
+    print_message("3 failed attempts in %.2f s\n", took);
+    assert_true(took >= 2.8);
+    assert_int_equal(tor_sup_restarts(x->tor), 3);
+    assert_int_equal(x->n_ready, 0);
+    assert_int_equal(x->n_lost, 0); /* nothing was handed over, so nothing is lost */
+    assert_int_equal(x->n_failed, 0);
+    /* stopping during backoff ends at once */
+    tor_sup_stop(x->tor);
+    assert_int_equal(x->n_stopped, 1);
+    assert_int_equal(tor_sup_state(x->tor), TOR_STOPPED);
+}
+
+static void test_attach_stop_closes(void **state)
+{
+    struct test *x = *state;
+    static const struct fake_ctl_step script[] = {GOOD_SESSION, {FAKE_CTL_EXPECT_EOF, NULL, 0}};
+    start_with(x, script, ARRAY_LEN(script), 4);
+    assert_int_equal(fake_ctl_run_until(x->base, got_bootstrapped, x, 5000), 0);
+    tor_sup_stop(x->tor);
+    assert_int_equal(fake_ctl_run_until(x->base, fake_finished, x, 3000), 0);
+    check_fake(x);
+    assert_int_equal(x->n_stopped, 1);
+    assert_int_equal(tor_sup_state(x->tor), TOR_STOPPED);
+    assert_int_equal(tor_sup_restarts(x->tor), 0);
+}
+
+static void test_state_str(void **state)
+{
+    (void)state;
+    static const struct {
+        enum tor_state s;
+        const char *text;
+    } table[] = {
+        {TOR_STOPPED, "stopped"},         {TOR_STARTING, "starting"}, {TOR_CONFIGURING, "configuring"},
+        {TOR_BOOTSTRAPPING, "bootstrapping"}, {TOR_RUNNING, "running"}, {TOR_BACKOFF, "backoff"},
+        {TOR_FAILED, "failed"},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(table); i++)
+        assert_string_equal(tor_state_str(table[i].s), table[i].text);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_state_str),
+        cmocka_unit_test_setup_teardown(test_attach_good_tor, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_attach_bootstrapped_while_configuring, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_attach_refused_table, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_attach_getconf_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_attach_closed_by_tor_reconnects, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_attach_hung_tor_times_out, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_attach_missing_socket_backs_off, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_attach_stop_closes, setup, teardown),
+    };
+    signal(SIGPIPE, SIG_IGN);
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
