@@ -12,6 +12,8 @@
 #include "sidecar/config.h"
 #include "sidecar/keys.h"
 #include "sidecar/log.h"
+#include "sidecar/metrics.h"
+#include "sidecar/proxy.h"
 
 struct service {
     const struct service_conf *conf; /* borrowed from the current config */
@@ -134,16 +136,21 @@ int service_mgr_reconfigure(struct service_mgr *m, const struct config *conf, bo
     return 0;
 }
 
-/* tor's HiddenServicePort target for one backend address. */
-static int service_port_line(const struct port_conf *p, const struct backend_conf *b, char *out, size_t len)
+/* tor's HiddenServicePort for one virtual port: onionfront's own unix socket for it (proxy.c listens
+ * there and chooses the backend; backends are not tor's business). tor splits the value at spaces and
+ * would unquote it, so only plain path characters are allowed. */
+static int service_port_line(const struct config *c, const struct service_conf *sc, const struct port_conf *p,
+                             char *out, size_t len)
 {
-    int n;
-    if (b->addr.kind == BACKEND_ADDR_UNIX)
-        n = snprintf(out, len, "%u unix:%s", p->virtual_port, b->addr.path);
-    else if (strchr(b->addr.host, ':'))
-        n = snprintf(out, len, "%u [%s]:%u", p->virtual_port, b->addr.host, b->addr.port);
-    else
-        n = snprintf(out, len, "%u %s:%u", p->virtual_port, b->addr.host, b->addr.port);
+    char path[128];
+    if (proxy_socket_path(c->run_dir, sc->name, p->virtual_port, path, sizeof(path)) < 0)
+        return -1;
+    for (const char *q = path; *q; q++) {
+        bool plain = (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9');
+        if (!plain && !strchr("/._-+", *q))
+            return -1;
+    }
+    int n = snprintf(out, len, "%u unix:%s", p->virtual_port, path);
     return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
@@ -161,11 +168,8 @@ static bool service_owns_dir(const struct service_mgr *m, const char *dir)
 static char *service_setconf_cmd(const struct service_mgr *m, bool ours, char *err, size_t errlen)
 {
     size_t cap = m->foreign.n + 1;
-    for (size_t i = 0; ours && i < m->n; i++) {
-        cap += 2;
-        for (size_t j = 0; j < m->services[i].conf->n_ports; j++)
-            cap += m->services[i].conf->ports[j].n_backends;
-    }
+    for (size_t i = 0; ours && i < m->n; i++)
+        cap += 3 + m->services[i].conf->n_ports; /* Dir, one Port per virtual port, MaxStreams, ExportCircuitID */
     struct cp_conf_item *items = calloc(cap, sizeof(*items));
     char **owned = calloc(cap, sizeof(*owned));
     char *cmd = NULL;
@@ -187,17 +191,15 @@ static char *service_setconf_cmd(const struct service_mgr *m, bool ours, char *e
         n++;
         for (size_t j = 0; j < sc->n_ports; j++) {
             const struct port_conf *p = &sc->ports[j];
-            for (size_t k = 0; k < p->n_backends; k++) {
-                char line[512];
-                if (service_port_line(p, &p->backends[k], line, sizeof(line)) < 0 ||
-                    !(owned[n_owned] = strdup(line))) {
-                    snprintf(err, errlen, "service %s: port %u: target too long", sc->name, p->virtual_port);
-                    goto done;
-                }
-                items[n].key = "HiddenServicePort";
-                items[n].value = owned[n_owned++];
-                n++;
+            char line[512];
+            if (service_port_line(m->conf, sc, p, line, sizeof(line)) < 0 || !(owned[n_owned] = strdup(line))) {
+                snprintf(err, errlen, "service %s: port %u: the proxy socket path is too long or holds characters "
+                         "tor cannot take", sc->name, p->virtual_port);
+                goto done;
             }
+            items[n].key = "HiddenServicePort";
+            items[n].value = owned[n_owned++];
+            n++;
         }
         if (sc->max_streams > 0) {
             char v[16];
@@ -210,6 +212,10 @@ static char *service_setconf_cmd(const struct service_mgr *m, bool ours, char *e
             items[n].value = owned[n_owned++];
             n++;
         }
+        /* tor's first line on every stream names the circuit (PROXY v1); proxy.c reads and drops it. */
+        items[n].key = "HiddenServiceExportCircuitID";
+        items[n].value = "haproxy";
+        n++;
     }
     if (n == 0) {
         /* control-spec 3.1: a bare key resets the option; resetting the group removes every service. */
@@ -341,6 +347,10 @@ void service_mgr_attach(struct service_mgr *m, struct cp_conn *conn)
 void service_mgr_detach(struct service_mgr *m)
 {
     m->conn = NULL;
+    /* The next tor (a restart or reconnect) must upload again before a service counts as reachable,
+     * and its first upload is logged again. */
+    for (size_t i = 0; i < m->n; i++)
+        m->services[i].uploaded = false;
 }
 
 struct service_unpublish_ctx {
@@ -399,4 +409,64 @@ const char *service_mgr_name(const struct service_mgr *m, size_t i)
 bool service_mgr_uploaded(const struct service_mgr *m, size_t i)
 {
     return i < m->n && m->services[i].uploaded;
+}
+
+/* One port as JSON: {"virtual", "targets": [address as written ...]}. */
+static json_t *service_port_json(const struct port_conf *p)
+{
+    json_t *targets = json_array();
+    for (size_t k = 0; targets && k < p->n_backends; k++)
+        if (json_array_append_new(targets, json_string(p->backends[k].addr.text)) < 0) {
+            json_decref(targets);
+            return NULL;
+        }
+    return targets ? json_pack("{s:i, s:o}", "virtual", (int)p->virtual_port, "targets", targets) : NULL;
+}
+
+json_t *service_mgr_to_json(const struct service_mgr *m)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; arr && i < m->n; i++) {
+        const struct service *s = &m->services[i];
+        json_t *ports = json_array();
+        for (size_t j = 0; ports && j < s->conf->n_ports; j++)
+            if (json_array_append_new(ports, service_port_json(&s->conf->ports[j])) < 0) {
+                json_decref(ports);
+                ports = NULL;
+            }
+        char address[80];
+        snprintf(address, sizeof(address), "%s.onion", s->address);
+        json_t *o = ports ? json_pack("{s:s, s:o, s:o, s:b, s:I}", "name", s->conf->name, "address",
+                                      s->address[0] ? json_string(address) : json_null(), "ports", ports,
+                                      "uploaded", s->uploaded, "uploads", (json_int_t)s->uploads)
+                          : NULL;
+        if (json_array_append_new(arr, o) < 0) {
+            json_decref(arr);
+            arr = NULL;
+        }
+    }
+    return arr;
+}
+
+int service_mgr_metrics(const struct service_mgr *m, struct metrics *out)
+{
+    size_t uploaded = 0;
+    for (size_t i = 0; i < m->n; i++)
+        uploaded += m->services[i].uploaded;
+    if (metrics_family(out, "onionfront_services", METRICS_GAUGE,
+                       "Configured onion services by state: uploaded = tor confirmed a descriptor upload, "
+                       "pending = not yet.") < 0 ||
+        metrics_sample(out, "onionfront_services", (const char *const[]){"state", "uploaded", NULL},
+                       (double)uploaded) < 0 ||
+        metrics_sample(out, "onionfront_services", (const char *const[]){"state", "pending", NULL},
+                       (double)(m->n - uploaded)) < 0 ||
+        metrics_family(out, "onionfront_service_up", METRICS_GAUGE,
+                       "1 once tor confirmed a descriptor upload for the service, else 0.") < 0)
+        return -1;
+    for (size_t i = 0; i < m->n; i++)
+        if (metrics_sample(out, "onionfront_service_up",
+                           (const char *const[]){"service", m->services[i].conf->name, NULL},
+                           m->services[i].uploaded ? 1 : 0) < 0)
+            return -1;
+    return 0;
 }

@@ -8,11 +8,13 @@
 #ifndef ONIONFRONT_SERVICE_H
 #define ONIONFRONT_SERVICE_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 
 struct config;
 struct cp_conn;
+struct metrics;
 struct service_conf;
 struct service_mgr;
 
@@ -50,5 +52,16 @@ const char *service_mgr_address(const struct service_mgr *m, size_t i);
 const char *service_mgr_name(const struct service_mgr *m, size_t i);
 /* True once tor confirmed at least one descriptor upload for the i-th service. */
 bool service_mgr_uploaded(const struct service_mgr *m, size_t i);
+
+/* The services for the status socket, in config order. Returns a new reference (NULL on OOM):
+ * [{"name", "address" ("<56 chars>.onion", null before the key is loaded), "ports": [{"virtual",
+ *   "targets": [address as written in the config ...]}], "uploaded" (bool), "uploads" (confirmed
+ *   HS_DESC UPLOADED events)}]. */
+json_t *service_mgr_to_json(const struct service_mgr *m);
+
+/* Append onionfront_services{state="uploaded|pending"} and onionfront_service_up{service} (1 once an
+ * upload was confirmed) to `out` (descriptor.c counts uploads per HSDir). Returns 0, or -1 if a family
+ * was already present or memory ran out. */
+int service_mgr_metrics(const struct service_mgr *m, struct metrics *out);
 
 #endif
