@@ -70,6 +70,12 @@ build/tools/%: build/rel/tests/tools/%.o $(REL_LIB_OBJ)
 	@echo "  LD tool $@"
 	$(Q)$(CC) $(REL_CFLAGS) -o $@ $(filter %.o,$^) $(LIBS)
 
+# Bench-only harness (make bench): onionfront's data path without tor, linked like the tools.
+build/bench/proxybench: build/rel/tests/bench/proxybench.o $(REL_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	@echo "  LD bench $@"
+	$(Q)$(CC) $(REL_CFLAGS) -o $@ $(filter %.o,$^) $(LIBS)
+
 build/onionfront: build/rel/sidecar/main.o $(REL_LIB_OBJ)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(REL_CFLAGS) -o $@ $(filter %.o,$^) $(LIBS)
@@ -172,14 +178,30 @@ demo: deps
 	@bash tests/demo.sh
 
 bench: deps-bench
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory all build/bench/proxybench
 	@bash tests/bench/run.sh
 
+# make install [PREFIX=/usr/local] [DESTDIR=]: the daemon, man pages, templates, systemd units (their
+# ExecStart follows BINDIR) and the sysusers.d entry for the unit's user. tests/integration/test_install.sh
+# checks the result.
+BINDIR ?= $(PREFIX)/bin
+DATADIR ?= $(PREFIX)/share/onionfront
+MANDIR ?= $(PREFIX)/share/man
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/onionfront $(DESTDIR)$(PREFIX)/share/man/man1
-	install -m 0755 build/onionfront $(DESTDIR)$(PREFIX)/bin/onionfront
-	install -m 0644 templates/* $(DESTDIR)$(PREFIX)/share/onionfront/
-	[ ! -f sidecar/onionfront.1 ] || install -m 0644 sidecar/onionfront.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
+	  $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSUSERSDIR)
+	install -m 0755 build/onionfront $(DESTDIR)$(BINDIR)/onionfront
+	install -m 0644 templates/CONFIG.md templates/torrc.in templates/*.json templates/*.conf $(DESTDIR)$(DATADIR)/
+	install -m 0644 sidecar/onionfront.1 $(DESTDIR)$(MANDIR)/man1/onionfront.1
+	install -m 0644 sidecar/onionfront.json.5 $(DESTDIR)$(MANDIR)/man5/onionfront.json.5
+	for u in systemd/*.service systemd/*.path; do \
+	  sed -e 's|/usr/bin/onionfront|$(BINDIR)/onionfront|g' "$$u" > $(DESTDIR)$(SYSTEMDUNITDIR)/$${u#systemd/} && \
+	  chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/$${u#systemd/} || exit 1; \
+	done
+	install -m 0644 systemd/onionfront.sysusers.conf $(DESTDIR)$(SYSUSERSDIR)/onionfront.conf
 
 clean:
 	rm -rf build
