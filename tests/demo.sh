@@ -55,6 +55,14 @@ echo "onionfront start -> first successful fetch: ${took} s"
 echo "page:"
 sed 's/^/    /' "$page"
 echo
+echo "== onionfront status (descriptors, single-onion verdict, backends)"
+# Give the fetch probe and the circuit verifier a moment to have something to say.
+for i in $(seq 1 30); do
+  "$OF_BIN" -c "$config" status --json 2>/dev/null | grep -q '"verdict": *"single_onion"' && break
+  sleep 1
+done
+"$OF_BIN" -c "$config" status | sed 's/^/    /'
+echo
 echo "== stopping onionfront (SIGTERM), the backend and the network"
 of_stop_onionfront
 echo "demo: done"
