@@ -5,6 +5,7 @@
 #   make unit       only the cmocka unit tests
 #   make demo       install, build, run onionfront on a private local Tor network and fetch a page
 #   make bench      benchmarks (not part of make test)
+#   make soak       soak test, SOAK_SECONDS (default 600) on a private network (not part of make test)
 #   make fuzz       build libFuzzer targets and run each FUZZ_SECONDS (default 600)
 #   make install    PREFIX=/usr/local DESTDIR=
 #   make clean
@@ -59,8 +60,10 @@ UNIT_BIN := $(patsubst tests/unit/%.c,build/test/%,$(UNIT_SRC))
 ITEST_BIN := $(patsubst tests/integration/%.c,build/test/%,$(ITEST_SRC))
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,build/fuzz/bin/%,$(FUZZ_SRC))
 
-.PHONY: all deps deps-bench test test-run unit integration fuzz fuzz-build fuzz-smoke demo bench install clean check-layering
+.PHONY: all deps deps-bench test test-run unit integration fuzz fuzz-build fuzz-smoke demo bench soak install clean check-layering
 .DEFAULT_GOAL := all
+# Keep object files that only pattern chains reach (make would delete them as intermediates).
+.SECONDARY:
 
 all: build/onionfront $(TOOLS_BIN)
 
@@ -145,7 +148,7 @@ deps-bench:
 
 # make test: install, then re-run make so pkg-config sees the freshly installed packages.
 test: deps
-	@$(MAKE) --no-print-directory test-run
+	@$(MAKE) --no-print-directory -j$$(nproc 2>/dev/null || echo 2) test-run
 
 test-run: all build/onionfront-san $(UNIT_BIN) $(ITEST_BIN) fuzz-build check-layering
 	@sh tests/run-tests.sh
@@ -162,7 +165,7 @@ fuzz-smoke: fuzz-build
 	@sh tests/run-tests.sh fuzz
 
 fuzz: deps
-	@$(MAKE) --no-print-directory fuzz-build
+	@$(MAKE) --no-print-directory -j$$(nproc 2>/dev/null || echo 2) fuzz-build
 	@for f in $(FUZZ_BIN); do \
 	  n=$$(basename $$f); mkdir -p tests/fuzz/corpus-$$n; \
 	  echo "== $$n for $(FUZZ_SECONDS) s"; \
@@ -174,12 +177,18 @@ check-layering:
 	@! grep -n '#include *"sidecar/' controlproto/*.c controlproto/*.h || { echo "controlproto includes sidecar/"; exit 1; }
 
 demo: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$$(nproc 2>/dev/null || echo 2) all
 	@bash tests/demo.sh
 
 bench: deps-bench
 	@$(MAKE) --no-print-directory all build/bench/proxybench
 	@bash tests/bench/run.sh
+
+# make soak [SOAK_SECONDS=600]: load and integrity through the full path on a private Tor network
+# (tests/soak/run.sh; not part of make test).
+soak: deps
+	@$(MAKE) --no-print-directory -j$$(nproc 2>/dev/null || echo 2) all build/onionfront-san $(TOOLS_BIN)
+	@bash tests/soak/run.sh
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the daemon, man pages, templates, systemd units (their
 # ExecStart follows BINDIR) and the sysusers.d entry for the unit's user. tests/integration/test_install.sh
