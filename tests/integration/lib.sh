@@ -80,12 +80,14 @@ of_summary() {
   [[ $OF_FAILED -eq 0 ]]
 }
 
-# A TCP port on 127.0.0.1 that nothing listens on.
+# A TCP port on 127.0.0.1 that no socket uses. Picked below the kernel's ephemeral range (32768+),
+# where outgoing connections could take it between the check and the bind, and below the private
+# networks' ports (19000+).
 of_free_port() {
   local p
   for ((i = 0; i < 200; i++)); do
-    p=$((20000 + RANDOM % 20000))
-    if ! ss -Hltn "sport = :$p" 2>/dev/null | grep -q .; then
+    p=$((10000 + RANDOM % 9000))
+    if ! ss -Htan "( sport = :$p )" 2>/dev/null | grep -q .; then
       echo "$p"
       return 0
     fi
