@@ -293,12 +293,22 @@ static int srv_reload(void *arg, char *msg, size_t msglen)
 }
 
 /* A status server (no circuits provider) in a child process, for at most 20 s. */
+/* Fork a status server on `path` and return once it listens: the child writes one byte on a pipe after
+ * listen() (the socket file appears at bind(), before connections are accepted). */
 static pid_t start_server(const char *path)
 {
+    int ready[2];
+    assert_int_equal(pipe(ready), 0);
     pid_t pid = fork();
     assert_true(pid >= 0);
-    if (pid > 0)
+    if (pid > 0) {
+        char c = 0;
+        close(ready[1]);
+        assert_int_equal(read(ready[0], &c, 1), 1);
+        close(ready[0]);
         return pid;
+    }
+    close(ready[0]);
     struct event_base *base = event_base_new();
     int dummy = 0;
     struct status_providers p = {&dummy, srv_status, srv_services, srv_backends, NULL, srv_metrics, srv_reload};
@@ -307,6 +317,9 @@ static pid_t start_server(const char *path)
     char err[256];
     if (!srv || status_server_listen(srv, &conf, NULL, err, sizeof(err)) < 0)
         _exit(1);
+    if (write(ready[1], "r", 1) != 1)
+        _exit(1);
+    close(ready[1]);
     struct timeval bound = {20, 0};
     event_base_loopexit(base, &bound);
     event_base_dispatch(base);
@@ -338,9 +351,6 @@ static void test_run_against_server(void **state)
 {
     struct dir_state *s = *state;
     pid_t pid = start_server(s->path);
-    struct stat st;
-    for (int i = 0; i < 500 && stat(s->path, &st) < 0; i++)
-        poll(NULL, 0, 10);
     int rc;
     char *err;
 
