@@ -7,11 +7,17 @@
 # Owns: key and torrc generation in a state directory, starting/stopping those
 # tor processes by the PIDs they recorded, waiting for the client's bootstrap,
 # and printing the variables other tools need to join the network.
+# Latency mode (TESTNET_DELAY_MS=N > 0 at start): one delayfwd process
+# (tests/tools/delayfwd.c, started and stopped by its recorded PID) listens on
+# every authority's and relay's advertised ORPort and forwards to the node's
+# real, NoAdvertise ORPort with N ms added in each direction, so every tor link
+# (relay-relay, client-relay, service-relay) gets the delay once.
 # Does not own: any tor it did not start (e.g. onionfront's own tor, which joins
-# with the lines in $TESTNET_TORRC_EXTRA), link-latency emulation, the public
-# Tor network (never contacted: every address is 127.0.0.1).
+# with the lines in $TESTNET_TORRC_EXTRA), the public Tor network (never
+# contacted: every address is 127.0.0.1).
 #
-# Needs only bash, coreutils, util-linux (flock), tor and tor-gencert.
+# Needs only bash, coreutils, util-linux (flock, setsid), tor and tor-gencert
+# (and build/tools/delayfwd in latency mode).
 # See tests/testnet/README.md for usage and measured timings.
 
 set -u -o pipefail
@@ -26,6 +32,9 @@ TN_BOOT_TIMEOUT=${TESTNET_BOOTSTRAP_TIMEOUT:-120}
 TN_STOP_TIMEOUT=${TESTNET_STOP_TIMEOUT:-5}
 TN_TOR=${TESTNET_TOR:-tor}
 TN_GENCERT=${TESTNET_TOR_GENCERT:-tor-gencert}
+TN_DELAYFWD=${TESTNET_DELAYFWD:-$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/../.." && pwd)/build/tools/delayfwd}
+# One-way delay (ms) per tor link of the network being handled; set by tn_load_delay.
+TN_DELAY=0
 
 # ---------------------------------------------------------------- helpers
 
@@ -63,7 +72,9 @@ usage: testnet.sh COMMAND [ARGS]
   start-relay DIR N      start relay N (1..8)
   selftest               run tests/integration/test_testnet.sh
 environment: TESTNET_BASE_PORT (default 19000; ports base..base+49 are used),
-  TESTNET_BOOTSTRAP_TIMEOUT (s, default 120), TESTNET_STOP_TIMEOUT (s, default 5)
+  TESTNET_BOOTSTRAP_TIMEOUT (s, default 120), TESTNET_STOP_TIMEOUT (s, default 5),
+  TESTNET_DELAY_MS (start: ms added per tor link and direction by a delayfwd in
+  front of every ORPort; default 0 = none), TESTNET_DELAYFWD (its binary)
 EOF
 }
 
@@ -106,16 +117,27 @@ tn_nick() {
 #   B+0..B+10   ORPort of auth1..3, relay1..8
 #   B+20..B+22  DirPort of auth1..3
 #   B+30        client SocksPort
-#   B+31..B+49  reserved (a delaying forwarder in front of relay ORPorts)
+#   B+31..B+41  latency mode only: the real (NoAdvertise) ORPort of auth1..3,
+#               relay1..8; delayfwd then listens on B+0..B+10 and forwards here
+#   B+42..B+49  reserved
+# tn_orport is the advertised ORPort (in DirAuthority lines, relays.txt);
+# tn_listen_orport the port tor itself listens on.
 tn_orport() { printf '%d' $(( TN_BASE + $(tn_index "$1") )); }
+tn_listen_orport() {
+	if (( TN_DELAY > 0 )); then
+		printf '%d' $(( TN_BASE + 31 + $(tn_index "$1") ))
+	else
+		tn_orport "$1"
+	fi
+}
 tn_dirport() { printf '%d' $(( TN_BASE + 20 + $(tn_index "$1") )); }
 tn_socksport() { printf '%d' $(( TN_BASE + 30 )); }
 
 # Ports node $1 listens on, one per line.
 tn_node_ports() {
 	case $1 in
-	auth*) tn_orport "$1"; echo; tn_dirport "$1"; echo ;;
-	relay*) tn_orport "$1"; echo ;;
+	auth*) tn_listen_orport "$1"; echo; tn_dirport "$1"; echo ;;
+	relay*) tn_listen_orport "$1"; echo ;;
 	client) tn_socksport; echo ;;
 	esac
 }
@@ -213,6 +235,17 @@ tn_dirauthority_lines() {
 	done
 }
 
+# The ORPort line(s) of authority or relay $1. Latency mode: advertise the
+# forwarder's port without listening on it, listen on another one unadvertised.
+tn_orport_lines() {
+	if (( TN_DELAY > 0 )); then
+		printf 'ORPort 127.0.0.1:%d NoListen\nORPort 127.0.0.1:%d NoAdvertise\n' \
+			"$(tn_orport "$1")" "$(tn_listen_orport "$1")"
+	else
+		printf 'ORPort 127.0.0.1:%d\n' "$(tn_orport "$1")"
+	fi
+}
+
 # Write the torrc of node $1.
 tn_write_torrc() {
 	local node=$1 d nick
@@ -247,7 +280,7 @@ EOF
 		auth*)
 			cat <<EOF
 Address 127.0.0.1
-ORPort 127.0.0.1:$(tn_orport "$node")
+$(tn_orport_lines "$node")
 DirPort 127.0.0.1:$(tn_dirport "$node")
 SocksPort 0
 ContactInfo $nick@testnet.invalid
@@ -266,7 +299,7 @@ EOF
 		relay*)
 			cat <<EOF
 Address 127.0.0.1
-ORPort 127.0.0.1:$(tn_orport "$node")
+$(tn_orport_lines "$node")
 SocksPort 0
 ContactInfo $nick@testnet.invalid
 ExitRelay 1
@@ -283,6 +316,13 @@ UseMicrodescriptors 0
 EOF
 			;;
 		esac
+		if (( TN_DELAY > 0 )) && [[ $node == auth* ]]; then
+			# tor 0.4.9's authorities test a relay's reachability when its
+			# descriptor is new, then only every ~21 minutes: one test lost
+			# to load (seen at load average ~90) kept relays out of the
+			# consensus for good. The benchmarks need a complete network.
+			printf 'AuthDirTestReachability 0\n'
+		fi
 	} > "$d/torrc.tmp" && mv -f "$d/torrc.tmp" "$d/torrc"
 }
 
@@ -395,7 +435,9 @@ tn_start_node() {
 	fi
 	# Keep our own record: tor deletes its PidFile when it starts to exit,
 	# and may then hang (see README), so tor.pid cannot tell if it still runs.
-	for ((i = 0; i < 50; i++)); do
+	# Up to 30 s: under heavy load (load average ~90 seen) the daemon has
+	# written its PidFile more than 5 s after its parent returned.
+	for ((i = 0; i < 300; i++)); do
 		if [[ -s $d/tor.pid ]] && read -r pid 2>/dev/null < "$d/tor.pid" && [[ $pid =~ ^[0-9]+$ ]]; then
 			printf '%s\n' "$pid" > "$d/pid"
 			tn_node_pid "$node" > /dev/null && return 0
@@ -462,6 +504,138 @@ tn_stop_nodes() {
 		rm -f -- "$(tn_node_dir "$node")/pid"
 	done
 	return 0
+}
+
+# ---------------------------------------------------------------- latency mode
+
+# The forwarder's "LISTEN:TARGET" argument for node $1 (latency mode only).
+tn_fwd_pair() { printf '%d:%d' "$(tn_orport "$1")" "$(tn_listen_orport "$1")"; }
+
+# Print the PID of this network's delayfwd if it runs, else fail. Like
+# tn_node_pid: the recorded PID counts only while /proc/PID/comm is delayfwd
+# and its command line holds this network's first pair (base port:base+31).
+tn_fwd_pid() {
+	local pid comm arg
+	local -a args=()
+	[[ -r $TN_DIR/delayfwd.pid ]] || return 1
+	read -r pid 2>/dev/null < "$TN_DIR/delayfwd.pid" || return 1
+	[[ $pid =~ ^[0-9]+$ ]] || return 1
+	read -r comm 2>/dev/null < "/proc/$pid/comm" || return 1
+	[[ $comm == delayfwd ]] || return 1
+	mapfile -d '' args 2>/dev/null < "/proc/$pid/cmdline" || return 1
+	for arg in "${args[@]}"; do
+		if [[ $arg == "$TN_BASE:$((TN_BASE + 31))" ]]; then
+			printf '%s' "$pid"
+			return 0
+		fi
+	done
+	return 1
+}
+
+tn_fwd_running() { tn_fwd_pid > /dev/null; }
+
+# The delay the network in TN_DIR runs with (DIR/delay_ms, written by start,
+# removed by stop), or 0.
+tn_recorded_delay() {
+	local d=0
+	[[ -r $TN_DIR/delay_ms ]] && read -r d 2>/dev/null < "$TN_DIR/delay_ms"
+	[[ $d =~ ^[0-9]+$ ]] || d=0
+	printf '%d' "$d"
+}
+
+# Set TN_DELAY. With $1 = start: a network of which nothing runs takes
+# TESTNET_DELAY_MS (default 0) and records it; a (partly) running one keeps its
+# recorded delay, and a different TESTNET_DELAY_MS is refused. Otherwise: the
+# recorded delay.
+tn_load_delay() {
+	local rec node any=0
+	rec=$(tn_recorded_delay)
+	if [[ ${1:-} != start ]]; then
+		TN_DELAY=$rec
+		return 0
+	fi
+	if [[ -n ${TESTNET_DELAY_MS:-} ]] && { ! [[ $TESTNET_DELAY_MS =~ ^[0-9]{1,5}$ ]] || (( 10#$TESTNET_DELAY_MS > 10000 )); }; then
+		tn_die "TESTNET_DELAY_MS must be 0..10000 (ms added per link and direction), got '$TESTNET_DELAY_MS'"
+	fi
+	tn_fwd_running && any=1
+	for node in $(tn_nodes); do tn_node_running "$node" && any=1; done
+	if (( any )); then
+		if [[ -n ${TESTNET_DELAY_MS:-} ]] && (( 10#$TESTNET_DELAY_MS != rec )); then
+			tn_die "the network in $TN_DIR runs with a delay of $rec ms, TESTNET_DELAY_MS=$TESTNET_DELAY_MS; stop it first"
+		fi
+		TN_DELAY=$rec
+		return 0
+	fi
+	TN_DELAY=$(( 10#${TESTNET_DELAY_MS:-0} ))
+	if (( TN_DELAY > 0 )); then
+		printf '%d\n' "$TN_DELAY" > "$TN_DIR/delay_ms"
+	else
+		rm -f -- "$TN_DIR/delay_ms"
+	fi
+}
+
+# Start the forwarder unless it runs (latency mode). It runs in its own
+# session, like the daemonised tors, and records its own PID before exec.
+tn_start_fwd() {
+	local node pairs=() port listening i pid
+	tn_fwd_running && return 0
+	[[ -x $TN_DELAYFWD ]] || {
+		tn_err "latency mode needs $TN_DELAYFWD (run 'make all'; or set TESTNET_DELAYFWD)"
+		return 1
+	}
+	listening=$(tn_listening_ports)
+	for node in $(tn_nodes); do
+		[[ $node == client ]] && continue
+		port=$(tn_orport "$node")
+		if grep -qx -- "$port" <<< "$listening"; then
+			tn_err "port $port (delayfwd for $node) is already in use on this machine"
+			return 1
+		fi
+		pairs+=("$(tn_fwd_pair "$node")")
+	done
+	rm -f -- "$TN_DIR/delayfwd.pid"
+	# shellcheck disable=SC2016 # $$ and $0 belong to the inner bash
+	setsid bash -c 'echo $$ > "$0"; exec "$@"' "$TN_DIR/delayfwd.pid" \
+		"$TN_DELAYFWD" "$TN_DELAY" "${pairs[@]}" > "$TN_DIR/delayfwd.log" 2>&1 < /dev/null 9>&- &
+	for ((i = 0; i < 300; i++)); do
+		if grep -q '^delayfwd ready' "$TN_DIR/delayfwd.log" 2>/dev/null && pid=$(tn_fwd_pid); then
+			tn_say "delayfwd (pid $pid) adds $TN_DELAY ms per direction on the ORPorts of $((TN_AUTHS + TN_RELAYS)) nodes"
+			return 0
+		fi
+		sleep 0.1
+	done
+	tn_err "delayfwd did not start; $TN_DIR/delayfwd.log says: $(head -c 500 "$TN_DIR/delayfwd.log" 2>/dev/null)"
+	return 1
+}
+
+# Stop the forwarder by its recorded PID: SIGTERM, SIGKILL after TN_STOP_TIMEOUT s.
+tn_stop_fwd() {
+	local pid i
+	pid=$(tn_fwd_pid) || { rm -f -- "$TN_DIR/delayfwd.pid"; return 0; }
+	kill -TERM "$pid" 2>/dev/null
+	for ((i = 0; i < TN_STOP_TIMEOUT * 10; i++)); do
+		tn_fwd_running || break
+		sleep 0.1
+	done
+	if pid=$(tn_fwd_pid); then
+		tn_err "delayfwd (pid $pid) still runs after SIGTERM; sending SIGKILL"
+		kill -KILL "$pid" 2>/dev/null
+		for ((i = 0; i < 50; i++)); do tn_fwd_running || break; sleep 0.1; done
+	fi
+	if tn_fwd_running; then
+		tn_err "delayfwd is still running"
+		return 1
+	fi
+	rm -f -- "$TN_DIR/delayfwd.pid"
+}
+
+# Stop every node, then the forwarder; forget the delay.
+tn_stop_all() {
+	local rc=0
+	tn_stop_nodes $(tn_nodes) || rc=1
+	tn_stop_fwd || rc=1
+	(( rc == 0 )) && rm -f -- "$TN_DIR/delay_ms"
+	return $rc
 }
 
 # Succeed if the client logged "Bootstrapped 100%" since it was last started.
@@ -554,6 +728,10 @@ tn_wait_ready() {
 					return 1
 				fi
 			done
+			if (( TN_DELAY > 0 )) && ! tn_fwd_running; then
+				tn_err "delayfwd died while waiting for the network: $(tail -n 3 "$TN_DIR/delayfwd.log" 2>/dev/null)"
+				return 1
+			fi
 			now=$(tn_now)
 			if (( ${now%.*} >= deadline )); then
 				if (( booted )); then
@@ -578,29 +756,36 @@ cmd_start() {
 	tn_lock
 	tn_load_base strict
 	tn_is_complete || tn_generate
+	tn_load_delay start
 	for node in $(tn_nodes); do
 		tn_node_running "$node" || { all=0; nodes+=("$node"); }
 	done
-	# torrcs follow from the keys and the base port: rewrite them so that a
-	# newer testnet.sh applies to an old DIR. Running nodes keep theirs.
+	(( TN_DELAY > 0 )) && ! tn_fwd_running && all=0
+	# torrcs follow from the keys, the base port and the delay mode: rewrite
+	# them so that a newer testnet.sh applies to an old DIR. Running nodes keep theirs.
 	for node in "${nodes[@]}"; do tn_write_torrc "$node" || return 1; done
 	if (( all )) && tn_client_bootstrapped && tn_consensus_complete; then
 		tn_say "already running in $TN_DIR; client bootstrapped"
 		return 0
 	fi
 	t0=$(tn_now)
+	if (( TN_DELAY > 0 )) && ! tn_start_fwd; then
+		tn_err "start failed; stopping the nodes of $TN_DIR"
+		tn_stop_all
+		return 1
+	fi
 	if (( ${#nodes[@]} )); then
 		tn_say "starting ${#nodes[@]} node(s) in $TN_DIR (base port $TN_BASE)"
 		if ! tn_start_nodes "${nodes[@]}" || (( TN_ABORT )); then
 			(( TN_ABORT )) && tn_err "interrupted while starting nodes"
 			tn_err "start failed; stopping the nodes of $TN_DIR"
-			tn_stop_nodes $(tn_nodes)
+			tn_stop_all
 			return 1
 		fi
 	fi
 	if ! tn_wait_ready "$t0"; then
 		tn_err "start failed; stopping the nodes of $TN_DIR"
-		tn_stop_nodes $(tn_nodes)
+		tn_stop_all
 		return 1
 	fi
 }
@@ -610,8 +795,9 @@ cmd_stop() {
 	tn_set_dir "${1:-}"
 	[[ -d $TN_DIR ]] || { tn_say "nothing to stop in $TN_DIR"; return 0; }
 	tn_lock
+	tn_load_base
 	for node in $(tn_nodes); do tn_node_running "$node" && n=$((n + 1)); done
-	tn_stop_nodes $(tn_nodes) || return 1
+	tn_stop_all || return 1
 	tn_say "stopped $n node(s) in $TN_DIR"
 }
 
@@ -631,6 +817,7 @@ cmd_env() {
 	q TESTNET_RELAYS_FILE "$TN_DIR/relays.txt"
 	q TESTNET_AUTHORITY_COUNT "$TN_AUTHS"
 	q TESTNET_AUTHORITIES_FILE "$TN_DIR/authorities.txt"
+	q TESTNET_DELAY_MS "$(tn_recorded_delay)"
 }
 
 cmd_status() {
@@ -638,6 +825,7 @@ cmd_status() {
 	tn_set_dir "${1:-}"
 	tn_load_base
 	tn_require_network
+	tn_load_delay
 	for node in $(tn_nodes); do
 		ports=$(tn_node_ports "$node" | paste -sd, -)
 		if pid=$(tn_node_pid "$node"); then
@@ -647,6 +835,16 @@ cmd_status() {
 			all=0
 		fi
 	done
+	if (( TN_DELAY > 0 )); then
+		if pid=$(tn_fwd_pid); then
+			printf '%-8s %-10s running  pid %-7s ports %d-%d (+%d ms each way)\n' delayfwd - "$pid" \
+				"$TN_BASE" $((TN_BASE + TN_AUTHS + TN_RELAYS - 1)) "$TN_DELAY"
+		else
+			printf '%-8s %-10s stopped  %-11s ports %d-%d (+%d ms each way)\n' delayfwd - "" \
+				"$TN_BASE" $((TN_BASE + TN_AUTHS + TN_RELAYS - 1)) "$TN_DELAY"
+			all=0
+		fi
+	fi
 	if tn_node_running client && tn_client_bootstrapped; then
 		printf 'client bootstrapped (SocksPort 127.0.0.1:%d); consensus HSDirs: %s\n' \
 			"$(tn_socksport)" "$(tn_consensus_hsdirs 2>/dev/null | sort | paste -sd' ' -)"
@@ -678,6 +876,8 @@ cmd_start_relay() {
 	tn_load_base
 	tn_require_network
 	tn_node_running "relay$2" && { tn_say "relay$2 is already running"; return 0; }
+	tn_load_delay
+	tn_write_torrc "relay$2" || return 1
 	tn_start_nodes "relay$2" || return 1
 	tn_say "started relay$2 ($(tn_nick "relay$2")), pid $(tn_node_pid "relay$2")"
 }
