@@ -11,8 +11,8 @@
 #   (c) the same single onion managed by onionfront (build/onionfront, its own tor, its data path).
 #   Client: the network's client tor. "Cold" = after SIGNAL NEWNYM, which purges the client's onion
 #   service state (descriptor cache, intro-point failures, HSDir request history; the script checks that
-#   the descriptors are gone); tor rate-limits NEWNYM to one per 10 s, so one NEWNYM serves a round of all
-#   set-ups. "Cached" = a new SOCKS username (a new circuit, IsolateSOCKSAuth) with the descriptor cached.
+#   the descriptors are gone); tor runs at most one NEWNYM per 10 s, and each cold fetch gets its own.
+#   "Cached" = a new SOCKS username (a new circuit, IsolateSOCKSAuth) with the descriptor cached.
 #   "Open circuit" = a new stream on the circuit of the previous request (same SOCKS username).
 #   Start and recovery times poll the client with HSFETCH (every HSDir, every 0.25 s; tor's own retries
 #   are rate-limited to one per HSDir per 5 s in test networks) and fetch once it holds a descriptor.
@@ -383,18 +383,19 @@ part_a() {
 	for s in "${SETUPS[@]}"; do IDLE[$s]=$(median "$RAW/idle_$s.txt"); done
 	say "idle CPU, % of a core (a/b/c): ${IDLE[a]}/${IDLE[b]}/${IDLE[c]}"
 
+	# Each set-up gets its own NEWNYM before its cold fetch, and 2 s pass before each fetch that needs new
+	# circuits: a fetch right after another one found the client's pool of pre-built circuits used up and
+	# took ~0.2 s longer (a first run with one NEWNYM per round of three showed this as a position effect).
+	local -A U=()
 	for ((r = 1; r <= REPS; r++)); do
 		order=("${SETUPS[@]:r % 3}" "${SETUPS[@]:0:r % 3}")
-		newnym
 		for s in "${order[@]}"; do
+			newnym
+			sleep 2
 			if out=$(fetch "${ADDR[$s]}" "$(newuser)"); then record "cold_$s" "${out%% *}"; else record "fail_cold_$s" 1; fi
-		done
-		declare -A U=()
-		for s in "${order[@]}"; do
+			sleep 2
 			U[$s]=$(newuser)
 			if out=$(fetch "${ADDR[$s]}" "${U[$s]}"); then record "cached_$s" "${out%% *}"; else record "fail_cached_$s" 1; fi
-		done
-		for s in "${order[@]}"; do
 			if out=$(fetch "${ADDR[$s]}" "${U[$s]}"); then record "open_$s" "${out%% *}"; else record "fail_open_$s" 1; fi
 		done
 		# The three downloads of a round run at the same time, each on its own circuit to its own service:
