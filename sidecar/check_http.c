@@ -1,4 +1,5 @@
 /* check_http.c — HTTP(S) and connect-only checks on libcurl's multi socket API (see check_http.h). */
+#include "sidecar/clock.h"
 #include "sidecar/check_http.h"
 
 #include <curl/curl.h>
@@ -41,13 +42,6 @@ struct check_http {
     check_done_cb cb;
     void *arg;
 };
-
-static uint64_t check_http_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 /* ---- one check --------------------------------------------------------------------------------- */
 
@@ -106,7 +100,7 @@ static void check_http_timed_out(struct check_http *c)
 /* Report every check whose deadline has passed; first thing in each of the loop's callbacks. */
 static void check_http_expire(struct check_http_loop *l)
 {
-    uint64_t now = check_http_now_ms();
+    uint64_t now = clock_now_ms();
     bool again = true;
     while (again) {
         again = false;
@@ -467,7 +461,7 @@ struct check_http *check_http_start(struct check_http_loop *l, const struct back
     c->n_expect_status = hc->n_expect_status < CONFIG_MAX_EXPECT_STATUS ? hc->n_expect_status
                                                                           : CONFIG_MAX_EXPECT_STATUS;
     memcpy(c->expect_status, hc->expect_status, c->n_expect_status * sizeof(c->expect_status[0]));
-    c->deadline_ms = check_http_now_ms() + hc->timeout_ms;
+    c->deadline_ms = clock_now_ms() + hc->timeout_ms;
     c->easy = curl_easy_init();
     c->deadline_ev = evtimer_new(l->base, check_http_deadline_cb, c);
     if (!c->easy || !c->deadline_ev) {

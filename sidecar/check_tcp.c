@@ -1,4 +1,5 @@
 /* check_tcp.c — the TCP connect check (see check_tcp.h). */
+#include "sidecar/clock.h"
 #include "sidecar/check_tcp.h"
 
 #include <arpa/inet.h>
@@ -23,13 +24,6 @@ struct check_tcp {
     check_done_cb cb;
     void *arg;
 };
-
-static uint64_t check_tcp_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 bool check_tcp_supports(const struct backend_addr *addr)
 {
@@ -74,7 +68,7 @@ static void check_tcp_connect_cb(evutil_socket_t fd, short what, void *arg)
     struct check_tcp *c = arg;
     /* The deadline first: a connection that completes after it is still a timeout (relayd). libevent's
      * clock may be coarser than ours, so its timeout counts even if ours has not quite passed. */
-    if ((what & EV_TIMEOUT) || check_tcp_now_ms() >= c->deadline_ms) {
+    if ((what & EV_TIMEOUT) || clock_now_ms() >= c->deadline_ms) {
         check_tcp_finish(c, CHECK_CONNECT_TIMEOUT, "");
         return;
     }
@@ -139,7 +133,7 @@ struct check_tcp *check_tcp_start(struct event_base *base, const struct backend_
     }
     c->cb = cb;
     c->arg = arg;
-    c->deadline_ms = check_tcp_now_ms() + timeout_ms;
+    c->deadline_ms = clock_now_ms() + timeout_ms;
     c->fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (c->fd < 0) {
         snprintf(err, errlen, "check_tcp: %s: socket: %s", addr->text, strerror(errno));

@@ -1,4 +1,5 @@
 /* health.c — per-pool scheduling of active health checks (see health.h). */
+#include "sidecar/clock.h"
 #include "sidecar/health.h"
 
 #include <event2/event.h>
@@ -36,13 +37,6 @@ struct health_checker {
     uint64_t checks_done;
 };
 
-static uint64_t health_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /* Uniform in [0, n]. */
 static unsigned health_jitter(unsigned n)
 {
@@ -73,7 +67,7 @@ static void health_schedule_next(struct health_target *t)
 {
     unsigned interval = t->hc->conf.interval_ms;
     uint64_t next = t->started_ms + interval - health_jitter(interval / 20);
-    uint64_t now = health_now_ms();
+    uint64_t now = clock_now_ms();
     health_schedule(t, next > now ? next - now : 0);
 }
 
@@ -91,7 +85,7 @@ static void health_check_done_cb(enum check_result r, const char *detail, void *
     t->http = NULL;
     t->hc->checks_done++;
     log_debug("backend %s: check %s%s%s in %llu ms", t->b->conf.name, check_result_str(r), *detail ? ": " : "",
-              detail, (unsigned long long)(health_now_ms() - t->started_ms));
+              detail, (unsigned long long)(clock_now_ms() - t->started_ms));
     backend_health_result(t->b, r, detail);
     health_schedule_next(t);
 }
@@ -107,7 +101,7 @@ static void health_start_cb(evutil_socket_t fd, short what, void *arg)
 
     if (conf->type == HEALTH_NONE || t->tcp || t->http)
         return;
-    t->started_ms = health_now_ms();
+    t->started_ms = clock_now_ms();
     t->addr = t->b->conf.addr;
     if (conf->type == HEALTH_TCP && check_tcp_supports(&t->addr)) {
         t->tcp = check_tcp_start(hc->base, &t->addr, conf->timeout_ms, health_check_done_cb, t, err, sizeof(err));
