@@ -28,6 +28,8 @@ struct service_mgr {
     size_t n;
     struct cp_conn *conn;
     struct cp_info foreign; /* the attached tor's own HiddenService* lines, kept in every SETCONF */
+    bool foreign_known;     /* `foreign` is this connection's answer: until then no SETCONF may be sent,
+                               since it would replace (remove) the tor's own services */
     struct timespec published_at;
 };
 
@@ -131,7 +133,7 @@ int service_mgr_reconfigure(struct service_mgr *m, const struct config *conf, bo
     m->conf = conf;
     if (tor_changed)
         *tor_changed = changed;
-    if (changed && m->conn)
+    if (changed && m->conn && m->foreign_known) /* else service_foreign_cb publishes the new set */
         service_publish(m);
     return 0;
 }
@@ -293,6 +295,7 @@ static void service_foreign_cb(struct cp_conn *c, const struct cp_reply *r, cons
         kv->key = kv->value = NULL;
     }
     cp_info_clear(&all);
+    m->foreign_known = true;
     if (foreign_dirs)
         log_info("services: keeping %zu service%s this tor already had", foreign_dirs, foreign_dirs == 1 ? "" : "s");
     service_publish(m);
@@ -336,6 +339,7 @@ void service_mgr_attach(struct service_mgr *m, struct cp_conn *conn)
 {
     char err[256];
     m->conn = conn;
+    m->foreign_known = false;
     cp_conn_subscribe(conn, "HS_DESC", service_hs_desc_cb, m);
     static const char *const key = "HiddenServiceOptions";
     char *cmd = cp_cmd_getconf(&key, 1, err, sizeof(err));
@@ -347,6 +351,7 @@ void service_mgr_attach(struct service_mgr *m, struct cp_conn *conn)
 void service_mgr_detach(struct service_mgr *m)
 {
     m->conn = NULL;
+    m->foreign_known = false;
     /* The next tor (a restart or reconnect) must upload again before a service counts as reachable,
      * and its first upload is logged again. */
     for (size_t i = 0; i < m->n; i++)
@@ -377,7 +382,9 @@ void service_mgr_unpublish(struct service_mgr *m, void (*done)(void *arg), void 
     char err[256];
     struct service_unpublish_ctx *u = calloc(1, sizeof(*u));
     char *cmd = NULL;
-    if (!m->conn || !u || !(cmd = service_setconf_cmd(m, false, err, sizeof(err)))) {
+    /* Without the tor's own services known nothing of ours was handed over on this connection, and a
+     * SETCONF would remove theirs. */
+    if (!m->conn || !m->foreign_known || !u || !(cmd = service_setconf_cmd(m, false, err, sizeof(err)))) {
         free(u);
         done(arg);
         return;

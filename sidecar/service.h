@@ -43,7 +43,8 @@ void service_mgr_attach(struct service_mgr *m, struct cp_conn *conn);
 void service_mgr_detach(struct service_mgr *m);
 
 /* Remove our services from tor (keeping foreign ones), then call done(arg) — also on failure, or at
- * once when there is no connection. */
+ * once when there is no connection or tor's own services are not known yet (nothing of ours was handed
+ * to this tor then, and a SETCONF would remove its services). */
 void service_mgr_unpublish(struct service_mgr *m, void (*done)(void *arg), void *arg);
 
 size_t service_mgr_count(const struct service_mgr *m);
