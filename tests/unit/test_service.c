@@ -1,0 +1,841 @@
+/* test_service.c — unit tests for sidecar/service.c, the service manager, with real key directories in a
+ * private temporary directory and, for what it sends to tor, a real cp_conn on a real event loop against
+ * the scripted fake control port (tests/fake/fake_ctl.c).
+ *
+ * Why: service.c decides which onion services tor runs, and its SETCONF replaces tor's whole
+ * HiddenService* group, so a wrong or early SETCONF silently removes services (ours or, in attach mode,
+ * the tor's own); and a reload that needlessly re-sends the group makes tor publish new descriptors.
+ *
+ * Covers: keys created on first load (a 0700 directory state_dir/keys/<name> of 0600 files, a 56-char v3
+ * address that matches the public key and the hostname file) and the same address on the next start; a
+ * key that cannot be loaded names the service; reconfigure (table): tor_changed false for data-path
+ * changes (backends, health, order) and true for a service added or removed, a port added or renumbered,
+ * max_streams or key_dir changed, with addresses kept by name; all-or-nothing on error; the status JSON
+ * and the metrics; attach: GETCONF HiddenServiceOptions, then one SETCONF of the complete group (the
+ * tor's own services first, a leftover directory of ours replaced, then HiddenServiceDir/Port/MaxStreams/
+ * ExportCircuitID per service), HS_DESC UPLOADED counted per service and kept across reloads; a SETCONF
+ * after a reload only when tor's view changed; unpublish (the tor's own services kept; done() after tor's
+ * answer, a refusal or a closed connection, at once without a connection); detach; and no SETCONF at all
+ * while the tor's own services are unknown (GETCONF refused or not answered yet). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "controlproto/cp_conn.h"
+#include "sidecar/config.h"
+#include "sidecar/keys.h"
+#include "sidecar/log.h"
+#include "sidecar/metrics.h"
+#include "sidecar/service.h"
+#include "tests/fake/fake_ctl.h"
+#include "tests/fake/tmpdir.h"
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define LOOP_BOUND_MS 5000
+
+/* Services, written with ' for " (load_conf turns them into JSON). */
+#define WEB                                                                                                  \
+    "{'name':'web','max_streams':10,'ports':[{'virtual':80,'target':'127.0.0.1:8080'},"                   \
+    "{'virtual':443,'backends':[{'address':'127.0.0.1:8443'},{'address':'/run/web.sock'}]}]}"
+#define API "{'name':'api','ports':[{'virtual':8000,'target':'127.0.0.1:9000'}]}"
+#define NEW "{'name':'new','ports':[{'virtual':80,'target':'127.0.0.1:7000'}]}"
+
+/* What tor must be given for each of them; each %s is the test's directory. */
+#define WEB_TOR                                                                                              \
+    "HiddenServiceDir=\"%s/state/keys/web\" HiddenServicePort=\"80 unix:%s/run/proxy/web-80.sock\" "        \
+    "HiddenServicePort=\"443 unix:%s/run/proxy/web-443.sock\" HiddenServiceMaxStreams=\"10\" "              \
+    "HiddenServiceExportCircuitID=\"haproxy\""
+#define API_TOR                                                                                              \
+    "HiddenServiceDir=\"%s/state/keys/api\" HiddenServicePort=\"8000 unix:%s/run/proxy/api-8000.sock\" "    \
+    "HiddenServiceExportCircuitID=\"haproxy\""
+#define NEW_TOR                                                                                              \
+    "HiddenServiceDir=\"%s/state/keys/new\" HiddenServicePort=\"80 unix:%s/run/proxy/new-80.sock\" "        \
+    "HiddenServiceExportCircuitID=\"haproxy\""
+
+/* The attached tor's own service, as GETCONF lists it and as it must be handed back. */
+#define OTHER_GETCONF "250-HiddenServiceDir=/var/lib/tor/other\r\n250-HiddenServicePort=22 127.0.0.1:22\r\n"
+#define OTHER_TOR "HiddenServiceDir=\"/var/lib/tor/other\" HiddenServicePort=\"22 127.0.0.1:22\""
+
+#define GETCONF_LINE "GETCONF HiddenServiceOptions"
+#define NO_HS_GETCONF "250 HiddenServiceOptions\r\n" /* control-spec 3.3: no service configured */
+#define SYNC_LINE "GETINFO version"
+#define SYNC_ANSWER "250-version=0.4.9.11\r\n250 OK\r\n"
+/* An address that is none of ours (the tests' keys are random). */
+#define STRANGER "nkfp4y5sdp4laifn2jjhvooirlcxreopj2bygizfy5x5so7774l6u5id"
+#define FP1 "BCFAC56464F954D03B5A872B11997E92B451570A"
+#define FP2 "7F7BB4712B86BB22FD78AA122981E264E678BBF4"
+
+struct ctx {
+    char dir[64];
+    struct config *conf; /* the manager's config */
+    struct service_mgr *m;
+    struct event_base *base;
+    struct fake_ctl *fake;
+    struct cp_conn *conn;
+    int n_ready;
+    int n_done;  /* unpublish completions */
+    int n_synced;
+    struct fake_ctl_step script[40];
+    size_t n_script;
+    char texts[40][2048]; /* script texts that hold the directory or an address */
+    size_t n_texts;
+};
+
+static int setup(void **state)
+{
+    struct ctx *c = calloc(1, sizeof(*c));
+    char p[128];
+    if (!c || tmpdir_make(c->dir, sizeof(c->dir), "test_service") < 0)
+        return -1;
+    /* main.c makes state_dir and state_dir/keys before the manager loads keys */
+    snprintf(p, sizeof(p), "%s/state", c->dir);
+    if (mkdir(p, 0700) < 0)
+        return -1;
+    snprintf(p, sizeof(p), "%s/state/keys", c->dir);
+    if (mkdir(p, 0700) < 0 || !(c->base = event_base_new()))
+        return -1;
+    /* tor's refusals are logged at error on purpose; TEST_SERVICE_DEBUG=1 shows everything */
+    log_set_level(getenv("TEST_SERVICE_DEBUG") ? LOG_LVL_DEBUG : LOG_LVL_WARN);
+    *state = c;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct ctx *c = *state;
+    /* The connection first (service.h): its pending completions still reach the manager. */
+    cp_conn_free(c->conn);
+    service_mgr_free(c->m);
+    config_free(c->conf);
+    fake_ctl_free(c->fake);
+    event_base_free(c->base);
+    int rc = tmpdir_remove(c->dir);
+    free(c);
+    return rc;
+}
+
+/* ---- helpers ----------------------------------------------------------------------------------- */
+
+/* A config with state_dir and run_dir in the test's directory, attach mode, and `services` (the members
+ * of the "services" array, written with ' for "). */
+static struct config *load_conf(struct ctx *c, const char *services)
+{
+    char json[4096], err[512];
+    int n = snprintf(json, sizeof(json),
+                     "{'state_dir':'%s/state','run_dir':'%s/run',"
+                     "'tor':{'mode':'attach','control_socket':'/run/tor/control'},'services':[%s]}",
+                     c->dir, c->dir, services);
+    assert_true(n > 0 && (size_t)n < sizeof(json));
+    for (char *q = json; *q; q++)
+        *q = *q == '\'' ? '"' : *q;
+    struct config *conf = config_load_string(json, strlen(json), err, sizeof(err));
+    if (!conf)
+        fail_msg("config: %s\n  %s", err, json);
+    return conf;
+}
+
+/* The manager for `services`, keys loaded. */
+static void start_mgr(struct ctx *c, const char *services)
+{
+    char err[512] = "";
+    c->conf = load_conf(c, services);
+    c->m = service_mgr_new(c->conf);
+    assert_non_null(c->m);
+    if (service_mgr_load_keys(c->m, err, sizeof(err)) < 0)
+        fail_msg("service_mgr_load_keys: %s", err);
+}
+
+/* Switch the manager to `services`, which must succeed; the old config is freed at once, as main.c does,
+ * so that a pointer into it would be caught by ASan. Return tor_changed. */
+static bool reconfigure_ok(struct ctx *c, const char *services)
+{
+    char err[512] = "";
+    bool changed = false;
+    struct config *next = load_conf(c, services);
+    if (service_mgr_reconfigure(c->m, next, &changed, err, sizeof(err)) < 0)
+        fail_msg("service_mgr_reconfigure: %s", err);
+    config_free(c->conf);
+    c->conf = next;
+    return changed;
+}
+
+/* Switch the manager to `services`, which must fail with a message containing `want`. */
+static void reconfigure_fails(struct ctx *c, const char *services, const char *want)
+{
+    char err[512] = "";
+    bool changed = false;
+    struct config *next = load_conf(c, services);
+    assert_int_equal(service_mgr_reconfigure(c->m, next, &changed, err, sizeof(err)), -1);
+    config_free(next); /* the manager must not keep anything of it */
+    if (!strstr(err, want))
+        fail_msg("reconfigure said \"%s\", expected \"%s\"", err, want);
+}
+
+/* Index of the service named `name`, failing the test if there is none. */
+static size_t find(const struct ctx *c, const char *name)
+{
+    for (size_t i = 0; i < service_mgr_count(c->m); i++)
+        if (strcmp(service_mgr_name(c->m, i), name) == 0)
+            return i;
+    fail_msg("no service named %s", name);
+    return 0;
+}
+
+/* The address of the service named `name`, copied (KEYS_ADDRESS_SIZE bytes). */
+static void address_of(const struct ctx *c, const char *name, char *out)
+{
+    const char *a = service_mgr_address(c->m, find(c, name));
+    assert_int_equal(strlen(a), KEYS_ADDRESS_LEN);
+    memcpy(out, a, KEYS_ADDRESS_SIZE);
+}
+
+/* The manager for web and api, keys loaded; their addresses copied to `web` and `api`. */
+static void start_web_api(struct ctx *c, char *web, char *api)
+{
+    start_mgr(c, WEB "," API);
+    address_of(c, "web", web);
+    address_of(c, "api", api);
+}
+
+/* The status JSON object of the i-th service; `uploads` its upload count. Returns a new reference. */
+static json_t *service_json(const struct ctx *c, size_t i, json_int_t *uploads)
+{
+    json_t *all = service_mgr_to_json(c->m), *o;
+    assert_non_null(all);
+    assert_int_equal(json_array_size(all), service_mgr_count(c->m));
+    o = json_incref(json_array_get(all, i));
+    json_decref(all);
+    assert_non_null(o);
+    if (uploads)
+        *uploads = json_integer_value(json_object_get(o, "uploads"));
+    return o;
+}
+
+static json_int_t uploads_of(const struct ctx *c, const char *name)
+{
+    json_int_t n = -1;
+    json_decref(service_json(c, find(c, name), &n));
+    return n;
+}
+
+static void assert_file_mode(const char *dir, const char *name, bool is_dir, mode_t mode)
+{
+    char p[512];
+    struct stat st;
+    snprintf(p, sizeof(p), "%s%s%s", dir, name ? "/" : "", name ? name : "");
+    if (lstat(p, &st) < 0)
+        fail_msg("%s: missing", p);
+    if (is_dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode))
+        fail_msg("%s: not a %s", p, is_dir ? "directory" : "regular file");
+    if ((st.st_mode & 07777) != mode)
+        fail_msg("%s: mode %04o, expected %04o", p, (unsigned)(st.st_mode & 07777), (unsigned)mode);
+}
+
+static void read_file(const char *dir, const char *name, char *buf, size_t len, size_t *got)
+{
+    char p[512];
+    snprintf(p, sizeof(p), "%s/%s", dir, name);
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        fail_msg("%s: cannot open", p);
+    ssize_t n = read(fd, buf, len);
+    close(fd);
+    assert_true(n >= 0);
+    *got = (size_t)n;
+}
+
+/* The key directory of the service named `name` was created as tor wants it, and its address is the
+ * public key's: a 0700 directory of 0600 files, hostname "<address>.onion\n". */
+static void assert_key_dir(const struct ctx *c, const char *name)
+{
+    const struct service_conf *sc = config_find_service(c->conf, name);
+    char want[256], buf[256], addr[KEYS_ADDRESS_SIZE];
+    size_t n;
+    assert_non_null(sc);
+    snprintf(want, sizeof(want), "%s/state/keys/%s", c->dir, name);
+    assert_string_equal(sc->key_dir, want);
+    assert_file_mode(sc->key_dir, NULL, true, 0700);
+    static const char *const files[] = {KEYS_SECRET_FILE, KEYS_PUBLIC_FILE, KEYS_HOSTNAME_FILE};
+    for (size_t i = 0; i < ARRAY_LEN(files); i++)
+        assert_file_mode(sc->key_dir, files[i], false, 0600);
+    DIR *d = opendir(sc->key_dir); /* and nothing in it that others may read */
+    assert_non_null(d);
+    for (struct dirent *e; (e = readdir(d));)
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+            assert_file_mode(sc->key_dir, e->d_name, false, 0600);
+    closedir(d);
+
+    const char *a = service_mgr_address(c->m, find(c, name));
+    assert_int_equal(strlen(a), KEYS_ADDRESS_LEN);
+    for (const char *q = a; *q; q++)
+        if (!((*q >= 'a' && *q <= 'z') || (*q >= '2' && *q <= '7')))
+            fail_msg("address %s: '%c' is not base32", a, *q);
+    assert_int_equal(a[KEYS_ADDRESS_LEN - 1], 'd'); /* address-spec: VERSION 3 ends the address */
+    read_file(sc->key_dir, KEYS_PUBLIC_FILE, buf, sizeof(buf), &n);
+    assert_int_equal(n, 64); /* 32-byte header, 32-byte key */
+    assert_int_equal(onion_address_from_pubkey((const unsigned char *)buf + 32, addr), 0);
+    assert_string_equal(a, addr);
+    read_file(sc->key_dir, KEYS_HOSTNAME_FILE, buf, sizeof(buf) - 1, &n);
+    buf[n] = '\0';
+    snprintf(want, sizeof(want), "%s.onion\n", a);
+    assert_string_equal(buf, want);
+}
+
+/* Put a regular file where the service `name`'s key directory would go: its key cannot be loaded. */
+static void block_key_dir(const struct ctx *c, const char *name)
+{
+    char p[256];
+    snprintf(p, sizeof(p), "%s/state/keys/%s", c->dir, name);
+    int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    assert_true(fd >= 0);
+    close(fd);
+}
+
+/* ---- the fake tor ------------------------------------------------------------------------------- */
+
+/* Append a script step; `fmt` (NULL for none) is formatted into the context. */
+static void step(struct ctx *c, enum fake_ctl_op op, unsigned ms, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void step(struct ctx *c, enum fake_ctl_op op, unsigned ms, const char *fmt, ...)
+{
+    const char *text = NULL;
+    assert_true(c->n_script < ARRAY_LEN(c->script));
+    if (fmt) {
+        va_list ap;
+        assert_true(c->n_texts < ARRAY_LEN(c->texts));
+        char *t = c->texts[c->n_texts++];
+        va_start(ap, fmt);
+        int n = vsnprintf(t, sizeof(c->texts[0]), fmt, ap);
+        va_end(ap);
+        assert_true(n > 0 && (size_t)n < sizeof(c->texts[0]));
+        text = t;
+    }
+    c->script[c->n_script++] = (struct fake_ctl_step){op, text, ms};
+}
+
+/* The NULL-auth exchange (control-spec 3.21), then the manager's GETCONF (the caller scripts tor's
+ * answer). */
+static void script_attach(struct ctx *c)
+{
+    step(c, FAKE_CTL_EXPECT, 0, "PROTOCOLINFO 1");
+    step(c, FAKE_CTL_SEND, 0, "250-PROTOCOLINFO 1\r\n250-AUTH METHODS=NULL\r\n250 OK\r\n");
+    step(c, FAKE_CTL_EXPECT, 0, "AUTHENTICATE");
+    step(c, FAKE_CTL_SEND, 0, "250 OK\r\n");
+    step(c, FAKE_CTL_EXPECT, 0, GETCONF_LINE);
+}
+
+/* The answer to the test's own sync() command. */
+static void script_sync(struct ctx *c)
+{
+    step(c, FAKE_CTL_EXPECT, 0, SYNC_LINE);
+    step(c, FAKE_CTL_SEND, 0, SYNC_ANSWER);
+}
+
+static void conn_state_cb(struct cp_conn *conn, enum cp_conn_state st, const char *err, void *arg)
+{
+    struct ctx *c = arg;
+    (void)conn;
+    (void)err;
+    if (st == CP_CONN_READY)
+        c->n_ready++;
+}
+
+static bool is_ready(void *arg)
+{
+    struct ctx *c = arg;
+    return c->n_ready > 0 || fake_ctl_failure(c->fake);
+}
+
+static bool fake_finished(void *arg)
+{
+    struct ctx *c = arg;
+    return fake_ctl_done(c->fake) || fake_ctl_failure(c->fake);
+}
+
+static void check_fake(const struct ctx *c)
+{
+    const char *f = fake_ctl_failure(c->fake);
+    if (f)
+        fail_msg("fake control port: %s", f);
+}
+
+/* Start the fake with the script so far, connect an authenticated cp_conn to it and attach the manager. */
+static void attach_fake(struct ctx *c)
+{
+    char err[256];
+    c->fake = fake_ctl_new(c->base, false, c->script, c->n_script, err, sizeof(err));
+    if (!c->fake)
+        fail_msg("fake: %s", err);
+    struct cp_conn_opts o = {.unix_path = fake_ctl_unix_path(c->fake), .auth = CP_AUTH_AUTO, .cmd_timeout = {5, 0}};
+    c->conn = cp_conn_new(c->base, &o, conn_state_cb, c, err, sizeof(err));
+    if (!c->conn || cp_conn_connect(c->conn, err, sizeof(err)) < 0)
+        fail_msg("cp_conn: %s", err);
+    assert_int_equal(fake_ctl_run_until(c->base, is_ready, c, LOOP_BOUND_MS), 0);
+    check_fake(c);
+    service_mgr_attach(c->m, c->conn);
+}
+
+static void sync_cb(struct cp_conn *conn, const struct cp_reply *r, const char *err, void *arg)
+{
+    struct ctx *c = arg;
+    (void)conn;
+    if (!r)
+        fail_msg("sync: %s", err);
+    c->n_synced++;
+}
+
+static bool synced(void *arg)
+{
+    struct ctx *c = arg;
+    return c->n_synced > 0 || fake_ctl_failure(c->fake);
+}
+
+/* Send a command of the test's own and wait for its answer: commands are answered in order, so whatever
+ * the manager sent before has been answered and handled, and the fake saw nothing else in between. */
+static void sync_fake(struct ctx *c)
+{
+    char err[256];
+    c->n_synced = 0;
+    if (cp_conn_send(c->conn, SYNC_LINE "\r\n", sync_cb, c, err, sizeof(err)) < 0)
+        fail_msg("sync: %s", err);
+    assert_int_equal(fake_ctl_run_until(c->base, synced, c, LOOP_BOUND_MS), 0);
+    check_fake(c);
+}
+
+static void unpublished_cb(void *arg)
+{
+    struct ctx *c = arg;
+    c->n_done++;
+}
+
+static bool unpublished(void *arg)
+{
+    struct ctx *c = arg;
+    return c->n_done > 0 || fake_ctl_failure(c->fake);
+}
+
+/* ---- keys ----------------------------------------------------------------------------------------- */
+
+static void test_keys_created_on_first_load(void **state)
+{
+    struct ctx *c = *state;
+    char err[512] = "";
+    c->conf = load_conf(c, WEB "," API);
+    c->m = service_mgr_new(c->conf);
+    assert_non_null(c->m);
+    assert_int_equal(service_mgr_count(c->m), 2);
+    assert_string_equal(service_mgr_name(c->m, 0), "web");
+    assert_string_equal(service_mgr_name(c->m, 1), "api");
+    assert_string_equal(service_mgr_address(c->m, 0), ""); /* not loaded yet */
+    assert_string_equal(service_mgr_name(c->m, 2), "");    /* out of range */
+    assert_string_equal(service_mgr_address(c->m, 2), "");
+    assert_false(service_mgr_uploaded(c->m, 2));
+    if (service_mgr_load_keys(c->m, err, sizeof(err)) < 0)
+        fail_msg("service_mgr_load_keys: %s", err);
+    assert_key_dir(c, "web");
+    assert_key_dir(c, "api");
+    assert_string_not_equal(service_mgr_address(c->m, 0), service_mgr_address(c->m, 1));
+    assert_false(service_mgr_uploaded(c->m, 0));
+}
+
+static void test_keys_same_after_restart(void **state)
+{
+    struct ctx *c = *state;
+    char web[KEYS_ADDRESS_SIZE], api[KEYS_ADDRESS_SIZE], again[KEYS_ADDRESS_SIZE];
+    start_web_api(c, web, api);
+    service_mgr_free(c->m);
+    config_free(c->conf);
+    c->m = NULL;
+    c->conf = NULL;
+    /* a new process: a new config and manager on the same state_dir, services in another order */
+    start_mgr(c, API "," WEB);
+    address_of(c, "web", again);
+    assert_string_equal(again, web);
+    address_of(c, "api", again);
+    assert_string_equal(again, api);
+    assert_key_dir(c, "web");
+}
+
+static void test_load_keys_error_names_service(void **state)
+{
+    struct ctx *c = *state;
+    char err[512] = "", path[256];
+    block_key_dir(c, "api");
+    c->conf = load_conf(c, WEB "," API);
+    c->m = service_mgr_new(c->conf);
+    assert_non_null(c->m);
+    assert_int_equal(service_mgr_load_keys(c->m, err, sizeof(err)), -1);
+    snprintf(path, sizeof(path), "%s/state/keys/api", c->dir);
+    if (strncmp(err, "service api: ", 13) != 0 || !strstr(err, path))
+        fail_msg("load_keys said \"%s\"", err);
+}
+
+/* ---- reconfigure ------------------------------------------------------------------------------------ */
+
+struct reconf_case {
+    const char *name;
+    const char *services;
+    bool tor_changed;
+    const char *fresh; /* a service whose address must be new (added, or its key_dir moved), or NULL */
+};
+
+static void test_reconfigure_table(void **state)
+{
+    struct ctx *c = *state;
+    static const struct reconf_case cases[] = {
+        {"backends, balance and health only",
+         "{'name':'web','max_streams':10,'ports':[{'virtual':80,'backends':[{'address':'127.0.0.1:8081'},"
+         "{'address':'127.0.0.1:8082','weight':2}],'balance':'least_conn','health':{'type':'http','path':'/h'}},"
+         "{'virtual':443,'target':'127.0.0.1:9443'}]}," API,
+         false, NULL},
+        {"services reordered", API "," WEB, false, NULL},
+        {"ports reordered",
+         "{'name':'web','max_streams':10,'ports':[{'virtual':443,'target':'127.0.0.1:8443'},"
+         "{'virtual':80,'target':'127.0.0.1:8080'}]}," API,
+         false, NULL},
+        {"a service added", WEB "," API "," NEW, true, "new"},
+        {"a service removed", WEB, true, NULL},
+        {"one removed, another added", WEB "," NEW, true, "new"},
+        {"a port added",
+         "{'name':'web','max_streams':10,'ports':[{'virtual':80,'target':'127.0.0.1:8080'},"
+         "{'virtual':443,'target':'127.0.0.1:8443'},{'virtual':8443,'target':'127.0.0.1:8443'}]}," API,
+         true, NULL},
+        {"a port renumbered",
+         "{'name':'web','max_streams':10,'ports':[{'virtual':81,'target':'127.0.0.1:8080'},"
+         "{'virtual':443,'target':'127.0.0.1:8443'}]}," API,
+         true, NULL},
+        {"max_streams changed",
+         "{'name':'web','max_streams':11,'ports':[{'virtual':80,'target':'127.0.0.1:8080'},"
+         "{'virtual':443,'target':'127.0.0.1:8443'}]}," API,
+         true, NULL},
+        {"key_dir moved", WEB ",{'name':'api','key_dir':'%s/state/keys/api2',"
+                          "'ports':[{'virtual':8000,'target':'127.0.0.1:9000'}]}",
+         true, "api"},
+    };
+    char web[KEYS_ADDRESS_SIZE], api[KEYS_ADDRESS_SIZE], got[KEYS_ADDRESS_SIZE], services[1024];
+    start_web_api(c, web, api);
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        const struct reconf_case *rc = &cases[i];
+        print_message("case: %s\n", rc->name);
+        snprintf(services, sizeof(services), rc->services, c->dir);
+        service_mgr_free(c->m);
+        config_free(c->conf);
+        start_mgr(c, WEB "," API); /* the same keys every time: they are on disk */
+        bool changed = reconfigure_ok(c, services);
+        if (changed != rc->tor_changed)
+            fail_msg("case %s: tor_changed %d, expected %d", rc->name, changed, rc->tor_changed);
+        /* the new set, in the new config's order, each service with its conf */
+        assert_int_equal(service_mgr_count(c->m), c->conf->n_services);
+        for (size_t j = 0; j < c->conf->n_services; j++) {
+            const char *name = c->conf->services[j].name;
+            assert_string_equal(service_mgr_name(c->m, j), name);
+            address_of(c, name, got);
+            if (rc->fresh && strcmp(name, rc->fresh) == 0) {
+                assert_string_not_equal(got, web);
+                assert_string_not_equal(got, api);
+            } else {
+                assert_string_equal(got, strcmp(name, "web") == 0 ? web : api);
+            }
+        }
+        /* the JSON shows the new config's ports: the manager borrows the new config, not the freed one */
+        json_t *o = service_json(c, find(c, "web"), NULL);
+        json_t *ports = json_object_get(o, "ports");
+        assert_int_equal(json_array_size(ports), c->conf->services[find(c, "web")].n_ports);
+        json_decref(o);
+    }
+}
+
+static void test_reconfigure_error_keeps_state(void **state)
+{
+    struct ctx *c = *state;
+    char web[KEYS_ADDRESS_SIZE], api[KEYS_ADDRESS_SIZE], got[KEYS_ADDRESS_SIZE];
+    start_web_api(c, web, api);
+    block_key_dir(c, "bad");
+    /* "new" would load; "bad" cannot: nothing of the switch may stay */
+    reconfigure_fails(c, API "," NEW ",{'name':'bad','ports':[{'virtual':80,'target':'127.0.0.1:1'}]}",
+                      "service bad: ");
+    assert_int_equal(service_mgr_count(c->m), 2);
+    assert_string_equal(service_mgr_name(c->m, 0), "web");
+    assert_string_equal(service_mgr_name(c->m, 1), "api");
+    address_of(c, "web", got);
+    assert_string_equal(got, web);
+    address_of(c, "api", got);
+    assert_string_equal(got, api);
+    /* the old config is still what it uses (the new one is freed: ASan would see a dangling pointer) */
+    json_t *o = service_json(c, 0, NULL);
+    assert_int_equal(json_array_size(json_object_get(o, "ports")), 2);
+    json_decref(o);
+    /* and a good switch afterwards works */
+    assert_true(reconfigure_ok(c, WEB "," API "," NEW));
+    assert_int_equal(service_mgr_count(c->m), 3);
+}
+
+/* ---- status JSON and metrics ---------------------------------------------------------------------- */
+
+static void test_to_json(void **state)
+{
+    struct ctx *c = *state;
+    char err[512] = "", want[128];
+    json_error_t jerr;
+    c->conf = load_conf(c, WEB "," API);
+    c->m = service_mgr_new(c->conf);
+    assert_non_null(c->m);
+    /* before the keys: no address */
+    json_t *o = service_json(c, 0, NULL);
+    assert_true(json_is_null(json_object_get(o, "address")));
+    json_decref(o);
+    if (service_mgr_load_keys(c->m, err, sizeof(err)) < 0)
+        fail_msg("service_mgr_load_keys: %s", err);
+
+    static const char *const want_ports[] = {
+        "[{\"virtual\": 80, \"targets\": [\"127.0.0.1:8080\"]},"
+        " {\"virtual\": 443, \"targets\": [\"127.0.0.1:8443\", \"/run/web.sock\"]}]",
+        "[{\"virtual\": 8000, \"targets\": [\"127.0.0.1:9000\"]}]",
+    };
+    json_t *all = service_mgr_to_json(c->m);
+    assert_int_equal(json_array_size(all), 2);
+    for (size_t i = 0; i < 2; i++) {
+        const char *name = NULL, *address = NULL;
+        json_t *ports = NULL;
+        int uploaded = -1;
+        json_int_t uploads = -1;
+        if (json_unpack_ex(json_array_get(all, i), &jerr, JSON_STRICT, "{s:s, s:s, s:o, s:b, s:I}", "name", &name,
+                           "address", &address, "ports", &ports, "uploaded", &uploaded, "uploads", &uploads) < 0)
+            fail_msg("services[%zu]: %s", i, jerr.text);
+        assert_string_equal(name, service_mgr_name(c->m, i));
+        snprintf(want, sizeof(want), "%s.onion", service_mgr_address(c->m, i));
+        assert_string_equal(address, want);
+        assert_false(uploaded);
+        assert_int_equal(uploads, 0);
+        json_t *expected = json_loads(want_ports[i], 0, &jerr);
+        assert_non_null(expected);
+        if (!json_equal(ports, expected)) {
+            char *got = json_dumps(ports, 0);
+            fail_msg("services[%zu].ports: %s, expected %s", i, got, want_ports[i]);
+        }
+        json_decref(expected);
+    }
+    json_decref(all);
+}
+
+/* The manager's metrics (for the services web and api) count `uploaded` and `pending` services and say
+ * whether web and api are up; its families are its own, so a second call on the same writer is refused. */
+static void assert_metrics(const struct ctx *c, unsigned uploaded, unsigned pending, int web_up, int api_up)
+{
+    char want[6][128];
+    struct metrics *mt = metrics_new();
+    assert_non_null(mt);
+    assert_int_equal(service_mgr_metrics(c->m, mt), 0);
+    snprintf(want[0], sizeof(want[0]), "# TYPE onionfront_services gauge\n");
+    snprintf(want[1], sizeof(want[1]), "onionfront_services{state=\"uploaded\"} %u\n", uploaded);
+    snprintf(want[2], sizeof(want[2]), "onionfront_services{state=\"pending\"} %u\n", pending);
+    snprintf(want[3], sizeof(want[3]), "# TYPE onionfront_service_up gauge\n");
+    snprintf(want[4], sizeof(want[4]), "onionfront_service_up{service=\"web\"} %d\n", web_up);
+    snprintf(want[5], sizeof(want[5]), "onionfront_service_up{service=\"api\"} %d\n", api_up);
+    const char *text = metrics_text(mt, NULL);
+    for (size_t i = 0; i < ARRAY_LEN(want); i++)
+        if (!strstr(text, want[i]))
+            fail_msg("metrics lack \"%s\" in:\n%s", want[i], text);
+    assert_int_equal(service_mgr_metrics(c->m, mt), -1);
+    metrics_free(mt);
+}
+
+static void test_metrics_pending(void **state)
+{
+    struct ctx *c = *state;
+    start_mgr(c, WEB "," API);
+    assert_metrics(c, 0, 2, 0, 0);
+}
+
+/* ---- what goes to tor ----------------------------------------------------------------------------- */
+
+static bool web_uploaded_twice(void *arg)
+{
+    struct ctx *c = arg;
+    return uploads_of(c, "web") == 2 || fake_ctl_failure(c->fake);
+}
+
+static void test_attach_publishes_complete_group(void **state)
+{
+    struct ctx *c = *state;
+    const char *d = c->dir;
+    char web[KEYS_ADDRESS_SIZE], api[KEYS_ADDRESS_SIZE];
+    start_web_api(c, web, api);
+    /* tor has its own service, and web's directory left by an earlier run (with an outdated port) */
+    script_attach(c);
+    step(c, FAKE_CTL_SEND, 0,
+         OTHER_GETCONF "250-HiddenServiceDir=%s/state/keys/web\r\n250-HiddenServicePort=80 unix:/old/web-80.sock\r\n"
+                       "250 HiddenServiceExportCircuitID=haproxy\r\n",
+         d);
+    step(c, FAKE_CTL_EXPECT, 0, "SETCONF " OTHER_TOR " " WEB_TOR " " API_TOR, d, d, d, d, d);
+    step(c, FAKE_CTL_SEND, 0, "250 OK\r\n");
+    /* a stranger's upload and api's failure count for nothing; web's two uploads do */
+    step(c, FAKE_CTL_SEND, 0,
+         "650 HS_DESC UPLOADED " STRANGER " UNKNOWN $" FP1 "~relay1\r\n"
+         "650 HS_DESC FAILED %s NO_AUTH $" FP2 "~relay2 kuO9sjs6h5s1HevfyKFLcLq78UyStWmQikgpm48sSsU "
+         "REASON=UPLOAD_REJECTED\r\n"
+         "650 HS_DESC UPLOADED %s UNKNOWN $" FP1 "~relay1\r\n650 HS_DESC UPLOADED %s UNKNOWN $" FP2 "~relay2\r\n",
+         api, web, web);
+    /* the reload that adds a service: one SETCONF of everything, the tor's own service still first */
+    step(c, FAKE_CTL_EXPECT, 0, "SETCONF " OTHER_TOR " " WEB_TOR " " API_TOR " " NEW_TOR, d, d, d, d, d, d, d);
+    step(c, FAKE_CTL_SEND, 0, "250 OK\r\n");
+    script_sync(c);
+    /* unpublish: only the tor's own service stays */
+    step(c, FAKE_CTL_EXPECT, 0, "SETCONF " OTHER_TOR);
+    step(c, FAKE_CTL_SEND, 0, "250 OK\r\n");
+    attach_fake(c);
+
+    assert_int_equal(fake_ctl_run_until(c->base, web_uploaded_twice, c, LOOP_BOUND_MS), 0);
+    check_fake(c);
+    assert_true(service_mgr_uploaded(c->m, find(c, "web")));
+    assert_false(service_mgr_uploaded(c->m, find(c, "api")));
+    assert_int_equal(uploads_of(c, "api"), 0);
+    json_t *o = service_json(c, find(c, "web"), NULL);
+    assert_true(json_is_true(json_object_get(o, "uploaded")));
+    json_decref(o);
+    assert_metrics(c, 1, 1, 1, 0);
+
+    /* backends only: nothing for tor (a SETCONF now would not match the script's next line), and the
+     * upload state stays */
+    assert_false(reconfigure_ok(c, "{'name':'web','max_streams':10,'ports':[{'virtual':80,'target':'127.0.0.1:8081'},"
+                                   "{'virtual':443,'target':'127.0.0.1:8443'}]}," API));
+    assert_true(service_mgr_uploaded(c->m, find(c, "web")));
+    assert_int_equal(uploads_of(c, "web"), 2);
+    /* a failed reload sends nothing either */
+    block_key_dir(c, "bad");
+    reconfigure_fails(c, WEB "," API ",{'name':'bad','ports':[{'virtual':80,'target':'127.0.0.1:1'}]}",
+                      "service bad: ");
+    assert_true(reconfigure_ok(c, WEB "," API "," NEW));
+    sync_fake(c);
+    assert_int_equal(uploads_of(c, "web"), 2);
+    assert_false(service_mgr_uploaded(c->m, find(c, "new")));
+
+    service_mgr_unpublish(c->m, unpublished_cb, c);
+    assert_int_equal(c->n_done, 0); /* only once tor answered */
+    assert_int_equal(fake_ctl_run_until(c->base, unpublished, c, LOOP_BOUND_MS), 0);
+    assert_int_equal(fake_ctl_run_until(c->base, fake_finished, c, LOOP_BOUND_MS), 0);
+    check_fake(c);
+    assert_int_equal(c->n_done, 1);
+}
+
+static bool web_uploaded(void *arg)
+{
+    struct ctx *c = arg;
+    return service_mgr_uploaded(c->m, find(c, "web")) || fake_ctl_failure(c->fake);
+}
+
+static void test_fresh_tor_unpublish_and_detach(void **state)
+{
+    struct ctx *c = *state;
+    const char *d = c->dir;
+    char web[KEYS_ADDRESS_SIZE];
+    start_mgr(c, WEB);
+    address_of(c, "web", web);
+    script_attach(c);
+    step(c, FAKE_CTL_SEND, 0, NO_HS_GETCONF);
+    step(c, FAKE_CTL_EXPECT, 0, "SETCONF " WEB_TOR, d, d, d);
+    step(c, FAKE_CTL_SEND, 0, "250 OK\r\n650 HS_DESC UPLOADED %s UNKNOWN $" FP1 "~relay1\r\n", web);
+    /* control-spec 3.1: the bare key resets the group, which removes every service */
+    step(c, FAKE_CTL_EXPECT, 0, "SETCONF HiddenServiceDir");
+    step(c, FAKE_CTL_SEND, 0, "553 Unable to set option\r\n");
+    step(c, FAKE_CTL_EXPECT, 0, "SETCONF HiddenServiceDir");
+    step(c, FAKE_CTL_CLOSE, 0, NULL); /* tor goes away instead of answering */
+    attach_fake(c);
+    assert_int_equal(fake_ctl_run_until(c->base, web_uploaded, c, LOOP_BOUND_MS), 0);
+    check_fake(c);
+
+    /* refused: done() all the same */
+    service_mgr_unpublish(c->m, unpublished_cb, c);
+    assert_int_equal(fake_ctl_run_until(c->base, unpublished, c, LOOP_BOUND_MS), 0);
+    check_fake(c);
+    assert_int_equal(c->n_done, 1);
+    /* no answer, the connection closed: done() all the same */
+    c->n_done = 0;
+    service_mgr_unpublish(c->m, unpublished_cb, c);
+    assert_int_equal(fake_ctl_run_until(c->base, unpublished, c, LOOP_BOUND_MS), 0);
+    check_fake(c);
+    assert_true(fake_ctl_done(c->fake));
+    assert_int_equal(c->n_done, 1);
+
+    /* detached: a new tor must upload again before the service counts as up; the count stays */
+    service_mgr_detach(c->m);
+    assert_false(service_mgr_uploaded(c->m, 0));
+    assert_int_equal(uploads_of(c, "web"), 1);
+    /* without a connection: done() at once */
+    c->n_done = 0;
+    service_mgr_unpublish(c->m, unpublished_cb, c);
+    assert_int_equal(c->n_done, 1);
+    /* and a reload without a connection sends nothing (there is nothing to send to) */
+    assert_true(reconfigure_ok(c, WEB "," API));
+}
+
+/* tor refuses to list its own services: nothing may be published or removed, since any SETCONF would
+ * replace them. */
+static void test_getconf_refused_sends_nothing(void **state)
+{
+    struct ctx *c = *state;
+    start_mgr(c, WEB);
+    script_attach(c);
+    step(c, FAKE_CTL_SEND, 0, "552 Unrecognized configuration key \"HiddenServiceOptions\"\r\n");
+    script_sync(c);
+    script_sync(c); /* a SETCONF before this line would be a mismatch */
+    attach_fake(c);
+    sync_fake(c);
+    assert_true(reconfigure_ok(c, WEB "," API));
+    service_mgr_unpublish(c->m, unpublished_cb, c);
+    assert_int_equal(c->n_done, 1); /* at once: nothing of ours was handed to this tor */
+    sync_fake(c);
+    assert_true(fake_ctl_done(c->fake));
+}
+
+/* A reload while tor's list of its own services is still on the way: the SETCONF must wait for it, or
+ * it would remove them. */
+static void test_reload_before_getconf_answer(void **state)
+{
+    struct ctx *c = *state;
+    const char *d = c->dir;
+    start_mgr(c, WEB);
+    script_attach(c);
+    step(c, FAKE_CTL_PAUSE, 200, NULL); /* the reload happens meanwhile */
+    step(c, FAKE_CTL_SEND, 0, OTHER_GETCONF "250 OK\r\n");
+    step(c, FAKE_CTL_EXPECT, 0, "SETCONF " OTHER_TOR " " WEB_TOR " " API_TOR, d, d, d, d, d);
+    step(c, FAKE_CTL_SEND, 0, "250 OK\r\n");
+    attach_fake(c);
+    assert_true(reconfigure_ok(c, WEB "," API)); /* needed, but not yet */
+    assert_int_equal(fake_ctl_run_until(c->base, fake_finished, c, LOOP_BOUND_MS), 0);
+    check_fake(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_keys_created_on_first_load, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_keys_same_after_restart, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_load_keys_error_names_service, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reconfigure_table, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reconfigure_error_keeps_state, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_to_json, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_metrics_pending, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_attach_publishes_complete_group, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fresh_tor_unpublish_and_detach, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_getconf_refused_sends_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reload_before_getconf_answer, setup, teardown),
+    };
+    signal(SIGPIPE, SIG_IGN); /* cp_conn.h */
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
