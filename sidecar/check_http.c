@@ -15,6 +15,7 @@
 
 #define CHECK_HTTP_BODY_MAX 65536 /* a health page larger than this is cut off: the status is known */
 #define CHECK_HTTP_CURL_SLACK_MS 1000 /* libcurl's own timeout: a safety net 1 s behind ours */
+#define CHECK_HTTP_CA_FILE_CACHE_S 60 /* libcurl reuses its parsed health.ca_file at most this long */
 
 struct check_http_loop {
     struct event_base *base;
@@ -412,13 +413,21 @@ static int check_http_setup(struct check_http *c, const struct backend_addr *add
         else if (hc->method == HEALTH_METHOD_OPTIONS)
             SETOPT(CURLOPT_CUSTOMREQUEST, "OPTIONS");
         if (hc->type == HEALTH_HTTPS) {
-            SETOPT(CURLOPT_SSL_VERIFYPEER, 1L);
-            SETOPT(CURLOPT_SSL_VERIFYHOST, 2L);
+            /* tls_verify false: the operator's choice, warned about once when the settings are applied
+             * (health.c), not here for every check. */
+            SETOPT(CURLOPT_SSL_VERIFYPEER, hc->tls_verify ? 1L : 0L);
+            SETOPT(CURLOPT_SSL_VERIFYHOST, hc->tls_verify ? 2L : 0L);
             /* Verify against the CA bundle only (Debian's libcurl also defaults to the hashed directory
              * /etc/ssl/certs, with the same CAs): libcurl caches a bundle-only store in the multi handle,
              * but with a CA directory set it parses the whole bundle again for every connection, tens of
              * milliseconds of CPU on the loop per https check. */
             SETOPT(CURLOPT_CAPATH, NULL);
+            if (hc->ca_file[0]) {
+                /* Instead of the system bundle, not in addition to it. libcurl keeps the parsed store
+                 * by the file's name; its default of a day would hide a replaced file that long. */
+                SETOPT(CURLOPT_CAINFO, hc->ca_file);
+                SETOPT(CURLOPT_CA_CACHE_TIMEOUT, (long)CHECK_HTTP_CA_FILE_CACHE_S);
+            }
         }
     }
 #undef SETOPT

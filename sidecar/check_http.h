@@ -3,9 +3,10 @@
  *
  * A check sends health.method for health.path (Host: health.host, or the backend's address) to the
  * backend, over TCP or its unix socket (CURLOPT_UNIX_SOCKET_PATH), and is healthy if the status is one of
- * health.expect_status. HTTPS verifies the certificate against the system's CAs and the name in the
- * request (health.host if set: the connection still goes to the backend's address, through
- * CURLOPT_CONNECT_TO, so SNI and verification use that name). The same machinery, in connect-only mode,
+ * health.expect_status. HTTPS verifies the certificate against the system's CAs (or only those of
+ * health.ca_file) and the name in the request (health.host if set: the connection still goes to the
+ * backend's address, through CURLOPT_CONNECT_TO, so SNI and verification use that name); with
+ * health.tls_verify false it verifies neither. The same machinery, in connect-only mode,
  * is the TCP check of backends given by host name: libcurl resolves asynchronously, so name lookups
  * never block the loop.
  *

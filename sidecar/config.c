@@ -3,10 +3,13 @@
  * Owns: parsing with jansson, every shape, range and cross-field check of templates/CONFIG.md, the
  * defaults (resolved here, once), and the comparisons reload uses. Every error names its field path
  * ("services[1].ports[0].target: port must be 1-65535"); JSON syntax errors name line and column.
- * Does not: create or inspect directories, resolve host names, talk to tor, or log. */
+ * Does not: create or inspect directories, resolve host names, talk to tor, or log; the only file it
+ * looks at besides the config is each health.ca_file (a readable regular file, not parsed here). */
 #include "sidecar/config.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <netinet/in.h>
 #include <stdarg.h>
@@ -15,6 +18,8 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define FIELD_PATH_LEN 256 /* "services[63].ports[63].backends[63].address" and an escaped unknown key */
 #define ADDR_FORMS "must be host:port, [v6]:port or an absolute unix socket path"
@@ -235,6 +240,30 @@ static bool config_path_within(const char *child, const char *parent)
     return strncmp(child, parent, lp) == 0 && (child[lp] == '\0' || child[lp] == '/');
 }
 
+/* Check that the normalised path `path` names a regular file this process may read. Return 0, or -1 with
+ * the reason in `why`. A FIFO or device is refused before it is opened: opening one could block or have
+ * side effects. */
+static int config_check_readable_file(const char *path, char *why, size_t whylen)
+{
+    char shown[220];
+    struct stat st;
+    int fd = -1;
+    config_msg_text(shown, sizeof shown, path, strlen(path), 200);
+    if (stat(path, &st) == 0) {
+        if (!S_ISREG(st.st_mode)) {
+            snprintf(why, whylen, "\"%s\" is not a regular file", shown);
+            return -1;
+        }
+        fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    }
+    if (fd < 0) { /* errno from stat or open */
+        snprintf(why, whylen, "cannot read \"%s\": %s", shown, strerror(errno));
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
+
 /* ---- addresses ----------------------------------------------------------------------------------- */
 
 /* Parse a decimal port of at most 5 digits. Return 0, -1 if it is not a number, -2 if out of range. */
@@ -437,6 +466,20 @@ static int config_check_keys(struct config_ctx *c, const char *obj, json_t *o, c
             config_msg_text(shown, sizeof shown, key, strlen(key), 64);
             config_sub(p, obj, shown);
             return config_fail(c, p, "unknown key");
+        }
+    }
+    return 0;
+}
+
+/* Refuse the first key of the NULL-terminated `keys` present in `o`, saying `why`. */
+static int config_refuse_keys(struct config_ctx *c, const char *obj, json_t *o, const char *const *keys,
+                              const char *why)
+{
+    for (size_t i = 0; keys[i]; i++) {
+        if (json_object_get(o, keys[i])) {
+            char p[FIELD_PATH_LEN];
+            config_sub(p, obj, keys[i]);
+            return config_fail(c, p, "%s", why);
         }
     }
     return 0;
@@ -733,14 +776,8 @@ static int config_parse_tor(struct config_ctx *c, json_t *o, struct config *cfg)
     bool spawn = t->mode == TOR_MODE_SPAWN;
 
     static const char *const spawn_only[] = {"binary", "user", "extra_torrc", NULL};
-    for (size_t i = 0; spawn_only[i] && !spawn; i++) {
-        if (json_object_get(o, spawn_only[i])) {
-            char p[FIELD_PATH_LEN];
-            config_sub(p, "tor", spawn_only[i]);
-            config_fail(c, p, "only allowed in spawn mode");
-            goto out;
-        }
-    }
+    if (!spawn && config_refuse_keys(c, "tor", o, spawn_only, "only allowed in spawn mode") < 0)
+        goto out;
 
     if (spawn) {
         /* tor.c writes these into the torrc unquoted (DataDirectory, ControlPort unix:...). */
@@ -853,11 +890,35 @@ static const char *const config_health_methods[] = {"GET", "HEAD", "OPTIONS", NU
 static const char *const config_balance_names[] = {"round_robin", "least_conn", "circuit", NULL};
 static const char *const config_log_level_names[] = {"debug", "info", "notice", "warn", "error", NULL};
 
+/* health.tls_verify and health.ca_file of an https check. */
+static int config_parse_health_tls(struct config_ctx *c, const char *obj, json_t *o, struct health_conf *h)
+{
+    char p[FIELD_PATH_LEN];
+    char why[320];
+    char *path = NULL;
+    if (config_get_bool(c, obj, o, "tls_verify", &h->tls_verify) < 0 ||
+        config_get_path(c, obj, o, "ca_file", false, CONFIG_CA_FILE_MAX, NULL, &path) < 0)
+        return -1;
+    if (!path)
+        return 0;
+    config_sub(p, obj, "ca_file");
+    int rc = 0;
+    if (!h->tls_verify)
+        rc = config_fail(c, p, "not allowed with tls_verify false (no certificate is checked)");
+    else if (config_check_readable_file(path, why, sizeof why) < 0)
+        rc = config_fail(c, p, "%s", why);
+    else
+        memcpy(h->ca_file, path, strlen(path) + 1);
+    free(path);
+    return rc;
+}
+
 static int config_parse_health(struct config_ctx *c, const char *port_path, json_t *o, struct health_conf *h)
 {
-    static const char *const keys[] = {"type", "interval_ms", "timeout_ms", "rise", "fall", "method",
-                                       "path", "host", "expect_status", NULL};
+    static const char *const keys[] = {"type", "interval_ms", "timeout_ms", "rise", "fall", "method", "path",
+                                       "host", "expect_status", "ca_file", "tls_verify", NULL};
     static const char *const http_only[] = {"method", "path", "host", "expect_status", NULL};
+    static const char *const https_only[] = {"ca_file", "tls_verify", NULL};
     char obj[FIELD_PATH_LEN];
     char p[FIELD_PATH_LEN];
 
@@ -871,6 +932,8 @@ static int config_parse_health(struct config_ctx *c, const char *port_path, json
     h->host[0] = '\0';
     h->expect_status[0] = 200;
     h->n_expect_status = 1;
+    h->ca_file[0] = '\0';
+    h->tls_verify = true;
     if (!o)
         return 0;
     config_sub(obj, port_path, "health");
@@ -896,15 +959,10 @@ static int config_parse_health(struct config_ctx *c, const char *port_path, json
         config_get_uint(c, obj, o, "fall", false, 1, 100, &h->fall) < 0)
         return -1;
 
-    if (h->type != HEALTH_HTTP && h->type != HEALTH_HTTPS) {
-        for (size_t i = 0; http_only[i]; i++) {
-            if (json_object_get(o, http_only[i])) {
-                config_sub(p, obj, http_only[i]);
-                return config_fail(c, p, "only allowed for http and https checks");
-            }
-        }
-        return 0;
-    }
+    if (h->type != HEALTH_HTTPS && config_refuse_keys(c, obj, o, https_only, "only allowed for https checks") < 0)
+        return -1;
+    if (h->type != HEALTH_HTTP && h->type != HEALTH_HTTPS)
+        return config_refuse_keys(c, obj, o, http_only, "only allowed for http and https checks");
 
     int method = HEALTH_METHOD_GET;
     if (config_get_enum(c, obj, o, "method", config_health_methods, &method) < 0)
@@ -962,7 +1020,7 @@ static int config_parse_health(struct config_ctx *c, const char *port_path, json
         }
         h->n_expect_status = n;
     }
-    return 0;
+    return h->type == HEALTH_HTTPS ? config_parse_health_tls(c, obj, o, h) : 0;
 }
 
 static int config_parse_backend(struct config_ctx *c, const char *obj, json_t *o, const struct service_conf *svc,
@@ -1470,7 +1528,8 @@ bool health_conf_equal(const struct health_conf *a, const struct health_conf *b)
 {
     if (a->type != b->type || a->interval_ms != b->interval_ms || a->timeout_ms != b->timeout_ms ||
         a->rise != b->rise || a->fall != b->fall || a->method != b->method || strcmp(a->path, b->path) != 0 ||
-        strcmp(a->host, b->host) != 0 || a->n_expect_status != b->n_expect_status)
+        strcmp(a->host, b->host) != 0 || a->n_expect_status != b->n_expect_status ||
+        strcmp(a->ca_file, b->ca_file) != 0 || a->tls_verify != b->tls_verify)
         return false;
     /* A set: entries are unique, so equal sizes and a ⊆ b mean equal. */
     for (size_t i = 0; i < a->n_expect_status; i++) {

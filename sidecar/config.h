@@ -3,7 +3,8 @@
  * Owns loading and strict validation of the config file, defaults (resolved at load time, so every field
  * below is set and later code never re-derives a default), and the comparisons reload needs. Does not own
  * any runtime state (timers, sockets, counters): runtime structs embed or point at these. Does not touch
- * the file system beyond reading the file, resolve host names, talk to tor or log.
+ * the file system beyond reading the file and checking that each health.ca_file is a readable regular
+ * file, resolve host names, talk to tor or log.
  *
  * Leaf structs (struct backend_addr, struct backend_conf, struct health_conf) hold no pointers and may be
  * copied by value into runtime structs. The others point into memory owned by their struct config. */
@@ -29,6 +30,7 @@
 #define CONFIG_RUN_DIR_MAX 56     /* leaves room for run_dir/proxy/<service>-<port>.sock in sun_path */
 #define CONFIG_HTTP_PATH_MAX 1024 /* health.path */
 #define CONFIG_HTTP_HOST_MAX 255  /* health.host */
+#define CONFIG_CA_FILE_MAX 1024   /* health.ca_file (kept in struct health_conf, which is copied by value) */
 #define CONFIG_TORRC_LINE_MAX 1024
 #define CONFIG_USER_MAX 32
 
@@ -100,6 +102,10 @@ struct health_conf {
     char host[CONFIG_HTTP_HOST_MAX + 1]; /* Host header; "" = derive from the backend address */
     uint16_t expect_status[CONFIG_MAX_EXPECT_STATUS];
     size_t n_expect_status; /* >= 1 */
+    /* https only (defaults for every type): */
+    char ca_file[CONFIG_CA_FILE_MAX + 1]; /* absolute path of a PEM CA bundle trusted instead of the
+                                             system's CAs; "" = the system's CAs */
+    bool tls_verify; /* false: neither the certificate nor its name is checked (ca_file is then "") */
 };
 
 struct port_conf {

@@ -173,6 +173,20 @@ static void health_detach_cb(struct backend *b, void *arg)
         health_target_free(b->check_state);
 }
 
+static bool health_conf_is_unverified(const struct health_conf *conf)
+{
+    return conf->type == HEALTH_HTTPS && !conf->tls_verify;
+}
+
+/* The one warning for a pool whose https checks verify nothing: when the settings are applied, not for
+ * every check. */
+static void health_warn_unverified(const struct health_checker *hc)
+{
+    log_warnx("health: pool %s:%u: tls_verify is false: certificate checks are off for this port (https checks "
+              "accept any certificate, for any name)",
+              backend_pool_service(hc->pool), (unsigned)backend_pool_port(hc->pool)->virtual_port);
+}
+
 /* Give every backend without a schedule one. */
 static void health_attach_all(struct health_checker *hc)
 {
@@ -191,6 +205,8 @@ struct health_checker *health_new(struct event_base *base, struct backend_pool *
     hc->base = base;
     hc->pool = pool;
     hc->conf = backend_pool_port(pool)->health;
+    if (health_conf_is_unverified(&hc->conf))
+        health_warn_unverified(hc);
     backend_pool_set_detach_cb(pool, health_detach_cb, hc);
     if (hc->conf.type != HEALTH_NONE)
         health_attach_all(hc);
@@ -212,7 +228,10 @@ void health_update(struct health_checker *hc)
 {
     const struct health_conf *now = &backend_pool_port(hc->pool)->health;
     bool changed = !health_conf_equal(&hc->conf, now);
+    bool was_unverified = health_conf_is_unverified(&hc->conf);
     hc->conf = *now;
+    if (health_conf_is_unverified(&hc->conf) && !was_unverified)
+        health_warn_unverified(hc);
     if (hc->conf.type == HEALTH_NONE) {
         while (hc->targets)
             health_target_free(hc->targets);

@@ -18,8 +18,9 @@ struct event_base;
 struct backend_pool;
 struct health_checker;
 
-/* Start checking every backend of `pool` on `base` (the first checks within a fraction of the interval).
- * The checker borrows the pool, which must outlive it. Return NULL on OOM. */
+/* Start checking every backend of `pool` on `base` (the first checks within a fraction of the interval),
+ * with one warning if they are https checks with tls_verify false. The checker borrows the pool, which
+ * must outlive it. Return NULL on OOM. */
 struct health_checker *health_new(struct event_base *base, struct backend_pool *pool);
 
 /* Stop all checks (running ones are abandoned without a result) and free the checker. Free it before the
@@ -27,9 +28,10 @@ struct health_checker *health_new(struct event_base *base, struct backend_pool *
 void health_free(struct health_checker *hc);
 
 /* Catch up with backend_pool_update: start schedules for new or revived backends, restart the check of a
- * backend whose address changed, and move the next checks to the new interval if the health settings
- * changed (type none stops all checks; from none, checks start). Removed backends were already detached
- * by the pool. */
+ * backend whose address changed, and move the next checks to the new settings if the health settings
+ * changed (type none stops all checks; from none, checks start; a check already running finishes with the
+ * old ones). Warn once if https checks have just lost certificate verification (tls_verify false).
+ * Removed backends were already detached by the pool. */
 void health_update(struct health_checker *hc);
 
 /* Checks completed since health_new (for tests and status). */

@@ -27,7 +27,8 @@ static size_t fuzz_config_walk(const struct config *c)
             if (service_conf_find_port(s, p->virtual_port) != p || !port_conf_equal(p, p))
                 __builtin_trap();
             sum += strlen(balance_policy_str(p->balance)) + strlen(health_type_str(p->health.type)) +
-                   strlen(health_method_str(p->health.method)) + strlen(p->health.path) + strlen(p->health.host);
+                   strlen(health_method_str(p->health.method)) + strlen(p->health.path) + strlen(p->health.host) +
+                   strlen(p->health.ca_file);
             for (size_t k = 0; k < p->n_backends; k++) {
                 const struct backend_conf *b = &p->backends[k];
                 sum += strlen(b->name) + strlen(b->addr.text) + strlen(b->addr.host) + strlen(b->addr.path) +

@@ -19,9 +19,11 @@
 #include <arpa/inet.h>
 #include <jansson.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sidecar/config.h"
+#include "tests/fake/tmpdir.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -29,6 +31,7 @@ struct test_state {
     struct config *cfg;
     struct config *cfg2;
     char err[1024];
+    char dir[64]; /* a private directory, made by the tests that need files; "" if none */
 };
 
 static int setup(void **state)
@@ -45,8 +48,9 @@ static int teardown(void **state)
     struct test_state *ts = *state;
     config_free(ts->cfg);
     config_free(ts->cfg2);
+    int rc = ts->dir[0] ? tmpdir_remove(ts->dir) : 0;
     free(ts);
-    return 0;
+    return rc;
 }
 
 /* A copy of `s` with every ' turned into ". */
@@ -381,6 +385,23 @@ static const struct bad_case bad_cases[] = {
     BAD(HEALTH("'type':'http','expect_status':[200,600]"), H0 ".expect_status[1]: must be 100-599"),
     BAD(HEALTH("'type':'http','expect_status':['200']"), H0 ".expect_status[0]: must be an integer"),
     BAD(HEALTH("'type':'http','expect_status':[200,204,200]"), H0 ".expect_status[2]: duplicate status 200"),
+    BAD(HEALTH("'type':'http','ca_file':'/etc/of/ca.pem'"), H0 ".ca_file: only allowed for https checks"),
+    BAD(HEALTH("'ca_file':'/etc/of/ca.pem'"), H0 ".ca_file: only allowed for https checks"),
+    BAD(HEALTH("'type':'none','tls_verify':true"), H0 ".tls_verify: only allowed for https checks"),
+    BAD(HEALTH("'type':'http','tls_verify':false"), H0 ".tls_verify: only allowed for https checks"),
+    BAD(HEALTH("'type':'https','tls_verify':'no'"), H0 ".tls_verify: must be true or false"),
+    BAD(HEALTH("'type':'https','tls_verify':0"), H0 ".tls_verify: must be true or false"),
+    BAD(HEALTH("'type':'https','ca_file':5"), H0 ".ca_file: must be a string"),
+    BAD(HEALTH("'type':'https','ca_file':null"), H0 ".ca_file: must be a string"),
+    BAD(HEALTH("'type':'https','ca_file':''"), H0 ".ca_file: must be an absolute path"),
+    BAD(HEALTH("'type':'https','ca_file':'ca.pem'"), H0 ".ca_file: must be an absolute path"),
+    BAD(HEALTH("'type':'https','ca_file':'/etc/a\\nb'"), H0 ".ca_file: must not contain control characters"),
+    BAD(HEALTH("'type':'https','ca_file':'/etc/../ca.pem'"),
+        H0 ".ca_file: must not contain \".\" or \"..\" components"),
+    BAD(HEALTH("'type':'https','ca_file':'/'"), H0 ".ca_file: \"/\" is not a regular file"),
+    BAD(HEALTH("'type':'https','ca_file':'/dev/null'"), H0 ".ca_file: \"/dev/null\" is not a regular file"),
+    BAD(HEALTH("'type':'https','tls_verify':false,'ca_file':'/etc/of/ca.pem'"),
+        H0 ".ca_file: not allowed with tls_verify false (no certificate is checked)"),
 
     /* status */
     BAD(STATUS("'sock':'/x'"), "status.sock: unknown key"),
@@ -491,6 +512,8 @@ static void test_minimal_defaults(void **state)
     assert_string_equal(p->health.host, "");
     assert_int_equal(p->health.n_expect_status, 1);
     assert_int_equal(p->health.expect_status[0], 200);
+    assert_string_equal(p->health.ca_file, "");
+    assert_true(p->health.tls_verify);
 
     assert_string_equal(c->status.socket, "/run/of/status.sock");
     assert_int_equal(c->status.n_allowed_uids, 0);
@@ -518,7 +541,8 @@ static void test_full_config(void **state)
         "                             {'address':'unix:/run/app2.sock','weight':0}],"
         "   'balance':'circuit','connect_timeout_ms':500,'max_streams_per_circuit':8,'proxy_protocol':true,"
         "   'health':{'type':'https','interval_ms':5000,'timeout_ms':4999,'rise':1,'fall':100,'method':'HEAD',"
-        "             'path':'/health?full=1','host':'shop.example','expect_status':[204,200,301]}},"
+        "             'path':'/health?full=1','host':'shop.example','expect_status':[204,200,301],"
+        "             'tls_verify':false}},"
         "  {'virtual':80,'target':'/run/redirect.sock','health':{'type':'none'}}]},"
         " {'name':'api','ports':[{'virtual':8080,'target':'api.internal:9000','balance':'least_conn'}]}],"
         "'status':{'socket':'/run/of/st.sock','allowed_uids':[0,1000],'allowed_gids':[4294967294]},"
@@ -575,6 +599,8 @@ static void test_full_config(void **state)
     assert_int_equal(p->health.n_expect_status, 3);
     assert_int_equal(p->health.expect_status[0], 204);
     assert_int_equal(p->health.expect_status[2], 301);
+    assert_false(p->health.tls_verify);
+    assert_string_equal(p->health.ca_file, "");
     p = &s->ports[1];
     assert_int_equal(p->virtual_port, 80);
     assert_true(p->from_target);
@@ -986,6 +1012,120 @@ static void test_limits(void **state)
     config_free(c);
 }
 
+/* ---- health.ca_file: the loader looks at the file ------------------------------------------------ */
+
+static void write_file(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("-----BEGIN CERTIFICATE-----\n(not parsed by the loader)\n-----END CERTIFICATE-----\n", f);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* Load an https check with ca_file `path`: the config, or NULL with the message in ts->err. */
+static struct config *load_ca_file(struct test_state *ts, const char *path)
+{
+    char json[2048];
+    snprintf(json, sizeof json, HEALTH("'type':'https','ca_file':'%s'"), path);
+    ts->err[0] = '\0';
+    return load_sq(json, ts->err, sizeof ts->err);
+}
+
+/* ca_file `path` is refused with "<field path>: <why>", `why` built from the format and `path`. */
+static void assert_ca_file_refused(struct test_state *ts, const char *path, const char *why_fmt)
+{
+    char why[1400], want[1500];
+    struct config *c = load_ca_file(ts, path);
+    if (c) {
+        config_free(c);
+        fail_msg("ca_file \"%s\" was accepted", path);
+    }
+    snprintf(why, sizeof why, why_fmt, path);
+    snprintf(want, sizeof want, H0 ".ca_file: %s", why);
+    assert_string_equal(ts->err, want);
+}
+
+static void test_ca_file(void **state)
+{
+    struct test_state *ts = *state;
+    char ca[128], other[128], path[160];
+    assert_int_equal(tmpdir_make(ts->dir, sizeof ts->dir, "test_config"), 0);
+    snprintf(ca, sizeof ca, "%s/ca.pem", ts->dir);
+    snprintf(other, sizeof other, "%s/other.pem", ts->dir);
+    write_file(ca);
+    write_file(other);
+
+    /* accepted, normalised like every path; verification stays on */
+    snprintf(path, sizeof path, "%s//ca.pem", ts->dir);
+    ts->cfg = load_ca_file(ts, path);
+    if (!ts->cfg)
+        fail_msg("ca_file %s: %s", path, ts->err);
+    const struct health_conf *h = &ts->cfg->services[0].ports[0].health;
+    assert_string_equal(h->ca_file, ca);
+    assert_true(h->tls_verify);
+
+    /* another file is a change of the health settings (applied in place: tor sees no difference) */
+    ts->cfg2 = load_ca_file(ts, other);
+    assert_non_null(ts->cfg2);
+    const struct service_conf *a = &ts->cfg->services[0], *b = &ts->cfg2->services[0];
+    assert_false(health_conf_equal(&a->ports[0].health, &b->ports[0].health));
+    assert_false(service_conf_equal(a, b));
+    assert_true(service_conf_tor_equal(a, b));
+    config_free(ts->cfg2);
+    ts->cfg2 = load_ca_file(ts, ca);
+    assert_non_null(ts->cfg2);
+    assert_true(service_conf_equal(a, &ts->cfg2->services[0]));
+
+    /* a link to a readable file is fine (libcurl follows it too) */
+    snprintf(path, sizeof path, "%s/link.pem", ts->dir);
+    assert_int_equal(symlink(ca, path), 0);
+    struct config *c = load_ca_file(ts, path);
+    if (!c)
+        fail_msg("ca_file %s: %s", path, ts->err);
+    config_free(c);
+
+    /* refused: missing, a dangling link, a directory, a FIFO (refused before any open, which would block) */
+    snprintf(path, sizeof path, "%s/missing.pem", ts->dir);
+    assert_ca_file_refused(ts, path, "cannot read \"%s\": No such file or directory");
+    snprintf(path, sizeof path, "%s/dangling.pem", ts->dir);
+    assert_int_equal(symlink("missing.pem", path), 0);
+    assert_ca_file_refused(ts, path, "cannot read \"%s\": No such file or directory");
+    assert_ca_file_refused(ts, ts->dir, "\"%s\" is not a regular file");
+    snprintf(path, sizeof path, "%s/fifo.pem", ts->dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    assert_ca_file_refused(ts, path, "\"%s\" is not a regular file");
+    /* unreadable: only testable without root, which may read any file */
+    if (geteuid() != 0) {
+        snprintf(path, sizeof path, "%s/locked.pem", ts->dir);
+        write_file(path);
+        assert_int_equal(chmod(path, 0), 0);
+        assert_ca_file_refused(ts, path, "cannot read \"%s\": Permission denied");
+    }
+
+    /* at most CONFIG_CA_FILE_MAX bytes: the longest through directories of 200-byte names */
+    char longest[CONFIG_CA_FILE_MAX + 2];
+    size_t n = (size_t)snprintf(longest, sizeof longest, "%s", ts->dir);
+    while (CONFIG_CA_FILE_MAX - n > 201) {
+        longest[n++] = '/';
+        memset(longest + n, 'd', 200);
+        n += 200;
+        longest[n] = '\0';
+        assert_int_equal(mkdir(longest, 0700), 0);
+    }
+    longest[n++] = '/';
+    memset(longest + n, 'f', CONFIG_CA_FILE_MAX - n);
+    longest[CONFIG_CA_FILE_MAX] = '\0';
+    write_file(longest);
+    c = load_ca_file(ts, longest);
+    if (!c)
+        fail_msg("the longest ca_file: %s", ts->err);
+    assert_int_equal(strlen(c->services[0].ports[0].health.ca_file), CONFIG_CA_FILE_MAX);
+    config_free(c);
+    longest[CONFIG_CA_FILE_MAX] = 'f';
+    longest[CONFIG_CA_FILE_MAX + 1] = '\0';
+    assert_ca_file_refused(ts, longest, "must be at most 1024 bytes");
+}
+
 /* ---- lookups and comparisons ----------------------------------------------------------------------- */
 
 static void test_find(void **state)
@@ -1039,6 +1179,10 @@ static const struct equal_case equal_cases[] = {
      "'ports':[{'virtual':80,'target':'127.0.0.1:1','health':{'type':'http','expect_status':[200,301]}}]", false, true},
     {"'ports':[{'virtual':80,'target':'127.0.0.1:1','health':{'type':'http'}}]",
      "'ports':[{'virtual':80,'target':'127.0.0.1:1','health':{'type':'http','path':'/x'}}]", false, true},
+    {"'ports':[{'virtual':80,'target':'127.0.0.1:1','health':{'type':'https'}}]",
+     "'ports':[{'virtual':80,'target':'127.0.0.1:1','health':{'type':'https','tls_verify':false}}]", false, true},
+    {"'ports':[{'virtual':80,'target':'127.0.0.1:1','health':{'type':'https'}}]",
+     "'ports':[{'virtual':80,'target':'127.0.0.1:1','health':{'type':'https','tls_verify':true}}]", true, true},
     /* reordering ports is no change; reordering backends is (it is the round-robin order) */
     {"'ports':[{'virtual':80,'target':'127.0.0.1:1'},{'virtual':443,'target':'127.0.0.1:2'}]",
      "'ports':[{'virtual':443,'target':'127.0.0.1:2'},{'virtual':80,'target':'127.0.0.1:1'}]", true, true},
@@ -1113,6 +1257,7 @@ int main(void)
         T(test_file_errors),
         T(test_small_error_buffer),
         T(test_limits),
+        T(test_ca_file),
         T(test_find),
         T(test_equal),
         T(test_port_equal_other_service),

@@ -2,9 +2,11 @@
  * (up), a closed port (refused, down after fall), a listener whose accept queue is full (connect
  * timeout), a listener that accepts but never answers (HTTP read timeout), an evhttp server answering
  * 200 or 503 (http check up/down by status, method/path/Host as configured), https against a plain HTTP
- * server (TLS error), a host name (libcurl connect-only), unix-socket backends for tcp and http, reload
- * and free while checks run, and that checks never block the loop (a timer keeps firing). Every loop
- * run is bounded by a timer; only 127.0.0.1 and unix sockets are used. */
+ * server (TLS error), https against a TLS server whose certificates (a test CA, an unrelated CA,
+ * self-signed) are made here with OpenSSL (health.ca_file, health.tls_verify), a host name (libcurl
+ * connect-only), unix-socket backends for tcp and http, reload and free while checks run, and that checks
+ * never block the loop (a timer keeps firing). Every loop run is bounded by a timer; only 127.0.0.1 and
+ * unix sockets are used; files go to a private directory removed afterwards. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,8 +22,10 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <openssl/evp.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,10 +39,12 @@
 #include "sidecar/check_tcp.h"
 #include "sidecar/health.h"
 #include "sidecar/log.h"
+#include "tests/fake/tmpdir.h"
 
 #define MAXB 4
 #define BOUND_MS 10000 /* every wait for a condition; normally met in well under a second */
 #define MAX_HELD 16
+#define TLS_NAME "www.example.test" /* the TLS server's certificate is for this name */
 
 struct ctx {
     struct event_base *base;
@@ -61,11 +67,16 @@ struct ctx {
     int status;                          /* what the evhttp server answers */
     unsigned requests;
     char method[16], uri[256], host[256];
-    char dir[64];                        /* for unix sockets */
+    char dir[64];                        /* for unix sockets and certificates */
     int fill_fds[8];                     /* connections filling an accept queue */
     size_t n_fill;
     int backlog_fd;
-    SSL_CTX *tls;                        /* a TLS server with a self-signed certificate */
+    SSL_CTX *tls;                        /* a TLS server presenting `server` */
+    struct test_cert {
+        EVP_PKEY *key;
+        X509 *x;
+        char pem[128];                   /* the certificate as a PEM file in dir */
+    } ca, other_ca, server;
     struct tls_conn *tls_conns;
     char sni[256];
     unsigned tls_failed, tls_served;
@@ -101,10 +112,8 @@ static int setup(void **state)
     signal(SIGPIPE, SIG_IGN); /* the test's servers write to clients that may have gone (as main.c does) */
     log_set_level(getenv("TEST_DEBUG") ? LOG_LVL_DEBUG : LOG_LVL_INFO);
     c.base = event_base_new();
-    snprintf(c.dir, sizeof(c.dir), "/tmp/of-health-XXXXXX");
-    assert_non_null(mkdtemp(c.dir));
     *state = &c;
-    return c.base ? 0 : -1;
+    return c.base && tmpdir_make(c.dir, sizeof(c.dir), "test_health") == 0 ? 0 : -1;
 }
 
 static int teardown(void **state)
@@ -127,15 +136,17 @@ static int teardown(void **state)
     while (c->tls_conns)
         tls_conn_free(c->tls_conns);
     SSL_CTX_free(c->tls);
+    struct test_cert *certs[] = {&c->ca, &c->other_ca, &c->server};
+    for (size_t i = 0; i < sizeof(certs) / sizeof(certs[0]); i++) {
+        X509_free(certs[i]->x);
+        EVP_PKEY_free(certs[i]->key);
+    }
     if (c->tick)
         event_free(c->tick);
     if (c->bound)
         event_free(c->bound);
     event_base_free(c->base);
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", c->dir);
-    assert_int_equal(system(cmd), 0);
-    return 0;
+    return tmpdir_remove(c->dir);
 }
 
 /* ---- the loop ------------------------------------------------------------------------------------ */
@@ -344,6 +355,7 @@ static void port_init(struct ctx *c, size_t n, enum health_type type)
     snprintf(p->health.path, sizeof(p->health.path), "/");
     p->health.expect_status[0] = 200;
     p->health.n_expect_status = 1;
+    p->health.tls_verify = true; /* the config's default */
 }
 
 static void start_checks(struct ctx *c)
@@ -721,7 +733,7 @@ static void test_https_errors(void **state)
     assert_one_result_per_check(c);
 }
 
-/* ---- a TLS server with a self-signed certificate ------------------------------------------------- */
+/* ---- certificates and a TLS server ------------------------------------------------------------- */
 
 static int tls_sni_cb(SSL *ssl, int *alert, void *arg)
 {
@@ -732,28 +744,52 @@ static int tls_sni_cb(SSL *ssl, int *alert, void *arg)
     return SSL_TLSEXT_ERR_OK;
 }
 
-static void tls_server_init(struct ctx *c)
+static void cert_add_ext(X509 *x, X509 *issuer, int nid, const char *value)
 {
-    EVP_PKEY *key = EVP_EC_gen("P-256");
-    X509 *x = X509_new();
-    assert_non_null(key);
-    assert_non_null(x);
-    ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
+    X509V3_CTX v3;
+    X509V3_set_ctx_nodb(&v3);
+    X509V3_set_ctx(&v3, issuer, x, NULL, NULL, 0);
+    X509_EXTENSION *ext = X509V3_EXT_conf_nid(NULL, &v3, nid, value);
+    assert_non_null(ext);
+    assert_int_equal(X509_add_ext(x, ext, -1), 1);
+    X509_EXTENSION_free(ext);
+}
+
+/* Make `out`: a new key and a certificate for `cn`, valid for an hour, issued by `issuer` (self-signed if
+ * NULL), written to `file` in c->dir. A CA may sign certificates; any other names `cn` in its
+ * subjectAltName, as servers' certificates must. */
+static void cert_make(struct ctx *c, struct test_cert *out, const char *cn, bool ca, const struct test_cert *issuer,
+                      const char *file)
+{
+    static long serial;
+    out->key = EVP_EC_gen("P-256");
+    out->x = X509_new();
+    assert_non_null(out->key);
+    assert_non_null(out->x);
+    X509 *x = out->x;
+    X509 *signer = issuer ? issuer->x : x;
+    assert_int_equal(X509_set_version(x, X509_VERSION_3), 1);
+    ASN1_INTEGER_set(X509_get_serialNumber(x), ++serial);
     X509_gmtime_adj(X509_getm_notBefore(x), -60);
     X509_gmtime_adj(X509_getm_notAfter(x), 3600);
-    X509_set_pubkey(x, key);
+    X509_set_pubkey(x, out->key);
     X509_NAME *name = X509_get_subject_name(x);
-    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"www.example.test", -1, -1, 0);
-    X509_set_issuer_name(x, name);
-    assert_true(X509_sign(x, key, EVP_sha256()) > 0);
-    c->tls = SSL_CTX_new(TLS_server_method());
-    assert_non_null(c->tls);
-    assert_int_equal(SSL_CTX_use_certificate(c->tls, x), 1);
-    assert_int_equal(SSL_CTX_use_PrivateKey(c->tls, key), 1);
-    SSL_CTX_set_tlsext_servername_callback(c->tls, tls_sni_cb);
-    SSL_CTX_set_tlsext_servername_arg(c->tls, c);
-    X509_free(x);
-    EVP_PKEY_free(key);
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1, -1, 0);
+    X509_set_issuer_name(x, X509_get_subject_name(signer));
+    if (ca) {
+        cert_add_ext(x, signer, NID_basic_constraints, "critical,CA:TRUE");
+        cert_add_ext(x, signer, NID_key_usage, "critical,keyCertSign,cRLSign");
+    } else {
+        char san[300];
+        snprintf(san, sizeof(san), "DNS:%s", cn);
+        cert_add_ext(x, signer, NID_subject_alt_name, san);
+    }
+    assert_true(X509_sign(x, issuer ? issuer->key : out->key, EVP_sha256()) > 0);
+    snprintf(out->pem, sizeof(out->pem), "%s/%s", c->dir, file);
+    FILE *f = fopen(out->pem, "w");
+    assert_non_null(f);
+    assert_int_equal(PEM_write_X509(f, x), 1);
+    assert_int_equal(fclose(f), 0);
 }
 
 static void tls_conn_cb(evutil_socket_t fd, short what, void *arg)
@@ -800,33 +836,194 @@ static void tls_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct s
     c->tls_conns = t;
 }
 
+/* Serve https on 127.0.0.1 with c->server's certificate (answering 200 to any request); returns the port. */
+static uint16_t tls_server_start(struct ctx *c)
+{
+    c->tls = SSL_CTX_new(TLS_server_method());
+    assert_non_null(c->tls);
+    assert_int_equal(SSL_CTX_use_certificate(c->tls, c->server.x), 1);
+    assert_int_equal(SSL_CTX_use_PrivateKey(c->tls, c->server.key), 1);
+    SSL_CTX_set_tlsext_servername_callback(c->tls, tls_sni_cb);
+    SSL_CTX_set_tlsext_servername_arg(c->tls, c);
+    c->listener = listen_tcp(c, tls_accept_cb, 0);
+    return fd_port(evconnlistener_get_fd(c->listener));
+}
+
 /* (Under heavy load the first check may time out while libcurl loads the CA bundle; the next is quick.) */
 static bool b0_tls_checked(struct ctx *c)
 {
     return B(c, 0)->last_result == CHECK_HTTP_ERROR && c->tls_failed >= 1;
 }
 
-static void test_https_verifies_certificate(void **state)
+/* (checks_ok: last_result starts as CHECK_OK, and the server counts a request before the check ends.) */
+static bool b0_tls_ok(struct ctx *c)
 {
-    struct ctx *c = *state;
-    tls_server_init(c);
-    c->listener = listen_tcp(c, tls_accept_cb, 0);
+    return B(c, 0)->checks_ok >= 1 && B(c, 0)->last_result == CHECK_OK;
+}
+
+enum ca_choice {
+    CA_SYSTEM,      /* no ca_file: the system's CAs */
+    CA_OWN,         /* the CA that issued the server's certificate (when it is not self-signed) */
+    CA_SERVER_CERT, /* the server's certificate itself */
+    CA_UNRELATED,   /* a CA that issued nothing here */
+};
+
+struct https_case {
+    bool self_signed;  /* the server's certificate; else issued by the test CA */
+    enum ca_choice ca; /* health.ca_file */
+    bool tls_verify;
+    bool named;        /* health.host is TLS_NAME; else the URL, and so the name checked, is 127.0.0.1 */
+    bool healthy;      /* expected: up with HTTP 200, or down on a certificate error before any request */
+};
+
+/* Start checking one TLS backend with the case's settings. */
+static void https_case_start(struct ctx *c, const struct https_case *k)
+{
+    cert_make(c, &c->ca, "onionfront test CA", true, NULL, "ca.pem");
+    cert_make(c, &c->other_ca, "unrelated test CA", true, NULL, "other-ca.pem");
+    cert_make(c, &c->server, TLS_NAME, false, k->self_signed ? NULL : &c->ca, "server.pem");
+    uint16_t port = tls_server_start(c);
     port_init(c, 1, HEALTH_HTTPS);
     c->port.health.interval_ms = 1500;
     c->port.health.timeout_ms = 1200;
     c->port.health.fall = 1;
-    snprintf(c->port.health.host, sizeof(c->port.health.host), "www.example.test");
-    backend_inet(&c->bc[0], "selfsigned", "127.0.0.1", AF_INET, fd_port(evconnlistener_get_fd(c->listener)));
+    c->port.health.tls_verify = k->tls_verify;
+    const char *ca_file[] = {[CA_SYSTEM] = "", [CA_OWN] = c->ca.pem, [CA_SERVER_CERT] = c->server.pem,
+                             [CA_UNRELATED] = c->other_ca.pem};
+    snprintf(c->port.health.ca_file, sizeof(c->port.health.ca_file), "%s", ca_file[k->ca]);
+    if (k->named)
+        snprintf(c->port.health.host, sizeof(c->port.health.host), TLS_NAME);
+    backend_inet(&c->bc[0], "tls", "127.0.0.1", AF_INET, port);
     start_checks(c);
-    assert_true(run_until(c, b0_tls_checked, 15000, NULL));
-    /* default verification: a self-signed certificate is refused before any request is sent */
-    assert_int_equal(B(c, 0)->last_result, CHECK_HTTP_ERROR);
-    assert_non_null(strstr(B(c, 0)->last_detail, "certificate"));
-    assert_int_equal(B(c, 0)->state, BACKEND_DOWN);
-    assert_int_equal(c->tls_served, 0);
-    /* the name, not the address, went into SNI (and so into verification) */
-    assert_string_equal(c->sni, "www.example.test");
+}
+
+/* Wait for the case's expected verdict. */
+static void https_case_verdict(struct ctx *c, const struct https_case *k)
+{
+    if (k->healthy) {
+        assert_true(run_until(c, b0_tls_ok, 15000, NULL));
+        assert_int_equal(B(c, 0)->state, BACKEND_UP);
+        assert_string_equal(B(c, 0)->last_detail, "HTTP 200");
+        assert_true(c->tls_served >= 1);
+    } else {
+        assert_true(run_until(c, b0_tls_checked, 15000, NULL));
+        assert_non_null(strstr(B(c, 0)->last_detail, "certificate"));
+        assert_int_equal(B(c, 0)->state, BACKEND_DOWN);
+        assert_int_equal(c->tls_served, 0); /* refused before any request was sent */
+    }
     assert_one_result_per_check(c);
+}
+
+static void run_https_case(struct ctx *c, const struct https_case *k)
+{
+    https_case_start(c, k);
+    https_case_verdict(c, k);
+}
+
+static void test_https_verifies_certificate(void **state)
+{
+    struct ctx *c = *state;
+    /* default verification: a self-signed certificate is refused */
+    run_https_case(c, &(struct https_case){.self_signed = true, .ca = CA_SYSTEM, .tls_verify = true, .named = true});
+    /* the name, not the address, went into SNI (and so into verification) */
+    assert_string_equal(c->sni, TLS_NAME);
+}
+
+static void test_https_ca_file_own_ca(void **state)
+{
+    run_https_case(*state, &(struct https_case){.ca = CA_OWN, .tls_verify = true, .named = true, .healthy = true});
+}
+
+static void test_https_ca_file_self_signed(void **state)
+{
+    run_https_case(*state, &(struct https_case){.self_signed = true, .ca = CA_SERVER_CERT, .tls_verify = true,
+                                                .named = true, .healthy = true});
+}
+
+static void test_https_ca_file_unrelated_ca(void **state)
+{
+    run_https_case(*state, &(struct https_case){.ca = CA_UNRELATED, .tls_verify = true, .named = true});
+}
+
+/* ca_file replaces the CAs, not the name check: the URL names 127.0.0.1, the certificate TLS_NAME. */
+static void test_https_ca_file_checks_name(void **state)
+{
+    run_https_case(*state, &(struct https_case){.ca = CA_OWN, .tls_verify = true, .named = false});
+}
+
+/* Send stderr (the log) to the file `path` until stderr_restore; returns the saved descriptor. cmocka
+ * reports to stderr too, so check results only after stderr_restore. */
+static int stderr_redirect(const char *path)
+{
+    fflush(stderr);
+    int saved = dup(2);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    assert_true(saved >= 0 && fd >= 0);
+    assert_int_equal(dup2(fd, 2), 2);
+    close(fd);
+    return saved;
+}
+
+static void stderr_restore(int saved)
+{
+    fflush(stderr);
+    assert_int_equal(dup2(saved, 2), 2);
+    close(saved);
+}
+
+/* The lines of the file `path` that contain `needle`. */
+static unsigned lines_containing(const char *path, const char *needle)
+{
+    char line[1024];
+    unsigned n = 0;
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    while (fgets(line, sizeof(line), f))
+        n += strstr(line, needle) != NULL;
+    fclose(f);
+    return n;
+}
+
+static bool b0_ok_thrice(struct ctx *c)
+{
+    return B(c, 0)->checks_ok >= 3 && c->tls_served >= 3;
+}
+
+static bool b0_ok_four_times(struct ctx *c)
+{
+    return B(c, 0)->checks_ok >= 4 && c->tls_served >= 4;
+}
+
+/* Set tls_verify as a reload would. */
+static void reload_tls_verify(struct ctx *c, bool verify)
+{
+    char err[128];
+    c->port.health.tls_verify = verify;
+    assert_int_equal(backend_pool_update(c->pool, &c->port, err, sizeof(err)), 0);
+    health_update(c->hc);
+}
+
+/* Neither the issuer nor the name is checked; one warning when that is applied, not one per check. */
+static void test_https_no_verify(void **state)
+{
+    struct ctx *c = *state;
+    const struct https_case k = {.self_signed = true, .ca = CA_SYSTEM, .tls_verify = false, .healthy = true};
+    char log[128];
+    snprintf(log, sizeof(log), "%s/log", c->dir);
+    int saved = stderr_redirect(log);
+    https_case_start(c, &k);
+    bool thrice = run_until(c, b0_ok_thrice, 15000, NULL);
+    /* reloads: nothing changed (no warning), verification on (none), off again (one); the loop does
+     * not run in between, so no check runs with verification on */
+    health_update(c->hc);
+    reload_tls_verify(c, true);
+    reload_tls_verify(c, false);
+    bool again = run_until(c, b0_ok_four_times, 15000, NULL);
+    stderr_restore(saved);
+    assert_true(thrice);
+    assert_true(again);
+    https_case_verdict(c, &k);
+    assert_int_equal(lines_containing(log, "tls_verify is false: certificate checks are off"), 2);
 }
 
 static void test_http_over_unix_socket(void **state)
@@ -961,6 +1158,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_deadline_from_start, setup, teardown),
         cmocka_unit_test_setup_teardown(test_https_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_https_verifies_certificate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_https_ca_file_own_ca, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_https_ca_file_self_signed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_https_ca_file_unrelated_ca, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_https_ca_file_checks_name, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_https_no_verify, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_over_unix_socket, setup, teardown),
         cmocka_unit_test_setup_teardown(test_none_checks_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reload_while_checking, setup, teardown),
