@@ -288,6 +288,16 @@ static void stream_attempt_failed(struct proxy_stream *s, enum check_result r, c
     stream_connect_next(s);
 }
 
+/* Let `bev` write what is about to be added to its output. Only then: libevent registers the write
+ * event at once when EV_WRITE is enabled, even with nothing to write, which costs two epoll_ctl calls and
+ * a wake-up per side of every stream; once enabled it stays so, and libevent adds and removes the write
+ * event as data comes and goes. */
+static void stream_enable_write(struct bufferevent *bev)
+{
+    if (!(bufferevent_get_enabled(bev) & EV_WRITE))
+        bufferevent_enable(bev, EV_WRITE);
+}
+
 static void stream_connected(struct proxy_stream *s)
 {
     struct proxy_port *pp = s->port;
@@ -297,18 +307,19 @@ static void stream_connected(struct proxy_stream *s)
     s->state = STREAM_OPEN;
     log_debug("proxy %s: stream %llu: connected to backend %s", pp->label, (unsigned long long)s->id,
               s->backend->conf.name);
+    for (int i = 0; i < 2; i++) {
+        bufferevent_setcb(s->bev[i], stream_read_cb, stream_write_cb, stream_event_cb, s);
+        bufferevent_setwatermark(s->bev[i], EV_READ, 0, 0);
+        bufferevent_enable(s->bev[i], EV_READ); /* EV_WRITE when there is something to write */
+    }
     if (pc->proxy_protocol) {
         uint8_t hdr[PROXYPROTO_V2_LEN];
         size_t n = proxyproto_v2_encode(s->circuit_id, pp->virtual_port, hdr, sizeof(hdr));
+        stream_enable_write(s->bev[SIDE_SERVER]);
         if (bufferevent_write(s->bev[SIDE_SERVER], hdr, n) < 0) {
             stream_close(s);
             return;
         }
-    }
-    for (int i = 0; i < 2; i++) {
-        bufferevent_setcb(s->bev[i], stream_read_cb, stream_write_cb, stream_event_cb, s);
-        bufferevent_setwatermark(s->bev[i], EV_READ, 0, 0);
-        bufferevent_enable(s->bev[i], EV_READ | EV_WRITE);
     }
     /* Bytes that came after tor's PROXY line are waiting already; no read event will announce them. */
     if (evbuffer_get_length(bufferevent_get_input(s->bev[SIDE_CLIENT])) > 0)
@@ -484,6 +495,20 @@ static void stream_pass_eof(struct proxy_stream *s, enum stream_side from)
     stream_maybe_done(s);
 }
 
+/* Everything queued towards `to` is written (or its queue is below the low watermark): resume reading the
+ * other side if it was paused, pass its EOF on. */
+static void stream_write_done(struct proxy_stream *s, enum stream_side to)
+{
+    enum stream_side from = to == SIDE_CLIENT ? SIDE_SERVER : SIDE_CLIENT;
+    if (s->paused[from]) {
+        s->paused[from] = false;
+        bufferevent_setwatermark(s->bev[to], EV_WRITE, 0, 0);
+        if (!s->eof[from])
+            bufferevent_enable(s->bev[from], EV_READ);
+    }
+    stream_pass_eof(s, from);
+}
+
 static void stream_read_cb(struct bufferevent *bev, void *arg)
 {
     struct proxy_stream *s = arg;
@@ -500,6 +525,18 @@ static void stream_read_cb(struct bufferevent *bev, void *arg)
     } else {
         s->bytes_out += n;
     }
+    if (evbuffer_get_length(out) == 0 && !s->shut[to]) {
+        /* Nothing queued towards `to`: write now, as HAProxy does, rather than register for
+         * writability and write on the next turn of the loop (two epoll_ctl calls and a wake-up per
+         * direction of every stream). What the socket does not take is queued below. An error other
+         * than a full socket is left for the bufferevent's own write to meet and report. */
+        (void)evbuffer_write(in, bufferevent_getfd(s->bev[to]));
+        if (evbuffer_get_length(in) == 0) {
+            stream_write_done(s, to);
+            return;
+        }
+    }
+    stream_enable_write(s->bev[to]);
     evbuffer_add_buffer(out, in);
     /* le-proxy.c: too much unsent towards `to`: stop reading `from` until it drains to half. */
     if (evbuffer_get_length(out) >= PROXY_HIGH_WATER) {
@@ -512,15 +549,7 @@ static void stream_read_cb(struct bufferevent *bev, void *arg)
 static void stream_write_cb(struct bufferevent *bev, void *arg)
 {
     struct proxy_stream *s = arg;
-    enum stream_side to = stream_side_of(s, bev);
-    enum stream_side from = to == SIDE_CLIENT ? SIDE_SERVER : SIDE_CLIENT;
-    if (s->paused[from]) {
-        s->paused[from] = false;
-        bufferevent_setwatermark(bev, EV_WRITE, 0, 0);
-        if (!s->eof[from])
-            bufferevent_enable(s->bev[from], EV_READ);
-    }
-    stream_pass_eof(s, from);
+    stream_write_done(s, stream_side_of(s, bev));
 }
 
 static void stream_event_cb(struct bufferevent *bev, short what, void *arg)
@@ -588,11 +617,13 @@ static void stream_begin(struct proxy_stream *s, const struct proxyproto_v1 *h)
         }
         s->counted = true;
     }
-    /* Hold tor's side until a backend is connected: its bytes wait in the socket. */
+    /* While a backend connects, tor's side keeps being read into its input buffer (at most
+     * PROXY_HIGH_WATER: libevent stops reading there), so its socket stays registered as it is instead
+     * of being removed from epoll and added again once connected. An EOF or error meanwhile is seen
+     * again by the first read after the connect. */
     event_del(s->ev);
     struct bufferevent *c = s->bev[SIDE_CLIENT];
-    bufferevent_disable(c, EV_READ);
-    bufferevent_setwatermark(c, EV_READ, 0, 0);
+    bufferevent_setwatermark(c, EV_READ, 0, PROXY_HIGH_WATER);
     bufferevent_setcb(c, NULL, NULL, NULL, s);
     stream_connect_next(s);
 }
