@@ -412,6 +412,28 @@ static void ports_json(char *out, size_t len, const char *extra, int n, const ch
     snprintf(out + k, len - (size_t)k, "]}]");
 }
 
+/* Reload: service "web" on `ports` (its "ports" array) through proxy_update. On success the new config
+ * replaces c->conf; on failure it is dropped and `err` says why. Returns proxy_update's result. */
+static int reload_ports(struct ctx *c, const char *ports, char *err, size_t errlen)
+{
+    char json[4096];
+    snprintf(json, sizeof(json),
+             "{\"state_dir\": \"%s/state\", \"run_dir\": \"%s/run\", \"services\": [{\"name\": \"web\", \"ports\": "
+             "%s}]}",
+             c->dir, c->dir, ports);
+    struct config *nc = config_load_string(json, strlen(json), err, errlen);
+    if (!nc)
+        fail_msg("config: %s\n%s", err, json);
+    int rc = proxy_update(c->px, nc, err, errlen);
+    if (rc == 0) {
+        config_free(c->conf);
+        c->conf = nc;
+    } else {
+        config_free(nc);
+    }
+    return rc;
+}
+
 static json_int_t port_stat(struct ctx *c, uint16_t vport, const char *key)
 {
     json_t *arr = proxy_to_json(c->px);
@@ -1035,37 +1057,38 @@ static void test_unix_and_hostname_backends(void **state)
     assert_int_equal(named->accepted, 1);
 }
 
-static void test_update(void **state)
+/* Port 80 with one echo backend (its address into `addr`), and a stream through it that has echoed
+ * "before" and stays open. */
+static struct tc *open_echo_stream(struct ctx *c, char *addr, size_t addrlen)
 {
-    struct ctx *c = *state;
     struct tb *echo = tb_start(c, TB_ECHO);
-    char addr[64], ports[1024], json[4096], err[512];
-    snprintf(addr, sizeof(addr), "127.0.0.1:%u", echo->port);
+    char ports[1024];
+    snprintf(addr, addrlen, "127.0.0.1:%u", echo->port);
     const char *a[] = {addr};
     ports_json(ports, sizeof(ports), "", 1, a, NULL);
     start_proxy(c, ports);
-
-    /* A stream on port 80 is open when the reload removes port 80 and adds 8080. */
     struct tc *t = tc_open(c, c->path80);
     tc_send(t, LINE59 "before", strlen(LINE59) + 6);
     struct want_bytes w = {t, 6};
     assert_true(run_until(c, tc_has, &w, 5));
+    return t;
+}
 
-    snprintf(json, sizeof(json),
-             "{\"state_dir\": \"%s/state\", \"run_dir\": \"%s/run\", \"services\": [{\"name\": \"web\", \"ports\": "
-             "[{\"virtual\": 8080, \"target\": \"%s\"}]}]}",
-             c->dir, c->dir, addr);
-    struct config *nc = config_load_string(json, strlen(json), err, sizeof(err));
-    assert_non_null(nc);
-    assert_int_equal(proxy_update(c->px, nc, err, sizeof(err)), 0);
-    config_free(c->conf);
-    c->conf = nc;
+static void test_update(void **state)
+{
+    struct ctx *c = *state;
+    char addr[64], ports[1024], err[512];
+    /* A stream on port 80 is open when the reload removes port 80 and adds 8080. */
+    struct tc *t = open_echo_stream(c, addr, sizeof(addr));
+
+    snprintf(ports, sizeof(ports), "[{\"virtual\": 8080, \"target\": \"%s\"}]", addr);
+    assert_int_equal(reload_ports(c, ports, err, sizeof(err)), 0);
     assert_int_equal(c->added, 2);
     assert_int_equal(c->removed, 1);
     assert_int_equal(c->updated, 0);
     char path8080[108];
     struct stat st;
-    assert_int_equal(proxy_socket_path(nc->run_dir, "web", 8080, path8080, sizeof(path8080)), 0);
+    assert_int_equal(proxy_socket_path(c->conf->run_dir, "web", 8080, path8080, sizeof(path8080)), 0);
     assert_int_equal(lstat(path8080, &st), 0);
     assert_int_equal(lstat(c->path80, &st), -1); /* no new streams on the removed port */
     assert_null(proxy_find_pool(c->px, "web", 80));
@@ -1085,15 +1108,10 @@ static void test_update(void **state)
     echo_stream(c, path8080, "PROXY TCP6 fc00:dead:beef:4dad::0:3b ::1 59 8080\r\n", "new port");
 
     /* Same ports, new weight: the pool is updated in place, no listener changes. */
-    snprintf(json, sizeof(json),
-             "{\"state_dir\": \"%s/state\", \"run_dir\": \"%s/run\", \"services\": [{\"name\": \"web\", \"ports\": "
-             "[{\"virtual\": 8080, \"backends\": [{\"name\": \"web-8080-0\", \"address\": \"%s\", \"weight\": 7}]}]}]}",
-             c->dir, c->dir, addr);
-    nc = config_load_string(json, strlen(json), err, sizeof(err));
-    assert_non_null(nc);
-    assert_int_equal(proxy_update(c->px, nc, err, sizeof(err)), 0);
-    config_free(c->conf);
-    c->conf = nc;
+    snprintf(ports, sizeof(ports),
+             "[{\"virtual\": 8080, \"backends\": [{\"name\": \"web-8080-0\", \"address\": \"%s\", \"weight\": 7}]}]",
+             addr);
+    assert_int_equal(reload_ports(c, ports, err, sizeof(err)), 0);
     assert_int_equal(c->added, 2);
     assert_int_equal(c->removed, 1);
     assert_int_equal(c->updated, 1); /* only the port that stayed */
@@ -1106,7 +1124,7 @@ static void test_update_refused_keeps_state(void **state)
 {
     struct ctx *c = *state;
     struct tb *echo = tb_start(c, TB_ECHO);
-    char addr[64], ports[1024], json[4096], err[512];
+    char addr[64], ports[1024], err[512];
     snprintf(addr, sizeof(addr), "127.0.0.1:%u", echo->port);
     const char *a[] = {addr};
     ports_json(ports, sizeof(ports), "", 1, a, NULL);
@@ -1117,15 +1135,9 @@ static void test_update_refused_keeps_state(void **state)
     FILE *f = fopen(path81, "w");
     assert_non_null(f);
     fclose(f);
-    snprintf(json, sizeof(json),
-             "{\"state_dir\": \"%s/state\", \"run_dir\": \"%s/run\", \"services\": [{\"name\": \"web\", \"ports\": "
-             "[{\"virtual\": 81, \"target\": \"%s\"}]}]}",
-             c->dir, c->dir, addr);
-    struct config *nc = config_load_string(json, strlen(json), err, sizeof(err));
-    assert_non_null(nc);
-    assert_int_equal(proxy_update(c->px, nc, err, sizeof(err)), -1);
+    snprintf(ports, sizeof(ports), "[{\"virtual\": 81, \"target\": \"%s\"}]", addr);
+    assert_int_equal(reload_ports(c, ports, err, sizeof(err)), -1);
     assert_non_null(strstr(err, "not a socket"));
-    config_free(nc);
     /* Nothing changed: port 80 still serves, no hooks ran. */
     assert_int_equal(c->added, 1);
     assert_int_equal(c->removed, 0);
