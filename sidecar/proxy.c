@@ -56,6 +56,7 @@ struct proxy_port {
     unsigned circuits;
     unsigned streams_active;
     uint64_t streams_total, rejected_header, rejected_circuit_limit, rejected_no_backend, connect_failures;
+    uint64_t bytes_to_backend, bytes_to_tor; /* counted as read, while streams run */
     bool warned_foreign_line;
 };
 
@@ -521,9 +522,11 @@ static void stream_read_cb(struct bufferevent *bev, void *arg)
         return;
     if (from == SIDE_SERVER) {
         s->bytes_in += n;
+        s->port->bytes_to_tor += n;
         s->server_spoke = true;
     } else {
         s->bytes_out += n;
+        s->port->bytes_to_backend += n;
     }
     if (evbuffer_get_length(out) == 0 && !s->shut[to]) {
         /* Nothing queued towards `to`: write now, as HAProxy does, rather than register for
@@ -1037,23 +1040,30 @@ static size_t proxy_stream_buffered(const struct proxy_stream *s)
     return n;
 }
 
+static size_t proxy_port_buffered(const struct proxy_port *pp)
+{
+    size_t n = 0;
+    for (const struct proxy_stream *s = pp->streams; s; s = s->next)
+        n += proxy_stream_buffered(s);
+    return n;
+}
+
 json_t *proxy_to_json(const struct proxy *px)
 {
     json_t *arr = json_array();
     if (!arr)
         return NULL;
     for (const struct proxy_port *pp = px ? px->ports : NULL; pp; pp = pp->next) {
-        size_t buffered = 0;
-        for (const struct proxy_stream *s = pp->streams; s; s = s->next)
-            buffered += proxy_stream_buffered(s);
-        json_t *o = json_pack("{s:s, s:i, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "service", pp->service,
-                              "virtual_port", (int)pp->virtual_port, "socket", pp->path, "listening", !pp->removed,
-                              "streams_active", (json_int_t)pp->streams_active, "streams_total",
+        size_t buffered = proxy_port_buffered(pp);
+        json_t *o = json_pack("{s:s, s:i, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "service",
+                              pp->service, "virtual_port", (int)pp->virtual_port, "socket", pp->path, "listening",
+                              !pp->removed, "streams_active", (json_int_t)pp->streams_active, "streams_total",
                               (json_int_t)pp->streams_total, "circuits_active", (json_int_t)pp->circuits,
                               "rejected_header", (json_int_t)pp->rejected_header, "rejected_circuit_limit",
                               (json_int_t)pp->rejected_circuit_limit, "rejected_no_backend",
                               (json_int_t)pp->rejected_no_backend, "connect_failures", (json_int_t)pp->connect_failures,
-                              "buffered_bytes", (json_int_t)buffered);
+                              "bytes_to_backend", (json_int_t)pp->bytes_to_backend, "bytes_to_tor",
+                              (json_int_t)pp->bytes_to_tor, "buffered_bytes", (json_int_t)buffered);
         if (!o || json_array_append_new(arr, o) < 0) {
             json_decref(arr);
             return NULL;

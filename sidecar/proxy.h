@@ -100,7 +100,9 @@ size_t proxy_pools(struct proxy *px, struct backend_pool **out, size_t max);
  * {"service", "virtual_port", "socket", "listening" (false once removed by a reload and draining),
  *  "streams_active", "streams_total", "circuits_active", "rejected_header", "rejected_circuit_limit",
  *  "rejected_no_backend", "connect_failures" (failed attempts, each followed by a retry
- *  when a usable backend is left), "buffered_bytes"}. */
+ *  when a usable backend is left), "bytes_to_backend", "bytes_to_tor" (read from tor for the backend and
+ *  from the backend for tor, counted as they are read, unlike backend.c's bytes, which count at a
+ *  stream's end), "buffered_bytes"}. */
 json_t *proxy_to_json(const struct proxy *px);
 
 #endif

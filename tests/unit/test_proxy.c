@@ -582,6 +582,8 @@ static void test_echo_roundtrip(void **state)
     assert_int_equal(b->bytes_out, n);
     assert_int_equal(port_stat(c, 80, "circuits_active"), 0);
     assert_int_equal(port_stat(c, 80, "buffered_bytes"), 0);
+    assert_int_equal(port_stat(c, 80, "bytes_to_backend"), n);
+    assert_int_equal(port_stat(c, 80, "bytes_to_tor"), n);
     tc_free(t);
     free(payload);
 }
