@@ -2,7 +2,7 @@
 #
 #   make            build build/onionfront (release flags)
 #   make test       install what is missing, build with ASan/UBSan, run unit, fuzz-smoke and integration tests
-#   make unit       only the cmocka unit tests
+#   make unit       only the cmocka unit tests (and build/tools/promcheck, which test_proxy runs)
 #   make demo       install, build, run onionfront on a private local Tor network and fetch a page
 #   make bench      benchmarks (not part of make test)
 #   make soak       soak test, SOAK_SECONDS (default 600) on a private network (not part of make test)
@@ -153,7 +153,7 @@ test: deps
 test-run: all build/onionfront-san $(UNIT_BIN) $(ITEST_BIN) fuzz-build check-layering
 	@sh tests/run-tests.sh
 
-unit: $(UNIT_BIN)
+unit: $(UNIT_BIN) build/tools/promcheck
 	@sh tests/run-tests.sh unit
 
 integration: all build/onionfront-san $(ITEST_BIN)

@@ -705,8 +705,9 @@ static char *daemon_metrics_text(void *arg)
         rc = !pools || backend_pool_metrics(pools, n, m) < 0;
         free(pools);
     }
-    rc = rc || descriptor_metrics(d->descriptors, m) < 0 || verify_metrics(d->verify, m) < 0;
-    /* A module with families of its own adds its *_metrics call here (proxy.c has none yet). */
+    rc = rc || proxy_metrics(d->proxy, m) < 0 || descriptor_metrics(d->descriptors, m) < 0 ||
+         verify_metrics(d->verify, m) < 0;
+    /* A module with families of its own adds its *_metrics call here. */
     char *text = rc ? NULL : strdup(metrics_text(m, NULL));
     if (!text)
         log_error("metrics: cannot build the metrics text (a family twice, or out of memory)");

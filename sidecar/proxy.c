@@ -24,6 +24,7 @@
 #include "sidecar/config.h"
 #include "sidecar/fsutil.h"
 #include "sidecar/log.h"
+#include "sidecar/metrics.h"
 #include "sidecar/proxyproto.h"
 
 #define PROXY_CIRC_BUCKETS 256
@@ -1070,4 +1071,95 @@ json_t *proxy_to_json(const struct proxy *px)
         }
     }
     return arr;
+}
+
+enum proxy_metric {
+    PM_STREAMS,
+    PM_ACTIVE,
+    PM_CIRCUITS,
+    PM_REJECTED,
+    PM_FAILURES,
+    PM_BYTES,
+    PM_BUFFERED,
+};
+
+static const struct {
+    const char *name;
+    enum metrics_type type;
+    const char *help;
+} proxy_metric_families[] = {
+    [PM_STREAMS] = {"onionfront_proxy_streams_total", METRICS_COUNTER,
+                    "Streams tor handed to the port, including those rejected."},
+    [PM_ACTIVE] = {"onionfront_proxy_active_streams", METRICS_GAUGE,
+                   "Streams open on the port (reading tor's PROXY line, connecting or copying)."},
+    [PM_CIRCUITS] = {"onionfront_proxy_active_circuits", METRICS_GAUGE,
+                     "Circuits with at least one stream open on the port."},
+    [PM_REJECTED] = {"onionfront_proxy_rejected_streams_total", METRICS_COUNTER,
+                     "Streams closed before any backend was tried: header = no valid PROXY line in time, "
+                     "circuit_limit = max_streams_per_circuit reached, no_backend = no backend up."},
+    [PM_FAILURES] = {"onionfront_proxy_connect_failures_total", METRICS_COUNTER,
+                     "Failed connection attempts to backends; each is retried on another usable backend, "
+                     "and a stream with none left is closed."},
+    [PM_BYTES] = {"onionfront_proxy_bytes_total", METRICS_COUNTER,
+                  "Bytes read from one side to be copied to the other, counted while streams run."},
+    [PM_BUFFERED] = {"onionfront_proxy_buffered_bytes", METRICS_GAUGE,
+                     "Bytes held in the port's stream buffers, both directions."},
+};
+
+/* One sample with the port's labels and, when `key` is not NULL, one more label. */
+static int proxy_metric_sample(struct metrics *m, const char *name, const char **labels, const char *key,
+                               const char *value, double v)
+{
+    labels[4] = key;
+    labels[5] = value;
+    return metrics_sample(m, name, labels, v);
+}
+
+int proxy_metrics(const struct proxy *px, struct metrics *m)
+{
+    for (size_t f = 0; f < sizeof(proxy_metric_families) / sizeof(proxy_metric_families[0]); f++) {
+        const char *name = proxy_metric_families[f].name;
+        if (metrics_family(m, name, proxy_metric_families[f].type, proxy_metric_families[f].help) != 0)
+            return -1;
+        /* Live ports only: a removed port that still drains may share its service and port with a port
+         * added again since, and a series must not appear twice. */
+        for (const struct proxy_port *pp = px ? px->ports : NULL; pp; pp = pp->next) {
+            if (pp->removed)
+                continue;
+            char port[8];
+            snprintf(port, sizeof(port), "%u", (unsigned)pp->virtual_port);
+            const char *labels[] = {"service", pp->service, "port", port, NULL, NULL, NULL};
+            int rc = 0;
+            switch ((enum proxy_metric)f) {
+            case PM_STREAMS:
+                rc = proxy_metric_sample(m, name, labels, NULL, NULL, (double)pp->streams_total);
+                break;
+            case PM_ACTIVE:
+                rc = proxy_metric_sample(m, name, labels, NULL, NULL, (double)pp->streams_active);
+                break;
+            case PM_CIRCUITS:
+                rc = proxy_metric_sample(m, name, labels, NULL, NULL, (double)pp->circuits);
+                break;
+            case PM_REJECTED:
+                rc = proxy_metric_sample(m, name, labels, "reason", "header", (double)pp->rejected_header) ||
+                     proxy_metric_sample(m, name, labels, "reason", "circuit_limit",
+                                         (double)pp->rejected_circuit_limit) ||
+                     proxy_metric_sample(m, name, labels, "reason", "no_backend", (double)pp->rejected_no_backend);
+                break;
+            case PM_FAILURES:
+                rc = proxy_metric_sample(m, name, labels, NULL, NULL, (double)pp->connect_failures);
+                break;
+            case PM_BYTES:
+                rc = proxy_metric_sample(m, name, labels, "direction", "to_backend", (double)pp->bytes_to_backend) ||
+                     proxy_metric_sample(m, name, labels, "direction", "to_tor", (double)pp->bytes_to_tor);
+                break;
+            case PM_BUFFERED:
+                rc = proxy_metric_sample(m, name, labels, NULL, NULL, (double)proxy_port_buffered(pp));
+                break;
+            }
+            if (rc != 0)
+                return -1;
+        }
+    }
+    return 0;
 }

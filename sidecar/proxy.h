@@ -44,6 +44,7 @@
 struct backend_pool;
 struct config;
 struct event_base;
+struct metrics;
 struct proxy;
 
 #ifndef PROXY_HIGH_WATER
@@ -104,5 +105,15 @@ size_t proxy_pools(struct proxy *px, struct backend_pool **out, size_t max);
  *  from the backend for tor, counted as they are read, unlike backend.c's bytes, which count at a
  *  stream's end), "buffered_bytes"}. */
 json_t *proxy_to_json(const struct proxy *px);
+
+/* Append the per-port families, labels service and port, for the ports still listening (a port removed
+ * by a reload drops out at once, even while its streams drain): onionfront_proxy_streams_total,
+ * onionfront_proxy_active_streams, onionfront_proxy_active_circuits,
+ * onionfront_proxy_rejected_streams_total{reason="header"|"circuit_limit"|"no_backend"},
+ * onionfront_proxy_connect_failures_total, onionfront_proxy_bytes_total{direction="to_backend"|"to_tor"}
+ * and onionfront_proxy_buffered_bytes (the values of proxy_to_json). Every family is written, without
+ * samples when there is no port (or px is NULL). Returns 0, or -1 (out of memory, or a family already
+ * in `m`). */
+int proxy_metrics(const struct proxy *px, struct metrics *m);
 
 #endif

@@ -5,8 +5,9 @@
  * backend after refused and timed-out connects (and the passive failure), no usable backend, the
  * per-circuit stream limit, the PROXY v2 header, bounded buffers in both directions, half-close in both
  * directions, resets, reload (ports added and removed while a stream is open), host-name and unix
- * backends, and the counters handed to backend.c. No health checker runs here: backends start up and
- * only passive failures take them down. */
+ * backends, the counters handed to backend.c, and the port's Prometheus families after real streams
+ * (checked line by line and by tests/tools/promcheck). No health checker runs here: backends start up
+ * and only passive failures take them down. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -36,6 +37,7 @@
 #include "sidecar/backend.h"
 #include "sidecar/config.h"
 #include "sidecar/log.h"
+#include "sidecar/metrics.h"
 #include "sidecar/proxy.h"
 #include "sidecar/proxyproto.h"
 
@@ -1202,6 +1204,231 @@ static void test_many_concurrent_streams(void **state)
     assert_int_equal(port_stat(c, 80, "circuits_active"), 0);
 }
 
+/* ---- metrics ---- */
+
+/* The proxy's families as text (malloc'd). */
+static char *proxy_metrics_text(struct ctx *c)
+{
+    struct metrics *m = metrics_new();
+    assert_non_null(m);
+    assert_int_equal(proxy_metrics(c->px, m), 0);
+    char *text = strdup(metrics_text(m, NULL));
+    assert_non_null(text);
+    metrics_free(m);
+    return text;
+}
+
+/* How many whole lines of `text` are `line`. */
+static size_t count_lines(const char *text, const char *line)
+{
+    size_t n = 0, len = strlen(line);
+    for (const char *p = strstr(text, line); p; p = strstr(p + 1, line))
+        if ((p == text || p[-1] == '\n') && p[len] == '\n')
+            n++;
+    return n;
+}
+
+/* `text` has the sample `series value` exactly once. */
+static void assert_sample(const char *text, const char *series, unsigned long long value)
+{
+    char line[256];
+    snprintf(line, sizeof(line), "%s %llu", series, value);
+    if (count_lines(text, line) != 1)
+        fail_msg("expected the line \"%s\" once in:\n%s", line, text);
+}
+
+/* tests/tools/promcheck (ONIONFRONT_PROMCHECK, default build/tools/promcheck from the source tree,
+ * which `make unit` builds) accepts `text`, lint included. */
+static void assert_promcheck(struct ctx *c, const char *text)
+{
+    const char *tool = getenv("ONIONFRONT_PROMCHECK");
+    char file[128], cmd[512];
+    if (!tool)
+        tool = "build/tools/promcheck";
+    if (access(tool, X_OK) != 0)
+        fail_msg("%s: %s (run from the source tree after make unit, or set ONIONFRONT_PROMCHECK)", tool,
+                 strerror(errno));
+    snprintf(file, sizeof(file), "%s/metrics.prom", c->dir);
+    FILE *f = fopen(file, "w");
+    assert_non_null(f);
+    assert_int_equal(fputs(text, f) >= 0, 1);
+    assert_int_equal(fclose(f), 0);
+    snprintf(cmd, sizeof(cmd), "'%s' '%s' >'%s.out' 2>&1", tool, file, file);
+    int rc = system(cmd);
+    if (rc != 0) {
+        snprintf(cmd, sizeof(cmd), "cat '%s.out'", file);
+        (void)system(cmd);
+        fail_msg("promcheck rejected the exposition (status %d):\n%s", rc, text);
+    }
+}
+
+#define WEB80 "{service=\"web\",port=\"80\""
+#define WEB81 "{service=\"web\",port=\"81\""
+
+/* Port 80: a refused backend first choice, then an echo one, one stream per circuit; port 81: only a
+ * refused backend. Every counter of the status JSON shows in its family with the value the streams
+ * made, bytes while the stream still runs. */
+static void test_metrics_after_streams(void **state)
+{
+    struct ctx *c = *state;
+    struct tb *echo = tb_start(c, TB_ECHO);
+    char dead[64], live[64], ports[1024], path81[108];
+    snprintf(dead, sizeof(dead), "127.0.0.1:%u", free_port());
+    snprintf(live, sizeof(live), "127.0.0.1:%u", echo->port);
+    snprintf(ports, sizeof(ports),
+             "[{\"virtual\": 80, \"max_streams_per_circuit\": 1, \"backends\": ["
+             "{\"name\": \"b0\", \"address\": \"%s\", \"weight\": 10}, {\"name\": \"b1\", \"address\": \"%s\"}]},"
+             " {\"virtual\": 81, \"backends\": [{\"name\": \"d\", \"address\": \"%s\"}]}]",
+             dead, live, dead);
+    start_proxy(c, ports);
+    assert_int_equal(proxy_socket_path(c->conf->run_dir, "web", 81, path81, sizeof(path81)), 0);
+
+    /* Before any stream: every family once, zeros for both ports. */
+    char *text = proxy_metrics_text(c);
+    static const char *const families[] = {
+        "onionfront_proxy_streams_total counter",         "onionfront_proxy_active_streams gauge",
+        "onionfront_proxy_active_circuits gauge",          "onionfront_proxy_rejected_streams_total counter",
+        "onionfront_proxy_connect_failures_total counter", "onionfront_proxy_bytes_total counter",
+        "onionfront_proxy_buffered_bytes gauge",
+    };
+    for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
+        char type[128];
+        snprintf(type, sizeof(type), "# TYPE %s", families[i]);
+        assert_int_equal(count_lines(text, type), 1);
+    }
+    assert_sample(text, "onionfront_proxy_streams_total" WEB80 "}", 0);
+    assert_sample(text, "onionfront_proxy_streams_total" WEB81 "}", 0);
+    assert_sample(text, "onionfront_proxy_rejected_streams_total" WEB81 ",reason=\"no_backend\"}", 0);
+    assert_promcheck(c, text);
+    free(text);
+
+    /* One stream open on circuit 59: echoed, counted while it runs (the backend's own byte counters
+     * wait for the stream's end). */
+    struct tc *open1 = tc_open(c, c->path80);
+    tc_send(open1, LINE59 "hello", strlen(LINE59) + 5);
+    struct want_bytes w = {open1, 5};
+    assert_true(run_until(c, tc_has, &w, 5));
+    assert_int_equal(backend_named(c, "b1")->bytes_out, 0);
+    text = proxy_metrics_text(c);
+    assert_sample(text, "onionfront_proxy_active_streams" WEB80 "}", 1);
+    assert_sample(text, "onionfront_proxy_active_circuits" WEB80 "}", 1);
+    assert_sample(text, "onionfront_proxy_connect_failures_total" WEB80 "}", 1); /* b0 refused, then b1 */
+    assert_sample(text, "onionfront_proxy_bytes_total" WEB80 ",direction=\"to_backend\"}", 5);
+    assert_sample(text, "onionfront_proxy_bytes_total" WEB80 ",direction=\"to_tor\"}", 5);
+    free(text);
+
+    /* A second stream of circuit 59 is over the limit. */
+    struct tc *over = tc_open(c, c->path80);
+    tc_send(over, LINE59 "no", strlen(LINE59) + 2);
+    assert_true(run_until(c, tc_closed, over, 5));
+    tc_free(over);
+    tc_shutdown(c, open1);
+    assert_true(run_until(c, tc_closed, open1, 5));
+    tc_free(open1);
+    /* Two more streams on circuit 60, and two without a valid PROXY line: one not a PROXY line, one
+     * ended by its client halfway through the line. */
+    echo_stream(c, c->path80, LINE60, "ping");
+    echo_stream(c, c->path80, LINE60, "pong");
+    struct tc *bad = tc_open(c, c->path80);
+    tc_send(bad, "GET / HTTP/1.1\r\n\r\n", 18);
+    assert_true(run_until(c, tc_closed, bad, 5));
+    tc_free(bad);
+    bad = tc_open(c, c->path80);
+    tc_send(bad, "PROXY TCP6", 10);
+    tc_shutdown(c, bad);
+    assert_true(run_until(c, tc_closed, bad, 5));
+    tc_free(bad);
+    /* Port 81: the first stream finds its only backend refusing (a connect failure), the next finds no
+     * backend up (rejected). */
+    for (int i = 0; i < 2; i++) {
+        struct tc *t = tc_open(c, path81);
+        tc_send(t, "PROXY TCP6 fc00:dead:beef:4dad::0:3b ::1 59 81\r\nx", strlen(LINE59) + 1);
+        assert_true(run_until(c, tc_closed, t, 5));
+        tc_free(t);
+    }
+    struct stat_wait sw = {c, "streams_active", 0};
+    assert_true(run_until(c, stat_is, &sw, 5));
+    assert_int_equal(port_stat(c, 81, "streams_active"), 0);
+
+    text = proxy_metrics_text(c);
+    assert_sample(text, "onionfront_proxy_streams_total" WEB80 "}", 6);
+    assert_sample(text, "onionfront_proxy_active_streams" WEB80 "}", 0);
+    assert_sample(text, "onionfront_proxy_active_circuits" WEB80 "}", 0);
+    assert_sample(text, "onionfront_proxy_rejected_streams_total" WEB80 ",reason=\"header\"}", 2);
+    assert_sample(text, "onionfront_proxy_rejected_streams_total" WEB80 ",reason=\"circuit_limit\"}", 1);
+    assert_sample(text, "onionfront_proxy_rejected_streams_total" WEB80 ",reason=\"no_backend\"}", 0);
+    assert_sample(text, "onionfront_proxy_connect_failures_total" WEB80 "}", 1);
+    assert_sample(text, "onionfront_proxy_bytes_total" WEB80 ",direction=\"to_backend\"}", 13);
+    assert_sample(text, "onionfront_proxy_bytes_total" WEB80 ",direction=\"to_tor\"}", 13);
+    assert_sample(text, "onionfront_proxy_buffered_bytes" WEB80 "}", 0);
+    assert_sample(text, "onionfront_proxy_streams_total" WEB81 "}", 2);
+    assert_sample(text, "onionfront_proxy_active_streams" WEB81 "}", 0);
+    assert_sample(text, "onionfront_proxy_connect_failures_total" WEB81 "}", 1);
+    assert_sample(text, "onionfront_proxy_rejected_streams_total" WEB81 ",reason=\"no_backend\"}", 1);
+    assert_sample(text, "onionfront_proxy_rejected_streams_total" WEB81 ",reason=\"header\"}", 0);
+    assert_sample(text, "onionfront_proxy_bytes_total" WEB81 ",direction=\"to_backend\"}", 0);
+    /* The same numbers as the status JSON. */
+    assert_int_equal(port_stat(c, 80, "bytes_to_backend"), 13);
+    assert_int_equal(port_stat(c, 80, "bytes_to_tor"), 13);
+    assert_int_equal(port_stat(c, 80, "streams_total"), 6);
+    /* The backend's own counters agree now that every stream has ended. */
+    assert_int_equal(backend_named(c, "b1")->bytes_out, 13);
+    assert_promcheck(c, text);
+    free(text);
+}
+
+/* A reload that removes port 80 while a stream drains on it, then one that adds port 80 again: the
+ * draining port never shows, so no series appears twice; the new port starts from zero. */
+static void test_metrics_port_readded(void **state)
+{
+    struct ctx *c = *state;
+    char addr[64], ports[1024], err[512];
+    struct tc *t = open_echo_stream(c, addr, sizeof(addr));
+
+    static const char *const reloads[] = {
+        "[{\"virtual\": 8080, \"target\": \"%s\"}]",
+        "[{\"virtual\": 8080, \"target\": \"%s\"}, {\"virtual\": 80, \"target\": \"%s\"}]",
+    };
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(ports, sizeof(ports), reloads[i], addr, addr);
+        assert_int_equal(reload_ports(c, ports, err, sizeof(err)), 0);
+        char *text = proxy_metrics_text(c);
+        assert_sample(text, "onionfront_proxy_streams_total{service=\"web\",port=\"8080\"}", 0);
+        assert_int_equal(strstr(text, WEB80) != NULL, i == 1);
+        if (i == 1) {
+            /* The new port 80, not the draining one (1 stream, 6 bytes each way so far). */
+            assert_sample(text, "onionfront_proxy_streams_total" WEB80 "}", 0);
+            assert_sample(text, "onionfront_proxy_active_streams" WEB80 "}", 0);
+            assert_sample(text, "onionfront_proxy_bytes_total" WEB80 ",direction=\"to_tor\"}", 0);
+        }
+        assert_promcheck(c, text);
+        free(text);
+    }
+    json_t *arr = proxy_to_json(c->px);
+    assert_int_equal(json_array_size(arr), 3); /* 8080, the new 80 and the draining 80 */
+    json_decref(arr);
+    /* The draining stream still works. */
+    tc_send(t, " after", 6);
+    tc_shutdown(c, t);
+    struct want_bytes w2 = {t, 12};
+    assert_true(run_until(c, tc_eof_with, &w2, 5));
+    tc_free(t);
+}
+
+/* No proxy: the families without samples, and a second call on the same writer is refused. */
+static void test_metrics_no_proxy(void **state)
+{
+    (void)state;
+    struct metrics *m = metrics_new();
+    assert_non_null(m);
+    assert_int_equal(proxy_metrics(NULL, m), 0);
+    const char *text = metrics_text(m, NULL);
+    assert_int_equal(count_lines(text, "# TYPE onionfront_proxy_bytes_total counter"), 1);
+    assert_null(strstr(text, "{"));
+    assert_int_equal(proxy_metrics(NULL, m), -1);
+    metrics_free(m);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN); /* as the daemon does: a peer gone mid-write is an error, not a signal */
@@ -1229,6 +1456,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_update_refused_keeps_state, setup, teardown),
         cmocka_unit_test_setup_teardown(test_foreign_line_served_without_identity, setup, teardown),
         cmocka_unit_test_setup_teardown(test_many_concurrent_streams, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_metrics_after_streams, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_metrics_port_readded, setup, teardown),
+        cmocka_unit_test(test_metrics_no_proxy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
