@@ -414,6 +414,19 @@ static void ports_json(char *out, size_t len, const char *extra, int n, const ch
     snprintf(out + k, len - (size_t)k, "]}]");
 }
 
+/* The usual set-up: one backend of `mode` behind port 80 of service "web", with `extra` port settings
+ * (JSON members ending in a comma, or ""). */
+static struct tb *start_proxy_to(struct ctx *c, enum tb_mode mode, const char *extra)
+{
+    struct tb *b = tb_start(c, mode);
+    char addr[64], ports[1024];
+    snprintf(addr, sizeof(addr), "127.0.0.1:%u", b->port);
+    const char *a[] = {addr};
+    ports_json(ports, sizeof(ports), extra, 1, a, NULL);
+    start_proxy(c, ports);
+    return b;
+}
+
 /* Reload: service "web" on `ports` (its "ports" array) through proxy_update. On success the new config
  * replaces c->conf; on failure it is dropped and `err` says why. Returns proxy_update's result. */
 static int reload_ports(struct ctx *c, const char *ports, char *err, size_t errlen)
@@ -540,12 +553,7 @@ static void test_socket_path(void **state)
 static void test_echo_roundtrip(void **state)
 {
     struct ctx *c = *state;
-    struct tb *echo = tb_start(c, TB_ECHO);
-    char addr[64], ports[1024];
-    snprintf(addr, sizeof(addr), "127.0.0.1:%u", echo->port);
-    const char *a[] = {addr};
-    ports_json(ports, sizeof(ports), "", 1, a, NULL);
-    start_proxy(c, ports);
+    start_proxy_to(c, TB_ECHO, "");
     assert_int_equal(c->added, 1);
 
     /* The socket is private: 0700 directory. */
@@ -629,12 +637,7 @@ static void test_malformed_header(void **state)
 static void test_header_timeout(void **state)
 {
     struct ctx *c = *state;
-    struct tb *rec = tb_start(c, TB_RECORD);
-    char addr[64], ports[1024];
-    snprintf(addr, sizeof(addr), "127.0.0.1:%u", rec->port);
-    const char *a[] = {addr};
-    ports_json(ports, sizeof(ports), "", 1, a, NULL);
-    start_proxy(c, ports);
+    struct tb *rec = start_proxy_to(c, TB_RECORD, "");
     proxy_set_timeouts(c->px, 200, PROXY_FIN_TIMEOUT_MS);
     struct tc *t = tc_open(c, c->path80);
     tc_send(t, "PROXY TCP6", 10); /* and then nothing */
@@ -817,12 +820,7 @@ static void test_circuit_limit(void **state)
 static void test_proxy_protocol_v2(void **state)
 {
     struct ctx *c = *state;
-    struct tb *rec = tb_start(c, TB_RECORD);
-    char addr[64], ports[1024];
-    snprintf(addr, sizeof(addr), "127.0.0.1:%u", rec->port);
-    const char *a[] = {addr};
-    ports_json(ports, sizeof(ports), "\"proxy_protocol\": true,", 1, a, NULL);
-    start_proxy(c, ports);
+    struct tb *rec = start_proxy_to(c, TB_RECORD, "\"proxy_protocol\": true,");
     struct tc *t = tc_open(c, c->path80);
     tc_send(t, LINE59 "GET / HTTP/1.0\r\n\r\n", strlen(LINE59) + 18);
     tc_shutdown(c, t);
@@ -839,12 +837,7 @@ static void test_proxy_protocol_v2(void **state)
 static void test_no_v2_by_default(void **state)
 {
     struct ctx *c = *state;
-    struct tb *rec = tb_start(c, TB_RECORD);
-    char addr[64], ports[1024];
-    snprintf(addr, sizeof(addr), "127.0.0.1:%u", rec->port);
-    const char *a[] = {addr};
-    ports_json(ports, sizeof(ports), "", 1, a, NULL);
-    start_proxy(c, ports);
+    struct tb *rec = start_proxy_to(c, TB_RECORD, "");
     struct tc *t = tc_open(c, c->path80);
     tc_send(t, LINE59 "data", strlen(LINE59) + 4);
     tc_shutdown(c, t);
@@ -929,12 +922,7 @@ static void test_backpressure_to_client(void **state)
 static void test_half_close_from_backend(void **state)
 {
     struct ctx *c = *state;
-    struct tb *g = tb_start(c, TB_GREET_HALF);
-    char addr[64], ports[1024];
-    snprintf(addr, sizeof(addr), "127.0.0.1:%u", g->port);
-    const char *a[] = {addr};
-    ports_json(ports, sizeof(ports), "", 1, a, NULL);
-    start_proxy(c, ports);
+    struct tb *g = start_proxy_to(c, TB_GREET_HALF, "");
     struct tc *t = tc_open(c, c->path80);
     tc_send(t, LINE59, strlen(LINE59));
     /* The backend's "hello" and its half-close reach tor's side ... */
@@ -957,12 +945,7 @@ static void test_half_close_from_backend(void **state)
 static void test_half_close_from_client(void **state)
 {
     struct ctx *c = *state;
-    struct tb *echo = tb_start(c, TB_ECHO);
-    char addr[64], ports[1024];
-    snprintf(addr, sizeof(addr), "127.0.0.1:%u", echo->port);
-    const char *a[] = {addr};
-    ports_json(ports, sizeof(ports), "", 1, a, NULL);
-    start_proxy(c, ports);
+    start_proxy_to(c, TB_ECHO, "");
     /* The client half-closes before the backend is even connected: data and EOF still get through,
      * and the echo (sent after the backend saw the EOF) comes back. */
     struct tc *t = tc_open(c, c->path80);
@@ -977,12 +960,7 @@ static void test_half_close_from_client(void **state)
 static void test_fin_timeout(void **state)
 {
     struct ctx *c = *state;
-    struct tb *stall = tb_start(c, TB_STALL);
-    char addr[64], ports[1024];
-    snprintf(addr, sizeof(addr), "127.0.0.1:%u", stall->port);
-    const char *a[] = {addr};
-    ports_json(ports, sizeof(ports), "", 1, a, NULL);
-    start_proxy(c, ports);
+    start_proxy_to(c, TB_STALL, "");
     proxy_set_timeouts(c->px, PROXY_HEADER_TIMEOUT_MS, 300);
     /* tor's side ends; the backend never answers nor closes: the stream goes after the fin timeout. */
     struct tc *t = tc_open(c, c->path80);
@@ -1003,12 +981,7 @@ static void test_fin_timeout(void **state)
 static void test_reset_before_first_byte(void **state)
 {
     struct ctx *c = *state;
-    struct tb *rst = tb_start(c, TB_RESET);
-    char addr[64], ports[1024];
-    snprintf(addr, sizeof(addr), "127.0.0.1:%u", rst->port);
-    const char *a[] = {addr};
-    ports_json(ports, sizeof(ports), "", 1, a, NULL);
-    start_proxy(c, ports);
+    start_proxy_to(c, TB_RESET, "");
     struct tc *t = tc_open(c, c->path80);
     tc_send(t, LINE59 "x", strlen(LINE59) + 1);
     assert_true(run_until(c, tc_closed, t, 5));
@@ -1151,12 +1124,7 @@ static void test_update_refused_keeps_state(void **state)
 static void test_foreign_line_served_without_identity(void **state)
 {
     struct ctx *c = *state;
-    struct tb *echo = tb_start(c, TB_ECHO);
-    char addr[64], ports[1024];
-    snprintf(addr, sizeof(addr), "127.0.0.1:%u", echo->port);
-    const char *a[] = {addr};
-    ports_json(ports, sizeof(ports), "\"max_streams_per_circuit\": 1,", 1, a, NULL);
-    start_proxy(c, ports);
+    struct tb *echo = start_proxy_to(c, TB_ECHO, "\"max_streams_per_circuit\": 1,");
     /* Valid PROXY lines that are not tor's form get no circuit (and so no limit). */
     echo_stream(c, c->path80, "PROXY TCP4 10.0.0.1 10.0.0.2 1234 80\r\n", "v4");
     echo_stream(c, c->path80, "PROXY UNKNOWN\r\n", "unknown");
