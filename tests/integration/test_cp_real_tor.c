@@ -23,7 +23,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -38,6 +37,7 @@
 #include "controlproto/cp_conn.h"
 #include "controlproto/cp_reply.h"
 #include "tests/fake/fake_ctl.h"
+#include "tests/fake/tmpdir.h"
 
 #define TOR_BIN "/usr/bin/tor"
 #define TOR_START_BOUND_MS 30000
@@ -84,14 +84,6 @@ static int64_t now_ms(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
 }
 
 /* Print the end of tor's log, to explain a failure. */
@@ -148,7 +140,7 @@ static void tor_cleanup(struct tor *tor)
 {
     tor_stop(tor);
     if (tor->dir[0])
-        nftw(tor->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+        tmpdir_remove(tor->dir);
     free(tor);
 }
 
@@ -174,9 +166,8 @@ static int group_setup(void **state)
 
     if (!tor)
         return -1;
-    snprintf(tor->dir, sizeof tor->dir, "/tmp/cp_real_tor.XXXXXX");
-    if (!mkdtemp(tor->dir)) { /* 0700 */
-        print_error("mkdtemp: %s\n", strerror(errno));
+    if (tmpdir_make(tor->dir, sizeof tor->dir, "cp_real_tor") < 0) { /* 0700 */
+        print_error("tmpdir_make: %s\n", strerror(errno));
         tor->dir[0] = '\0';
         goto fail;
     }

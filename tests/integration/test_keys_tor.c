@@ -19,7 +19,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +29,7 @@
 #include <unistd.h>
 
 #include "sidecar/keys.h"
+#include "tests/fake/tmpdir.h"
 
 #define TOR_LOAD_TIMEOUT_MS 30000 /* until tor has loaded the service (hostname written) or exited */
 #define TOR_SETTLE_MS 1000        /* a loaded tor must still be running this long after */
@@ -41,14 +41,6 @@ struct itest_state {
     pid_t tor_pid; /* the running tor, or 0 */
     int runs;      /* for unique DataDirectory / log names */
 };
-
-static int rm_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
 
 static void sleep_ms(int ms)
 {
@@ -88,8 +80,7 @@ static int setup(void **state)
     struct itest_state *s = calloc(1, sizeof *s);
     if (!s)
         return -1;
-    strcpy(s->base, "/tmp/test_keys_tor.XXXXXX");
-    if (!mkdtemp(s->base)) {
+    if (tmpdir_make(s->base, sizeof s->base, "test_keys_tor") < 0) {
         free(s);
         return -1;
     }
@@ -110,7 +101,7 @@ static int teardown(void **state)
     struct itest_state *s = *state;
     if (s->tor_pid > 0)
         tor_stop(s->tor_pid);
-    nftw(s->base, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+    tmpdir_remove(s->base);
     free(s);
     return 0;
 }

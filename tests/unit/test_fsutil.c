@@ -13,7 +13,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,26 +22,18 @@
 #include <unistd.h>
 
 #include "sidecar/fsutil.h"
+#include "tests/fake/tmpdir.h"
 
 struct fs_state {
     char dir[64];
 };
-
-static int rm_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
 
 static int setup(void **state)
 {
     struct fs_state *s = calloc(1, sizeof *s);
     if (!s)
         return -1;
-    strcpy(s->dir, "/tmp/test_fsutil.XXXXXX");
-    if (!mkdtemp(s->dir)) {
+    if (tmpdir_make(s->dir, sizeof s->dir, "test_fsutil") < 0) {
         free(s);
         return -1;
     }
@@ -53,7 +44,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     struct fs_state *s = *state;
-    nftw(s->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+    tmpdir_remove(s->dir);
     free(s);
     return 0;
 }

@@ -15,7 +15,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +22,7 @@
 #include <unistd.h>
 
 #include "sidecar/keys.h"
+#include "tests/fake/tmpdir.h"
 
 static const unsigned char TOR_KEY_PUB[32] = {
     0x86, 0xa8, 0x30, 0x09, 0x07, 0xa7, 0xaa, 0x91, 0x94, 0x2a, 0x20, 0xd4, 0xc2, 0xd4, 0x92, 0xcc,
@@ -63,21 +63,12 @@ struct keys_state {
     char dir[128]; /* base/svc: a key directory that does not exist yet */
 };
 
-static int rm_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 static int setup(void **state)
 {
     struct keys_state *s = calloc(1, sizeof *s);
     if (!s)
         return -1;
-    strcpy(s->base, "/tmp/test_keys.XXXXXX");
-    if (!mkdtemp(s->base)) {
+    if (tmpdir_make(s->base, sizeof s->base, "test_keys") < 0) {
         free(s);
         return -1;
     }
@@ -89,7 +80,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     struct keys_state *s = *state;
-    nftw(s->base, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+    tmpdir_remove(s->base);
     free(s);
     return 0;
 }

@@ -10,7 +10,6 @@
 #include <cmocka.h>
 
 #include <event2/event.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +19,7 @@
 #include "sidecar/config.h"
 #include "sidecar/onionloc.h"
 #include "sidecar/proc.h"
+#include "tests/fake/tmpdir.h"
 
 #define ADDR_A "pg6mmjiyjmcrsslvykfwnntlaru7p5svn6y2ymmju6nubxndf4pscryd"
 #define ADDR_B "sp3k262uwy4r2k3ycr5awluarykdpag6a7y33jxop4cs2lu5uz5sseqd"
@@ -34,14 +34,6 @@ struct ctx {
     struct onionloc *ol;
     bool flushed;
 };
-
-static int rm_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
 
 /* A config with three services (ports 80, 443 and 6697) and onion_location in `dir`, running `cmd`
  * (a /bin/sh -c script) on change. */
@@ -67,8 +59,7 @@ static int setup(void **state)
 {
     static struct ctx c;
     memset(&c, 0, sizeof(c));
-    strcpy(c.tmp, "/tmp/test_onionloc.XXXXXX");
-    if (!mkdtemp(c.tmp))
+    if (tmpdir_make(c.tmp, sizeof(c.tmp), "test_onionloc") < 0)
         return -1;
     snprintf(c.dir, sizeof(c.dir), "%s/onion-location", c.tmp);
     snprintf(c.runs, sizeof(c.runs), "%s/runs.log", c.tmp);
@@ -89,7 +80,7 @@ static int teardown(void **state)
     config_free(c->conf);
     proc_mgr_free(c->procs);
     event_base_free(c->base);
-    nftw(c->tmp, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+    tmpdir_remove(c->tmp);
     return 0;
 }
 

@@ -21,7 +21,6 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -40,6 +39,7 @@
 #include "sidecar/metrics.h"
 #include "sidecar/proxy.h"
 #include "sidecar/proxyproto.h"
+#include "tests/fake/tmpdir.h"
 
 #define LINE59 "PROXY TCP6 fc00:dead:beef:4dad::0:3b ::1 59 80\r\n"
 #define LINE60 "PROXY TCP6 fc00:dead:beef:4dad::0:3c ::1 60 80\r\n"
@@ -488,20 +488,11 @@ static bool stat_is(void *arg)
     return port_stat(w->c, 80, w->key) == w->want;
 }
 
-static int rm_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 static int setup(void **state)
 {
     static struct ctx c;
     memset(&c, 0, sizeof(c));
-    snprintf(c.dir, sizeof(c.dir), "/tmp/tpx.XXXXXX");
-    if (!mkdtemp(c.dir))
+    if (tmpdir_make(c.dir, sizeof(c.dir), "tpx") < 0)
         return -1;
     c.base = event_base_new();
     c.tick = event_new(c.base, -1, EV_PERSIST, tick_cb, NULL);
@@ -526,7 +517,7 @@ static int teardown(void **state)
     config_free(c->conf);
     event_free(c->tick);
     event_base_free(c->base);
-    nftw(c->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+    tmpdir_remove(c->dir);
     return 0;
 }
 

@@ -17,7 +17,6 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <grp.h>
 #include <jansson.h>
 #include <poll.h>
@@ -37,6 +36,7 @@
 #include "sidecar/config.h"
 #include "sidecar/metrics_http.h"
 #include "sidecar/status.h"
+#include "tests/fake/tmpdir.h"
 
 /* ---- fake providers -------------------------------------------------------------------------------- */
 
@@ -434,21 +434,12 @@ struct ctx {
     gid_t fake_groups[4];
 };
 
-static int rm_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 static int setup(void **state)
 {
     struct ctx *c = calloc(1, sizeof(*c));
     if (!c)
         return -1;
-    strcpy(c->dir, "/tmp/test_status.XXXXXX");
-    if (!mkdtemp(c->dir)) {
+    if (tmpdir_make(c->dir, sizeof(c->dir), "test_status") < 0) {
         free(c);
         return -1;
     }
@@ -482,7 +473,7 @@ static int teardown(void **state)
     }
     status_server_free(c->srv);
     event_base_free(c->base);
-    nftw(c->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+    tmpdir_remove(c->dir);
     free(c);
     return 0;
 }

@@ -10,7 +10,6 @@
 
 #include <errno.h>
 #include <event2/event.h>
-#include <ftw.h>
 #include <jansson.h>
 #include <poll.h>
 #include <signal.h>
@@ -26,6 +25,7 @@
 #include "sidecar/config.h"
 #include "sidecar/status.h"
 #include "sidecar/status_client.h"
+#include "tests/fake/tmpdir.h"
 
 static json_t *load(const char *text)
 {
@@ -202,21 +202,12 @@ struct dir_state {
     char path[100];
 };
 
-static int rm_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 static int setup(void **state)
 {
     struct dir_state *s = calloc(1, sizeof(*s));
     if (!s)
         return -1;
-    strcpy(s->dir, "/tmp/test_status_client.XXXXXX");
-    if (!mkdtemp(s->dir)) {
+    if (tmpdir_make(s->dir, sizeof(s->dir), "test_status_client") < 0) {
         free(s);
         return -1;
     }
@@ -228,7 +219,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     struct dir_state *s = *state;
-    nftw(s->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+    tmpdir_remove(s->dir);
     free(s);
     return 0;
 }
