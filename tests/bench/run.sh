@@ -69,28 +69,13 @@ die() { say "error: $*"; exit 1; }
 
 track() { PIDS+=("$1"); }
 
-# End process $1 (one we started): TERM, up to $2 s (default 15), then KILL; reap it.
-stop_pid() {
-	local pid=$1 limit=${2:-15} i
-	if kill -0 "$pid" 2>/dev/null; then
-		kill -TERM "$pid" 2>/dev/null
-		for ((i = 0; i < limit * 10; i++)); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.1
-		done
-		if kill -0 "$pid" 2>/dev/null; then
-			say "pid $pid still runs ${limit} s after SIGTERM; SIGKILL"
-			kill -KILL "$pid" 2>/dev/null
-		fi
-	fi
-	wait "$pid" 2>/dev/null
-	return 0
-}
+# Ending a process we started (TERM, a bounded wait, KILL, reap): the integration tests' helper.
+source "$(dirname "$0")/../integration/lib.sh"
 
 cleanup() {
 	local pid
 	trap - EXIT INT TERM HUP
-	for pid in "${PIDS[@]}"; do stop_pid "$pid" 20; done
+	for pid in "${PIDS[@]}"; do of_stop_pid "$pid" 20; done
 	PIDS=()
 	if ((NET_STARTED)); then
 		bash "$TESTNET" stop "$NETDIR" >&2 || say "testnet stop failed (see $NETDIR)"
@@ -257,7 +242,7 @@ start_setup() {
 	return 1
 }
 
-stop_setup() { stop_pid "${SPID[$1]}" 30; }
+stop_setup() { of_stop_pid "${SPID[$1]}" 30; }
 
 # onionfront's last log line about backend web2's state ("added to pool", "... -> up", "... -> down").
 web2_state() {
@@ -471,7 +456,7 @@ part_a() {
 			fi
 			u=$(newuser)
 			for ((i = 0; i < 3; i++)); do fetch "${ADDR[$s]}" "$u" / 30 > /dev/null; done
-			stop_pid "$WEB2_PID" 10
+			of_stop_pid "$WEB2_PID" 10
 			fails=0
 			for ((i = 0; i < KILL_REQUESTS; i++)); do
 				fetch "${ADDR[$s]}" "$u" / 30 > /dev/null || fails=$((fails + 1))
@@ -480,7 +465,7 @@ part_a() {
 			say "backend-kill series $r/$REPS: $s: $fails of $KILL_REQUESTS failed"
 		done
 	done
-	[[ -n ${WEB2_PID:-} ]] && stop_pid "$WEB2_PID"
+	[[ -n ${WEB2_PID:-} ]] && of_stop_pid "$WEB2_PID"
 	for s in "${SETUPS[@]}"; do stop_setup "$s"; done
 	if ((NET_STARTED)); then
 		bash "$TESTNET" stop "$NETDIR" >&2
@@ -552,9 +537,9 @@ EOF
 		done
 		say "bulk run $r/$REPS: MB/s direct/haproxy/onionfront $(tail -qn1 "$RAW"/bulk_{direct,haproxy,onionfront}.txt | paste -sd/ -)"
 	done
-	stop_pid "$hp"
-	stop_pid "$pb"
-	stop_pid "$srv"
+	of_stop_pid "$hp"
+	of_stop_pid "$pb"
+	of_stop_pid "$srv"
 }
 
 # ---------------------------------------------------------------- report
