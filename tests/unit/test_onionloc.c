@@ -91,6 +91,14 @@ static void flushed_cb(void *arg)
     event_base_loopbreak(c->base);
 }
 
+static void bound_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct ctx *c = arg;
+    (void)fd;
+    (void)what;
+    event_base_loopbreak(c->base);
+}
+
 /* Run the loop until on_change has run for everything so far (bounded). */
 static void settle(struct ctx *c)
 {
@@ -99,9 +107,14 @@ static void settle(struct ctx *c)
     event_base_loop(c->base, EVLOOP_NONBLOCK);
     onionloc_flush(c->ol, flushed_cb, c);
     if (!c->flushed) {
-        struct timeval bound = {10, 0};
-        event_base_loopexit(c->base, &bound);
+        /* A bound of our own (not event_base_loopexit, whose timer would outlive this call and end a
+         * later settle early). */
+        struct event *bound = evtimer_new(c->base, bound_cb, c);
+        assert_non_null(bound);
+        struct timeval ten_s = {10, 0};
+        evtimer_add(bound, &ten_s);
         event_base_dispatch(c->base);
+        event_free(bound);
     }
     assert_true(c->flushed);
 }
@@ -293,9 +306,11 @@ static void test_missing_parent_is_an_error(void **state)
 static void test_runs_coalesce_while_running(void **state)
 {
     struct ctx *c = *state;
-    char err[512], cmd[256];
-    /* A slow command: changes made while it runs must cause exactly one more run. */
-    snprintf(cmd, sizeof(cmd), "sleep 0.3; echo run >> %s", c->runs);
+    char err[512], cmd[512], gate[128];
+    /* A command that runs until the test opens the gate: every change below is made while the first run
+     * is still going (whatever the disk's fsync costs), and must cause exactly one more run. */
+    snprintf(gate, sizeof(gate), "%s/gate", c->tmp);
+    snprintf(cmd, sizeof(cmd), "while [ ! -e %s ]; do sleep 0.02; done; echo run >> %s", gate, c->runs);
     struct config *conf = make_config(c->dir, cmd);
     onionloc_free(c->ol);
     c->ol = onionloc_new(c->base, c->procs, &conf->onion_location);
@@ -309,6 +324,10 @@ static void test_runs_coalesce_while_running(void **state)
         assert_int_equal(onionloc_sync(c->ol, e, 1, err, sizeof(err)), 1);
         event_base_loop(c->base, EVLOOP_NONBLOCK);
     }
+    assert_int_equal(onionloc_command_runs(c->ol), 1); /* still the first run */
+    FILE *g = fopen(gate, "w");
+    assert_non_null(g);
+    fclose(g);
     settle(c);
     assert_int_equal(onionloc_command_runs(c->ol), 2);
     assert_int_equal(count_runs(c), 2);
