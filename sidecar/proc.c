@@ -16,6 +16,8 @@
 
 extern char **environ;
 
+#define PROC_LAST_WORDS_READS 16 /* at most 16 x 64 KiB read at exit */
+
 struct proc {
     struct proc_mgr *mgr;
     struct proc *next;
@@ -95,8 +97,17 @@ static void proc_reaped(struct proc *p, int wstatus)
     if (p->kill_ev)
         event_del(p->kill_ev);
     if (p->out) {
-        /* Drain what the child wrote before it died, so its last words reach the log. */
-        bufferevent_read_buffer(p->out, bufferevent_get_input(p->out));
+        /* The exit can be noticed before the loop has read the pipe: read what the child wrote before it
+         * died straight from the fd, so its last words (tor's [err] line, say) reach the log before the
+         * exit callback, which usually frees p. Non-blocking, so a grandchild still holding the pipe
+         * cannot stall us; bounded, so one still writing cannot keep us here. */
+        struct evbuffer *in = bufferevent_get_input(p->out);
+        evutil_socket_t fd = bufferevent_getfd(p->out);
+        /* A socket bufferevent keeps its input's end frozen except while it reads itself; do the same. */
+        evbuffer_unfreeze(in, 0);
+        for (int i = 0; i < PROC_LAST_WORDS_READS && evbuffer_read(in, fd, 65536) > 0; i++)
+            ;
+        evbuffer_freeze(in, 0);
         proc_flush_lines(p, true);
     }
     if (p->exit_cb)

@@ -87,6 +87,28 @@ static void test_output_and_status(void **state)
     assert_string_equal(c->lines[2], "no newline");
 }
 
+/* A child's last words must reach line_cb before exit_cb even when the exit is noticed before the loop
+ * has read the pipe (here: proc_poll right after the child is gone, the loop never run). */
+static void test_last_words_before_exit(void **state)
+{
+    struct ctx *c = *state;
+    char err[256];
+    const char *argv[] = {"/bin/sh", "-c", "echo one; echo 'last words'; exit 4", NULL};
+    struct proc *p = proc_spawn(c->mgr, argv, line_cb, exit_cb, c, err, sizeof(err));
+    assert_non_null(p);
+    siginfo_t si;
+    memset(&si, 0, sizeof(si));
+    /* Wait for the exit without reaping it (WNOWAIT), so that proc_poll does the reaping. */
+    assert_int_equal(waitid(P_PID, (id_t)proc_pid(p), &si, WEXITED | WNOWAIT), 0);
+    assert_int_equal(c->n_lines, 0);
+    assert_true(proc_poll(p)); /* reaped: exit_cb ran (and freed p) */
+    assert_true(c->exited);
+    assert_int_equal(WEXITSTATUS(c->wstatus), 4);
+    assert_int_equal(c->n_lines, 2);
+    assert_string_equal(c->lines[0], "one");
+    assert_string_equal(c->lines[1], "last words");
+}
+
 static void test_spawn_failure_names_program(void **state)
 {
     struct ctx *c = *state;
@@ -132,6 +154,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_output_and_status, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_last_words_before_exit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_spawn_failure_names_program, setup, teardown),
         cmocka_unit_test_setup_teardown(test_terminate_escalates_to_kill, setup, teardown),
         cmocka_unit_test_setup_teardown(test_free_kills_running_child, setup, teardown),
