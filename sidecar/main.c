@@ -759,6 +759,15 @@ static int cmd_run(const char *config_path)
     if (prctl(PR_SET_DUMPABLE, 0) < 0)
         log_warn("onionfront: prctl(PR_SET_DUMPABLE)");
     signal(SIGPIPE, SIG_IGN);
+    /* A blocked mask survives exec: a parent that left SIGTERM or SIGHUP blocked would make the operator's
+     * stop and reload wait forever, SIGCHLD blocked would leave tor's exit unreaped. */
+    sigset_t ours;
+    sigemptyset(&ours);
+    sigaddset(&ours, SIGCHLD);
+    sigaddset(&ours, SIGTERM);
+    sigaddset(&ours, SIGINT);
+    sigaddset(&ours, SIGHUP);
+    sigprocmask(SIG_UNBLOCK, &ours, NULL);
 
     d.conf = config_load_file(config_path, err, sizeof(err));
     if (!d.conf) {

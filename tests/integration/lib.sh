@@ -149,6 +149,19 @@ of_start_onionfront() {
   of_track_pid "$OF_PID"
 }
 
+# of_start_onionfront_blocked CONFIG LOG "SIG..." — as of_start_onionfront, but started with those signals
+# blocked, as a careless parent (a supervisor that blocks SIGCHLD, say) would leave them: the mask
+# survives exec, so onionfront must unblock what it relies on itself.
+of_start_onionfront_blocked() {
+  local config=$1 log=$2 sigs=$3
+  OF_START=$(of_now)
+  python3 -c 'import os, signal, sys
+signal.pthread_sigmask(signal.SIG_BLOCK, [getattr(signal, "SIG" + s) for s in sys.argv[1].split()])
+os.execv(sys.argv[2], sys.argv[2:])' "$sigs" "$OF_BIN" -c "$config" run >>"$log" 2>&1 &
+  OF_PID=$!
+  of_track_pid "$OF_PID"
+}
+
 # of_stop_onionfront — SIGTERM and wait (bounded); returns onionfront's exit status.
 of_stop_onionfront() {
   local i rc

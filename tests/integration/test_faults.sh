@@ -22,6 +22,8 @@
 #     is retried with backoff; the old files stay intact and no temporary file is left.
 #  6. after every restart: over the control socket, HiddenServiceSingleHopMode=1,
 #     HiddenServiceNonAnonymousMode=1, SocksPort 0 and no SOCKS listener.
+#  7. onionfront started with SIGCHLD, SIGTERM and SIGHUP blocked by its parent (the mask survives exec)
+#     still notices tor's death (1) and obeys SIGTERM (4d).
 # Recovery times are printed ("recovery: ..."), not asserted.
 set -u
 source "$(dirname "$0")/lib.sh"
@@ -195,7 +197,8 @@ ctl=$OF_TMP/run/control/control.sock
 write_config "$config" "$state" "$OF_TMP/run" "$(spawn_tor_json)" \
   "[ $(svc_json alpha 80 "$port_a"), $(svc_json beta 8080 "$port_b") ]"
 
-of_start_onionfront "$config" "$log"
+# Started with SIGCHLD, SIGTERM and SIGHUP blocked (case 1 needs SIGCHLD): onionfront unblocks them.
+of_start_onionfront_blocked "$config" "$log" "CHLD TERM HUP"
 of_wait_log "$log" "service beta: .* address [a-z2-7]{56}\.onion" 30
 addr_a=$(of_address_from_log "$log" alpha)
 addr_b=$(of_address_from_log "$log" beta)
@@ -358,7 +361,7 @@ of_check "a stale control socket is left behind" test -S "$ctl"
 of_check "a stale tor.pid is left behind" grep -qx "$left" "$state/tor/tor.pid"
 cat "$log" >>"$log_all"
 : >"$log"
-of_start_onionfront "$config" "$log"
+of_start_onionfront_blocked "$config" "$log" "CHLD TERM HUP" # 4d's SIGTERM must reach it
 t0=$OF_START
 of_check "tor bootstraps despite the stale files" of_wait_log "$log" "tor: bootstrapped in" 60
 of_check "the service is uploaded again" of_wait_log "$log" "service beta: descriptor uploaded" 60
