@@ -82,6 +82,12 @@ if [ "$what" = all ] || [ "$what" = integration ]; then
   fi
 fi
 
+# CI shows only the end of this output: repeat each failed test's last lines here.
+for n in $failures; do
+  [ -f "$log_dir/$n.log" ] || continue
+  echo "== $n: last lines of $log_dir/$n.log"
+  tail -n 25 "$log_dir/$n.log" | sed 's/^/    | /'
+done
 [ -n "$failures" ] && echo "failed:$failures (logs in $log_dir/)"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
