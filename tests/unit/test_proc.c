@@ -50,6 +50,14 @@ static void line_cb(struct proc *p, const char *line, void *arg)
         snprintf(c->lines[c->n_lines++], sizeof(c->lines[0]), "%s", line);
 }
 
+/* line_cb that also ends the loop: the child has got as far as printing. */
+static void ready_cb(struct proc *p, const char *line, void *arg)
+{
+    struct ctx *c = arg;
+    line_cb(p, line, arg);
+    event_base_loopbreak(c->base);
+}
+
 static void exit_cb(struct proc *p, int wstatus, void *arg)
 {
     struct ctx *c = arg;
@@ -123,10 +131,11 @@ static void test_terminate_escalates_to_kill(void **state)
     struct ctx *c = *state;
     char err[256];
     /* Ignores SIGTERM (the disposition survives exec): only the SIGKILL after the grace ends it. */
-    const char *argv[] = {"/bin/sh", "-c", "trap '' TERM; exec sleep 60", NULL};
-    struct proc *p = proc_spawn(c->mgr, argv, NULL, exit_cb, c, err, sizeof(err));
+    const char *argv[] = {"/bin/sh", "-c", "trap '' TERM; echo ready; exec sleep 60", NULL};
+    struct proc *p = proc_spawn(c->mgr, argv, ready_cb, exit_cb, c, err, sizeof(err));
     assert_non_null(p);
-    usleep(100 * 1000);
+    run_loop(c, 10); /* until the trap is set: "ready" (however slow the machine) */
+    assert_int_equal(c->n_lines, 1);
     struct timeval grace = {0, 300 * 1000};
     proc_terminate(p, &grace);
     run_loop(c, 10);
