@@ -233,13 +233,13 @@ t0=$(of_now)
 kill -KILL "$old"
 # alpha: a client that keeps trying from the moment of the fault; beta: one that asks after the re-upload
 probe_start a1 "http://$addr_a/" "$OF_TMP/a1.html"
-if of_wait_log "$log" "(tor \(pid $old\) killed by signal 9|control connection lost: .*); restarting tor in 1 s" 3; then
-  of_pass "SIGKILL of tor (pid $old) noticed within $(of_elapsed "$t0") s, restart in 1 s"
+if of_wait_log "$log" "(tor \(pid $old\) killed by signal 9|control connection lost: .*); restarting tor in 1 s" 15; then
+  of_pass "SIGKILL of tor (pid $old) noticed after $(of_elapsed "$t0") s, restart in 1 s"
 else
-  of_fail "onionfront did not react to tor's SIGKILL (with a 1 s backoff) within 3 s"
+  of_fail "onionfront did not react to tor's SIGKILL (with a 1 s backoff) within 15 s"
   dump_log "$log" 10
 fi
-of_check "the exit status of the killed tor is logged" of_wait_log "$log" "tor \(pid $old\) killed by signal 9" 3
+of_check "the exit status of the killed tor is logged" of_wait_log "$log" "tor \(pid $old\) killed by signal 9" 10
 of_check "a new tor is started" wait_new_tor "$log" "$old" 10
 new=$(last_tor_pid "$log")
 of_check "the killed tor (pid $old) is reaped" wait_until 5 pid_reaped "$old"
@@ -267,7 +267,7 @@ usable=$(count_lines "$log" "tor: usable again")
 twos=$(count_lines "$log" "restarting tor in 2 s")
 kill -KILL "$new"
 of_check "a bootstrapped tor's death is again followed by a 1 s backoff" \
-  of_wait_log "$log" "killed by signal 9; restarting tor in 1 s|control connection lost: .*; restarting tor in 1 s" 3
+  of_wait_log "$log" "killed by signal 9; restarting tor in 1 s|control connection lost: .*; restarting tor in 1 s" 10
 if wait_new_tor "$log" "$new" 10; then
   early=$(last_tor_pid "$log")
   kill -KILL "$early"
@@ -276,7 +276,7 @@ if wait_new_tor "$log" "$new" 10; then
     of_pass "backoff growth (not judged: tor was too fast)"
   else
     of_check "a tor killed before it bootstrapped is restarted after 2 s" \
-      wait_count "$log" "restarting tor in 2 s" $((twos + 1)) 3
+      wait_count "$log" "restarting tor in 2 s" $((twos + 1)) 10
   fi
   of_check "tor is usable again after two quick deaths" wait_count "$log" "tor: usable again" $((usable + 1)) 60
 else
@@ -378,9 +378,13 @@ of_stop_onionfront
 rc=$?
 took=$(of_elapsed "$t0")
 of_check "onionfront exits 0 on SIGTERM with its tor hung" test "$rc" -eq 0
-# the removal SETCONF times out (command_timeout 5 s), then SIGTERM+SIGCONT end tor at once
-of_check "the shutdown took $took s (command_timeout 5 s + little, not the 10 s SIGKILL grace)" \
-  awk -v t="$took" 'BEGIN { exit !(t < 9.5) }'
+# the removal SETCONF times out (command_timeout 5 s), then SIGTERM+SIGCONT end tor at once: tor exits
+# on its own SIGTERM handling, not by the SIGKILL that would follow the 10 s grace (the mechanism is
+# checked, the time only printed)
+of_log "recovery: shutdown with tor hung took $took s"
+of_check "the hung tor ended by SIGTERM (exited), not by the SIGKILL after the grace" \
+  of_wait_log "$log" "tor: tor \(pid $last\) exited with status" 5
+of_check "no SIGKILL was needed" bash -c "! grep -q 'tor (pid $last) killed by signal 9' '$log'"
 of_check "its tor (pid $last) is gone and reaped" wait_until 5 pid_reaped "$last"
 of_check "no tor runs on our torrc" test "$(count_tors_on "$torrc")" -eq 0
 cat "$log" >>"$log_all"
