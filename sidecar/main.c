@@ -193,6 +193,42 @@ static bool daemon_watchdog_healthy(void *arg)
     return now.tv_sec - d->last_poll.tv_sec < 5;
 }
 
+/* Which user tor runs as, when onionfront (as root) must hand its directories over: tor.user in spawn
+ * mode; in attach mode the uid the attached tor reported (process/uid), once connected, when it is not
+ * root. Return 1 with uid/gid, 0 if there is nothing to hand over, -1 with a message. */
+static int daemon_tor_owner(const struct daemon *d, const struct config *c, uid_t *uid, gid_t *gid, char *err,
+                            size_t errlen)
+{
+    if (c->tor.mode == TOR_MODE_SPAWN) {
+        if (!c->tor.user)
+            return 0;
+        if (geteuid() != 0) {
+            snprintf(err, errlen,
+                     "tor.user is \"%s\", but onionfront runs as uid %lu, not root: tor can switch to another "
+                     "user only when root starts it. Run onionfront as root, or remove tor.user so that tor runs "
+                     "as onionfront's own user",
+                     c->tor.user, (unsigned long)geteuid());
+            return -1;
+        }
+        struct passwd *pw = getpwnam(c->tor.user);
+        if (!pw) {
+            snprintf(err, errlen, "tor.user: there is no user named \"%s\"", c->tor.user);
+            return -1;
+        }
+        *uid = pw->pw_uid;
+        *gid = pw->pw_gid;
+        return 1;
+    }
+    /* attach: another user than ours is refused by tor.c unless we are root */
+    long tor_uid = d->tor ? tor_sup_uid(d->tor) : -1;
+    if (tor_uid <= 0 || geteuid() != 0)
+        return 0;
+    struct passwd *pw = getpwuid((uid_t)tor_uid);
+    *uid = (uid_t)tor_uid;
+    *gid = pw ? pw->pw_gid : (gid_t)tor_uid;
+    return 1;
+}
+
 /* tor.user (spawn mode): tor starts as root and becomes that user before it opens its DataDirectory,
  * control socket and the services' key directories, and checks as that user that each is its own
  * (measured with tor 0.4.9: a root-owned 0700 directory is refused, and the control socket is created
@@ -201,34 +237,26 @@ static bool daemon_watchdog_healthy(void *arg)
  * root tor used before included), the key, control and proxy directories, and every service's key
  * directory with its files — creating a key that does not exist yet, so a service added by a reload is
  * handed over before tor is told about it. The torrc stays root's: tor reads it before switching.
- * Return 0 (also when tor.user is not set), or -1 with a message. */
-static int daemon_give_to_tor_user(const struct config *c, char *err, size_t errlen)
+ * Attach mode with a tor of another user (onionfront as root): the same for the directories tor uses,
+ * i.e. all but a DataDirectory and control directory, which are that tor's own.
+ * Return 0 (also when there is nothing to hand over), or -1 with a message. */
+static int daemon_give_to_tor_user(const struct daemon *d, const struct config *c, char *err, size_t errlen)
 {
-    if (c->tor.mode != TOR_MODE_SPAWN || !c->tor.user)
-        return 0;
-    if (geteuid() != 0) {
-        snprintf(err, errlen,
-                 "tor.user is \"%s\", but onionfront runs as uid %lu, not root: tor can switch to another user "
-                 "only when root starts it. Run onionfront as root, or remove tor.user so that tor runs as "
-                 "onionfront's own user",
-                 c->tor.user, (unsigned long)geteuid());
-        return -1;
-    }
-    struct passwd *pw = getpwnam(c->tor.user);
-    if (!pw) {
-        snprintf(err, errlen, "tor.user: there is no user named \"%s\"", c->tor.user);
-        return -1;
-    }
-    uid_t uid = pw->pw_uid;
-    gid_t gid = pw->pw_gid;
+    uid_t uid;
+    gid_t gid;
+    int owner = daemon_tor_owner(d, c, &uid, &gid, err, errlen);
+    if (owner <= 0)
+        return owner;
+    bool spawn = c->tor.mode == TOR_MODE_SPAWN;
     char control_dir[PATH_MAX], path[PATH_MAX];
     snprintf(control_dir, sizeof(control_dir), "%s", c->tor.control_socket);
     char *slash = strrchr(control_dir, '/');
     if (slash && slash != control_dir)
         *slash = '\0';
     const char *const dirs[][2] = {{c->state_dir, ""}, {c->state_dir, "/keys"}, {c->run_dir, ""},
-                                   {control_dir, ""}, {c->run_dir, "/proxy"}, {c->state_dir, "/tor"}};
-    for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+                                   {c->run_dir, "/proxy"}, {control_dir, ""}, {c->state_dir, "/tor"}};
+    size_t n_dirs = spawn ? sizeof(dirs) / sizeof(dirs[0]) : 4;
+    for (size_t i = 0; i < n_dirs; i++) {
         snprintf(path, sizeof(path), "%s%s", dirs[i][0], dirs[i][1]);
         bool tree = strcmp(dirs[i][1], "/tor") == 0;
         if (fs_ensure_private_dir(path, NULL, err, errlen) < 0 ||
@@ -393,7 +421,7 @@ static int daemon_reload(struct daemon *d, char *msg, size_t msglen)
         config_free(nc);
         return -1;
     }
-    if (daemon_give_to_tor_user(nc, err, sizeof(err)) < 0) {
+    if (daemon_give_to_tor_user(d, nc, err, sizeof(err)) < 0) {
         log_error("reload: %s; keeping the running config", err);
         snprintf(msg, msglen, "%s; keeping the running config", err);
         config_free(nc);
@@ -464,10 +492,22 @@ static void daemon_signal_cb(evutil_socket_t sig, short what, void *arg)
     daemon_shutdown(d, 0);
 }
 
+static void daemon_tor_failed(struct tor_sup *t, const char *why, void *arg);
+
 static void daemon_tor_ready(struct tor_sup *t, struct cp_conn *conn, void *arg)
 {
     struct daemon *d = arg;
-    (void)t;
+    /* Attach mode, onionfront as root, the attached tor another user: its key and proxy directories
+     * must be that user's before the services' SETCONF (known only now, from process/uid). */
+    char err[1024];
+    if (!d->shutting_down && d->conf->tor.mode != TOR_MODE_SPAWN &&
+        daemon_give_to_tor_user(d, d->conf, err, sizeof(err)) < 0) {
+        daemon_tor_failed(t, err, d);
+        return;
+    }
+    if (d->conf->tor.mode != TOR_MODE_SPAWN && tor_sup_uid(t) > 0 && (uid_t)tor_sup_uid(t) != geteuid())
+        log_info("tor: the attached tor runs as uid %ld; its key and proxy directories are handed to that user",
+                 tor_sup_uid(t));
     if (!d->shutting_down) {
         service_mgr_attach(d->services, conn);
         descriptor_tracker_attach(d->descriptors, conn);
@@ -848,7 +888,7 @@ static int cmd_run(const char *config_path)
         return 1;
     }
     daemon_sync_supervision(&d);
-    if (daemon_give_to_tor_user(d.conf, err, sizeof(err)) < 0) {
+    if (daemon_give_to_tor_user(&d, d.conf, err, sizeof(err)) < 0) {
         log_error("onionfront: %s", err);
         daemon_free(&d);
         return 1;

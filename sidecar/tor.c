@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <limits.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,7 @@ struct tor_sup {
     struct cp_conn *conn;
     int progress;
     char version[64];
+    long uid;                /* process/uid of the verified tor, -1 unknown */
     unsigned restarts;
     unsigned backoff_s;
     unsigned reap_waits;     /* retry ticks spent waiting for a killed tor to be reaped */
@@ -261,6 +263,24 @@ static const char *tor_check_mode(const struct cp_info *info)
     return NULL;
 }
 
+/* Attach mode: tor only uses key directories its own user owns (measured: SETCONF HiddenServiceDir of
+ * another user's directory is refused), and must reach the 0700 proxy directory's sockets. onionfront
+ * can hand both over to tor's user only as root (main.c does); as another user it cannot, so say so
+ * instead of letting the services' SETCONF fail later. Return true with a message if that is the case. */
+static bool tor_uid_problem(const struct tor_sup *t, char *out, size_t outlen)
+{
+    if (t->uid < 0 || (uid_t)t->uid == geteuid() || geteuid() == 0)
+        return false;
+    const struct passwd *pw = getpwuid((uid_t)t->uid);
+    snprintf(out, outlen,
+             "the attached tor runs as uid %ld%s%s%s, onionfront as uid %lu: tor only accepts key directories "
+             "its own user owns and must reach onionfront's proxy sockets; run onionfront as that user "
+             "(systemd User=%s) or as root, which hands its directories over to tor's user",
+             t->uid, pw ? " (" : "", pw ? pw->pw_name : "", pw ? ")" : "", (unsigned long)geteuid(),
+             pw ? pw->pw_name : "...");
+    return true;
+}
+
 static void tor_handover(struct tor_sup *t)
 {
     tor_set_state(t, TOR_BOOTSTRAPPING);
@@ -313,6 +333,12 @@ static void tor_verify_listeners_cb(struct cp_conn *c, const struct cp_reply *r,
     const char *ver = cp_info_get(&info, "version");
     if (ver)
         snprintf(t->version, sizeof(t->version), "%s", ver);
+    const char *uid = cp_info_get(&info, "process/uid");
+    char *end = NULL;
+    t->uid = uid ? strtol(uid, &end, 10) : -1;
+    if (!uid || end == uid || *end != '\0' || t->uid < 0)
+        t->uid = -1;
+
     free(both.items); /* items are borrowed from the two lists */
     cp_info_clear(&info);
     cp_info_clear(&v->conf);
@@ -326,6 +352,11 @@ static void tor_verify_listeners_cb(struct cp_conn *c, const struct cp_reply *r,
             tor_restart_later(t, why); /* our own torrc should make this impossible */
         else
             tor_fail(t, why);
+        return;
+    }
+    char uid_problem[512];
+    if (!tor_is_spawn(t) && tor_uid_problem(t, uid_problem, sizeof(uid_problem))) {
+        tor_fail(t, uid_problem);
         return;
     }
     log_info("tor: verified single-hop, non-anonymous mode with no client ports (tor %s)", t->version);
@@ -353,7 +384,8 @@ static void tor_verify_modeconf_cb(struct cp_conn *c, const struct cp_reply *r, 
         return;
     }
     static const char *const keys[] = {"net/listeners/socks", "net/listeners/trans", "net/listeners/natd",
-                                       "net/listeners/dns", "net/listeners/httptunnel", "version"};
+                                       "net/listeners/dns", "net/listeners/httptunnel", "version",
+                                       "process/uid"};
     char *cmd = cp_cmd_getinfo(keys, sizeof(keys) / sizeof(keys[0]), perr, sizeof(perr));
     if (!cmd || cp_conn_send(t->conn, cmd, tor_verify_listeners_cb, v, perr, sizeof(perr)) < 0) {
         free(cmd);
@@ -696,6 +728,7 @@ static int tor_launch(struct tor_sup *t, char *err, size_t errlen)
 {
     clock_gettime(CLOCK_MONOTONIC, &t->started_at);
     t->progress = -1;
+    t->uid = -1;
     tor_set_state(t, TOR_STARTING);
     event_add(t->deadline_ev, &(struct timeval){(time_t)t->conf->tor.bootstrap_timeout, 0});
     if (!tor_is_spawn(t)) {
@@ -729,6 +762,7 @@ struct tor_sup *tor_sup_new(struct event_base *base, struct proc_mgr *procs, con
     t->cbs = *cbs;
     t->arg = arg;
     t->progress = -1;
+    t->uid = -1;
     t->retry_ev = evtimer_new(base, tor_retry_cb, t);
     t->deadline_ev = evtimer_new(base, tor_deadline_cb, t);
     t->keepalive_ev = evtimer_new(base, tor_keepalive_cb, t);
@@ -813,6 +847,11 @@ const char *tor_sup_version(const struct tor_sup *t)
 unsigned tor_sup_restarts(const struct tor_sup *t)
 {
     return t->restarts;
+}
+
+long tor_sup_uid(const struct tor_sup *t)
+{
+    return t->uid;
 }
 
 long tor_sup_pid(const struct tor_sup *t)

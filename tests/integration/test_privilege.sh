@@ -8,6 +8,10 @@
 #  B. onionfront as root with tor.user = debian-tor: tor runs as debian-tor; the state, run, DataDirectory,
 #     key, control and proxy directories and the keys belong to debian-tor (the torrc stays root's);
 #     the page is fetched; a service added by SIGHUP gets a debian-tor key directory and is published.
+#  C. attach mode with the attached tor running as debian-tor (started by root with User, control socket
+#     and cookie open to the debian-tor group): onionfront as an unprivileged member of that group is
+#     refused with a message naming both users (tor would refuse its key directories); onionfront as root
+#     hands its key and proxy directories to debian-tor, and the page is fetched.
 set -u
 source "$(dirname "$0")/lib.sh"
 of_require_testnet
@@ -46,6 +50,18 @@ EOF
   chmod 644 "$1"
 }
 
+# fetch_alpha LABEL ADDR FILE LOG HOW: service alpha's page over the onion, and that it is alpha's.
+fetch_alpha() {
+  local label=$1 addr=$2 file=$3 log=$4 how=$5
+  if [[ -n $addr ]] && of_fetch_until "http://$addr/" "$file" 120; then
+    of_pass "$label: page fetched $how ($(of_elapsed "$OF_START") s)"
+    of_check "$label: it is the backend's page" grep -q alpha "$file"
+  else
+    of_fail "$label: no page over the onion"
+    tail -n 30 "$log" >&2
+  fi
+}
+
 # setpriv execs the command, so $! of a background run is onionfront's own pid.
 UNPRIV=(setpriv --reuid="$UNPRIV_UID" --regid="$UNPRIV_GID" --clear-groups --no-new-privs --inh-caps=-all)
 
@@ -81,13 +97,7 @@ OF_START=$start_a
 of_wait_log "$log_a" "service alpha: .* address [a-z2-7]{56}\.onion" 30
 addr_a=$(of_address_from_log "$log_a" alpha)
 of_check "A: onionfront runs as uid $UNPRIV_UID" test "$(uid_of_pid "$OF_PID")" = "$UNPRIV_UID"
-if [[ -n $addr_a ]] && of_fetch_until "http://$addr_a/" "$a/page.html" 120; then
-  of_pass "A: page fetched through the unprivileged onionfront ($(of_elapsed "$OF_START") s)"
-  of_check "A: it is the backend's page" grep -q alpha "$a/page.html"
-else
-  of_fail "A: no page over the onion"
-  tail -n 30 "$log_a" >&2
-fi
+fetch_alpha A "$addr_a" "$a/page.html" "$log_a" "through the unprivileged onionfront"
 tor_a=$(tor_pid_in "$a/state")
 of_check "A: its tor runs as the same user" test -n "$tor_a" -a "$(uid_of_pid "$tor_a")" = "$UNPRIV_UID"
 for p in "$a/state/keys" "$a/state/keys/alpha" "$a/state/tor" "$a/run/control"; do
@@ -157,4 +167,83 @@ of_stop_onionfront
 of_check "B: SIGTERM: onionfront exits 0" test $? -eq 0
 of_check "B: and tor is gone" bash -c "! kill -0 '$tor_b' 2>/dev/null"
 
+# --- C. attach mode, the attached tor running as another user -------------------------------------------
+# A tor started by root that switches to debian-tor (as Debian's own tor@default does), its control
+# socket and cookie open to the debian-tor group.
+c=$OF_TMP/c
+install -d -m 0711 "$c"
+install -d -o "$TOR_USER" -g "$TOR_USER" -m 0700 "$c/tordata"
+install -d -o "$TOR_USER" -g "$TOR_USER" -m 0750 "$c/torctl"
+c_ctl=$c/torctl/control.sock
+{
+  grep -v '^#' "$TESTNET_TORRC_EXTRA"
+  cat <<EOF
+User $TOR_USER
+DataDirectory $c/tordata
+PidFile $c/tordata/tor.pid
+ControlPort unix:$c_ctl GroupWritable RelaxDirModeCheck
+CookieAuthentication 1
+CookieAuthFile $c/torctl/control.authcookie
+CookieAuthFileGroupReadable 1
+SocksPort 0
+HiddenServiceSingleHopMode 1
+HiddenServiceNonAnonymousMode 1
+Log notice stdout
+EOF
+} >"$c/torrc"
+tor -f "$c/torrc" --defaults-torrc /dev/null >>"$c/tor.log" 2>&1 &
+c_tor=$!
+of_track_pid "$c_tor"
+for ((i = 0; i < 300; i++)); do
+  [[ -S $c_ctl ]] && break
+  sleep 0.1
+done
+of_check "C: the separately started tor opened its control socket" test -S "$c_ctl"
+of_check "C: that tor runs as $TOR_USER" test "$(uid_of_pid "$c_tor")" = "$tor_uid"
+[[ -S $c_ctl ]] || tail -n 20 "$c/tor.log" >&2
+write_attach_config() { # FILE STATE RUN
+  cat >"$1" <<EOF
+{ "state_dir": "$2", "run_dir": "$3", "log_level": "info",
+  "tor": { "mode": "attach", "control_socket": "$c_ctl", "bootstrap_timeout": 120, "command_timeout": 20 },
+  "services": [ $svc_alpha ] }
+EOF
+  chmod 644 "$1"
+}
+
+# C1. onionfront as an unprivileged member of the debian-tor group: it can talk to tor, but tor could not
+# use its key directories: refused at once, naming the users, before any service reaches tor.
+install -d -o "$UNPRIV_UID" -g "$UNPRIV_GID" -m 0700 "$c/ustate" "$c/urun"
+write_attach_config "$c/unpriv.json" "$c/ustate" "$c/urun"
+out=$(setpriv --reuid="$UNPRIV_UID" --regid="$UNPRIV_GID" --groups="$(id -g "$TOR_USER")" --no-new-privs \
+  --inh-caps=-all timeout 60 "$OF_BIN" -c "$c/unpriv.json" run 2>&1)
+rc=$?
+of_check "C1: attaching as uid $UNPRIV_UID to a tor of uid $tor_uid is refused (exit 1)" test "$rc" -eq 1
+of_check "C1: ... naming both users and the remedy" \
+  grep -q "the attached tor runs as uid $tor_uid ($TOR_USER), onionfront as uid $UNPRIV_UID: .*run onionfront as that user" <<<"$out"
+of_check "C1: ... after authenticating (not a connection error)" bash -c "! grep -qi 'cannot connect to tor' <<<\"\$1\"" _ "$out"
+of_check "C1: ... and no service was handed to tor" bash -c "! grep -q 'services: .* handed to tor' <<<\"\$1\"" _ "$out"
+[[ $rc -eq 1 ]] || printf '%s\n' "$out" | tail -n 20 >&2
+
+# C2. onionfront as root: it hands its key and proxy directories to tor's user, and the page loads.
+write_attach_config "$c/root.json" "$c/state" "$c/run"
+log_c=$c/onionfront.log
+of_start_onionfront "$c/root.json" "$log_c"
+of_check "C2: onionfront sees that the attached tor runs as uid $tor_uid" \
+  of_wait_log "$log_c" "tor: the attached tor runs as uid $tor_uid; its key and proxy directories are handed" 60
+of_wait_log "$log_c" "service alpha: .* address [a-z2-7]{56}\.onion" 30
+addr_c=$(of_address_from_log "$log_c" alpha)
+for p in "$c/state/keys" "$c/state/keys/alpha" "$c/run/proxy"; do
+  of_check "C2: $p is $TOR_USER's, mode 700" test "$(owner_of "$p"):$(mode_of "$p")" = "$tor_uid:700"
+done
+of_check "C2: the secret key is $TOR_USER's, mode 600" \
+  test "$(owner_of "$c/state/keys/alpha/hs_ed25519_secret_key"):$(mode_of "$c/state/keys/alpha/hs_ed25519_secret_key")" = "$tor_uid:600"
+of_check "C2: tor accepted the service and uploaded its descriptor" \
+  of_wait_log "$log_c" "service alpha: descriptor uploaded" 90
+fetch_alpha C2 "$addr_c" "$c/page.html" "$log_c" "through an attached tor running as $TOR_USER"
+of_stop_onionfront
+of_check "C2: SIGTERM: onionfront exits 0" test $? -eq 0
+of_check "C2: the attached tor is left running (it is not onionfront's)" kill -0 "$c_tor"
+of_stop_pid "$c_tor" 15
+
 of_summary
+

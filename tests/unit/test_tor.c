@@ -40,7 +40,7 @@
 #define GETCONF_LINE "GETCONF HiddenServiceSingleHopMode HiddenServiceNonAnonymousMode"
 #define GETINFO_LINE                                                                                         \
     "GETINFO net/listeners/socks net/listeners/trans net/listeners/natd net/listeners/dns "                 \
-    "net/listeners/httptunnel version"
+    "net/listeners/httptunnel version process/uid"
 #define BOOTSTRAP_LINE "GETINFO status/bootstrap-phase"
 
 #define GOOD_GETCONF "250-HiddenServiceSingleHopMode=1\r\n250 HiddenServiceNonAnonymousMode=1\r\n"
@@ -264,6 +264,41 @@ static void test_attach_good_tor(void **state)
     assert_ptr_equal(tor_sup_conn(x->tor), x->ready_conn);
     assert_int_equal(tor_sup_restarts(x->tor), 0);
     assert_int_equal(tor_sup_pid(x->tor), -1);
+    assert_int_equal(tor_sup_uid(x->tor), -1); /* not in the answer: unknown */
+}
+
+/* An attached tor of another user (process/uid): as root onionfront goes on (main.c hands its
+ * directories over) and the uid is known; as anyone else it refuses, naming both uids. */
+static void test_attach_tor_of_another_user(void **state)
+{
+    struct test *x = *state;
+    long other = geteuid() == 4242 ? 4243 : 4242;
+    char getinfo[512];
+    snprintf(getinfo, sizeof(getinfo),
+             "250-net/listeners/socks=\r\n250-net/listeners/trans=\r\n250-net/listeners/natd=\r\n"
+             "250-net/listeners/dns=\r\n250-net/listeners/httptunnel=\r\n250-version=0.4.9.11\r\n"
+             "250-process/uid=%ld\r\n250 OK\r\n", other);
+    /* (both scripts live as long as the test: the fake reads them until teardown) */
+    struct fake_ctl_step goes_on[] = {AUTH_AND_SETUP(GOOD_GETCONF, getinfo), {FAKE_CTL_EXPECT, BOOTSTRAP_LINE, 0},
+                                      {FAKE_CTL_SEND, BOOTSTRAP_DONE, 0}};
+    struct fake_ctl_step refused[] = {AUTH_AND_SETUP(GOOD_GETCONF, getinfo), {FAKE_CTL_EXPECT_EOF, NULL, 0}};
+    if (geteuid() == 0) {
+        start_with(x, goes_on, ARRAY_LEN(goes_on), 4);
+        assert_int_equal(fake_ctl_run_until(x->base, got_bootstrapped, x, 5000), 0);
+        check_fake(x);
+        assert_int_equal(x->n_failed, 0);
+        assert_int_equal(x->n_ready, 1);
+        assert_int_equal(tor_sup_uid(x->tor), other);
+    } else {
+        start_with(x, refused, ARRAY_LEN(refused), 4);
+        assert_int_equal(fake_ctl_run_until(x->base, got_failed, x, 5000), 0);
+        char want[128];
+        snprintf(want, sizeof(want), "the attached tor runs as uid %ld", other);
+        if (!strstr(x->failed_why, want) || !strstr(x->failed_why, "run onionfront as that user"))
+            fail_msg("failed() said \"%s\"", x->failed_why);
+        assert_int_equal(x->n_ready, 0);
+        assert_int_equal(tor_sup_state(x->tor), TOR_FAILED);
+    }
 }
 
 static void test_attach_bootstrapped_while_configuring(void **state)
@@ -494,6 +529,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_state_str),
         cmocka_unit_test_setup_teardown(test_attach_good_tor, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_attach_tor_of_another_user, setup, teardown),
         cmocka_unit_test_setup_teardown(test_attach_bootstrapped_while_configuring, setup, teardown),
         cmocka_unit_test_setup_teardown(test_attach_refused_table, setup, teardown),
         cmocka_unit_test_setup_teardown(test_attach_getconf_refused, setup, teardown),
