@@ -255,6 +255,7 @@ static int daemon_give_to_tor_user(const struct daemon *d, const struct config *
         *slash = '\0';
     const char *const dirs[][2] = {{c->state_dir, ""}, {c->state_dir, "/keys"}, {c->run_dir, ""},
                                    {c->run_dir, "/proxy"}, {control_dir, ""}, {c->state_dir, "/tor"}};
+    /* attach: only the first four; the control directory and DataDirectory are the attached tor's own */
     size_t n_dirs = spawn ? sizeof(dirs) / sizeof(dirs[0]) : 4;
     for (size_t i = 0; i < n_dirs; i++) {
         snprintf(path, sizeof(path), "%s%s", dirs[i][0], dirs[i][1]);
