@@ -85,6 +85,11 @@ fi
 # CI shows only the end of this output: repeat each failed test's last lines here.
 for n in $failures; do
   [ -f "$log_dir/$n.log" ] || continue
+  # Every failed check of a script first (they may be far from its end), then its last lines.
+  if grep -qE '^not ok|\[ +(FAILED|ERROR) +\]' "$log_dir/$n.log"; then
+    echo "== $n: failed checks"
+    grep -E '^not ok|\[ +(FAILED|ERROR) +\]' "$log_dir/$n.log" | head -n 20 | sed 's/^/    | /'
+  fi
   echo "== $n: last lines of $log_dir/$n.log"
   tail -n 25 "$log_dir/$n.log" | sed 's/^/    | /'
 done

@@ -339,8 +339,8 @@ check "status shows relay1 stopped and 11 running" \
 closed=1
 grep -qx "$(sed -n 's/^1 [^ ]* [^ ]* \([0-9]*\) .*/\1/p' "$TESTNET_RELAYS_FILE")" < <(listening_ports) && closed=0
 check "relay1's ORPort is closed" test "$closed" -eq 1
-# Authorities run with AssumeReachable 1, so they keep voting a stopped relay
-# Running: it stays in the consensus (see tests/testnet/README.md).
+# Authorities run with AuthDirTestReachability 0, so they keep voting a stopped
+# relay Running: it stays in the consensus (see tests/testnet/README.md).
 if consensus_running | grep -qx tnrelay1; then
 	echo "# info: tnrelay1 is still listed Running in the client's consensus after stop-relay"
 fi
@@ -353,6 +353,7 @@ rc=$?
 back=0
 (( rc == 0 )) && consensus_running | grep -qx tnrelay1 && back=1
 check "start waits until tnrelay1 is back in the consensus ($(elapsed "$t0" "$(now)") s)" test "$back" -eq 1
+(( back )) || printf '# start (exit %d) said: %s\n' "$rc" "${out//$'\n'/ | }"
 
 # 10. stop
 out=$(timeout 60 "$TESTNET" stop "$NET" 2>&1)
