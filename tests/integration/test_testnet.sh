@@ -353,7 +353,12 @@ rc=$?
 back=0
 (( rc == 0 )) && consensus_running | grep -qx tnrelay1 && back=1
 check "start waits until tnrelay1 is back in the consensus ($(elapsed "$t0" "$(now)") s)" test "$back" -eq 1
-(( back )) || printf '# start (exit %d) said: %s\n' "$rc" "${out//$'\n'/ | }"
+if (( !back )); then
+	printf '# start (exit %d) said: %s\n' "$rc" "${out//$'\n'/ | }"
+	for n in client auth1 relay1; do # the network is removed at the end: keep its story here
+		tail -n 6 "$NET/$n/notice.log" 2>/dev/null | sed "s/^/# $n: /"
+	done
+fi
 
 # 10. stop
 out=$(timeout 60 "$TESTNET" stop "$NET" 2>&1)

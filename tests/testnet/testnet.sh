@@ -694,8 +694,13 @@ tn_consensus_complete() {
 
 # Nodes (nicknames) missing from the client's consensus, for error messages.
 tn_consensus_missing() {
-	local listed node out=
-	listed=$(tn_consensus_hsdirs) || { printf 'no live consensus'; return; }
+	local listed node f out=
+	if ! listed=$(tn_consensus_hsdirs); then
+		f=$(tn_client_consensus) || { printf 'the client has no consensus file'; return; }
+		printf 'no live consensus: the newest is valid until %s UTC, now %s UTC' \
+			"$(sed -n 's/^valid-until //p' "$f")" "$(date -u '+%Y-%m-%d %H:%M:%S')"
+		return
+	fi
 	for node in $(tn_nodes); do
 		[[ $node == client ]] && continue
 		grep -qxF -- "$(tn_nick "$node")" <<< "$listed" || out+=" $(tn_nick "$node")"
