@@ -12,6 +12,20 @@ failures=""
 log_dir=build/test-logs
 mkdir -p "$log_dir"
 
+# The first base port B in 19000, 19100 ... 28900 such that no socket uses B..B+49 (the private
+# network's ports; the tests' own ports are below 19000, the kernel's ephemeral range above 32767).
+free_port_block() {
+  used=$(ss -Htan 2>/dev/null | awk '{ n = split($4, a, ":"); print a[n] }')
+  b=19000
+  while [ "$b" -le 28900 ]; do
+    if ! printf '%s\n' "$used" | awk -v lo="$b" -v hi=$((b + 49)) '$1 >= lo && $1 <= hi { f = 1 } END { exit !f }'; then
+      echo "$b"; return 0
+    fi
+    b=$((b + 100))
+  done
+  return 1
+}
+
 run_one() { # name timeout_s cmd...
   name=$1; limit=$2; shift 2
   log="$log_dir/$name.log"
@@ -65,6 +79,12 @@ if [ "$what" = all ] || [ "$what" = integration ]; then
   scripts=$(ls tests/integration/test_*.sh 2>/dev/null)
   if [ -n "$scripts" ]; then
     net_dir=$(mktemp -d /tmp/onionfront-testnet.XXXXXX)
+    # Another private network on this machine (a developer's, make bench or soak) must not make the
+    # suite fail: unless the caller chose a base port, take the first block of 50 ports no socket uses.
+    if [ -z "${TESTNET_BASE_PORT:-}" ]; then
+      TESTNET_BASE_PORT=$(free_port_block) || TESTNET_BASE_PORT=19000
+      export TESTNET_BASE_PORT
+    fi
     if bash tests/testnet/testnet.sh start "$net_dir" > "$log_dir/testnet.log" 2>&1; then
       cat "$log_dir/testnet.log" | grep -i bootstrapped
       eval "$(bash tests/testnet/testnet.sh env "$net_dir")"
