@@ -320,7 +320,7 @@ static void log_submit(enum log_level l, uintptr_t key, const struct log_fields 
             s->start = now; /* log_flush above wrote what this site held */
             s->count = 0;
         }
-        if (s->count >= LOG_RATE_BURST) {
+        if (s->count >= (l == LOG_LVL_DEBUG ? LOG_RATE_BURST_DEBUG : LOG_RATE_BURST)) {
             if (!s->held++) {
                 L.n_held++;
                 if (!L.next_flush || L.n_held == 1 || s->start + LOG_RATE_WINDOW_MS < L.next_flush)

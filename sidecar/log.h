@@ -12,9 +12,10 @@
  *           text format drops its timestamp and level word (journald records both).
  *
  * Rate limit: each call site (its format string; a relayed line's text) writes at most LOG_RATE_BURST
- * lines per LOG_RATE_WINDOW_MS of the monotonic clock; the rest are counted and reported in one line
- * "... repeated N more times: <the first suppressed message>" once the window is over (written with the
- * next message of any site, or by log_flush).
+ * lines per LOG_RATE_WINDOW_MS of the monotonic clock (LOG_RATE_BURST_DEBUG at debug level: debug is
+ * turned on to see every stream, yet must not fill a disk either); the rest are counted and reported
+ * in one line "<the first held-back message> ... repeated N more times" once the window is over
+ * (written with the next message of any site, or by log_flush).
  *
  * The threshold, format, journal flag, run-time override and the rate-limit table are the one piece of
  * process-wide mutable state besides the event base: they are set by main.c (start-up, reload) and the
@@ -32,6 +33,7 @@ enum log_level { LOG_LVL_DEBUG, LOG_LVL_INFO, LOG_LVL_NOTICE, LOG_LVL_WARN, LOG_
 enum log_format { LOG_FORMAT_TEXT, LOG_FORMAT_JSON };
 
 #define LOG_RATE_BURST 10        /* lines per call site and window */
+#define LOG_RATE_BURST_DEBUG 1000 /* the same for debug lines, which an operator asked for on purpose */
 #define LOG_RATE_WINDOW_MS 1000u /* the window, on the monotonic clock */
 
 const char *log_level_str(enum log_level l);

@@ -439,6 +439,25 @@ static void test_rate_limit_counts(void **state)
     free(buf);
 }
 
+static void emit_debug_flood(void)
+{
+    log_set_level(LOG_LVL_DEBUG);
+    for (int i = 0; i < LOG_RATE_BURST_DEBUG + 500; i++)
+        log_debug("proxy a: stream %d: trying backend b", i);
+    log_flush(true);
+    log_set_level(LOG_LVL_INFO);
+}
+
+/* debug lines have a larger burst of their own, and are limited all the same */
+static void test_rate_limit_debug(void **state)
+{
+    (void)state;
+    char *buf = capture(emit_debug_flood);
+    assert_int_equal(count_lines(buf, "trying backend") - count_lines(buf, "... repeated"), LOG_RATE_BURST_DEBUG);
+    assert_non_null(strstr(buf, "... repeated 500 more times\n"));
+    free(buf);
+}
+
 static void emit_relay_mix(void)
 {
     char line[128];
@@ -554,6 +573,7 @@ int main(void)
         cmocka_unit_test_setup(test_json_escapes_and_utf8, reset),
         cmocka_unit_test_setup(test_json_random_bytes, reset),
         cmocka_unit_test_setup(test_rate_limit_counts, reset),
+        cmocka_unit_test_setup(test_rate_limit_debug, reset),
         cmocka_unit_test_setup(test_rate_limit_relay, reset),
         cmocka_unit_test_setup(test_rate_limit_libevent, reset),
         cmocka_unit_test_setup(test_override, reset),
