@@ -39,7 +39,7 @@ static char *capture(void (*fn)(void))
     fflush(stderr);
     dup2(saved, 2);
     close(saved);
-    long n = ftell(tmp) >= 0 ? lseek(fileno(tmp), 0, SEEK_END) : -1;
+    off_t n = lseek(fileno(tmp), 0, SEEK_END);
     assert_true(n >= 0);
     char *buf = malloc((size_t)n + 1);
     assert_non_null(buf);
