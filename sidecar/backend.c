@@ -80,12 +80,14 @@ static void backend_apply_state(struct backend *b, bool was_healthy, const char 
     b->state = backend_derive_state(b);
     if (b->state != old) {
         b->last_change = backend_now();
-        log_info("backend %s: %s -> %s (%s), pool %s:%u", b->conf.name, backend_state_str(old),
-                 backend_state_str(b->state), why, b->pool->service, (unsigned)b->pool->port.virtual_port);
+        log_info_f(LOG_BACKEND(backend_pool_service(b->pool), b->conf.name), "backend %s: %s -> %s (%s), pool %s:%u",
+                   b->conf.name, backend_state_str(old), backend_state_str(b->state), why, b->pool->service,
+                   (unsigned)b->pool->port.virtual_port);
     } else if (b->healthy != was_healthy) {
         b->last_change = backend_now();
-        log_info("backend %s: %s -> %s (%s), drained, pool %s:%u", b->conf.name, was_healthy ? "up" : "down",
-                 b->healthy ? "up" : "down", why, b->pool->service, (unsigned)b->pool->port.virtual_port);
+        log_info_f(LOG_BACKEND(backend_pool_service(b->pool), b->conf.name),
+                   "backend %s: %s -> %s (%s), drained, pool %s:%u", b->conf.name, was_healthy ? "up" : "down",
+                   b->healthy ? "up" : "down", why, b->pool->service, (unsigned)b->pool->port.virtual_port);
     }
 }
 
@@ -127,7 +129,8 @@ void backend_health_result(struct backend *b, enum check_result r, const char *d
             return;
         b->rise_count++;
         if (b->rise_count < hc->rise) {
-            log_debug("backend %s: check ok (%u/%u)", b->conf.name, b->rise_count, hc->rise);
+            log_debug_f(LOG_BACKEND(backend_pool_service(b->pool), b->conf.name), "backend %s: check ok (%u/%u)",
+                        b->conf.name, b->rise_count, hc->rise);
             return;
         }
         backend_describe(why, sizeof(why), r, detail);
@@ -140,8 +143,9 @@ void backend_health_result(struct backend *b, enum check_result r, const char *d
             return;
         b->fall_count++;
         if (b->fall_count < hc->fall) {
-            log_debug("backend %s: check failed: %s%s%s (%u/%u)", b->conf.name, check_result_str(r),
-                      detail && *detail ? ": " : "", detail ? detail : "", b->fall_count, hc->fall);
+            log_debug_f(LOG_BACKEND(backend_pool_service(b->pool), b->conf.name),
+                        "backend %s: check failed: %s%s%s (%u/%u)", b->conf.name, check_result_str(r),
+                        detail && *detail ? ": " : "", detail ? detail : "", b->fall_count, hc->fall);
             return;
         }
         backend_describe(why, sizeof(why), r, detail);
@@ -159,7 +163,8 @@ void backend_passive_failure(struct backend *b, enum check_result r, const char 
         return;
     backend_record(b, r, detail);
     if (b->pool->port.health.type == HEALTH_NONE) {
-        log_debug("backend %s: %s (no health checks: stays up)", b->conf.name, check_result_str(r));
+        log_debug_f(LOG_BACKEND(backend_pool_service(b->pool), b->conf.name),
+                    "backend %s: %s (no health checks: stays up)", b->conf.name, check_result_str(r));
         return;
     }
     b->rise_count = 0; /* a failure interrupts a run of successes */
@@ -370,8 +375,8 @@ int backend_pool_update(struct backend_pool *p, const struct port_conf *port, ch
                     ;
                 backend_unlink_removed(p, b);
                 b->removed = false;
-                log_info("backend %s: back in pool %s:%u", b->conf.name, p->service,
-                         (unsigned)port->virtual_port);
+                log_info_f(LOG_BACKEND(backend_pool_service(b->pool), b->conf.name), "backend %s: back in pool %s:%u",
+                           b->conf.name, p->service, (unsigned)port->virtual_port);
             }
             bool moved = b->conf.addr.kind != c->addr.kind || strcmp(b->conf.addr.host, c->addr.host) != 0 ||
                          b->conf.addr.port != c->addr.port || strcmp(b->conf.addr.path, c->addr.path) != 0;
@@ -380,7 +385,8 @@ int backend_pool_update(struct backend_pool *p, const struct port_conf *port, ch
             if (moved) { /* a new address: the counts so far were about another server */
                 b->rise_count = 0;
                 b->fall_count = 0;
-                log_info("backend %s: address now %s", b->conf.name, c->addr.text);
+                log_info_f(LOG_BACKEND(backend_pool_service(b->pool), b->conf.name), "backend %s: address now %s",
+                           b->conf.name, c->addr.text);
             }
             if (old_weight != c->weight) {
                 char why[32];
@@ -388,8 +394,9 @@ int backend_pool_update(struct backend_pool *p, const struct port_conf *port, ch
                 backend_apply_state(b, b->healthy, why);
             }
         } else {
-            log_info("backend %s: added to pool %s:%u (%s, weight %u)", b->conf.name, p->service,
-                     (unsigned)port->virtual_port, c->addr.text, c->weight);
+            log_info_f(LOG_BACKEND(backend_pool_service(b->pool), b->conf.name),
+                       "backend %s: added to pool %s:%u (%s, weight %u)", b->conf.name, p->service,
+                       (unsigned)port->virtual_port, c->addr.text, c->weight);
         }
         b->rr_current = 0; /* weights or order may have changed: start the round-robin cycle afresh */
         next[i] = b;
@@ -402,12 +409,13 @@ int backend_pool_update(struct backend_pool *p, const struct port_conf *port, ch
             continue;
         backend_detach(p, b);
         if (b->active == 0) {
-            log_info("backend %s: removed from pool %s:%u", b->conf.name, p->service,
-                     (unsigned)port->virtual_port);
+            log_info_f(LOG_BACKEND(backend_pool_service(b->pool), b->conf.name), "backend %s: removed from pool %s:%u",
+                       b->conf.name, p->service, (unsigned)port->virtual_port);
             free(b);
         } else {
-            log_info("backend %s: removed from pool %s:%u, %u streams still open", b->conf.name, p->service,
-                     (unsigned)port->virtual_port, b->active);
+            log_info_f(LOG_BACKEND(backend_pool_service(b->pool), b->conf.name),
+                       "backend %s: removed from pool %s:%u, %u streams still open", b->conf.name, p->service,
+                       (unsigned)port->virtual_port, b->active);
             b->removed = true;
             b->next_removed = p->removed;
             p->removed = b;
@@ -550,8 +558,9 @@ void backend_stream_end(struct backend *b, uint64_t bytes_in, uint64_t bytes_out
     b->bytes_out += bytes_out;
     if (b->removed && b->active == 0) {
         struct backend_pool *p = b->pool;
-        log_info("backend %s: last stream ended, removed from pool %s:%u", b->conf.name, p->service,
-                 (unsigned)p->port.virtual_port);
+        log_info_f(LOG_BACKEND(backend_pool_service(b->pool), b->conf.name),
+                   "backend %s: last stream ended, removed from pool %s:%u", b->conf.name, p->service,
+                   (unsigned)p->port.virtual_port);
         backend_unlink_removed(p, b);
         free(b);
     }

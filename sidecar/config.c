@@ -889,6 +889,7 @@ static const char *const config_health_types[] = {"tcp", "http", "https", "none"
 static const char *const config_health_methods[] = {"GET", "HEAD", "OPTIONS", NULL};
 static const char *const config_balance_names[] = {"round_robin", "least_conn", "circuit", NULL};
 static const char *const config_log_level_names[] = {"debug", "info", "notice", "warn", "error", NULL};
+static const char *const config_log_format_names[] = {"text", "json", NULL};
 
 /* health.tls_verify and health.ca_file of an https check. */
 static int config_parse_health_tls(struct config_ctx *c, const char *obj, json_t *o, struct health_conf *h)
@@ -1367,8 +1368,8 @@ static int config_parse_onion_location(struct config_ctx *c, json_t *o, struct o
 
 static int config_parse_root(struct config_ctx *c, json_t *root, struct config *cfg)
 {
-    static const char *const keys[] = {"state_dir", "run_dir", "log_level", "tor", "services", "status",
-                                       "metrics", "probe", "onion_location", NULL};
+    static const char *const keys[] = {"state_dir", "run_dir", "log_level", "log_format", "tor", "services",
+                                       "status", "metrics", "probe", "onion_location", NULL};
     if (!json_is_object(root))
         return config_fail(c, "config", "must be a JSON object");
     if (config_check_keys(c, "", root, keys) < 0)
@@ -1381,6 +1382,10 @@ static int config_parse_root(struct config_ctx *c, json_t *root, struct config *
     if (config_get_enum(c, "", root, "log_level", config_log_level_names, &level) < 0)
         return -1;
     cfg->log_level = (enum config_log_level)level;
+    int format = CONFIG_LOG_FORMAT_TEXT;
+    if (config_get_enum(c, "", root, "log_format", config_log_format_names, &format) < 0)
+        return -1;
+    cfg->log_format = (enum config_log_format)format;
     if (config_parse_tor(c, json_object_get(root, "tor"), cfg) < 0)
         return -1;
 
@@ -1629,6 +1634,11 @@ const char *config_log_level_str(enum config_log_level l)
     case CONFIG_LOG_ERROR: return "error";
     }
     return "unknown";
+}
+
+const char *config_log_format_str(enum config_log_format f)
+{
+    return (unsigned)f <= CONFIG_LOG_FORMAT_JSON ? config_log_format_names[f] : "unknown";
 }
 
 const char *backend_addr_kind_str(enum backend_addr_kind k)

@@ -66,6 +66,11 @@ enum config_log_level {
     CONFIG_LOG_ERROR,
 };
 
+enum config_log_format {
+    CONFIG_LOG_FORMAT_TEXT, /* timestamped lines (journald priorities under systemd) */
+    CONFIG_LOG_FORMAT_JSON, /* one JSON object per line */
+};
+
 enum backend_addr_kind {
     BACKEND_ADDR_INET, /* host + port */
     BACKEND_ADDR_UNIX, /* path */
@@ -172,6 +177,7 @@ struct config {
     char *state_dir; /* absolute, no trailing "/" */
     char *run_dir;   /* absolute, no trailing "/", at most CONFIG_RUN_DIR_MAX bytes */
     enum config_log_level log_level;
+    enum config_log_format log_format;
     struct tor_conf tor;
     struct service_conf *services;
     size_t n_services; /* >= 1 */
@@ -217,6 +223,7 @@ const char *health_type_str(enum health_type t);
 const char *health_method_str(enum health_method m);
 const char *tor_mode_str(enum tor_mode m);
 const char *config_log_level_str(enum config_log_level l);
+const char *config_log_format_str(enum config_log_format f);
 const char *backend_addr_kind_str(enum backend_addr_kind k);
 
 #endif

@@ -320,8 +320,8 @@ static void desc_status_changed(struct desc_service *s, int slot, double now)
     d->logged = st;
     struct desc_tally c = desc_count(d);
     if (st == DESC_STATUS_COMPLETE) {
-        log_info("service %s: descriptor %.8s (%s) is on all %u responsible HSDirs", s->name, d->id,
-                 slot_str(slot), c.total);
+        log_info_f(LOG_SERVICE(s->name), "service %s: descriptor %.8s (%s) is on all %u responsible HSDirs", s->name,
+                   d->id, slot_str(slot), c.total);
         return;
     }
     char list[512] = "";
@@ -336,8 +336,8 @@ static void desc_status_changed(struct desc_service *s, int slot, double now)
             break;
         len += (size_t)w;
     }
-    log_notice("service %s: descriptor %.8s (%s) is on %u of %u responsible HSDirs; failed: %s", s->name, d->id,
-               slot_str(slot), c.holding, c.total, list);
+    log_notice_f(LOG_SERVICE(s->name), "service %s: descriptor %.8s (%s) is on %u of %u responsible HSDirs; failed: %s",
+                 s->name, d->id, slot_str(slot), c.holding, c.total, list);
 }
 
 /* ---- HS_DESC: descriptors and uploads ---------------------------------------------------------------- */
@@ -354,8 +354,8 @@ static int desc_place(struct desc_service *s, const char *id, double created_at)
         desc_init(&s->slots[1], id, created_at);
         return 1;
     }
-    log_info("service %s: descriptor rotation: %.8s is now current, %.8s replaces it as next", s->name,
-             s->slots[1].id, id);
+    log_info_f(LOG_SERVICE(s->name), "service %s: descriptor rotation: %.8s is now current, %.8s replaces it as next",
+               s->name, s->slots[1].id, id);
     desc_clear(&s->slots[0]);
     s->slots[0] = s->slots[1];
     memset(&s->slots[1], 0, sizeof(s->slots[1]));
@@ -370,11 +370,11 @@ static void desc_created(struct desc_service *s, const char *id, double now)
         /* The same blinded key again (a restarted tor in the same time period): a new instance of that
          * descriptor, uploaded afresh. */
         desc_init(&s->slots[slot], id, now);
-        log_info("service %s: descriptor %.8s (%s) built again", s->name, id, slot_str(slot));
+        log_info_f(LOG_SERVICE(s->name), "service %s: descriptor %.8s (%s) built again", s->name, id, slot_str(slot));
         return;
     }
     slot = desc_place(s, id, now);
-    log_info("service %s: new descriptor %.8s (%s)", s->name, id, slot_str(slot));
+    log_info_f(LOG_SERVICE(s->name), "service %s: new descriptor %.8s (%s)", s->name, id, slot_str(slot));
 }
 
 static struct desc_hsdir *desc_add_hsdir(struct desc *d, const char *fp)
@@ -429,15 +429,15 @@ static void desc_upload(struct descriptor_tracker *t, struct desc_service *s, co
     h->ambiguous = h->republishing = false;
     h->attempts = 0;
     h->next_republish_at = 0;
-    log_debug("service %s: descriptor %.8s (%s) uploading to HSDir $%s~%s", s->name, d->id, slot_str(slot),
-              h->fp, h->nick);
+    log_debug_f(LOG_SERVICE(s->name), "service %s: descriptor %.8s (%s) uploading to HSDir $%s~%s", s->name, d->id,
+                slot_str(slot), h->fp, h->nick);
 }
 
 static void hsdir_confirm(struct desc_service *s, int slot, struct desc_hsdir *h, double at, bool ambiguous)
 {
     if (h->republishing)
-        log_info("service %s: HSDir $%s~%s confirmed the re-posted descriptor %.8s (%s)", s->name, h->fp,
-                 h->nick, s->slots[slot].id, slot_str(slot));
+        log_info_f(LOG_SERVICE(s->name), "service %s: HSDir $%s~%s confirmed the re-posted descriptor %.8s (%s)",
+                   s->name, h->fp, h->nick, s->slots[slot].id, slot_str(slot));
     h->state = DESC_HSDIR_CONFIRMED;
     h->reason[0] = '\0';
     h->state_at = h->confirmed_at = at;
@@ -474,15 +474,17 @@ static void desc_uploaded(struct desc_service *s, const struct cp_event_hs_desc 
         }
     }
     if (!best) {
-        log_debug("service %s: UPLOADED from HSDir $%s~%s matches no pending upload (duplicate)", s->name,
-                  e->hsdir_fp, e->hsdir_nick);
+        log_debug_f(LOG_SERVICE(s->name),
+                    "service %s: UPLOADED from HSDir $%s~%s matches no pending upload (duplicate)", s->name,
+                    e->hsdir_fp, e->hsdir_nick);
         return;
     }
     if (e->hsdir_nick[0])
         snprintf(best->nick, sizeof(best->nick), "%s", e->hsdir_nick);
     hsdir_confirm(s, best_slot, best, now, pending > 1);
-    log_debug("service %s: HSDir $%s~%s confirmed descriptor %.8s (%s)%s", s->name, best->fp, best->nick,
-              s->slots[best_slot].id, slot_str(best_slot), pending > 1 ? " (matched to the earlier upload)" : "");
+    log_debug_f(LOG_SERVICE(s->name), "service %s: HSDir $%s~%s confirmed descriptor %.8s (%s)%s", s->name, best->fp,
+                best->nick, s->slots[best_slot].id, slot_str(best_slot),
+                pending > 1 ? " (matched to the earlier upload)" : "");
     desc_status_changed(s, best_slot, now);
 }
 
@@ -491,8 +493,9 @@ static void desc_upload_failed(struct desc_service *s, const struct cp_event_hs_
     int slot = e->desc_id ? slot_of_id(s, e->desc_id) : -1;
     struct desc_hsdir *h = slot >= 0 ? hsdir_current(&s->slots[slot], e->hsdir_fp) : NULL;
     if (!h) {
-        log_debug("service %s: upload result from HSDir $%s for a descriptor it is not responsible for",
-                  s->name, e->hsdir_fp);
+        log_debug_f(LOG_SERVICE(s->name),
+                    "service %s: upload result from HSDir $%s for a descriptor it is not responsible for", s->name,
+                    e->hsdir_fp);
         return;
     }
     const char *reason = e->reason ? e->reason : "UNKNOWN";
@@ -520,8 +523,8 @@ static void desc_upload_failed(struct desc_service *s, const struct cp_event_hs_
         h->state = DESC_HSDIR_FAILED;
         snprintf(h->reason, sizeof(h->reason), "%s", reason);
     }
-    log_debug("service %s: HSDir $%s~%s: descriptor %.8s (%s) %s (%s)", s->name, h->fp, h->nick,
-              s->slots[slot].id, slot_str(slot), desc_hsdir_state_str(h->state), reason);
+    log_debug_f(LOG_SERVICE(s->name), "service %s: HSDir $%s~%s: descriptor %.8s (%s) %s (%s)", s->name, h->fp, h->nick,
+                s->slots[slot].id, slot_str(slot), desc_hsdir_state_str(h->state), reason);
     desc_status_changed(s, slot, now);
 }
 
@@ -576,8 +579,9 @@ static bool probe_mark_lost(struct desc_service *s, const char *desc_id, const c
     struct desc_hsdir *h = slot >= 0 ? hsdir_current(&s->slots[slot], fp) : NULL;
     if (!h || !hsdir_holds(h) || h->confirmed_at >= s->fetch.sent_at)
         return false;
-    log_notice("service %s: HSDir $%s~%s no longer has descriptor %.8s (%s): the fetch probe got NOT_FOUND",
-               s->name, h->fp, h->nick, s->slots[slot].id, slot_str(slot));
+    log_notice_f(LOG_SERVICE(s->name),
+                 "service %s: HSDir $%s~%s no longer has descriptor %.8s (%s): the fetch probe got NOT_FOUND", s->name,
+                 h->fp, h->nick, s->slots[slot].id, slot_str(slot));
     h->state = DESC_HSDIR_FAILED;
     snprintf(h->reason, sizeof(h->reason), "NOT_FOUND");
     h->state_at = now;
@@ -634,18 +638,21 @@ static void fetch_finish(struct desc_service *s, double now, const char *error)
         else
             s->probes_failed++;
         if (changed && p.ok)
-            log_info("service %s: fetch probe: %u of %u responsible HSDirs serve descriptor %.8s (%s); first "
-                     "copy after %.2f s", s->name, p.responsible_served, p.responsible, p.desc_id,
-                     slot_str(p.slot), p.latency);
+            log_info_f(LOG_SERVICE(s->name),
+                       "service %s: fetch probe: %u of %u responsible HSDirs serve descriptor %.8s (%s); first "
+                       "copy after %.2f s",
+                       s->name, p.responsible_served, p.responsible, p.desc_id, slot_str(p.slot), p.latency);
         else if (changed)
-            log_notice("service %s: fetch probe failed: no HSDir served the descriptor (%u asked: %u not "
-                       "found, %u failed, %u no answer%s%s)", s->name, p.asked, p.not_found, p.failed,
-                       p.no_answer, error ? "; " : "", error ? error : "");
+            log_notice_f(LOG_SERVICE(s->name),
+                         "service %s: fetch probe failed: no HSDir served the descriptor (%u asked: %u not "
+                         "found, %u failed, %u no answer%s%s)",
+                         s->name, p.asked, p.not_found, p.failed, p.no_answer, error ? "; " : "", error ? error : "");
         else
-            log_debug("service %s: fetch probe: %u of %u served, %u not found, %u failed, %u no answer",
-                      s->name, p.served, p.asked, p.not_found, p.failed, p.no_answer);
+            log_debug_f(LOG_SERVICE(s->name),
+                        "service %s: fetch probe: %u of %u served, %u not found, %u failed, %u no answer", s->name,
+                        p.served, p.asked, p.not_found, p.failed, p.no_answer);
     } else if (error) {
-        log_debug("service %s: fetch for republishing failed: %s", s->name, error);
+        log_debug_f(LOG_SERVICE(s->name), "service %s: fetch for republishing failed: %s", s->name, error);
     }
     fetch_reset(f);
 }
@@ -737,8 +744,8 @@ static int fetch_start(struct descriptor_tracker *t, struct desc_service *s, boo
         return -1;
     }
     free(cmd);
-    log_debug("service %s: HSFETCH (%s) from %zu HSDir%s", s->name, is_probe ? "probe" : "republish source", n,
-              n == 1 ? "" : "s");
+    log_debug_f(LOG_SERVICE(s->name), "service %s: HSFETCH (%s) from %zu HSDir%s", s->name,
+                is_probe ? "probe" : "republish source", n, n == 1 ? "" : "s");
     return 0;
 }
 
@@ -874,8 +881,8 @@ static void desc_post_reply_cb(struct cp_conn *conn, const struct cp_reply *r, c
     struct desc_hsdir *h = slot >= 0 ? hsdir_current(&s->slots[slot], c->fp) : NULL;
     if (h && h->republishing && (!r || !cp_reply_is_ok(r))) {
         if (r)
-            log_notice("service %s: tor refused to re-post descriptor %.8s to $%s: %s", s->name, c->desc_id,
-                       c->fp, cp_reply_message(r));
+            log_notice_f(LOG_SERVICE(s->name), "service %s: tor refused to re-post descriptor %.8s to $%s: %s", s->name,
+                         c->desc_id, c->fp, cp_reply_message(r));
         h->republishing = false;
         h->state = DESC_HSDIR_FAILED;
         snprintf(h->reason, sizeof(h->reason), "%s", r ? "HSPOST_REFUSED" : "NO_ANSWER");
@@ -909,9 +916,9 @@ static void republish_post(struct descriptor_tracker *t, struct desc_service *s,
         return;
     }
     free(cmd);
-    log_info("service %s: re-posting descriptor %.8s (%s) to HSDir $%s~%s (%s; attempt %u)", s->name,
-             s->slots[slot].id, slot_str(slot), h->fp, h->nick, h->reason[0] ? h->reason : "no answer",
-             h->attempts);
+    log_info_f(LOG_SERVICE(s->name), "service %s: re-posting descriptor %.8s (%s) to HSDir $%s~%s (%s; attempt %u)",
+               s->name, s->slots[slot].id, slot_str(slot), h->fp, h->nick, h->reason[0] ? h->reason : "no answer",
+               h->attempts);
     h->state = DESC_HSDIR_PENDING;
     h->republishing = true;
     h->upload_at = h->state_at = now;
@@ -943,9 +950,10 @@ static void svc_republish(struct descriptor_tracker *t, struct desc_service *s, 
         if (recent && strcmp(s->client_id, d->id) != 0) {
             if (!d->blocked_logged) {
                 d->blocked_logged = true;
-                log_info("service %s: %zu HSDir%s lack descriptor %.8s (%s), which clients do not fetch now; "
-                         "tor cannot fetch it for republishing until the time period moves on", s->name,
-                         n_due, n_due == 1 ? "" : "s", d->id, slot_str(slot));
+                log_info_f(LOG_SERVICE(s->name),
+                           "service %s: %zu HSDir%s lack descriptor %.8s (%s), which clients do not fetch now; "
+                           "tor cannot fetch it for republishing until the time period moves on",
+                           s->name, n_due, n_due == 1 ? "" : "s", d->id, slot_str(slot));
             }
             continue;
         }
@@ -981,7 +989,8 @@ static void svc_republish(struct descriptor_tracker *t, struct desc_service *s, 
         }
         s->next_source_fetch_at = now + t->probe.republish_deadline;
         if (n_src == 0) {
-            log_debug("service %s: no HSDir holds descriptor %.8s to fetch it from", s->name, d->id);
+            log_debug_f(LOG_SERVICE(s->name), "service %s: no HSDir holds descriptor %.8s to fetch it from", s->name,
+                        d->id);
             continue;
         }
         fetch_start(t, s, false, fps, nicks, n_src, now);

@@ -84,8 +84,9 @@ static void health_check_done_cb(enum check_result r, const char *detail, void *
     t->tcp = NULL;
     t->http = NULL;
     t->hc->checks_done++;
-    log_debug("backend %s: check %s%s%s in %llu ms", t->b->conf.name, check_result_str(r), *detail ? ": " : "",
-              detail, (unsigned long long)(clock_now_ms() - t->started_ms));
+    log_debug_f(LOG_BACKEND(backend_pool_service(t->b->pool), t->b->conf.name), "backend %s: check %s%s%s in %llu ms",
+                t->b->conf.name, check_result_str(r), *detail ? ": " : "", detail,
+                (unsigned long long)(clock_now_ms() - t->started_ms));
     backend_health_result(t->b, r, detail);
     health_schedule_next(t);
 }

@@ -82,6 +82,9 @@ static void usage(FILE *f)
             "       onionfront [-c CONFIG] status [--json] [-s SOCKET] [COMMAND]\n"
             "                                            ask the running daemon (COMMAND: status, services,\n"
             "                                            backends, circuits, metrics, reload, help)\n"
+            "       onionfront [-c CONFIG] log-level [-s SOCKET] LEVEL [SECONDS]\n"
+            "                                            log at LEVEL (debug ... error) for SECONDS or until\n"
+            "                                            changed; LEVEL config: back to the config's level\n"
             "       onionfront --version | --help\n",
             DEFAULT_CONFIG);
 }
@@ -451,9 +454,7 @@ static int daemon_reload(struct daemon *d, char *msg, size_t msglen)
         log_error("reload: onion_location: %s", err);
     if (status_server_set_acl(d->status, &nc->status) < 0)
         log_error("reload: out of memory; the status socket keeps its old allowed users and groups");
-    enum log_level lvl;
-    if (log_level_parse(config_log_level_str(nc->log_level), &lvl) == 0)
-        log_set_level(lvl);
+    log_configure(config_log_level_str(nc->log_level), config_log_format_str(nc->log_format));
     config_free(d->conf);
     d->conf = nc;
     daemon_sync_supervision(d);
@@ -796,6 +797,9 @@ static int cmd_run(const char *config_path)
     char err[1024];
     struct daemon d = {.config_path = config_path};
 
+    log_detect_journal();
+    log_route_libevent();
+
     /* Keys pass through this process's memory: keep them out of core dumps and ptrace by other users. */
     if (prctl(PR_SET_DUMPABLE, 0) < 0)
         log_warn("onionfront: prctl(PR_SET_DUMPABLE)");
@@ -815,9 +819,7 @@ static int cmd_run(const char *config_path)
         log_error("onionfront: %s: %s", config_path, err);
         return 1;
     }
-    enum log_level lvl;
-    if (log_level_parse(config_log_level_str(d.conf->log_level), &lvl) == 0)
-        log_set_level(lvl);
+    log_configure(config_log_level_str(d.conf->log_level), config_log_format_str(d.conf->log_format));
     daemon_warn_non_anonymous(d.conf);
 
     d.base = event_base_new();
@@ -846,6 +848,7 @@ static int cmd_run(const char *config_path)
         .circuits = daemon_circuits_json,
         .metrics = daemon_metrics_text,
         .reload = daemon_reload_cb,
+        .log_level = log_override,
     };
     clock_gettime(CLOCK_MONOTONIC, &d.started);
     d.started_wall = time(NULL);
@@ -929,6 +932,7 @@ static int cmd_run(const char *config_path)
     event_base_dispatch(d.base);
     int code = d.exit_code;
     daemon_free(&d);
+    log_flush(true);
     return code;
 }
 
@@ -937,6 +941,8 @@ static int cmd_status(const char *config_path, int argc, char **argv)
 {
     bool json = false;
     const char *socket_path = NULL, *cmd = NULL;
+    char *args[2];
+    int nargs = 0;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
             json = true;
@@ -946,6 +952,8 @@ static int cmd_status(const char *config_path, int argc, char **argv)
             config_path = argv[++i];
         } else if (argv[i][0] != '-' && !cmd) {
             cmd = argv[i];
+        } else if (argv[i][0] != '-' && nargs < 2) {
+            args[nargs++] = argv[i]; /* the command's arguments (log-level LEVEL SECONDS) */
         } else {
             usage(stderr);
             return 2;
@@ -960,7 +968,7 @@ static int cmd_status(const char *config_path, int argc, char **argv)
         }
         socket_path = c->status.socket;
     }
-    int rc = status_client_run(socket_path, cmd, json, stdout, stderr);
+    int rc = status_client_run(socket_path, cmd, args, nargs, json, stdout, stderr);
     config_free(c);
     return rc;
 }
@@ -1033,6 +1041,8 @@ int main(int argc, char **argv)
         return cmd_import_key(config_path, argv[i], argv[i + 1]);
     if (strcmp(cmd, "status") == 0)
         return cmd_status(config_path, rest, argv + i);
+    if (strcmp(cmd, "log-level") == 0) /* "status log-level ..." */
+        return cmd_status(config_path, rest + 1, argv + i - 1);
     usage(stderr);
     return 2;
 }

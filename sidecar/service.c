@@ -79,8 +79,8 @@ static int service_load_key(struct service *s, char *err, size_t errlen)
     }
     snprintf(s->address, sizeof(s->address), "%s", key.address);
     onion_key_clear(&key);
-    log_info("service %s: %s key, address %s.onion", s->conf->name, created ? "created a new" : "loaded its",
-             s->address);
+    log_info_f(LOG_SERVICE(s->conf->name), "service %s: %s key, address %s.onion", s->conf->name,
+               created ? "created a new" : "loaded its", s->address);
     return 0;
 }
 
@@ -126,7 +126,8 @@ int service_mgr_reconfigure(struct service_mgr *m, const struct config *conf, bo
     }
     for (size_t j = 0; j < m->n; j++)
         if (!config_find_service(conf, m->services[j].conf->name))
-            log_info("service %s: removed (%s.onion)", m->services[j].conf->name, m->services[j].address);
+            log_info_f(LOG_SERVICE(m->services[j].conf->name), "service %s: removed (%s.onion)",
+                       m->services[j].conf->name, m->services[j].address);
     free(m->services);
     m->services = next;
     m->n = n;
@@ -324,13 +325,14 @@ static void service_hs_desc_cb(struct cp_conn *c, const struct cp_reply *ev, voi
         s->uploads++;
         if (!s->uploaded) {
             s->uploaded = true;
-            log_info("service %s: descriptor uploaded to HSDir $%s~%s, %.1f s after publishing; %s.onion is "
-                     "reachable", s->conf->name, e.hsdir_fp, e.hsdir_nick, service_since(&m->published_at),
-                     s->address);
+            log_info_f(LOG_SERVICE(s->conf->name),
+                       "service %s: descriptor uploaded to HSDir $%s~%s, %.1f s after publishing; %s.onion is "
+                       "reachable",
+                       s->conf->name, e.hsdir_fp, e.hsdir_nick, service_since(&m->published_at), s->address);
         }
     } else if (s && e.action == CP_HS_DESC_FAILED) {
-        log_debug("service %s: descriptor upload to $%s failed: %s", s->conf->name, e.hsdir_fp,
-                  e.reason ? e.reason : "unknown reason");
+        log_debug_f(LOG_SERVICE(s->conf->name), "service %s: descriptor upload to $%s failed: %s", s->conf->name,
+                    e.hsdir_fp, e.reason ? e.reason : "unknown reason");
     }
     cp_event_hs_desc_clear(&e);
 }

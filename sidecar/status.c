@@ -36,7 +36,7 @@
 static const char *const status_cmd_names[STATUS_CMD_COUNT_] = {
     [STATUS_CMD_STATUS] = "status",     [STATUS_CMD_SERVICES] = "services", [STATUS_CMD_BACKENDS] = "backends",
     [STATUS_CMD_CIRCUITS] = "circuits", [STATUS_CMD_METRICS] = "metrics",   [STATUS_CMD_RELOAD] = "reload",
-    [STATUS_CMD_HELP] = "help",
+    [STATUS_CMD_HELP] = "help",         [STATUS_CMD_LOG_LEVEL] = "log-level",
 };
 
 const char *status_cmd_str(enum status_cmd c)
@@ -83,7 +83,33 @@ static void status_sanitize(char *err)
 }
 
 static const char status_usage[] = "send a JSON object such as {\"cmd\":\"status\"} or a command word "
-                                   "(status, services, backends, circuits, metrics, reload, help)";
+                                   "(status, services, backends, circuits, metrics, reload, help, "
+                                   "log-level LEVEL [SECONDS])";
+
+#define STATUS_MAX_SECONDS 604800u /* log-level: a week */
+
+/* log-level's arguments, from either form: a level word of lower-case letters and optional seconds
+ * (has_seconds; `seconds` may be out of range, which is refused here). */
+static enum status_parse_result status_parse_log_level(const char *level, size_t level_len, bool has_seconds,
+                                                       long long seconds, struct status_request *req, char *err,
+                                                       size_t errlen)
+{
+    bool word = level_len > 0 && level_len < sizeof(req->level);
+    for (size_t i = 0; word && i < level_len; i++)
+        word = level[i] >= 'a' && level[i] <= 'z';
+    if (!word) {
+        snprintf(err, errlen, "log-level: level must be debug, info, notice, warn, error or config");
+        return STATUS_PARSE_ERROR;
+    }
+    if (has_seconds && (seconds < 1 || seconds > STATUS_MAX_SECONDS)) {
+        snprintf(err, errlen, "log-level: seconds must be 1-%u", STATUS_MAX_SECONDS);
+        return STATUS_PARSE_ERROR;
+    }
+    memcpy(req->level, level, level_len);
+    req->level[level_len] = '\0';
+    req->seconds = has_seconds ? (unsigned)seconds : 0;
+    return STATUS_PARSE_OK;
+}
 
 static enum status_parse_result status_parse_json(const char *p, size_t n, struct status_request *req, char *err,
                                                   size_t errlen)
@@ -113,7 +139,8 @@ static enum status_parse_result status_parse_json(const char *p, size_t n, struc
     const char *key;
     json_t *v;
     json_object_foreach(root, key, v) {
-        if (strcmp(key, "cmd") != 0 && strcmp(key, "id") != 0) {
+        if (strcmp(key, "cmd") != 0 && strcmp(key, "id") != 0 && strcmp(key, "level") != 0 &&
+            strcmp(key, "seconds") != 0) {
             status_quote(q, sizeof(q), key, strlen(key), 32);
             snprintf(err, errlen, "unknown member \"%s\" (a request has \"cmd\" and optionally \"id\")", q);
             goto done;
@@ -133,10 +160,59 @@ static enum status_parse_result status_parse_json(const char *p, size_t n, struc
         snprintf(err, errlen, "cmd: unknown command \"%s\"; %s", q, status_usage);
         goto done;
     }
+    json_t *level = json_object_get(root, "level"), *seconds = json_object_get(root, "seconds");
+    if (req->cmd != STATUS_CMD_LOG_LEVEL) {
+        if (level || seconds) {
+            snprintf(err, errlen, "%s: takes no \"%s\"", status_cmd_str(req->cmd), level ? "level" : "seconds");
+            goto done;
+        }
+    } else if (!json_is_string(level)) {
+        snprintf(err, errlen, "log-level: level: %s", level ? "must be a string" : "missing");
+        goto done;
+    } else if (seconds && !json_is_integer(seconds)) {
+        snprintf(err, errlen, "log-level: seconds: must be an integer");
+        goto done;
+    } else {
+        rc = status_parse_log_level(json_string_value(level), json_string_length(level), seconds != NULL,
+                                    seconds ? (long long)json_integer_value(seconds) : 0, req, err, errlen);
+        goto done;
+    }
     rc = STATUS_PARSE_OK;
 done:
     json_decref(root);
     return rc;
+}
+
+/* "log-level"'s words after the command: " LEVEL [SECONDS]" (`len` bytes, starting with a blank). */
+static enum status_parse_result status_parse_bare_log_level(const char *p, size_t len, struct status_request *req,
+                                                            char *err, size_t errlen)
+{
+    const char *word[3];
+    size_t wlen[3], n = 0, i = 0;
+    while (i < len && n < 3) {
+        while (i < len && (p[i] == ' ' || p[i] == '\t'))
+            i++;
+        if (i == len)
+            break;
+        word[n] = p + i;
+        while (i < len && p[i] != ' ' && p[i] != '\t')
+            i++;
+        wlen[n] = (size_t)(p + i - word[n]);
+        n++;
+    }
+    if (n == 3 || n == 0) {
+        snprintf(err, errlen, "log-level: takes LEVEL and optionally SECONDS");
+        return STATUS_PARSE_ERROR;
+    }
+    long long seconds = 0;
+    for (size_t k = 0; n == 2 && k < wlen[1]; k++) {
+        if (word[1][k] < '0' || word[1][k] > '9' || k >= 9) {
+            seconds = -1; /* refused below */
+            break;
+        }
+        seconds = seconds * 10 + (word[1][k] - '0');
+    }
+    return status_parse_log_level(word[0], wlen[0], n == 2, seconds, req, err, errlen);
 }
 
 enum status_parse_result status_parse_request(const char *line, size_t len, struct status_request *req, char *err,
@@ -145,6 +221,8 @@ enum status_parse_result status_parse_request(const char *line, size_t len, stru
     char q[48];
     req->cmd = STATUS_CMD_STATUS;
     req->id = NULL;
+    req->level[0] = '\0';
+    req->seconds = 0;
     if (errlen)
         err[0] = '\0';
     if (len > 0 && line[len - 1] == '\r')
@@ -166,13 +244,18 @@ enum status_parse_result status_parse_request(const char *line, size_t len, stru
     if (line[0] == '{') {
         rc = status_parse_json(line, len, req, err, errlen);
     } else {
-        /* A bare command word for people at a terminal: lower-case letters only, so nothing else that
-         * happens to be typed (or sent by a confused program) can look like a command. */
+        /* A bare command word for people at a terminal: lower-case letters and '-' only, so nothing else
+         * that happens to be typed (or sent by a confused program) can look like a command; log-level's
+         * arguments follow as words. */
         size_t i = 0;
-        while (i < len && line[i] >= 'a' && line[i] <= 'z')
+        while (i < len && ((line[i] >= 'a' && line[i] <= 'z') || line[i] == '-'))
             i++;
-        if (i == len && status_cmd_lookup(line, len, &req->cmd)) {
-            rc = STATUS_PARSE_OK;
+        if (i < len && (line[i] == ' ' || line[i] == '\t') && status_cmd_lookup(line, i, &req->cmd) &&
+            req->cmd == STATUS_CMD_LOG_LEVEL) {
+            rc = status_parse_bare_log_level(line + i, len - i, req, err, errlen);
+        } else if (i == len && status_cmd_lookup(line, len, &req->cmd)) {
+            rc = req->cmd == STATUS_CMD_LOG_LEVEL ? status_parse_log_level("", 0, false, 0, req, err, errlen)
+                                                  : STATUS_PARSE_OK;
         } else if (i == len) {
             status_quote(q, sizeof(q), line, len, 32);
             snprintf(err, errlen, "unknown command \"%s\"; %s", q, status_usage);
@@ -288,6 +371,19 @@ char *status_execute(const struct status_providers *p, const struct status_reque
         break;
     case STATUS_CMD_HELP:
         result = status_help();
+        break;
+    case STATUS_CMD_LOG_LEVEL:
+        if (!p->log_level) {
+            snprintf(msg, sizeof(msg), "%s: not available", name);
+            break;
+        }
+        if (p->log_level(req->level, req->seconds, msg, sizeof(msg)) < 0) {
+            if (!msg[0])
+                snprintf(msg, sizeof(msg), "log-level failed");
+            break;
+        }
+        result = json_pack("{s:s, s:s}", "level", req->level, "message", msg); /* both ASCII */
+        msg[0] = '\0';
         break;
     default:
         snprintf(msg, sizeof(msg), "unknown command");

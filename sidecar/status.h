@@ -22,6 +22,11 @@
  *            reload                                    result: {"reloaded":true,"message":"..."};
  *                                                      a refused config: ok false, error = why
  *            help                                      result: the list of command names
+ *            log-level LEVEL [SECONDS]                 result: {"level":LEVEL,"message":"..."}
+ *              {"cmd":"log-level","level":"debug","seconds":300}: log at LEVEL (debug, info, notice,
+ *              warn, error) for SECONDS (1-604800) and then at the config's log_level again; without
+ *              SECONDS until the next log-level or a restart; LEVEL "config" goes back now. The bare
+ *              form takes the words "log-level debug 300". Other commands take no arguments.
  *   A line longer than STATUS_MAX_LINE gets {"ok":false,"error":"request too long ..."} and the
  *   connection is closed; so is a rejected peer ({"ok":false,"error":"permission denied ..."}) and the
  *   connection beyond STATUS_MAX_CLIENTS ({"ok":false,"error":"too many clients ..."}). Requests may be
@@ -63,6 +68,7 @@ enum status_cmd {
     STATUS_CMD_METRICS,
     STATUS_CMD_RELOAD,
     STATUS_CMD_HELP,
+    STATUS_CMD_LOG_LEVEL,
     STATUS_CMD_COUNT_ /* not a command */
 };
 /* The protocol's spelling ("status", "services" ...). */
@@ -81,12 +87,16 @@ struct status_providers {
     json_t *(*circuits)(void *arg);
     char *(*metrics)(void *arg);
     int (*reload)(void *arg, char *msg, size_t msglen);
+    /* log-level: 0 with what was done in `msg`, or -1 with why not (log_override's contract). */
+    int (*log_level)(const char *level, unsigned seconds, char *msg, size_t msglen);
 };
 
 /* A parsed request line. */
 struct status_request {
     enum status_cmd cmd;
     json_t *id; /* new reference (a string or an integer), or NULL */
+    char level[16];   /* log-level: the level word (lower-case letters) */
+    unsigned seconds; /* log-level: 0 when not given */
 };
 
 enum status_parse_result {

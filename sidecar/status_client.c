@@ -68,7 +68,38 @@ static int status_client_wait(int fd, short events, const struct timespec *deadl
     }
 }
 
+/* The request object for `cmd` and its arguments: log-level LEVEL [SECONDS] -> "level", "seconds"
+ * (the daemon checks them); other commands take none. A new reference, or NULL with err. */
+static json_t *status_client_request(const char *cmd, char *const *args, int nargs, char *err, size_t errlen)
+{
+    bool log_level = strcmp(cmd, "log-level") == 0;
+    char *end = NULL;
+    long long seconds = nargs == 2 ? strtoll(args[1], &end, 10) : 0;
+    if (log_level ? nargs < 1 || (end && *end) : nargs > 0) {
+        snprintf(err, errlen, log_level ? "usage: log-level LEVEL [SECONDS]" : "takes no arguments");
+        return NULL;
+    }
+    json_t *req = json_pack("{s:s}", "cmd", cmd);
+    if (!req || (log_level && json_object_set_new(req, "level", json_string(args[0])) < 0) ||
+        (nargs == 2 && json_object_set_new(req, "seconds", json_integer(seconds)) < 0)) {
+        json_decref(req);
+        snprintf(err, errlen, "out of memory (or the level is not UTF-8)");
+        return NULL;
+    }
+    return req;
+}
+
 json_t *status_client_call(int fd, const char *cmd, int timeout_ms, char *err, size_t errlen)
+{
+    json_t *req = json_pack("{s:s}", "cmd", cmd);
+    if (!req) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    return status_client_send(fd, req, timeout_ms, err, errlen);
+}
+
+json_t *status_client_send(int fd, json_t *req, int timeout_ms, char *err, size_t errlen)
 {
     struct timespec deadline;
     clock_gettime(CLOCK_MONOTONIC, &deadline);
@@ -79,7 +110,6 @@ json_t *status_client_call(int fd, const char *cmd, int timeout_ms, char *err, s
         deadline.tv_nsec -= 1000000000;
     }
 
-    json_t *req = json_pack("{s:s}", "cmd", cmd);
     char *line = req ? json_dumps(req, JSON_COMPACT) : NULL;
     size_t len = line ? strlen(line) : 0, off = 0;
     char *msg = line ? malloc(len + 1) : NULL;
@@ -346,10 +376,12 @@ char *status_client_summary(const json_t *status, const json_t *services, const 
 
 /* ---- `onionfront status` --------------------------------------------------------------------------- */
 
-static int status_client_one(int fd, const char *cmd, bool json, FILE *out, FILE *errf)
+static int status_client_one(int fd, const char *cmd, char *const *args, int nargs, bool json, FILE *out,
+                             FILE *errf)
 {
     char err[1024];
-    json_t *r = status_client_call(fd, cmd, STATUS_CLIENT_TIMEOUT_MS, err, sizeof(err));
+    json_t *req = status_client_request(cmd, args, nargs, err, sizeof(err));
+    json_t *r = req ? status_client_send(fd, req, STATUS_CLIENT_TIMEOUT_MS, err, sizeof(err)) : NULL;
     if (!r) {
         fprintf(errf, "onionfront status: %s: %s\n", cmd, err);
         return 1;
@@ -359,6 +391,8 @@ static int status_client_one(int fd, const char *cmd, bool json, FILE *out, FILE
     } else if (!json && strcmp(cmd, "reload") == 0) {
         const char *m = jstr(r, "message");
         fprintf(out, "reloaded%s%s\n", m ? ": " : "", m ? m : "");
+    } else if (!json && jstr(r, "message")) {
+        fprintf(out, "%s\n", jstr(r, "message")); /* log-level */
     } else {
         json_dumpf(r, out, JSON_INDENT(2) | JSON_ENCODE_ANY);
         fputc('\n', out);
@@ -367,7 +401,8 @@ static int status_client_one(int fd, const char *cmd, bool json, FILE *out, FILE
     return 0;
 }
 
-int status_client_run(const char *path, const char *cmd, bool json, FILE *out, FILE *errf)
+int status_client_run(const char *path, const char *cmd, char *const *args, int nargs, bool json, FILE *out,
+                      FILE *errf)
 {
     char err[1024];
     int fd = status_client_connect(path, err, sizeof(err));
@@ -376,7 +411,7 @@ int status_client_run(const char *path, const char *cmd, bool json, FILE *out, F
         return 1;
     }
     if (cmd) {
-        int rc = status_client_one(fd, cmd, json, out, errf);
+        int rc = status_client_one(fd, cmd, args, nargs, json, out, errf);
         close(fd);
         return rc;
     }

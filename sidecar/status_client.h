@@ -31,6 +31,8 @@ int status_client_connect(const char *path, char *err, size_t errlen);
  * new reference), or NULL with err: the daemon's "error" text for {"ok":false}, or what went wrong
  * with the connection or the reply. */
 json_t *status_client_call(int fd, const char *cmd, int timeout_ms, char *err, size_t errlen);
+/* As status_client_call with a whole request object (stolen), e.g. {"cmd":"log-level","level":"debug"}. */
+json_t *status_client_send(int fd, json_t *req, int timeout_ms, char *err, size_t errlen);
 
 /* The summary for people from the results of "status", "services" and "backends" (each may be NULL:
  * that part is left out). Returns malloc'd text ending in "\n", or NULL on OOM. */
@@ -38,9 +40,11 @@ char *status_client_summary(const json_t *status, const json_t *services, const 
 
 /* `onionfront status`: connect to `path`; with cmd NULL ask status, services, backends and circuits and
  * print the summary (or, with `json`, one object {"status", "services", "backends", "circuits"}, where
- * a command the daemon could not answer is null); with a command, send only that one and print its
- * result (metrics as text, reload as a line, others as JSON). Errors go to `errf`. Returns the exit
- * code: 0, or 1 (not running, refused, or an error reply). */
-int status_client_run(const char *path, const char *cmd, bool json, FILE *out, FILE *errf);
+ * a command the daemon could not answer is null); with a command, send only that one with its `nargs`
+ * arguments (log-level LEVEL [SECONDS]; others take none) and print its result (metrics as text,
+ * reload and log-level as a line, others as JSON). Errors go to `errf`. Returns the exit code: 0, or 1
+ * (not running, refused, bad arguments, or an error reply). */
+int status_client_run(const char *path, const char *cmd, char *const *args, int nargs, bool json, FILE *out,
+                      FILE *errf);
 
 #endif

@@ -517,16 +517,28 @@ static void tor_try_connect(struct tor_sup *t)
 
 /* ---- process ---- */
 
+enum log_level tor_line_level(const char *line)
+{
+    static const struct { const char *tag; enum log_level level; } tags[] = {
+        {"[err] ", LOG_LVL_ERROR},   {"[warn] ", LOG_LVL_WARN},   {"[notice] ", LOG_LVL_NOTICE},
+        {"[info] ", LOG_LVL_INFO},   {"[debug] ", LOG_LVL_DEBUG},
+    };
+    /* tor's log format (log.c, log_prefix_): a timestamp, then the severity in brackets. The first
+     * "[" decides: the message after it may quote anything. */
+    const char *b = strchr(line, '[');
+    for (size_t i = 0; b && i < sizeof(tags) / sizeof(tags[0]); i++)
+        if (strncmp(b, tags[i].tag, strlen(tags[i].tag)) == 0)
+            return tags[i].level;
+    return LOG_LVL_NOTICE;
+}
+
 static void tor_line_cb(struct proc *p, const char *line, void *arg)
 {
     (void)p;
     (void)arg;
-    /* tor's own log: its start-up warnings about non-anonymous mode are expected, so tor's lines are
-     * relayed at info; errors stay visible. */
-    if (strstr(line, "[err]"))
-        log_error("tor: %s", line);
-    else
-        log_info("tor: %s", line);
+    /* tor's own log at its own level, so its warnings are warnings (the non-anonymous-mode warnings at
+     * start too: onionfront's own start warning says the same). */
+    log_relay(tor_line_level(line), "tor", line);
 }
 
 static void tor_exit_cb(struct proc *p, int wstatus, void *arg)

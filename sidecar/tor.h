@@ -17,6 +17,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "sidecar/log.h"
+
 struct event_base;
 struct config;
 struct proc_mgr;
@@ -33,6 +35,10 @@ enum tor_state {
     TOR_FAILED        /* a condition that restarting cannot fix (attach to a non-single-onion tor) */
 };
 const char *tor_state_str(enum tor_state s);
+
+/* The level of one line of tor's own log ("Dec 03 10:00:00.000 [warn] ..."): its "[err]", "[warn]",
+ * "[notice]", "[info]" or "[debug]" tag; notice for a line without one. Pure. */
+enum log_level tor_line_level(const char *line);
 
 struct tor_callbacks {
     /* The control connection is authenticated and tor verified as single-hop/non-anonymous: publish.

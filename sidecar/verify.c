@@ -163,9 +163,9 @@ static void vsvc_judge(struct vsvc *s, bool ours)
     char detail[160];
     vsvc_detail(s, detail, sizeof(detail));
     if (ours && now == VERIFY_SINGLE_ONION)
-        log_info("service %s: verified single onion: %s", s->name, detail);
+        log_info_f(LOG_SERVICE(s->name), "service %s: verified single onion: %s", s->name, detail);
     else if (ours && now == VERIFY_NOT_SINGLE_ONION)
-        log_warnx("service %s: NOT a single onion service: %s", s->name, detail);
+        log_warnx_f(LOG_SERVICE(s->name), "service %s: NOT a single onion service: %s", s->name, detail);
     else if (!ours && now != VERIFY_UNVERIFIED)
         log_notice("verify: tor also runs %s.onion, which is not onionfront's: %s (%s)", s->address,
                    verify_verdict_str(now), detail);
@@ -216,8 +216,9 @@ void verify_on_circ(struct verify *v, const struct cp_event_circ *c)
     s->hops[kind][hops]++;
     s->last_built = verify_wall();
     if (!one && ours)
-        log_debug("service %s: %s circuit %lu built with %zu hop%s%s", s->name, c->purpose, c->id, c->n_hops,
-                  c->n_hops == 1 ? "" : "s", c->build_flags & CP_BUILD_ONEHOP_TUNNEL ? "" : " (no ONEHOP_TUNNEL)");
+        log_debug_f(LOG_SERVICE(s->name), "service %s: %s circuit %lu built with %zu hop%s%s", s->name, c->purpose,
+                    c->id, c->n_hops, c->n_hops == 1 ? "" : "s",
+                    c->build_flags & CP_BUILD_ONEHOP_TUNNEL ? "" : " (no ONEHOP_TUNNEL)");
     vsvc_judge(s, ours);
 }
 

@@ -34,6 +34,12 @@ static int fuzz_reload(void *arg, char *msg, size_t msglen)
     return -1;
 }
 
+static int fuzz_log_level(const char *level, unsigned seconds, char *msg, size_t msglen)
+{
+    snprintf(msg, msglen, "not changed while fuzzing (%s, %u s)", level, seconds);
+    return strcmp(level, "debug") == 0 ? 0 : -1;
+}
+
 /* One line of JSON with a boolean "ok", ending in its only "\n". */
 static void fuzz_check_reply(const char *line, size_t len)
 {
@@ -48,7 +54,7 @@ static void fuzz_check_reply(const char *line, size_t len)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const struct status_providers providers = {
-        NULL, fuzz_object, fuzz_object, NULL, fuzz_object, fuzz_metrics, fuzz_reload,
+        NULL, fuzz_object, fuzz_object, NULL, fuzz_object, fuzz_metrics, fuzz_reload, fuzz_log_level,
     };
     struct status_request req;
     char err[256];

@@ -248,10 +248,11 @@ if ((failed > 0)); then
   awk -v b="$t_load" '$5 != "ok" { k = int(($1 - b) / 10) * 10; n[k]++ }
     END { for (k in n) printf "   +%3ds .. +%3ds: %d\n", k, k + 10, n[k] }' "$OF_TMP/all.txt" | sort -t+ -k2 -n
 fi
-# onionfront's own warnings and errors (tor's forwarded log lines are [info] here)
-warns=$(grep -cE '^[0-9-]+ [0-9:.]+ \[(warn|error)\]' "$log")
+# onionfront's own warnings and errors (tor's forwarded lines keep tor's level: left out here)
+warns=$(grep -E '^[0-9-]+ [0-9:.]+ \[(warn|error)\]' "$log" | grep -vc '\] tor: ')
 echo "onionfront log: $warns warn/error lines of its own"
-grep -E '^[0-9-]+ [0-9:.]+ \[(warn|error)\]' "$log" | cut -d' ' -f3- | cut -c1-160 | sort | uniq -c | sort -rn | head -n 10
+grep -E '^[0-9-]+ [0-9:.]+ \[(warn|error)\]' "$log" | grep -v '\] tor: ' | cut -d' ' -f3- | cut -c1-160 | sort |
+  uniq -c | sort -rn | head -n 10
 
 rc=0
 ((corrupted > 0)) && { echo "FAIL: corrupted bytes"; rc=1; }

@@ -68,6 +68,7 @@ static int setup(void **state)
     static struct fixture f;
     memset(&f, 0, sizeof(f));
     log_set_level(LOG_LVL_INFO);
+    log_set_clock(NULL); /* a fresh rate-limit window: tests count log lines */
     *state = &f;
     return 0;
 }

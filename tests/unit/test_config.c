@@ -162,6 +162,8 @@ static const struct bad_case bad_cases[] = {
     BAD(WITH("'log_level':'loud'"), "log_level: must be one of \"debug\", \"info\", \"notice\", \"warn\", \"error\""),
     BAD(WITH("'log_level':3"), "log_level: must be one of \"debug\", \"info\", \"notice\", \"warn\", \"error\""),
     BAD(TOP("'log_level':'info'"), "services: is required"),
+    BAD(WITH("'log_format':'syslog'"), "log_format: must be one of \"text\", \"json\""),
+    BAD(WITH("'log_format':true"), "log_format: must be one of \"text\", \"json\""),
     BAD(TOP("'services':[]"), "services: must have 1-64 entries"),
     BAD(TOP("'services':{}"), "services: must be an array"),
     BAD(TOP("'services':[1]"), "services[0]: must be an object"),
@@ -471,6 +473,7 @@ static void test_minimal_defaults(void **state)
     assert_string_equal(c->state_dir, "/var/lib/of");
     assert_string_equal(c->run_dir, "/run/of");
     assert_int_equal(c->log_level, CONFIG_LOG_INFO);
+    assert_int_equal(c->log_format, CONFIG_LOG_FORMAT_TEXT);
     assert_int_equal(c->tor.mode, TOR_MODE_SPAWN);
     assert_string_equal(c->tor.binary, "/usr/bin/tor");
     assert_string_equal(c->tor.control_socket, "/run/of/control/control.sock");
@@ -531,7 +534,7 @@ static void test_full_config(void **state)
 {
     struct test_state *ts = *state;
     const struct config *c = ts->cfg = load_ok(ts,
-        "{'state_dir':'/srv/of//','run_dir':'/run/of/','log_level':'debug',"
+        "{'state_dir':'/srv/of//','run_dir':'/run/of/','log_level':'debug','log_format':'json',"
         "'tor':{'mode':'spawn','binary':'/opt/tor/bin/tor','user':'debian-tor','bootstrap_timeout':60,"
         "  'command_timeout':5,'restart_backoff_max':10,"
         "  'extra_torrc':['TestingTorNetwork 1','DirAuthority a orport=5000 127.0.0.1:7000 AAAA',"
@@ -553,6 +556,7 @@ static void test_full_config(void **state)
     assert_string_equal(c->state_dir, "/srv/of");
     assert_string_equal(c->run_dir, "/run/of");
     assert_int_equal(c->log_level, CONFIG_LOG_DEBUG);
+    assert_int_equal(c->log_format, CONFIG_LOG_FORMAT_JSON);
     assert_string_equal(c->tor.binary, "/opt/tor/bin/tor");
     assert_string_equal(c->tor.user, "debian-tor");
     assert_string_equal(c->tor.control_socket, "/run/of/control/control.sock");
@@ -796,6 +800,14 @@ static void test_stringers_round_trip(void **state)
         snprintf(json, sizeof json, WITH("'log_level':'%s'"), levels[i]);
         struct config *c = load_ok(ts, json);
         bool same = strcmp(config_log_level_str(c->log_level), levels[i]) == 0;
+        config_free(c);
+        assert_true(same);
+    }
+    static const char *const formats[] = {"text", "json"};
+    for (size_t i = 0; i < ARRAY_LEN(formats); i++) {
+        snprintf(json, sizeof json, WITH("'log_format':'%s'"), formats[i]);
+        struct config *c = load_ok(ts, json);
+        bool same = strcmp(config_log_format_str(c->log_format), formats[i]) == 0;
         config_free(c);
         assert_true(same);
     }

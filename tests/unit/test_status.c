@@ -102,10 +102,30 @@ static int fake_reload(void *arg, char *msg, size_t msglen)
     return 0;
 }
 
+/* log-level's provider gets no arg (main.c hands in log_override itself): it records here. */
+static struct {
+    unsigned calls;
+    char level[16];
+    unsigned seconds;
+} fake_log;
+
+static int fake_log_level(const char *level, unsigned seconds, char *msg, size_t msglen)
+{
+    fake_log.calls++;
+    snprintf(fake_log.level, sizeof(fake_log.level), "%s", level);
+    fake_log.seconds = seconds;
+    if (strcmp(level, "loud") == 0) {
+        snprintf(msg, msglen, "level: must be debug, info, notice, warn, error or config");
+        return -1;
+    }
+    snprintf(msg, msglen, "log level %s for %u s", level, seconds);
+    return 0;
+}
+
 static void fake_providers(struct status_providers *p, struct fake *f)
 {
-    *p = (struct status_providers){f, fake_status, fake_services, fake_backends, fake_circuits, fake_metrics,
-                                   fake_reload};
+    *p = (struct status_providers){f,           fake_status, fake_services, fake_backends, fake_circuits,
+                                   fake_metrics, fake_reload, fake_log_level};
 }
 
 /* ---- the parser -------------------------------------------------------------------------------------- */
@@ -159,6 +179,31 @@ static const struct parse_case parse_cases[] = {
     {"{\"k\\u0001\":1,\"cmd\":\"status\"}", 0, STATUS_PARSE_ERROR, 0, NULL, "unknown member \"k?\""},
     {"stat\0us", 7, STATUS_PARSE_ERROR, 0, NULL, "malformed request"},
     {"{\"cmd\":\"status\"}\0", 17, STATUS_PARSE_ERROR, 0, NULL, "malformed JSON"},
+    {"{\"cmd\":\"log-level\",\"level\":\"debug\",\"seconds\":300}", 0, STATUS_PARSE_OK, STATUS_CMD_LOG_LEVEL, NULL,
+     NULL},
+    {"{\"cmd\":\"log-level\",\"level\":\"info\",\"id\":2}", 0, STATUS_PARSE_OK, STATUS_CMD_LOG_LEVEL, "2", NULL},
+    {"log-level debug 300", 0, STATUS_PARSE_OK, STATUS_CMD_LOG_LEVEL, NULL, NULL},
+    {" log-level\tconfig \r", 0, STATUS_PARSE_OK, STATUS_CMD_LOG_LEVEL, NULL, NULL},
+    {"log-level", 0, STATUS_PARSE_ERROR, 0, NULL, "log-level: level must be"},
+    {"log-level DEBUG", 0, STATUS_PARSE_ERROR, 0, NULL, "log-level: level must be"},
+    {"log-level debug 0", 0, STATUS_PARSE_ERROR, 0, NULL, "log-level: seconds must be 1-604800"},
+    {"log-level debug 604801", 0, STATUS_PARSE_ERROR, 0, NULL, "log-level: seconds must be 1-604800"},
+    {"log-level debug 99999999999999999999", 0, STATUS_PARSE_ERROR, 0, NULL, "seconds must be"},
+    {"log-level debug 3x", 0, STATUS_PARSE_ERROR, 0, NULL, "seconds must be"},
+    {"log-level debug -3", 0, STATUS_PARSE_ERROR, 0, NULL, "seconds must be"},
+    {"log-level debug 3 4", 0, STATUS_PARSE_ERROR, 0, NULL, "takes LEVEL and optionally SECONDS"},
+    {"log-level averyveryverylongword", 0, STATUS_PARSE_ERROR, 0, NULL, "level must be"},
+    {"log-levelx", 0, STATUS_PARSE_ERROR, 0, NULL, "unknown command \"log-levelx\""},
+    {"reload now", 0, STATUS_PARSE_ERROR, 0, NULL, "malformed request"},
+    {"{\"cmd\":\"log-level\"}", 0, STATUS_PARSE_ERROR, 0, NULL, "log-level: level: missing"},
+    {"{\"cmd\":\"log-level\",\"level\":5,\"id\":9}", 0, STATUS_PARSE_ERROR, 0, "9", "level: must be a string"},
+    {"{\"cmd\":\"log-level\",\"level\":\"debug\",\"seconds\":\"5\"}", 0, STATUS_PARSE_ERROR, 0, NULL,
+     "seconds: must be an integer"},
+    {"{\"cmd\":\"log-level\",\"level\":\"debug\",\"seconds\":-1}", 0, STATUS_PARSE_ERROR, 0, NULL,
+     "seconds must be 1-604800"},
+    {"{\"cmd\":\"log-level\",\"level\":\"de\\u0001bug\"}", 0, STATUS_PARSE_ERROR, 0, NULL, "level must be"},
+    {"{\"cmd\":\"status\",\"level\":\"debug\"}", 0, STATUS_PARSE_ERROR, 0, NULL, "status: takes no \"level\""},
+    {"{\"cmd\":\"reload\",\"seconds\":1}", 0, STATUS_PARSE_ERROR, 0, NULL, "reload: takes no \"seconds\""},
     {"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[", 0, STATUS_PARSE_ERROR, 0, NULL, "malformed request"},
     {"{\"a\":[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]],\"cmd\":\"help\"}", 0,
      STATUS_PARSE_ERROR, 0, NULL, "unknown member \"a\""},
@@ -195,6 +240,32 @@ static void test_parse_table(void **state)
         }
         if (r == STATUS_PARSE_OK)
             assert_string_equal(err, "");
+        status_request_clear(&req);
+    }
+}
+
+/* log-level's arguments arrive in the request, from either form. */
+static void test_parse_log_level_args(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *line;
+        const char *level;
+        unsigned seconds;
+    } cases[] = {
+        {"log-level debug 300", "debug", 300},
+        {"log-level  warn", "warn", 0},
+        {"{\"cmd\":\"log-level\",\"level\":\"notice\",\"seconds\":604800}", "notice", 604800},
+        {"{\"seconds\":1,\"cmd\":\"log-level\",\"level\":\"config\"}", "config", 1},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct status_request req;
+        char err[256];
+        assert_int_equal(status_parse_request(cases[i].line, strlen(cases[i].line), &req, err, sizeof(err)),
+                         STATUS_PARSE_OK);
+        assert_int_equal(req.cmd, STATUS_CMD_LOG_LEVEL);
+        assert_string_equal(req.level, cases[i].level);
+        assert_int_equal(req.seconds, cases[i].seconds);
         status_request_clear(&req);
     }
 }
@@ -246,7 +317,7 @@ static json_t *reply_of(const char *line, size_t len)
 
 static json_t *execute(const struct status_providers *p, enum status_cmd cmd, json_t *id)
 {
-    struct status_request req = {cmd, id};
+    struct status_request req = {.cmd = cmd, .id = id};
     size_t len = 0;
     char *line = status_execute(p, &req, &len);
     json_t *r = reply_of(line, len);
@@ -331,6 +402,33 @@ static void test_execute_each_command(void **state)
 
     for (int i = 0; i < STATUS_CMD_HELP; i++)
         assert_int_equal(f.calls[i], i == STATUS_CMD_RELOAD ? 2 : 1);
+
+    /* log-level: the provider gets the parsed arguments; its refusal is the error. */
+    struct status_request req;
+    char err[256], *line;
+    size_t len = 0;
+    memset(&fake_log, 0, sizeof(fake_log));
+    assert_int_equal(status_parse_request("log-level debug 300", 19, &req, err, sizeof(err)), STATUS_PARSE_OK);
+    line = status_execute(&p, &req, &len);
+    r = reply_of(line, len);
+    free(line);
+    assert_ok_reply(r);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(r, "result"), "level")), "debug");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(r, "result"), "message")),
+                        "log level debug for 300 s");
+    json_decref(r);
+    status_request_clear(&req);
+    assert_int_equal(fake_log.calls, 1);
+    assert_string_equal(fake_log.level, "debug");
+    assert_int_equal(fake_log.seconds, 300);
+    assert_int_equal(status_parse_request("log-level loud", 14, &req, err, sizeof(err)), STATUS_PARSE_OK);
+    line = status_execute(&p, &req, &len);
+    r = reply_of(line, len);
+    free(line);
+    assert_error_reply(r, "level: must be debug");
+    json_decref(r);
+    status_request_clear(&req);
+    assert_int_equal(fake_log.calls, 2);
     json_decref(id);
 }
 
@@ -1303,6 +1401,7 @@ int main(void)
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_table),
+        cmocka_unit_test(test_parse_log_level_args),
         cmocka_unit_test(test_parse_lengths),
         cmocka_unit_test(test_execute_each_command),
         cmocka_unit_test(test_execute_missing_and_failing_providers),

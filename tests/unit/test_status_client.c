@@ -240,7 +240,7 @@ static void test_connect_not_running(void **state)
     assert_non_null(strstr(err, "onionfront is not running (nothing listens on"));
 
     FILE *out = tmpfile(), *errf = tmpfile();
-    assert_int_equal(status_client_run(s->path, NULL, false, out, errf), 1);
+    assert_int_equal(status_client_run(s->path, NULL, NULL, 0, false, out, errf), 1);
     char buf[512] = "";
     rewind(errf);
     assert_non_null(fgets(buf, sizeof(buf), errf));
@@ -283,6 +283,17 @@ static int srv_reload(void *arg, char *msg, size_t msglen)
     return 0;
 }
 
+/* Echo what arrived, so the client's request can be checked from its output. */
+static int srv_log_level(const char *level, unsigned seconds, char *msg, size_t msglen)
+{
+    if (strcmp(level, "debug") != 0) {
+        snprintf(msg, msglen, "level: must be debug, info, notice, warn, error or config");
+        return -1;
+    }
+    snprintf(msg, msglen, "log level %s for %u s", level, seconds);
+    return 0;
+}
+
 /* A status server (no circuits provider) in a child process, for at most 20 s. */
 /* Fork a status server on `path` and return once it listens: the child writes one byte on a pipe after
  * listen() (the socket file appears at bind(), before connections are accepted). */
@@ -302,7 +313,8 @@ static pid_t start_server(const char *path)
     close(ready[0]);
     struct event_base *base = event_base_new();
     int dummy = 0;
-    struct status_providers p = {&dummy, srv_status, srv_services, srv_backends, NULL, srv_metrics, srv_reload};
+    struct status_providers p = {&dummy,      srv_status, srv_services, srv_backends, NULL,
+                                 srv_metrics, srv_reload, srv_log_level};
     struct status_server *srv = status_server_new(base, &p);
     struct status_conf conf = {.socket = (char *)path};
     char err[256];
@@ -326,16 +338,22 @@ static void stop_server(pid_t pid)
     assert_int_equal(waitpid(pid, &wstatus, 0), pid);
 }
 
-static char *run(const char *path, const char *cmd, bool json, int *rc, char **errtext)
+static char *run_args(const char *path, const char *cmd, char *const *args, int nargs, bool json, int *rc,
+                      char **errtext)
 {
     char *out = NULL, *errout = NULL;
     size_t outlen = 0, errlen = 0;
     FILE *o = open_memstream(&out, &outlen), *e = open_memstream(&errout, &errlen);
-    *rc = status_client_run(path, cmd, json, o, e);
+    *rc = status_client_run(path, cmd, args, nargs, json, o, e);
     fclose(o);
     fclose(e);
     *errtext = errout;
     return out;
+}
+
+static char *run(const char *path, const char *cmd, bool json, int *rc, char **errtext)
+{
+    return run_args(path, cmd, NULL, 0, json, rc, errtext);
 }
 
 static void test_run_against_server(void **state)
@@ -385,6 +403,29 @@ static void test_run_against_server(void **state)
     out = run(s->path, "frobnicate", false, &rc, &err);
     assert_int_equal(rc, 1);
     assert_non_null(strstr(err, "unknown command \"frobnicate\""));
+    free(out);
+    free(err);
+
+    /* log-level LEVEL [SECONDS]: sent as "level" and "seconds"; the reply's message is the output. */
+    char *debug300[] = {"debug", "300"}, *loud[] = {"loud"}, *bad_seconds[] = {"debug", "5m"};
+    out = run_args(s->path, "log-level", debug300, 2, false, &rc, &err);
+    assert_int_equal(rc, 0);
+    assert_string_equal(out, "log level debug for 300 s\n");
+    free(out);
+    free(err);
+    out = run_args(s->path, "log-level", loud, 1, false, &rc, &err);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(err, "level: must be debug"));
+    free(out);
+    free(err);
+    out = run_args(s->path, "log-level", bad_seconds, 2, false, &rc, &err);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(err, "usage: log-level LEVEL [SECONDS]"));
+    free(out);
+    free(err);
+    out = run_args(s->path, "reload", loud, 1, false, &rc, &err);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(err, "takes no arguments"));
     free(out);
     free(err);
 

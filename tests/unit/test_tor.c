@@ -509,6 +509,31 @@ static void test_attach_stop_closes(void **state)
     assert_int_equal(tor_sup_restarts(x->tor), 0);
 }
 
+/* tor's log lines at their own level; its warnings are warnings. */
+static void test_line_level(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *line;
+        enum log_level level;
+    } table[] = {
+        {"Dec 03 10:00:00.000 [err] Reading config failed", LOG_LVL_ERROR},
+        {"Dec 03 10:00:00.000 [warn] Your clock is skewed", LOG_LVL_WARN},
+        {"Dec 03 10:00:00.000 [warn] This copy of Tor was compiled or configured to run in a non-anonymous mode.",
+         LOG_LVL_WARN},
+        {"Dec 03 10:00:00.000 [notice] Bootstrapped 100% (done): Done", LOG_LVL_NOTICE},
+        {"Dec 03 10:00:00.000 [info] circuit_build: x", LOG_LVL_INFO},
+        {"Dec 03 10:00:00.000 [debug] conn: y", LOG_LVL_DEBUG},
+        {"Dec 03 10:00:00.000 [notice] quoting \"[err] \" in a notice", LOG_LVL_NOTICE},
+        {"Dec 03 10:00:00.000 [warning] not a tag", LOG_LVL_NOTICE},
+        {"Tor can't help you if you use it wrong!", LOG_LVL_NOTICE},
+        {"", LOG_LVL_NOTICE},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(table); i++)
+        if (tor_line_level(table[i].line) != table[i].level)
+            fail_msg("\"%s\": level %d, want %d", table[i].line, tor_line_level(table[i].line), table[i].level);
+}
+
 static void test_state_str(void **state)
 {
     (void)state;
@@ -527,6 +552,7 @@ static void test_state_str(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_line_level),
         cmocka_unit_test(test_state_str),
         cmocka_unit_test_setup_teardown(test_attach_good_tor, setup, teardown),
         cmocka_unit_test_setup_teardown(test_attach_tor_of_another_user, setup, teardown),
