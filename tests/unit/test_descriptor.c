@@ -375,6 +375,15 @@ static void test_duplicates(void **state)
     json_decref(svc);
 }
 
+/* Attached, the start events at f->now, except tnrelay7's confirmations: it never answers. */
+static void start_attached_relay7_silent(struct fixture *f)
+{
+    descriptor_tracker_attach(f->t, NULL);
+    for (size_t i = 0; i < N_START; i++)
+        if (!strstr(start_events[i], "UPLOADED") || !strstr(start_events[i], RELAY7))
+            feed(f, start_events[i]);
+}
+
 /* ---- failures and the deadline -------------------------------------------------------------------------- */
 
 /* tnrelay7 is down: its uploads get no answer at all (as observed on tor 0.4.9); past the deadline it is
@@ -383,10 +392,7 @@ static void test_failed_hsdir_no_answer(void **state)
 {
     struct fixture *f = *state;
     char reason[32];
-    descriptor_tracker_attach(f->t, NULL);
-    for (size_t i = 0; i < N_START; i++)
-        if (!strstr(start_events[i], "UPLOADED") || !strstr(start_events[i], RELAY7))
-            feed(f, start_events[i]);
+    start_attached_relay7_silent(f);
     assert_string_equal(hsdir_state(f, "current", RELAY7, NULL, 0), "pending");
     f->now = T0 + DEADLINE - 1;
     descriptor_tick(f->t, f->now);
@@ -736,10 +742,7 @@ static const char *last_sent(struct fixture *f)
 static void test_republish_flow(void **state)
 {
     struct fixture *f = *state;
-    descriptor_tracker_attach(f->t, NULL);
-    for (size_t i = 0; i < N_START; i++)
-        if (!strstr(start_events[i], "UPLOADED") || !strstr(start_events[i], RELAY7))
-            feed(f, start_events[i]);
+    start_attached_relay7_silent(f);
     /* (tnrelay7 keeps the round unsettled, so no probe runs before the deadline) */
     size_t base = f->n_sent;
 
@@ -863,10 +866,7 @@ static void test_probe_detects_lost_descriptor(void **state)
 static void test_republish_rejected_is_present(void **state)
 {
     struct fixture *f = *state;
-    descriptor_tracker_attach(f->t, NULL);
-    for (size_t i = 0; i < N_START; i++)
-        if (!strstr(start_events[i], "UPLOADED") || !strstr(start_events[i], RELAY7))
-            feed(f, start_events[i]);
+    start_attached_relay7_silent(f);
     /* a copy of this round's current descriptor, from an HSDir that confirmed it */
     feedf(f, "650+HS_DESC_CONTENT " ONION " " ID_A " $%s~tnrelay3\r\n%s\r\n.\r\n650 OK\r\n", RELAY3, BODY);
     f->now = T0 + DEADLINE;
@@ -886,10 +886,7 @@ static void test_republish_refused(void **state)
 {
     struct fixture *f = *state;
     char reason[32];
-    descriptor_tracker_attach(f->t, NULL);
-    for (size_t i = 0; i < N_START; i++)
-        if (!strstr(start_events[i], "UPLOADED") || !strstr(start_events[i], RELAY7))
-            feed(f, start_events[i]);
+    start_attached_relay7_silent(f);
     /* a copy of this round's current descriptor, from an HSDir that confirmed it */
     feedf(f, "650+HS_DESC_CONTENT " ONION " " ID_A " $%s~tnrelay3\r\n%s\r\n.\r\n650 OK\r\n", RELAY3, BODY);
     f->now = T0 + DEADLINE;
@@ -926,10 +923,7 @@ static void test_republish_blocked_for_other_descriptor(void **state)
 static void test_stale_copy_not_used(void **state)
 {
     struct fixture *f = *state;
-    descriptor_tracker_attach(f->t, NULL);
-    for (size_t i = 0; i < N_START; i++)
-        if (!strstr(start_events[i], "UPLOADED") || !strstr(start_events[i], RELAY7))
-            feed(f, start_events[i]);
+    start_attached_relay7_silent(f);
     /* the copy comes from tnrelay7 itself, which did not confirm */
     feedf(f, "650+HS_DESC_CONTENT " ONION " " ID_A " $%s~tnrelay7\r\n%s\r\n.\r\n650 OK\r\n", RELAY7, BODY);
     f->now = T0 + DEADLINE;
@@ -1019,10 +1013,7 @@ static void test_json_shape(void **state)
 static void test_wall_clock_jump(void **state)
 {
     struct fixture *f = *state;
-    descriptor_tracker_attach(f->t, NULL);
-    for (size_t i = 0; i < N_START; i++)
-        if (!strstr(start_events[i], "UPLOADED") || !strstr(start_events[i], RELAY7))
-            feed(f, start_events[i]);
+    start_attached_relay7_silent(f);
     f->wall -= 86400; /* a day back */
     f->now = T0 + DEADLINE - 1;
     descriptor_tick(f->t, f->now);
