@@ -3,6 +3,8 @@
 #   make            build build/onionfront (release flags)
 #   make test       install what is missing, build with ASan/UBSan, run unit, fuzz-smoke and integration tests
 #   make unit       only the cmocka unit tests (and build/tools/promcheck, which test_proxy runs)
+#   make stress-test  make test on RUNS (default 3) fresh clones of HEAD, each beside a CPU hog of two busy
+#                   processes (tests/stress-make-test.sh; MAKE_TARGET=unit for a quick run)
 #   make demo       install, build, run onionfront on a private local Tor network and fetch a page
 #   make bench      benchmarks (not part of make test)
 #   make soak       soak test, SOAK_SECONDS (default 600) on a private network (not part of make test)
@@ -60,7 +62,7 @@ UNIT_BIN := $(patsubst tests/unit/%.c,build/test/%,$(UNIT_SRC))
 ITEST_BIN := $(patsubst tests/integration/%.c,build/test/%,$(ITEST_SRC))
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,build/fuzz/bin/%,$(FUZZ_SRC))
 
-.PHONY: all deps deps-bench test test-run unit integration fuzz fuzz-build fuzz-smoke demo bench soak install clean check-layering
+.PHONY: all deps deps-bench test test-run stress-test unit integration fuzz fuzz-build fuzz-smoke demo bench soak install clean check-layering
 .DEFAULT_GOAL := all
 # Keep object files that only pattern chains reach (make would delete them as intermediates).
 .SECONDARY:
@@ -152,6 +154,10 @@ test: deps
 
 test-run: all build/onionfront-san $(UNIT_BIN) $(ITEST_BIN) fuzz-build check-layering
 	@sh tests/run-tests.sh
+
+# Not part of make test: it runs make test itself, RUNS times.
+stress-test:
+	@bash tests/stress-make-test.sh
 
 unit: $(UNIT_BIN) build/tools/promcheck
 	@sh tests/run-tests.sh unit

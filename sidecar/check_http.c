@@ -31,7 +31,7 @@ struct check_http {
     struct curl_slist *connect_to;
     struct curl_slist *headers;
     struct event *deadline_ev;
-    uint64_t deadline_ms; /* monotonic */
+    uint64_t deadline_ms; /* clock_now_ms() at the start + the timeout; deadline_ev only wakes us */
     enum health_type type;
     uint16_t expect_status[CONFIG_MAX_EXPECT_STATUS];
     size_t n_expect_status;
@@ -90,15 +90,17 @@ static bool check_http_connected(struct check_http *c)
     return c->fd != CURL_SOCKET_BAD && getpeername(c->fd, (struct sockaddr *)&peer, &len) == 0;
 }
 
-static void check_http_timed_out(struct check_http *c)
+/* A timeout: ours (detail "") or libcurl's safety net (detail: libcurl's message). */
+static void check_http_timed_out(struct check_http *c, const char *detail)
 {
     if (check_http_connected(c))
-        check_http_finish(c, c->type == HEALTH_TCP ? CHECK_CONNECT_TIMEOUT : CHECK_READ_TIMEOUT, "");
+        check_http_finish(c, c->type == HEALTH_TCP ? CHECK_CONNECT_TIMEOUT : CHECK_READ_TIMEOUT, detail);
     else
-        check_http_finish(c, CHECK_CONNECT_TIMEOUT, "");
+        check_http_finish(c, CHECK_CONNECT_TIMEOUT, detail);
 }
 
-/* Report every check whose deadline has passed; first thing in each of the loop's callbacks. */
+/* Report every check whose deadline (on clock_now_ms, from its start) has passed; first thing in each
+ * of the loop's callbacks. */
 static void check_http_expire(struct check_http_loop *l)
 {
     uint64_t now = clock_now_ms();
@@ -108,7 +110,7 @@ static void check_http_expire(struct check_http_loop *l)
         /* Restart after each report: its callback may start or cancel checks. */
         for (struct check_http *c = l->checks; c; c = c->next) {
             if (now >= c->deadline_ms) {
-                check_http_timed_out(c);
+                check_http_timed_out(c, "");
                 again = true;
                 break;
             }
@@ -138,7 +140,9 @@ static void check_http_done(struct check_http *c, CURLcode rc)
             check_http_finish(c, CHECK_CONNECT_ERROR, os_errno ? strerror((int)os_errno) : why);
         return;
     case CURLE_OPERATION_TIMEDOUT:
-        check_http_timed_out(c);
+        /* libcurl's own timeout, CHECK_HTTP_CURL_SLACK_MS after ours on a clock that started later: only
+         * if ours was missed. Its message tells it apart. */
+        check_http_timed_out(c, why);
         return;
     case CURLE_RECV_ERROR:
     case CURLE_SEND_ERROR:
@@ -249,7 +253,7 @@ static int check_http_timer_cb(CURLM *multi, long timeout_ms, void *userp)
         evtimer_del(l->timer);
         return 0;
     }
-    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    struct timeval tv = clock_tv_ms((uint64_t)timeout_ms);
     return evtimer_add(l->timer, &tv) == 0 ? 0 : -1;
 }
 
@@ -441,15 +445,23 @@ oom:
     return -1;
 }
 
-/* The check's own deadline: this check first, then any other that is due. libevent's clock may be
- * coarser than ours, so its timer counts even if our clock says the deadline is a hair away. */
+/* The wake-up for the check's own deadline. Its timer may fire before the deadline on our clock
+ * (libevent's clock lags it, see clock.h): then it is re-armed for what is left. Otherwise this check is
+ * reported first, then any other that is due. */
 static void check_http_deadline_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct check_http *c = arg;
     struct check_http_loop *l = c->loop;
     (void)fd;
     (void)what;
-    check_http_timed_out(c);
+    if (clock_now_ms() < c->deadline_ms) {
+        struct timeval tv = clock_until(c->deadline_ms);
+        if (evtimer_add(c->deadline_ev, &tv) == 0)
+            return;
+        check_http_finish(c, CHECK_HTTP_ERROR, "cannot add the deadline timer");
+    } else {
+        check_http_timed_out(c, "");
+    }
     check_http_expire(l);
 }
 
@@ -482,7 +494,7 @@ struct check_http *check_http_start(struct check_http_loop *l, const struct back
         check_http_release(c);
         return NULL;
     }
-    struct timeval tv = {(time_t)(hc->timeout_ms / 1000), (suseconds_t)(hc->timeout_ms % 1000) * 1000};
+    struct timeval tv = clock_until(c->deadline_ms);
     if (evtimer_add(c->deadline_ev, &tv) != 0) {
         snprintf(err, errlen, "check_http: %s: cannot add the deadline timer", addr->text);
         check_http_release(c);

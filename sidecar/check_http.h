@@ -33,9 +33,10 @@ void check_http_loop_free(struct check_http_loop *l);
 /* Start one check of `addr` with the settings of `hc`: type http or https sends a request; type tcp
  * only connects (for host names: see above). `cb` is called exactly once, from the loop (never from
  * inside this call), the check freed just before, so `cb` may start the next one. The deadline is
- * hc->timeout_ms from now: CHECK_CONNECT_TIMEOUT if not connected by then, CHECK_READ_TIMEOUT if
- * connected without a complete answer. Return the check, or NULL with a message in `err` (nothing is
- * called then). */
+ * hc->timeout_ms from now on clock_now_ms (CLOCK_MONOTONIC; never earlier, whatever libevent's cached
+ * time says): CHECK_CONNECT_TIMEOUT if not connected by then, CHECK_READ_TIMEOUT if connected without a
+ * complete answer (detail "" for our deadline; libcurl's message if its later safety net fired instead).
+ * Return the check, or NULL with a message in `err` (nothing is called then). */
 struct check_http *check_http_start(struct check_http_loop *l, const struct backend_addr *addr,
                                     const struct health_conf *hc, check_done_cb cb, void *arg, char *err,
                                     size_t errlen);

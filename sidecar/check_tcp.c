@@ -18,7 +18,7 @@
 struct check_tcp {
     int fd;
     struct event *ev;         /* EV_WRITE on fd with the deadline as timeout, or a deferred completion */
-    uint64_t deadline_ms;     /* monotonic */
+    uint64_t deadline_ms;     /* clock_now_ms() at the start + the timeout; the timer on ev only wakes us */
     enum check_result result; /* for a completion known at start (deferred to the loop) */
     char detail[96];
     check_done_cb cb;
@@ -66,10 +66,18 @@ static void check_tcp_finish(struct check_tcp *c, enum check_result r, const cha
 static void check_tcp_connect_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct check_tcp *c = arg;
-    /* The deadline first: a connection that completes after it is still a timeout (relayd). libevent's
-     * clock may be coarser than ours, so its timeout counts even if ours has not quite passed. */
-    if ((what & EV_TIMEOUT) || clock_now_ms() >= c->deadline_ms) {
+    /* The deadline first, on clock_now_ms (CLOCK_MONOTONIC) from the check's real start: a connection
+     * that completes after it is still a timeout (relayd). */
+    if (clock_now_ms() >= c->deadline_ms) {
         check_tcp_finish(c, CHECK_CONNECT_TIMEOUT, "");
+        return;
+    }
+    if (what & EV_TIMEOUT) {
+        /* libevent's timer woke us before our deadline (its clock lags ours, see clock.h): not a timeout
+         * yet; watch the socket for what is left. */
+        struct timeval tv = clock_until(c->deadline_ms);
+        if (event_add(c->ev, &tv) != 0)
+            check_tcp_finish(c, CHECK_CONNECT_ERROR, "cannot watch the socket");
         return;
     }
     int soerr = 0;
@@ -157,7 +165,7 @@ struct check_tcp *check_tcp_start(struct event_base *base, const struct backend_
         return c;
     }
     c->ev = event_new(base, c->fd, EV_WRITE, check_tcp_connect_cb, c);
-    struct timeval tv = {(time_t)(timeout_ms / 1000), (suseconds_t)(timeout_ms % 1000) * 1000};
+    struct timeval tv = clock_until(c->deadline_ms);
     if (!c->ev || event_add(c->ev, &tv) != 0) {
         snprintf(err, errlen, "check_tcp: %s: cannot watch the socket", addr->text);
         check_tcp_release(c);

@@ -21,9 +21,9 @@ bool check_tcp_supports(const struct backend_addr *addr);
 
 /* Start connecting to `addr` (check_tcp_supports must be true). `cb` is called exactly once, from the
  * loop (never from inside this call), with CHECK_OK, CHECK_CONNECT_REFUSED, CHECK_CONNECT_TIMEOUT (no
- * answer within `timeout_ms` of the start) or CHECK_CONNECT_ERROR; the check frees itself before calling
- * `cb`, so `cb` may start the next check. Return the check, or NULL with a message in `err` (nothing is
- * called then). */
+ * answer within `timeout_ms` of the start on clock_now_ms, CLOCK_MONOTONIC: never earlier; detail "")
+ * or CHECK_CONNECT_ERROR; the check frees itself before calling `cb`, so `cb` may start the next check.
+ * Return the check, or NULL with a message in `err` (nothing is called then). */
 struct check_tcp *check_tcp_start(struct event_base *base, const struct backend_addr *addr, unsigned timeout_ms,
                                   check_done_cb cb, void *arg, char *err, size_t errlen);
 

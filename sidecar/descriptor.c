@@ -15,6 +15,7 @@
 #include "controlproto/cp_cmd.h"
 #include "controlproto/cp_event.h"
 #include "controlproto/cp_reply.h"
+#include "sidecar/clock.h"
 #include "sidecar/log.h"
 #include "sidecar/metrics.h"
 
@@ -136,7 +137,8 @@ struct descriptor_tracker {
     unsigned gen;
     unsigned long seq;
     unsigned long tags;
-    descriptor_clock_fn clock;
+    descriptor_clock_fn clock;      /* monotonic: every time kept here (all `*_at` fields, `now`) */
+    descriptor_clock_fn wall_clock; /* CLOCK_REALTIME: only to show those times as dates (json_time) */
     void *clock_arg;
     descriptor_send_fn send;
     void *send_arg;
@@ -178,6 +180,15 @@ static const char *slot_str(int slot)
     return slot == 0 ? "current" : slot == 1 ? "next" : "unknown";
 }
 
+/* Deadlines, backoffs, the probe schedule and ages: on the monotonic clock, never the wall clock (its
+ * readings are past 0, which the `*_at` fields use for "never", once the system has run a moment). */
+static double desc_mono_clock(void *arg)
+{
+    (void)arg;
+    return (double)clock_now_ms() / 1e3;
+}
+
+/* The wall clock: only for dates shown to operators (json_time), where a date is the point. */
 static double desc_wall_clock(void *arg)
 {
     struct timespec ts;
@@ -1158,7 +1169,8 @@ struct descriptor_tracker *descriptor_tracker_new(struct event_base *base, const
         return NULL;
     t->base = base;
     t->probe = *probe;
-    t->clock = desc_wall_clock;
+    t->clock = desc_mono_clock;
+    t->wall_clock = desc_wall_clock;
     t->send = desc_conn_send;
     t->send_arg = t;
     if (base && !(t->tick_ev = event_new(base, -1, EV_PERSIST, desc_tick_cb, t))) {
@@ -1193,10 +1205,12 @@ void descriptor_tracker_free(struct descriptor_tracker *t)
     free(t);
 }
 
-void descriptor_tracker_set_clock(struct descriptor_tracker *t, descriptor_clock_fn fn, void *arg)
+void descriptor_tracker_set_clock(struct descriptor_tracker *t, descriptor_clock_fn mono, descriptor_clock_fn wall,
+                                  void *arg)
 {
-    t->clock = fn ? fn : desc_wall_clock;
-    t->clock_arg = fn ? arg : NULL;
+    t->clock = mono ? mono : desc_mono_clock;
+    t->wall_clock = wall ? wall : desc_wall_clock;
+    t->clock_arg = arg;
 }
 
 void descriptor_tracker_set_sender(struct descriptor_tracker *t, descriptor_send_fn fn, void *arg)
@@ -1341,12 +1355,14 @@ int descriptor_service_counts(const struct descriptor_tracker *t, const char *ad
     return 0;
 }
 
-static json_t *json_time(double at)
+/* A time kept on the monotonic clock (`at`), shown as the wall-clock date it had: the one place the wall
+ * clock is read, since here a date is the point. `now` is the monotonic clock's current reading. */
+static json_t *json_time(const struct descriptor_tracker *t, double now, double at)
 {
     if (at <= 0)
         return json_null();
     char buf[32];
-    time_t sec = (time_t)at;
+    time_t sec = (time_t)floor(t->wall_clock(t->clock_arg) - (now - at));
     struct tm tm;
     if (!gmtime_r(&sec, &tm) || strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
         return json_null();
@@ -1358,7 +1374,7 @@ static json_t *json_str_or_null(const char *s)
     return s && s[0] ? json_string(s) : json_null();
 }
 
-static json_t *desc_to_json(const struct desc_service *s, int slot)
+static json_t *desc_to_json(const struct descriptor_tracker *t, double now, const struct desc_service *s, int slot)
 {
     const struct desc *d = &s->slots[slot];
     json_t *dirs = json_array();
@@ -1368,23 +1384,25 @@ static json_t *desc_to_json(const struct desc_service *s, int slot)
             continue;
         json_array_append_new(dirs, json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:I}", "fp", h->fp, "nick", h->nick,
                                               "state", desc_hsdir_state_str(h->state), "reason",
-                                              json_str_or_null(h->reason), "time", json_time(h->state_at),
-                                              "confirmed", json_time(h->confirmed_at), "republishes",
+                                              json_str_or_null(h->reason), "time",
+                                              json_time(t, now, h->state_at), "confirmed",
+                                              json_time(t, now, h->confirmed_at), "republishes",
                                               (json_int_t)h->republishes));
     }
     bool client = s->client_id[0] && strcmp(s->client_id, d->id) == 0;
     return json_pack("{s:s, s:s, s:o, s:s, s:o, s:o, s:o}", "slot", slot_str(slot), "id", d->id, "created",
-                     json_time(d->created_at), "status", desc_status_str(desc_status_of(d)), "client_fetched",
-                     s->client_id[0] ? json_boolean(client) : json_null(), "upload_started", json_time(d->round_at),
+                     json_time(t, now, d->created_at), "status", desc_status_str(desc_status_of(d)),
+                     "client_fetched", s->client_id[0] ? json_boolean(client) : json_null(), "upload_started",
+                     json_time(t, now, d->round_at),
                      "hsdirs", dirs ? dirs : json_array());
 }
 
-static json_t *probe_to_json(const struct probe_result *p)
+static json_t *probe_to_json(const struct descriptor_tracker *t, double now, const struct probe_result *p)
 {
     if (!p->valid)
         return json_null();
-    return json_pack("{s:o, s:b, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o}", "time", json_time(p->at),
-                     "ok", p->ok, "descriptor_id", json_str_or_null(p->desc_id), "slot",
+    return json_pack("{s:o, s:b, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o}", "time",
+                     json_time(t, now, p->at), "ok", p->ok, "descriptor_id", json_str_or_null(p->desc_id), "slot",
                      p->slot >= 0 ? json_string(slot_str(p->slot)) : json_null(), "asked", (json_int_t)p->asked,
                      "responsible", (json_int_t)p->responsible, "responsible_served",
                      (json_int_t)p->responsible_served, "served", (json_int_t)p->served, "not_found", (json_int_t)p->not_found, "failed",
@@ -1404,17 +1422,17 @@ json_t *descriptor_service_to_json(const struct descriptor_tracker *t, const cha
     json_t *descs = json_array();
     for (int i = 0; descs && i < 2; i++)
         if (s->slots[i].used)
-            json_array_append_new(descs, desc_to_json(s, i));
+            json_array_append_new(descs, desc_to_json(t, now, s, i));
     return json_pack("{s:s, s:s, s:b, s:I, s:I, s:I, s:o, s:o, s:I, s:I, s:o, s:o, s:o, s:I, s:I}", "service",
                      s->name, "address", s->address, "reachable", descriptor_service_reachable(t, address),
                      "hsdirs_confirmed", (json_int_t)c.hsdirs_confirmed, "hsdirs_total",
                      (json_int_t)c.hsdirs_total, "hsdirs_failed", (json_int_t)c.hsdirs_failed,
-                     "last_confirmed_upload", json_time(s->last_confirmed_at), "last_upload_age_seconds",
+                     "last_confirmed_upload", json_time(t, now, s->last_confirmed_at), "last_upload_age_seconds",
                      s->last_confirmed_at > 0 ? json_integer((json_int_t)(now - s->last_confirmed_at)) : json_null(),
                      "uploads_confirmed", (json_int_t)s->uploads_confirmed, "republishes",
-                     (json_int_t)s->republishes, "last_republish", json_time(s->last_republish_at), "descriptors",
-                     descs ? descs : json_array(), "probe", probe_to_json(&s->probe), "probes_ok",
-                     (json_int_t)s->probes_ok, "probes_failed", (json_int_t)s->probes_failed);
+                     (json_int_t)s->republishes, "last_republish", json_time(t, now, s->last_republish_at),
+                     "descriptors", descs ? descs : json_array(), "probe", probe_to_json(t, now, &s->probe),
+                     "probes_ok", (json_int_t)s->probes_ok, "probes_failed", (json_int_t)s->probes_failed);
 }
 
 json_t *descriptor_to_json(const struct descriptor_tracker *t)

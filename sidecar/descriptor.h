@@ -74,7 +74,10 @@ const char *desc_status_str(enum desc_status s);
 /* Sends one control command; `cb` must then be called exactly once (possibly later). Return 0, or -1
  * if the command was not accepted (cb is then not called). */
 typedef int (*descriptor_send_fn)(void *arg, const char *cmd, cp_conn_reply_cb cb, void *cb_arg);
-/* The current time, seconds since the Unix epoch. */
+/* A clock in seconds. The tracker reads two: the monotonic one (CLOCK_MONOTONIC, clock_now_ms; an
+ * arbitrary origin) for every time it keeps, so deadlines, backoffs, the probe schedule and ages never
+ * jump with the wall clock; and the wall clock (CLOCK_REALTIME, seconds since the Unix epoch) only to
+ * show those times as dates in descriptor_*_to_json, where a date is the point. */
 typedef double (*descriptor_clock_fn)(void *arg);
 
 /* Create a tracker. `base` drives its one-second timer (NULL: no timer; the caller calls
@@ -85,8 +88,10 @@ struct descriptor_tracker *descriptor_tracker_new(struct event_base *base, const
  * (tor_sup_free) first or accept that their completions are dropped. NULL is a no-op. */
 void descriptor_tracker_free(struct descriptor_tracker *t);
 
-/* Replace the clock (tests). NULL restores the wall clock. */
-void descriptor_tracker_set_clock(struct descriptor_tracker *t, descriptor_clock_fn fn, void *arg);
+/* Replace the clocks (tests): `mono` for the times the tracker keeps, `wall` for dates shown; both get
+ * `arg`. NULL restores the real one (CLOCK_MONOTONIC, CLOCK_REALTIME). */
+void descriptor_tracker_set_clock(struct descriptor_tracker *t, descriptor_clock_fn mono, descriptor_clock_fn wall,
+                                  void *arg);
 
 /* Replace the command sender (tests). NULL restores cp_conn_send on the attached connection. */
 void descriptor_tracker_set_sender(struct descriptor_tracker *t, descriptor_send_fn fn, void *arg);
@@ -109,7 +114,8 @@ void descriptor_tracker_attach(struct descriptor_tracker *t, struct cp_conn *con
 /* The attached connection is gone: forget in-flight fetches and stop sending. */
 void descriptor_tracker_detach(struct descriptor_tracker *t);
 
-/* Feed one decoded HS_DESC event at time `now`. Events for other addresses are ignored. */
+/* Feed one decoded HS_DESC event at time `now` (the monotonic clock, as for every `now` below). Events
+ * for other addresses are ignored. */
 void descriptor_on_hs_desc(struct descriptor_tracker *t, const struct cp_event_hs_desc *e, double now);
 
 /* Feed one decoded HS_DESC_CONTENT event at time `now` (a non-empty body becomes the republish source). */

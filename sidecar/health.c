@@ -24,7 +24,8 @@ struct health_target { /* one backend's schedule: b->check_state */
     struct event *timer;     /* start of the next check */
     struct check_tcp *tcp;   /* the running check, if any (at most one of the two) */
     struct check_http *http;
-    uint64_t started_ms;     /* monotonic start of the running or last check */
+    uint64_t started_ms;     /* clock_now_ms() at the start of the running or last check */
+    uint64_t due_ms;         /* clock_now_ms() at which the next check is due (the timer only wakes us) */
     struct backend_addr addr; /* the address being checked */
 };
 
@@ -45,9 +46,11 @@ static unsigned health_jitter(unsigned n)
     return n ? (unsigned)(r % ((uint32_t)n + 1)) : 0;
 }
 
+/* Schedules, like the checks' deadlines, are on clock_now_ms (CLOCK_MONOTONIC). */
 static void health_schedule(struct health_target *t, uint64_t delay_ms)
 {
-    struct timeval tv = {(time_t)(delay_ms / 1000), (suseconds_t)(delay_ms % 1000) * 1000};
+    t->due_ms = clock_now_ms() + delay_ms;
+    struct timeval tv = clock_tv_ms(delay_ms);
     if (evtimer_add(t->timer, &tv) != 0)
         log_warnx("health: backend %s: cannot schedule the next check", t->b->conf.name);
 }
@@ -102,7 +105,13 @@ static void health_start_cb(evutil_socket_t fd, short what, void *arg)
 
     if (conf->type == HEALTH_NONE || t->tcp || t->http)
         return;
-    t->started_ms = clock_now_ms();
+    uint64_t now = clock_now_ms();
+    if (now < t->due_ms) {
+        /* libevent's timer woke us early by our clock (see clock.h): the check is not due yet. */
+        health_schedule(t, t->due_ms - now);
+        return;
+    }
+    t->started_ms = now;
     t->addr = t->b->conf.addr;
     if (conf->type == HEALTH_TCP && check_tcp_supports(&t->addr)) {
         t->tcp = check_tcp_start(hc->base, &t->addr, conf->timeout_ms, health_check_done_cb, t, err, sizeof(err));

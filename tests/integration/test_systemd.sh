@@ -120,22 +120,30 @@ else
   of_fail "no tor process to look at (state/tor/tor.pid)"
 fi
 
+# WATCHDOG=1 after the latest line matching $1 (order in the notify log, not a count per second).
+pings_after() { awk -v m="$1" '$0 ~ m { n = 0; seen = 1; next } seen && /^WATCHDOG=1$/ { n++ } END { exit !(n >= 2) }' "$notify_log"; }
+wait_pings_after() { # REGEX: two WATCHDOG=1 after it, waited for (bounded)
+  local i
+  for ((i = 0; i < 300; i++)); do pings_after "$1" && return 0; sleep 0.1; done
+  return 1
+}
+of_check "WATCHDOG=1 keeps coming after READY=1" wait_pings_after '^READY=1'
+
 kill -HUP "$OF_PID"
 of_check "SIGHUP: RELOADING=1" of_wait_log "$notify_log" '^RELOADING=1\|STATUS=reloading ' 10
 ready_after_reload() { awk '/^RELOADING=1/ { r = 1; next } r && /^READY=1/ { ok = 1 } END { exit !ok }' "$notify_log"; }
 for ((i = 0; i < 50; i++)); do ready_after_reload && break; sleep 0.1; done
 of_check "SIGHUP: READY=1 again after it" ready_after_reload
 
-sleep 2 # a few more watchdog periods
+of_check "WATCHDOG=1 keeps coming after the reload's READY=1" wait_pings_after '^READY=1'
 of_stop_onionfront
 of_check "SIGTERM: onionfront exits 0" test $? -eq 0
 of_check "SIGTERM: STOPPING=1" grep -q '^STOPPING=1|STATUS=stopping' "$notify_log"
+# How many per second is printed, not asserted (a busy machine sends fewer; test_sdnotify shows by the
+# loop's own timer order that there are never more than one per half WATCHDOG_USEC).
 elapsed=$(of_elapsed "$OF_START")
 pings=$(grep -c '^WATCHDOG=1$' "$notify_log")
-expected=$(awk -v e="$elapsed" 'BEGIN { printf "%d", e / 0.5 }')
-of_log "WATCHDOG=1 pings: $pings in $elapsed s (about $expected expected at one per 0.5 s)"
-of_check "WATCHDOG=1 every half WATCHDOG_USEC (at least 80 % of $expected)" test "$pings" -ge $((expected * 8 / 10))
-of_check "... and not more often" test "$pings" -le $((expected + 2))
+of_log "WATCHDOG=1 pings: $pings in $elapsed s (one per 0.5 s expected on an idle machine)"
 of_check "the watchdog found the loop never blocked" test -z "$(grep 'event loop was blocked' "$log")"
 of_log "notifications: $(grep -v '^WATCHDOG=1$' "$notify_log" | tr '\n' ' ')"
 

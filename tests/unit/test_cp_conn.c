@@ -301,6 +301,17 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* cp_conn keeps its deadlines on CLOCK_MONOTONIC from the moment it starts waiting, which comes after
+ * `t0` (read from the same clock); so its timeout cannot be seen before t0 + `timeout_ms`, however slow
+ * the machine. An order, not a window: a late timeout is not a failure here. */
+static void assert_not_before_ms(int64_t t0, int64_t timeout_ms)
+{
+    int64_t dt = now_ms() - t0;
+
+    print_message("    timed out after %lld ms (not before %lld ms)\n", (long long)dt, (long long)timeout_ms);
+    assert_true(dt >= timeout_ms);
+}
+
 /* Expect the connection to close during authentication with an error containing `needle`. */
 static void expect_auth_failure(struct test *t, const char *needle)
 {
@@ -726,14 +737,12 @@ static void test_auth_timeout(void **state)
         { FAKE_CTL_EXPECT, "PROTOCOLINFO 1", 0 },
         { FAKE_CTL_EXPECT_EOF, NULL, 0 }, /* never answers */
     };
-    int64_t t0 = now_ms(), dt;
+    int64_t t0 = now_ms();
 
     t->opts.cmd_timeout.tv_usec = 150000;
     start(t, script, ARRAY_LEN(script));
     expect_auth_failure(t, "authentication timed out after 0.150 s");
-    dt = now_ms() - t0;
-    assert_true(dt >= 140);
-    assert_true(dt < 2000);
+    assert_not_before_ms(t0, 150);
 }
 
 /* ---- commands ---------------------------------------------------------------------------------- */
@@ -942,7 +951,7 @@ static void test_command_timeout_closes(void **state)
     };
     struct rec recs[2] = { { 0 } };
     struct until_recs u = { t, recs, 2 };
-    int64_t t0, dt;
+    int64_t t0;
 
     t->opts.cmd_timeout.tv_usec = 200000;
     start(t, script, ARRAY_LEN(script));
@@ -951,10 +960,8 @@ static void test_command_timeout_closes(void **state)
     send_cmd(t, "GETINFO slow\r\n", &recs[0]);
     send_cmd(t, "GETINFO next\r\n", &recs[1]);
     run_until(t, recs_done, &u);
-    dt = now_ms() - t0;
+    assert_not_before_ms(t0, 200);
     check_fake(t);
-    assert_true(dt >= 190);
-    assert_true(dt < 2000);
     assert_int_equal(recs[0].calls, 1);
     assert_int_equal(recs[1].calls, 1);
     assert_int_equal(recs[0].status, 0);

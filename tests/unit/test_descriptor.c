@@ -1,5 +1,7 @@
 /* test_descriptor.c — unit tests for sidecar/descriptor.c: the HS_DESC state machine, the fetch probe and
  * republish decisions, fed recorded events and driven by a fake clock; commands go to a recording sender.
+ * The tracker keeps every time on the monotonic clock (f->now here) and reads the wall clock (f->wall)
+ * only to show dates, so the wall clock jumps in one test and nothing but the dates moves.
  *
  * The event lines are recorded from Debian's tor 0.4.9.11 running a single onion service (onionfront's
  * tor) in the private test network (3 authorities + 8 relays, all HSDirs): at start tor CREATED two
@@ -13,11 +15,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
 #include "controlproto/cp_event.h"
 #include "controlproto/cp_reply.h"
+#include "sidecar/clock.h"
 #include "sidecar/descriptor.h"
 #include "sidecar/metrics.h"
 
@@ -34,7 +38,8 @@
 #define AUTH3 "38A80F075FE6064F6EFAD6A6C09E25946CF1AB17"
 #define INTERVAL 60
 #define DEADLINE 30
-#define T0 1000000.0
+#define T0 1000000.0 /* the fake monotonic clock at the start (an arbitrary origin) */
+#define WALL0 1796299200.0 /* the fake wall clock meanwhile: 2026-12-03T12:00:00Z */
 
 /* Recorded: tor starting the service (two CREATED, 8 + 8 UPLOAD, 16 UPLOADED). */
 static const char *const start_events[] = {
@@ -97,7 +102,8 @@ struct sent {
 struct fixture {
     struct descriptor_tracker *t;
     struct cp_reply_parser *parser;
-    double now;
+    double now;  /* the monotonic clock */
+    double wall; /* the wall clock, for dates only */
     struct sent sent[64];
     size_t n_sent;
     size_t n_done; /* sent[0..n_done) completed */
@@ -106,6 +112,20 @@ struct fixture {
 static double fake_clock(void *arg)
 {
     return ((struct fixture *)arg)->now;
+}
+
+static double fake_wall_clock(void *arg)
+{
+    return ((struct fixture *)arg)->wall;
+}
+
+/* `wall` (seconds since the epoch) as the tracker shows a date. */
+static void date_of(double wall, char *out, size_t len)
+{
+    time_t sec = (time_t)wall;
+    struct tm tm;
+    assert_non_null(gmtime_r(&sec, &tm));
+    assert_int_not_equal(strftime(out, len, "%Y-%m-%dT%H:%M:%SZ", &tm), 0);
 }
 
 static int fake_send(void *arg, const char *cmd, cp_conn_reply_cb cb, void *cb_arg)
@@ -149,7 +169,8 @@ static int setup(void **state)
     if (!f || !(f->parser = cp_reply_parser_new(0, 0)) || !(f->t = descriptor_tracker_new(NULL, &pc)))
         return -1;
     f->now = T0;
-    descriptor_tracker_set_clock(f->t, fake_clock, f);
+    f->wall = WALL0;
+    descriptor_tracker_set_clock(f->t, fake_clock, fake_wall_clock, f);
     descriptor_tracker_set_sender(f->t, fake_send, f);
     const char *names[] = {"alpha"}, *addrs[] = {ONION};
     if (descriptor_tracker_set_services(f->t, names, addrs, 1) < 0)
@@ -354,6 +375,15 @@ static void test_duplicates(void **state)
     json_decref(svc);
 }
 
+/* Attached, the start events at f->now, except tnrelay7's confirmations: it never answers. */
+static void start_attached_relay7_silent(struct fixture *f)
+{
+    descriptor_tracker_attach(f->t, NULL);
+    for (size_t i = 0; i < N_START; i++)
+        if (!strstr(start_events[i], "UPLOADED") || !strstr(start_events[i], RELAY7))
+            feed(f, start_events[i]);
+}
+
 /* ---- failures and the deadline -------------------------------------------------------------------------- */
 
 /* tnrelay7 is down: its uploads get no answer at all (as observed on tor 0.4.9); past the deadline it is
@@ -362,10 +392,7 @@ static void test_failed_hsdir_no_answer(void **state)
 {
     struct fixture *f = *state;
     char reason[32];
-    descriptor_tracker_attach(f->t, NULL);
-    for (size_t i = 0; i < N_START; i++)
-        if (!strstr(start_events[i], "UPLOADED") || !strstr(start_events[i], RELAY7))
-            feed(f, start_events[i]);
+    start_attached_relay7_silent(f);
     assert_string_equal(hsdir_state(f, "current", RELAY7, NULL, 0), "pending");
     f->now = T0 + DEADLINE - 1;
     descriptor_tick(f->t, f->now);
@@ -715,10 +742,7 @@ static const char *last_sent(struct fixture *f)
 static void test_republish_flow(void **state)
 {
     struct fixture *f = *state;
-    descriptor_tracker_attach(f->t, NULL);
-    for (size_t i = 0; i < N_START; i++)
-        if (!strstr(start_events[i], "UPLOADED") || !strstr(start_events[i], RELAY7))
-            feed(f, start_events[i]);
+    start_attached_relay7_silent(f);
     /* (tnrelay7 keeps the round unsettled, so no probe runs before the deadline) */
     size_t base = f->n_sent;
 
@@ -842,10 +866,7 @@ static void test_probe_detects_lost_descriptor(void **state)
 static void test_republish_rejected_is_present(void **state)
 {
     struct fixture *f = *state;
-    descriptor_tracker_attach(f->t, NULL);
-    for (size_t i = 0; i < N_START; i++)
-        if (!strstr(start_events[i], "UPLOADED") || !strstr(start_events[i], RELAY7))
-            feed(f, start_events[i]);
+    start_attached_relay7_silent(f);
     /* a copy of this round's current descriptor, from an HSDir that confirmed it */
     feedf(f, "650+HS_DESC_CONTENT " ONION " " ID_A " $%s~tnrelay3\r\n%s\r\n.\r\n650 OK\r\n", RELAY3, BODY);
     f->now = T0 + DEADLINE;
@@ -865,10 +886,7 @@ static void test_republish_refused(void **state)
 {
     struct fixture *f = *state;
     char reason[32];
-    descriptor_tracker_attach(f->t, NULL);
-    for (size_t i = 0; i < N_START; i++)
-        if (!strstr(start_events[i], "UPLOADED") || !strstr(start_events[i], RELAY7))
-            feed(f, start_events[i]);
+    start_attached_relay7_silent(f);
     /* a copy of this round's current descriptor, from an HSDir that confirmed it */
     feedf(f, "650+HS_DESC_CONTENT " ONION " " ID_A " $%s~tnrelay3\r\n%s\r\n.\r\n650 OK\r\n", RELAY3, BODY);
     f->now = T0 + DEADLINE;
@@ -905,10 +923,7 @@ static void test_republish_blocked_for_other_descriptor(void **state)
 static void test_stale_copy_not_used(void **state)
 {
     struct fixture *f = *state;
-    descriptor_tracker_attach(f->t, NULL);
-    for (size_t i = 0; i < N_START; i++)
-        if (!strstr(start_events[i], "UPLOADED") || !strstr(start_events[i], RELAY7))
-            feed(f, start_events[i]);
+    start_attached_relay7_silent(f);
     /* the copy comes from tnrelay7 itself, which did not confirm */
     feedf(f, "650+HS_DESC_CONTENT " ONION " " ID_A " $%s~tnrelay7\r\n%s\r\n.\r\n650 OK\r\n", RELAY7, BODY);
     f->now = T0 + DEADLINE;
@@ -984,7 +999,62 @@ static void test_json_shape(void **state)
         fail_msg("hsdir JSON: %s", jerr.text);
     assert_string_equal(nick, "tnauth1");
     assert_true(json_is_null(reason));
-    assert_int_equal(strlen(t), 20); /* 1970-01-12T13:46:40Z */
+    /* confirmed at T0 on the monotonic clock, f->now - T0 ago: shown as the wall-clock date of then */
+    char want[32];
+    date_of(f->wall - (f->now - T0), want, sizeof(want));
+    assert_string_equal(t, want);
+    assert_string_equal(conf, want);
+    assert_string_equal(last, want);
+    json_decref(svc);
+}
+
+/* The wall clock jumps (an NTP step, an operator's `date -s`): deadlines, backoffs and ages do not move,
+ * only the dates shown do. */
+static void test_wall_clock_jump(void **state)
+{
+    struct fixture *f = *state;
+    start_attached_relay7_silent(f);
+    f->wall -= 86400; /* a day back */
+    f->now = T0 + DEADLINE - 1;
+    descriptor_tick(f->t, f->now);
+    assert_string_equal(hsdir_state(f, "current", RELAY7, NULL, 0), "pending");
+    f->wall += 2 * 86400; /* a day ahead of where it was */
+    descriptor_tick(f->t, f->now);
+    assert_string_equal(hsdir_state(f, "current", RELAY7, NULL, 0), "pending");
+    f->now = T0 + DEADLINE;
+    descriptor_tick(f->t, f->now);
+    assert_string_equal(hsdir_state(f, "current", RELAY7, NULL, 0), "failed");
+
+    json_t *svc = descriptor_service_to_json(f->t, ONION);
+    assert_int_equal(json_integer_value(json_object_get(svc, "last_upload_age_seconds")), DEADLINE);
+    char want[32];
+    date_of(f->wall - DEADLINE, want, sizeof(want));
+    assert_string_equal(json_string_value(json_object_get(svc, "last_confirmed_upload")), want);
+    json_decref(svc);
+}
+
+/* The real clocks: times kept are CLOCK_MONOTONIC (what clock_now_ms reads), dates CLOCK_REALTIME. */
+static void test_real_clocks(void **state)
+{
+    struct fixture *f = *state;
+    descriptor_tracker_set_clock(f->t, NULL, NULL, NULL);
+    time_t w0 = time(NULL);
+    uint64_t m0 = clock_now_ms();
+    f->now = (double)m0 / 1e3;
+    start_attached(f);
+    json_t *svc = descriptor_service_to_json(f->t, ONION);
+    uint64_t m1 = clock_now_ms();
+    time_t w1 = time(NULL);
+    /* the age is the tracker's reading of its clock less f->now, read in between on CLOCK_MONOTONIC */
+    json_int_t age = json_integer_value(json_object_get(svc, "last_upload_age_seconds"));
+    assert_true(age >= 0 && (uint64_t)age * 1000 <= m1 - m0);
+    /* the date shown is that of a moment between w0 and w1 on CLOCK_REALTIME (to the second) */
+    char lo[32], hi[32];
+    date_of((double)w0 - 1, lo, sizeof(lo));
+    date_of((double)w1, hi, sizeof(hi));
+    const char *last = json_string_value(json_object_get(svc, "last_confirmed_upload"));
+    assert_non_null(last);
+    assert_true(strcmp(last, lo) >= 0 && strcmp(last, hi) <= 0);
     json_decref(svc);
 }
 
@@ -1064,6 +1134,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stale_copy_not_used, setup, teardown),
         cmocka_unit_test_setup_teardown(test_set_services, setup, teardown),
         cmocka_unit_test_setup_teardown(test_json_shape, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wall_clock_jump, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_real_clocks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics, setup, teardown),
         cmocka_unit_test(test_enum_strings),
     };

@@ -5,8 +5,12 @@
  * server (TLS error), https against a TLS server whose certificates (a test CA, an unrelated CA,
  * self-signed) are made here with OpenSSL (health.ca_file, health.tls_verify), a host name (libcurl
  * connect-only), unix-socket backends for tcp and http, reload and free while checks run, and that checks
- * never block the loop (a timer keeps firing). Every loop run is bounded by a timer; only 127.0.0.1 and
- * unix sockets are used; files go to a private directory removed afterwards. */
+ * never block the loop (a timer fires while each check is in flight). Every loop run is bounded by a
+ * timer; only 127.0.0.1 and unix sockets are used; files go to a private directory removed afterwards.
+ *
+ * No timed assertions: results and their order are asserted. Where the code promises "not before"
+ * (a deadline, the next check of a schedule), the test reads the code's own clock (clock_now_ms) and
+ * asserts only that lower bound, which load can never break (assert_not_before). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +23,7 @@
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <openssl/evp.h>
@@ -37,6 +42,7 @@
 #include "sidecar/backend.h"
 #include "sidecar/check_http.h"
 #include "sidecar/check_tcp.h"
+#include "sidecar/clock.h"
 #include "sidecar/health.h"
 #include "sidecar/log.h"
 #include "tests/fake/tmpdir.h"
@@ -55,7 +61,7 @@ struct ctx {
     struct event *tick;
     struct event *bound;
     unsigned ticks;
-    uint64_t last_tick_ms, max_gap_ms; /* the longest the loop went without running the 10 ms timer */
+    unsigned ticks_at_accept;            /* c->ticks when a server last accepted a connection */
     bool (*pred)(struct ctx *);
     /* servers */
     struct evconnlistener *listener;     /* closes what it accepts */
@@ -152,11 +158,13 @@ static int teardown(void **state)
 
 /* ---- the loop ------------------------------------------------------------------------------------ */
 
-static uint64_t now_ms(void)
+/* `event_ms` is not before `from_ms` + `min_ms`, all read from clock_now_ms, the clock the code keeps its
+ * deadlines and schedules on. The code guarantees this order; a slow machine only makes it later. */
+static void assert_not_before(uint64_t event_ms, uint64_t from_ms, uint64_t min_ms)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    print_message("    %llu ms (not before %llu ms)\n", (unsigned long long)(event_ms - from_ms),
+                  (unsigned long long)min_ms);
+    assert_true(event_ms >= from_ms + min_ms);
 }
 
 static void tick_cb(evutil_socket_t fd, short what, void *arg)
@@ -165,10 +173,6 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     c->ticks++;
-    uint64_t t = now_ms();
-    if (c->last_tick_ms && t - c->last_tick_ms > c->max_gap_ms)
-        c->max_gap_ms = t - c->last_tick_ms;
-    c->last_tick_ms = t;
     if (c->pred && c->pred(c))
         event_base_loopbreak(c->base);
 }
@@ -182,9 +186,9 @@ static void bound_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /* Run the loop until pred (checked every 10 ms) or `bound_ms`. Returns pred's last answer (true if pred
- * is NULL and the bound was reached). The 10 ms timer also proves the loop is never blocked: the caller
- * can compare c->ticks with the time spent. */
-static bool run_until(struct ctx *c, bool (*pred)(struct ctx *), unsigned bound_ms, uint64_t *spent_ms)
+ * is NULL and the bound was reached). `*start_ms` (if not NULL): clock_now_ms() when the run started.
+ * The 10 ms timer also shows the loop is not blocked: c->ticks counts its runs. */
+static bool run_until(struct ctx *c, bool (*pred)(struct ctx *), unsigned bound_ms, uint64_t *start_ms)
 {
     if (!c->tick) {
         c->tick = event_new(c->base, -1, EV_PERSIST, tick_cb, c);
@@ -194,14 +198,12 @@ static bool run_until(struct ctx *c, bool (*pred)(struct ctx *), unsigned bound_
     struct timeval bound = {bound_ms / 1000, (bound_ms % 1000) * 1000};
     c->pred = pred;
     c->ticks = 0;
-    c->last_tick_ms = 0;
-    c->max_gap_ms = 0;
+    c->ticks_at_accept = 0;
     event_add(c->tick, &ten);
     evtimer_add(c->bound, &bound);
-    uint64_t start = now_ms();
+    if (start_ms)
+        *start_ms = clock_now_ms();
     event_base_dispatch(c->base);
-    if (spent_ms)
-        *spent_ms = now_ms() - start;
     event_del(c->tick);
     evtimer_del(c->bound);
     return pred ? pred(c) : true;
@@ -234,6 +236,7 @@ static void hold_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct 
     (void)sa;
     (void)len;
     c->accepts++;
+    c->ticks_at_accept = c->ticks;
     if (c->n_held < MAX_HELD)
         c->held[c->n_held++] = fd;
     else
@@ -414,16 +417,17 @@ static void test_tcp_up_refused_and_back(void **state)
     backend_inet(&c->bc[1], "dead", "127.0.0.1", AF_INET, dead_port);
     start_checks(c);
 
-    uint64_t spent;
-    assert_true(run_until(c, b1_down, BOUND_MS, &spent));
+    uint64_t start;
+    assert_true(run_until(c, b1_down, BOUND_MS, &start));
+    uint64_t down_at = clock_now_ms();
     assert_int_equal(B(c, 1)->last_result, CHECK_CONNECT_REFUSED);
     assert_true(B(c, 1)->checks_failed >= 2); /* fall = 2 */
     assert_int_equal(B(c, 0)->state, BACKEND_UP);
     assert_true(B(c, 0)->checks_ok >= 1);
     assert_int_equal(B(c, 0)->last_change, 0); /* never changed state */
     assert_true(c->accepts >= 1);
-    /* two failures: the second starts an interval (less at most 5%) after the first */
-    assert_true(spent >= 180);
+    /* two failures: the second does not start before an interval (less at most 5%) after the first */
+    assert_not_before(down_at, start, 200 - 200 / 20);
 
     /* The dead backend comes back when something listens there. */
     struct evconnlistener *revived = listen_tcp(c, close_accept_cb, dead_port);
@@ -466,9 +470,9 @@ static void test_tcp_connect_timeout(void **state)
     c->port.health.timeout_ms = 60;
     backend_inet(&c->bc[0], "stuck", "127.0.0.1", AF_INET, port);
     start_checks(c);
-    uint64_t spent;
-    assert_true(run_until(c, b0_failed_once, BOUND_MS, &spent));
+    assert_true(run_until(c, b0_failed_once, BOUND_MS, NULL));
     assert_int_equal(B(c, 0)->last_result, CHECK_CONNECT_TIMEOUT);
+    assert_string_equal(B(c, 0)->last_detail, ""); /* our deadline, not the kernel's ETIMEDOUT */
     assert_true(run_until(c, b0_down, BOUND_MS, NULL));
     assert_one_result_per_check(c);
 }
@@ -583,6 +587,23 @@ static bool b0_down_after_2(struct ctx *c)
     return B(c, 0)->state == BACKEND_DOWN && B(c, 0)->checks_failed >= 2;
 }
 
+/* For b0's checks of a server that accepts and holds: the fewest runs of the 10 ms timer between the
+ * server's accept and the check's result. A check that held the loop would leave none. */
+static unsigned in_flight_ticks_min;
+static uint64_t in_flight_seen_failed;
+
+static bool b0_down_after_2_ticking(struct ctx *c)
+{
+    if (B(c, 0)->checks_failed != in_flight_seen_failed) {
+        in_flight_seen_failed = B(c, 0)->checks_failed;
+        /* pred runs in every tick, so this is the first tick after the result */
+        unsigned between = c->ticks - c->ticks_at_accept - 1;
+        if (between < in_flight_ticks_min)
+            in_flight_ticks_min = between;
+    }
+    return b0_down_after_2(c);
+}
+
 static void test_http_read_timeout_never_blocks(void **state)
 {
     struct ctx *c = *state;
@@ -592,15 +613,21 @@ static void test_http_read_timeout_never_blocks(void **state)
     c->port.health.timeout_ms = 1000;
     backend_inet(&c->bc[0], "silent", "127.0.0.1", AF_INET, fd_port(evconnlistener_get_fd(c->silent)));
     start_checks(c);
-    uint64_t spent;
-    assert_true(run_until(c, b0_down_after_2, BOUND_MS, &spent));
+    uint64_t start;
+    in_flight_ticks_min = UINT_MAX;
+    in_flight_seen_failed = 0;
+    assert_true(run_until(c, b0_down_after_2_ticking, BOUND_MS, &start));
+    uint64_t down_at = clock_now_ms();
     assert_int_equal(B(c, 0)->last_result, CHECK_READ_TIMEOUT);
+    assert_string_equal(B(c, 0)->last_detail, ""); /* our deadline, not libcurl's safety net */
     assert_true(c->accepts >= 2); /* connected each time: the timeout is the answer's */
-    /* The second check starts an interval (less jitter) after the first and ends at its deadline. */
-    assert_true(spent >= 1045 + 1000 - 20);
-    /* The loop ran the 10 ms timer throughout: a check holding the loop would leave a gap of its 1000 ms. */
-    assert_true(c->max_gap_ms < 600);
-    assert_true(c->ticks >= 50);
+    /* The second check starts not before an interval (less jitter) after the first, and ends not before
+     * its deadline. */
+    assert_not_before(down_at, start, 1100 - 1100 / 20 + 1000);
+    /* The loop ran the 10 ms timer while each check was in flight (between the server's accept and the
+     * result): a check holding the loop for its 1000 ms would leave none. */
+    print_message("    fewest timer runs during a check: %u\n", in_flight_ticks_min);
+    assert_true(in_flight_ticks_min >= 1 && in_flight_ticks_min != UINT_MAX);
     assert_one_result_per_check(c);
 }
 
@@ -610,7 +637,7 @@ struct one_check {
     bool done;
     enum check_result r;
     char detail[128];
-    uint64_t end_ms;
+    uint64_t end_ms; /* clock_now_ms() at the result */
 };
 
 static void one_check_cb(enum check_result r, const char *detail, void *arg)
@@ -620,7 +647,7 @@ static void one_check_cb(enum check_result r, const char *detail, void *arg)
     o->done = true;
     o->r = r;
     snprintf(o->detail, sizeof(o->detail), "%s", detail);
-    o->end_ms = now_ms();
+    o->end_ms = clock_now_ms();
 }
 
 static struct one_check *pending_check;
@@ -642,37 +669,42 @@ static void test_deadline_from_start(void **state)
     port_init(c, 1, HEALTH_HTTP);
     c->port.health.timeout_ms = 150;
 
-    /* http: connected, no answer: READ_TIMEOUT at our deadline, not at libcurl's later safety net */
+    /* http: connected, no answer: READ_TIMEOUT from our deadline (detail ""), not from libcurl's safety
+     * net 1 s later (its detail is libcurl's message), and not before the deadline on the code's clock. */
     struct check_http_loop *l = check_http_loop_new(c->base, err, sizeof(err));
     assert_non_null(l);
     struct one_check o = {0};
     pending_check = &o;
-    uint64_t start = now_ms();
+    uint64_t start = clock_now_ms();
     assert_non_null(check_http_start(l, &silent.addr, &c->port.health, one_check_cb, &o, err, sizeof(err)));
     assert_false(o.done); /* never from inside start */
     assert_true(run_until(c, one_check_done, BOUND_MS, NULL));
     assert_int_equal(o.r, CHECK_READ_TIMEOUT);
-    assert_in_range(o.end_ms - start, 149, 149 + 900); /* libcurl's own timeout is 1 s later */
+    assert_string_equal(o.detail, "");
+    assert_not_before(o.end_ms, start, 150);
 
     /* connect-only through libcurl (the host-name path) to a listener that cannot accept */
     struct one_check o2 = {0};
     pending_check = &o2;
     c->port.health.type = HEALTH_TCP;
-    start = now_ms();
+    start = clock_now_ms();
     assert_non_null(check_http_start(l, &stuck.addr, &c->port.health, one_check_cb, &o2, err, sizeof(err)));
     assert_true(run_until(c, one_check_done, BOUND_MS, NULL));
     assert_int_equal(o2.r, CHECK_CONNECT_TIMEOUT);
-    assert_in_range(o2.end_ms - start, 149, 149 + 900);
+    assert_string_equal(o2.detail, "");
+    assert_not_before(o2.end_ms, start, 150);
 
-    /* check_tcp to the same */
+    /* check_tcp to the same: our deadline (detail ""), not the kernel's ETIMEDOUT minutes later (detail
+     * "Connection timed out", and beyond BOUND_MS) */
     struct one_check o3 = {0};
     pending_check = &o3;
-    start = now_ms();
+    start = clock_now_ms();
     assert_non_null(check_tcp_start(c->base, &stuck.addr, 150, one_check_cb, &o3, err, sizeof(err)));
     assert_false(o3.done);
     assert_true(run_until(c, one_check_done, BOUND_MS, NULL));
     assert_int_equal(o3.r, CHECK_CONNECT_TIMEOUT);
-    assert_in_range(o3.end_ms - start, 149, 149 + 900); /* the kernel would wait for minutes */
+    assert_string_equal(o3.detail, "");
+    assert_not_before(o3.end_ms, start, 150);
 
     /* cancelled checks never call back, and freeing the loop cancels what is running */
     struct one_check o4 = {0}, o5 = {0};
@@ -1077,6 +1109,11 @@ static bool b0_checked_twice(struct ctx *c)
     return B(c, 0)->checks_ok + B(c, 0)->checks_failed >= 2;
 }
 
+static bool two_accepted(struct ctx *c)
+{
+    return c->accepts >= 2;
+}
+
 static void test_reload_while_checking(void **state)
 {
     struct ctx *c = *state;
@@ -1085,11 +1122,12 @@ static void test_reload_while_checking(void **state)
     uint16_t silent = fd_port(evconnlistener_get_fd(c->silent));
     uint16_t alive = fd_port(evconnlistener_get_fd(c->listener));
     port_init(c, 2, HEALTH_HTTP);
-    c->port.health.timeout_ms = 90;
+    c->port.health.timeout_ms = 5000; /* longer than the whole test: a check of `silent` stays in flight */
     backend_inet(&c->bc[0], "a", "127.0.0.1", AF_INET, silent);
     backend_inet(&c->bc[1], "b", "127.0.0.1", AF_INET, silent);
     start_checks(c);
-    run_until(c, NULL, 40, NULL); /* checks are now in flight (first ones start within 10 ms) */
+    assert_true(run_until(c, two_accepted, BOUND_MS, NULL)); /* both checks connected: in flight */
+    assert_int_equal(health_checks_done(c->hc), 0);
 
     /* Remove b mid-check (its check is abandoned: no result ever arrives for it), move a to a listener
      * that closes at once, add c, switch to tcp checks. */
@@ -1124,13 +1162,18 @@ static void test_reload_while_checking(void **state)
     run_until(c, NULL, 200, NULL);
 }
 
+static bool all_checked(struct ctx *c)
+{
+    return health_checks_done(c->hc) >= MAXB;
+}
+
 static void test_many_backends_spread(void **state)
 {
     struct ctx *c = *state;
     c->listener = listen_tcp(c, close_accept_cb, 0);
     uint16_t p = fd_port(evconnlistener_get_fd(c->listener));
     port_init(c, MAXB, HEALTH_TCP);
-    c->port.health.interval_ms = 3000;
+    c->port.health.interval_ms = 60000;
     c->port.health.timeout_ms = 500;
     for (size_t i = 0; i < MAXB; i++) {
         char name[8];
@@ -1138,9 +1181,9 @@ static void test_many_backends_spread(void **state)
         backend_inet(&c->bc[i], name, "127.0.0.1", AF_INET, p);
     }
     start_checks(c);
-    /* First checks start within min(interval / 10, 1 s) = 300 ms, each backend once; the next ones not
-     * before 2.85 s. */
-    run_until(c, NULL, 1200, NULL);
+    /* First checks start within min(interval / 10, 1 s), each backend once; the next ones not before
+     * 57 s, long after BOUND_MS: when all have a result, each has exactly one. */
+    assert_true(run_until(c, all_checked, BOUND_MS, NULL));
     assert_int_equal(health_checks_done(c->hc), MAXB);
     for (size_t i = 0; i < MAXB; i++)
         assert_int_equal(B(c, i)->checks_ok, 1);
