@@ -75,6 +75,12 @@ build/tools/%: build/rel/tests/tools/%.o $(REL_LIB_OBJ)
 	@echo "  LD tool $@"
 	$(Q)$(CC) $(REL_CFLAGS) -o $@ $(filter %.o,$^) $(LIBS)
 
+# Test-only LD_PRELOAD shim (tests/preload/slowfs.c): widens a race window in test_privilege.sh.
+build/test/slowfs.so: tests/preload/slowfs.c
+	@mkdir -p $(dir $@)
+	@echo "  LD shim $@"
+	$(Q)$(CC) $(REL_CFLAGS) -fPIC -shared -o $@ $< -ldl
+
 # Bench-only harness (make bench): onionfront's data path without tor, linked like the tools.
 build/bench/proxybench: build/rel/tests/bench/proxybench.o $(REL_LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -152,7 +158,7 @@ deps-bench:
 test: deps
 	@$(MAKE) --no-print-directory -j$$(nproc 2>/dev/null || echo 2) test-run
 
-test-run: all build/onionfront-san $(UNIT_BIN) $(ITEST_BIN) fuzz-build check-layering
+test-run: all build/onionfront-san $(UNIT_BIN) $(ITEST_BIN) build/test/slowfs.so fuzz-build check-layering
 	@sh tests/run-tests.sh
 
 # Not part of make test: it runs make test itself, RUNS times.
@@ -162,7 +168,7 @@ stress-test:
 unit: $(UNIT_BIN) build/tools/promcheck
 	@sh tests/run-tests.sh unit
 
-integration: all build/onionfront-san $(ITEST_BIN)
+integration: all build/onionfront-san $(ITEST_BIN) build/test/slowfs.so
 	@sh tests/run-tests.sh integration
 
 fuzz-build: $(FUZZ_BIN)

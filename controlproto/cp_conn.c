@@ -874,7 +874,9 @@ static int cp_conn_read_cookie(struct cp_conn *c, const char *path, char *err, s
     unsigned char buf[CP_CONN_COOKIE_LEN + 1];
     struct stat st;
     size_t got = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    /* O_NONBLOCK: the cookie lies in tor's DataDirectory, which tor's user may write; a FIFO there
+     * must not block the caller's loop (it is then refused as not a regular file). */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 
     if (fd < 0) {
         cp_seterr(err, errlen, "cookie file %s: %s", path, strerror(errno));

@@ -166,6 +166,16 @@ static bool config_is_torrc_safe_path(const char *s)
     return true;
 }
 
+bool config_is_plain_path(const char *s)
+{
+    for (; *s; s++) {
+        bool alnum = (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9');
+        if (!alnum && !strchr("/._-+", *s))
+            return false;
+    }
+    return true;
+}
+
 /* Validate the absolute path `s` (`len` bytes) and return a new normalised copy ("//" collapsed, a
  * trailing "/" removed) of at most `max` bytes, or NULL with the reason in `why`. "." and ".." components
  * are refused: they would make the uniqueness and overlap checks meaningless. */
@@ -1378,6 +1388,10 @@ static int config_parse_root(struct config_ctx *c, json_t *root, struct config *
         config_get_path(c, "", root, "run_dir", true, CONFIG_RUN_DIR_MAX,
                         "(unix socket paths under it are limited to 107 bytes)", &cfg->run_dir) < 0)
         return -1;
+    /* In both modes: the data-path sockets under run_dir go into tor's HiddenServicePort lines. */
+    if (!config_is_plain_path(cfg->run_dir))
+        return config_fail(c, "run_dir", "may only contain A-Z a-z 0-9 / . _ - + (tor's HiddenServicePort "
+                                         "lines name the data-path sockets under it)");
     int level = CONFIG_LOG_INFO;
     if (config_get_enum(c, "", root, "log_level", config_log_level_names, &level) < 0)
         return -1;

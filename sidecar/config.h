@@ -217,6 +217,11 @@ bool service_conf_equal(const struct service_conf *a, const struct service_conf 
  * set of virtual ports. Backends, balance, health and the other data-path settings are ignored. */
 bool service_conf_tor_equal(const struct service_conf *a, const struct service_conf *b);
 
+/* True if `s` has only the characters a path in tor's HiddenServicePort "unix:PATH" target may carry
+ * (tor splits the value at spaces and would unquote it): A-Z a-z 0-9 / . _ - +. run_dir is held to it
+ * at load time, so the data-path sockets under it are always usable. */
+bool config_is_plain_path(const char *s);
+
 /* Stringers: the config file's spelling of each value ("round_robin", "http", "spawn", ...). */
 const char *balance_policy_str(enum balance_policy p);
 const char *health_type_str(enum health_type t);

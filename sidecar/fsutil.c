@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <openssl/crypto.h>
@@ -127,12 +129,15 @@ int fs_ensure_private_dir(const char *path, bool *created, char *err, size_t err
         snprintf(err, errlen, "empty directory path");
         return -1;
     }
-    if (mkdir(path, 0700) == 0) {
-        /* mkdir's mode went through the umask; set exactly 0700 (a umask of 0777 would leave 0000). */
-        if (chmod(path, 0700) < 0) {
-            snprintf(err, errlen, "%s: cannot set mode 0700: %s", path, strerror(errno));
-            return -1;
-        }
+    /* Exactly 0700 whatever the process umask (0777 would leave 0000), without a chmod by name after
+     * the fact (the name may sit in a directory someone else can write). The umask is process-wide:
+     * onionfront is single-threaded, and nothing runs between the set and the restore. */
+    mode_t old_umask = umask(077);
+    int made = mkdir(path, 0700);
+    int mkdir_errno = errno;
+    umask(old_umask);
+    errno = mkdir_errno;
+    if (made == 0) {
         if (created)
             *created = true;
         /* Make the new directory entry durable: sync the parent. */
@@ -161,70 +166,145 @@ int fs_ensure_private_dir(const char *path, bool *created, char *err, size_t err
     return fs_check_private_dir(path, err, errlen);
 }
 
+/* fs_check_private_dir's rule on the stat `st` of `path`. Group search alone (0710) is allowed: see
+ * fsutil.h. */
+static int fs_check_private_st(const char *path, const struct stat *st, char *err, size_t errlen)
+{
+    char ms[6];
+    if (!S_ISDIR(st->st_mode)) {
+        snprintf(err, errlen, "%s: exists and is not a directory", path);
+        return -1;
+    }
+    if (geteuid() != 0 && st->st_uid != geteuid()) {
+        snprintf(err, errlen, "%s: directory is owned by uid %lu, not by this user (uid %lu)", path,
+                 (unsigned long)st->st_uid, (unsigned long)geteuid());
+        return -1;
+    }
+    if (st->st_mode & 067) {
+        snprintf(err, errlen,
+                 "%s: directory mode %s gives group/other access; it must be 0700 (chmod 700 %s)",
+                 path, fs_mode_str(st->st_mode, ms), path);
+        return -1;
+    }
+    return 0;
+}
+
 int fs_check_private_dir(const char *path, char *err, size_t errlen)
 {
     struct stat st;
-    char ms[6];
 
     /* Follow a symlink, like tor's check_private_dir: what matters is the directory the files are in. */
     if (stat(path, &st) < 0) {
         snprintf(err, errlen, "%s: cannot stat directory: %s", path, strerror(errno));
         return -1;
     }
-    if (!S_ISDIR(st.st_mode)) {
-        snprintf(err, errlen, "%s: exists and is not a directory", path);
-        return -1;
-    }
-    if (geteuid() != 0 && st.st_uid != geteuid()) {
-        snprintf(err, errlen, "%s: directory is owned by uid %lu, not by this user (uid %lu)", path,
-                 (unsigned long)st.st_uid, (unsigned long)geteuid());
-        return -1;
-    }
-    if (st.st_mode & 077) {
-        snprintf(err, errlen,
-                 "%s: directory mode %s gives group/other access; it must be 0700 (chmod 700 %s)",
-                 path, fs_mode_str(st.st_mode, ms), path);
-        return -1;
-    }
-    return 0;
+    return fs_check_private_st(path, &st, err, errlen);
 }
 
-int fs_read_small(const char *path, void *buf, size_t cap, size_t *len, struct stat *st_out, char *err,
-                  size_t errlen)
+int fs_open_dir(const char *path, bool private, char *err, size_t errlen)
+{
+    struct stat st;
+    int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) {
+        snprintf(err, errlen, "%s: cannot open directory: %s", path, strerror(errno));
+        return -1;
+    }
+    if (fstat(dfd, &st) < 0) {
+        snprintf(err, errlen, "%s: cannot stat directory: %s", path, strerror(errno));
+        close(dfd);
+        return -1;
+    }
+    if (private && fs_check_private_st(path, &st, err, errlen) < 0) {
+        close(dfd);
+        return -1;
+    }
+    return dfd;
+}
+
+bool fs_dir_others_can_write(int dfd)
+{
+    struct stat st;
+    if (fstat(dfd, &st) < 0)
+        return true;
+    if (st.st_uid != geteuid())
+        return true;
+    /* A sticky directory (/tmp): others may add names but never rename or remove ours. */
+    return (st.st_mode & 022) && !(st.st_mode & S_ISVTX);
+}
+
+int fs_set_dir_owner_mode(const char *path, uid_t uid, gid_t gid, mode_t mode, char *err, size_t errlen)
+{
+    struct stat st;
+    int dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0) {
+        snprintf(err, errlen, "%s: cannot open directory: %s", path,
+                 errno == ELOOP || errno == ENOTDIR ? "a symlink or not a directory; refusing to change it"
+                                                    : strerror(errno));
+        return -1;
+    }
+    int rc = fstat(dfd, &st);
+    if (rc == 0 && (st.st_uid != uid || st.st_gid != gid))
+        rc = fchown(dfd, uid, gid);
+    /* After the owner: chown clears set-id bits, and the mode is what is left exactly as asked. */
+    if (rc == 0 && (st.st_mode & 07777) != (mode & 07777))
+        rc = fchmod(dfd, mode & 07777);
+    if (rc < 0) {
+        char ms[6];
+        snprintf(err, errlen, "%s: cannot make it %lu:%lu mode %s: %s", path, (unsigned long)uid,
+                 (unsigned long)gid, fs_mode_str(mode, ms), strerror(errno));
+    }
+    close(dfd);
+    return rc < 0 ? -1 : 0;
+}
+
+int fs_read_small_at(int dfd, const char *dir, const char *name, void *buf, size_t cap, size_t *len,
+                     struct stat *st_out, char *err, size_t errlen)
 {
     struct stat st;
     unsigned char *p = buf;
     size_t got = 0;
 
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (!name[0] || strchr(name, '/')) {
+        snprintf(err, errlen, "%s/%s: invalid file name", dir, name);
+        return -1;
+    }
+    /* O_NOFOLLOW: a symlink planted by whoever can write `dir` fails with ELOOP instead of opening a
+     * file of ours. O_NONBLOCK: a FIFO opens at once (and is refused below) instead of waiting for a
+     * writer; it does nothing for a regular file. */
+    int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
     if (fd < 0) {
         if (errno == ENOENT)
             return 1;
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        snprintf(err, errlen, "%s/%s: %s", dir, name,
+                 errno == ELOOP ? "is a symlink; refusing to follow it" : strerror(errno));
         return -1;
     }
     if (fstat(fd, &st) < 0) {
-        snprintf(err, errlen, "%s: cannot stat: %s", path, strerror(errno));
+        snprintf(err, errlen, "%s/%s: cannot stat: %s", dir, name, strerror(errno));
         goto fail;
     }
     if (!S_ISREG(st.st_mode)) {
-        snprintf(err, errlen, "%s: not a regular file", path);
+        snprintf(err, errlen, "%s/%s: not a regular file", dir, name);
+        goto fail;
+    }
+    if ((unsigned long long)st.st_size > cap) {
+        snprintf(err, errlen, "%s/%s: file is longer than %zu bytes", dir, name, cap);
         goto fail;
     }
     for (;;) {
         if (got == cap) {
-            /* Full: one more byte means the file is too long. */
+            /* Full: one more byte means the file is too long (it grew since the fstat). */
             unsigned char extra;
             ssize_t n = read(fd, &extra, 1);
             if (n < 0 && errno == EINTR)
                 continue;
             if (n < 0) {
-                snprintf(err, errlen, "%s: read failed: %s", path, strerror(errno));
+                snprintf(err, errlen, "%s/%s: read failed: %s", dir, name, strerror(errno));
                 goto fail;
             }
             if (n > 0) {
                 OPENSSL_cleanse(&extra, 1);
-                snprintf(err, errlen, "%s: file is longer than %zu bytes", path, cap);
+                snprintf(err, errlen, "%s/%s: file is longer than %zu bytes", dir, name, cap);
                 goto fail;
             }
             break;
@@ -233,7 +313,7 @@ int fs_read_small(const char *path, void *buf, size_t cap, size_t *len, struct s
         if (n < 0) {
             if (errno == EINTR)
                 continue;
-            snprintf(err, errlen, "%s: read failed: %s", path, strerror(errno));
+            snprintf(err, errlen, "%s/%s: read failed: %s", dir, name, strerror(errno));
             goto fail;
         }
         if (n == 0)
@@ -251,6 +331,57 @@ fail:
     if (got)
         OPENSSL_cleanse(buf, got);
     return -1;
+}
+
+int fs_read_small(const char *path, void *buf, size_t cap, size_t *len, struct stat *st_out, char *err,
+                  size_t errlen)
+{
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    const char *name = slash ? slash + 1 : path;
+    size_t dlen = slash ? (size_t)(slash - path) : 1;
+    if (dlen >= sizeof dir) {
+        snprintf(err, errlen, "%s: path too long", path);
+        return -1;
+    }
+    if (!slash)
+        strcpy(dir, ".");
+    else if (dlen == 0)
+        strcpy(dir, "/");
+    else {
+        memcpy(dir, path, dlen);
+        dir[dlen] = '\0';
+    }
+    if (!name[0]) { /* "dir/": a directory is not a file */
+        snprintf(err, errlen, "%s: not a regular file", path);
+        return -1;
+    }
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) {
+        if (errno == ENOENT)
+            return 1;
+        snprintf(err, errlen, "%s: cannot open directory %s: %s", path, dir, strerror(errno));
+        return -1;
+    }
+    int rc = fs_read_small_at(dfd, dir, name, buf, cap, len, st_out, err, errlen);
+    close(dfd);
+    return rc;
+}
+
+int fs_bind_unix(int fd, const char *path, mode_t mode)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof(sa.sun_path)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    mode_t old_umask = umask(~mode & 0777);
+    int rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+    int e = errno;
+    umask(old_umask);
+    errno = e;
+    return rc;
 }
 
 int fs_set_owner(const char *path, uid_t uid, gid_t gid, char *err, size_t errlen)
@@ -302,6 +433,14 @@ static int fs_chown_dir(int dfd, const char *path, dev_t dev, uid_t uid, gid_t g
         }
         if (st.st_dev != dev) /* a mount point below: not ours to change */
             continue;
+        /* A second name for a file elsewhere (a hard link someone who can write here made to a file
+         * of ours) would carry the new owner to that file too. */
+        if (!S_ISDIR(st.st_mode) && st.st_nlink > 1 && (st.st_uid != uid || st.st_gid != gid)) {
+            snprintf(err, errlen, "%s: has %lu hard links; refusing to change its owner", sub,
+                     (unsigned long)st.st_nlink);
+            rc = -1;
+            break;
+        }
         if ((st.st_uid != uid || st.st_gid != gid) &&
             fchownat(dirfd(d), de->d_name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0) {
             snprintf(err, errlen, "%s: cannot change owner to %lu:%lu: %s", sub, (unsigned long)uid,

@@ -29,10 +29,39 @@ int fs_ensure_private_dir(const char *path, bool *created, char *err, size_t err
 
 /* Check that the existing `path` (symlinks followed, as tor does) is a directory owned by this user
  * (any owner when running as root: root may prepare directories for tor's User) with no group/other
- * permission bit. Return 0, or -1 with a message in `err` naming the path and its mode. */
+ * permission bit, except group search (0710: how root lets tor's User through a directory it owns to
+ * tor's own subdirectories, without letting it list or change anything). Return 0, or -1 with a message
+ * in `err` naming the path and its mode. */
 int fs_check_private_dir(const char *path, char *err, size_t errlen);
 
-/* Read the whole regular file `path` into `buf` (capacity `cap`). A file longer than `cap` is an error
+/* Open the directory `path` (symlinks in it followed, as tor does) for the *at() calls below:
+ * O_RDONLY|O_DIRECTORY|O_CLOEXEC. With `private`, also apply fs_check_private_dir's rule to the open
+ * directory (fstat, so the directory checked is the one the descriptor names). Return the descriptor,
+ * or -1 with a message in `err` naming the path. */
+int fs_open_dir(const char *path, bool private, char *err, size_t errlen);
+
+/* Read the regular file `name` (a plain name, no '/') of the open directory `dfd` (named `dir` in
+ * messages) like fs_read_small. For a directory another user may write (tor's HiddenServiceDir, read
+ * as root): opened with O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC|O_NOCTTY, so a symlink is refused (never
+ * followed to a file of ours), a FIFO never blocks, and anything but a regular file of at most `cap`
+ * bytes (fstat) is refused before a byte is read. Messages name the path and never quote the file.
+ * Return 0, 1 if there is no such file, or -1 with a message in `err`. */
+int fs_read_small_at(int dfd, const char *dir, const char *name, void *buf, size_t cap, size_t *len,
+                     struct stat *st_out, char *err, size_t errlen);
+
+/* Is the open directory `dfd` one that a user other than this process's (or root) could change: owned
+ * by another user, or group/other-writable without the sticky bit? A path-based chown/chmod/bind inside
+ * such a directory can be redirected by a planted symlink; callers must not do one there. Returns true
+ * also when fstat fails. */
+bool fs_dir_others_can_write(int dfd);
+
+/* Make the directory `path` (not a symlink: O_NOFOLLOW) owned by `uid`:`gid` with exactly `mode`,
+ * through a descriptor (fchown/fchmod), so a name swapped after the check cannot redirect the change.
+ * Return 0, or -1 with a message in `err` naming the path. */
+int fs_set_dir_owner_mode(const char *path, uid_t uid, gid_t gid, mode_t mode, char *err, size_t errlen);
+
+/* Read the whole regular file `path` into `buf` (capacity `cap`): fs_read_small_at on its directory,
+ * so the last component must not be a symlink. A file longer than `cap` is an error
  * (so a caller that wants exactly N bytes passes cap N+1 and checks the length). Set `*len` to the
  * number of bytes read and, if `st_out` is not NULL, the file's stat (from the open descriptor, so
  * the mode checked is that of the bytes read). Return 0, 1 if the file does not exist (nothing set),
@@ -40,6 +69,12 @@ int fs_check_private_dir(const char *path, char *err, size_t errlen);
  * error the partially read bytes are wiped here. */
 int fs_read_small(const char *path, void *buf, size_t cap, size_t *len, struct stat *st_out, char *err,
                   size_t errlen);
+
+/* bind() the unix socket `fd` to `path` so that the socket file is created with exactly `mode` (the
+ * umask is set around the bind and restored: process-wide, but onionfront is single-threaded), instead
+ * of a chmod by name afterwards, which a symlink swapped in after the bind would redirect. Return 0, or
+ * -1 with errno set (the caller names the socket in its message). */
+int fs_bind_unix(int fd, const char *path, mode_t mode);
 
 /* Describe `mode`'s permission bits as "0644". `out` needs 6 bytes. Return `out`. */
 const char *fs_mode_str(mode_t mode, char out[6]);

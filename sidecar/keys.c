@@ -64,6 +64,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <openssl/bn.h>
 #include <openssl/crypto.h>
@@ -263,32 +264,23 @@ static int keys_read_dir(const char *dir, bool strict, struct onion_key *out, bo
 
     *empty = false;
     memset(out, 0, sizeof *out);
-    if (strict) {
-        if (fs_check_private_dir(dir, err, errlen) < 0)
-            return -1;
-    } else {
-        struct stat dst;
-        if (stat(dir, &dst) < 0) {
-            snprintf(err, errlen, "%s: cannot stat directory: %s", dir, strerror(errno));
-            return -1;
-        }
-        if (!S_ISDIR(dst.st_mode)) {
-            snprintf(err, errlen, "%s: not a directory", dir);
-            return -1;
-        }
-    }
+    /* Every file is read relative to the directory checked here, never followed through a symlink and
+     * never blocked on a FIFO: tor's User owns the directory and onionfront may be root (fsutil.h). */
+    int dfd = fs_open_dir(dir, strict, err, errlen);
+    if (dfd < 0)
+        return -1;
     if (keys_path(spath, sizeof spath, dir, KEYS_SECRET_FILE, err, errlen) < 0 ||
         keys_path(ppath, sizeof ppath, dir, KEYS_PUBLIC_FILE, err, errlen) < 0 ||
         keys_path(hpath, sizeof hpath, dir, KEYS_HOSTNAME_FILE, err, errlen) < 0)
-        return -1;
+        goto done;
 
-    rs = fs_read_small(spath, sbuf, sizeof sbuf, &slen, &sst, err, errlen);
+    rs = fs_read_small_at(dfd, dir, KEYS_SECRET_FILE, sbuf, sizeof sbuf, &slen, &sst, err, errlen);
     if (rs < 0)
         goto done;
-    rp = fs_read_small(ppath, pbuf, sizeof pbuf, &plen, &pst, err, errlen);
+    rp = fs_read_small_at(dfd, dir, KEYS_PUBLIC_FILE, pbuf, sizeof pbuf, &plen, &pst, err, errlen);
     if (rp < 0)
         goto done;
-    rh = fs_read_small(hpath, hbuf, sizeof hbuf - 1, &hlen, &hst, err, errlen);
+    rh = fs_read_small_at(dfd, dir, KEYS_HOSTNAME_FILE, hbuf, sizeof hbuf - 1, &hlen, &hst, err, errlen);
     if (rh < 0)
         goto done;
 
@@ -367,14 +359,9 @@ static int keys_read_dir(const char *dir, bool strict, struct onion_key *out, bo
         size_t wl = strlen(want);
         bool ok = (hlen == wl || (hlen == wl + 1 && hbuf[wl] == '\n')) && !memcmp(hbuf, want, wl);
         if (!ok) {
-            /* Show what it says, but only printable ASCII and not too much of it. */
-            char show[72];
-            size_t j = 0;
-            for (size_t i = 0; i < hlen && hbuf[i] != '\n' && j < sizeof show - 1; i++)
-                show[j++] = (hbuf[i] >= 0x20 && hbuf[i] < 0x7f) ? hbuf[i] : '?';
-            show[j] = '\0';
-            snprintf(err, errlen, "%s: says \"%s\" but %s is for %s.onion", hpath, show,
-                     KEYS_PUBLIC_FILE, out->address);
+            /* Never quote the file: it may not be what tor wrote (a link to another file, say). */
+            snprintf(err, errlen, "%s: does not name %s.onion, the address of %s", hpath, out->address,
+                     KEYS_PUBLIC_FILE);
             goto done;
         }
     }
@@ -385,6 +372,7 @@ static int keys_read_dir(const char *dir, bool strict, struct onion_key *out, bo
     ret = 0;
 
 done:
+    close(dfd);
     OPENSSL_cleanse(sbuf, sizeof sbuf);
     if (ret < 0)
         onion_key_clear(out);
@@ -399,7 +387,7 @@ static int keys_dir_use_get(const char *dir, enum keys_dir_use *use, char *err, 
 
     if (keys_path(path, sizeof path, dir, KEYS_POISON_FILE, err, errlen) < 0)
         return -1;
-    if (stat(path, &st) == 0) {
+    if (lstat(path, &st) == 0) { /* a symlink is not followed: it is "not a regular file" */
         if (!S_ISREG(st.st_mode)) { /* as tor <= 0.4.5: anything but a file is an error */
             snprintf(err, errlen, "%s: exists but is not a regular file", path);
             return -1;

@@ -842,20 +842,26 @@ static struct proxy_port *proxy_port_new(struct proxy *px, const struct service_
             goto fail;
         }
     }
-    pp->listener = evconnlistener_new_bind(px->base, proxy_accept_cb, pp, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
-                                           PROXY_LISTEN_BACKLOG, (struct sockaddr *)&sun, (int)sizeof(sun));
+    /* Access is the proxy directory's job: 0700 and onionfront's, or 0710 with tor's group when tor runs
+     * as another user (handover.c), which tor's user can pass but not change. A socket needs write
+     * permission for tor to connect whichever user tor runs as: 0666 from its first instant (the umask
+     * around bind), never chmod'ed by name. */
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0 || fs_bind_unix(fd, pp->path, 0666) < 0) {
+        snprintf(err, errlen, "cannot listen on %s: %s", pp->path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        goto fail;
+    }
+    pp->listener = evconnlistener_new(px->base, proxy_accept_cb, pp, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
+                                      PROXY_LISTEN_BACKLOG, fd);
     if (!pp->listener) {
         snprintf(err, errlen, "cannot listen on %s: %s", pp->path, strerror(errno));
+        close(fd);
+        unlink(pp->path);
         goto fail;
     }
     evconnlistener_set_error_cb(pp->listener, proxy_accept_error_cb);
-    /* Access is the 0700 proxy directory's job: it belongs to onionfront's user, or to tor's when
-     * tor.user is set (main.c hands it over), and a socket needs write permission for tor to connect
-     * whichever user tor runs as. */
-    if (chmod(pp->path, 0666) < 0) {
-        snprintf(err, errlen, "chmod 0666 %s: %s", pp->path, strerror(errno));
-        goto fail;
-    }
     log_debug("proxy %s: listening on %s", pp->label, pp->path);
     return pp;
 fail:

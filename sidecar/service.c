@@ -148,11 +148,8 @@ static int service_port_line(const struct config *c, const struct service_conf *
     char path[128];
     if (proxy_socket_path(c->run_dir, sc->name, p->virtual_port, path, sizeof(path)) < 0)
         return -1;
-    for (const char *q = path; *q; q++) {
-        bool plain = (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9');
-        if (!plain && !strchr("/._-+", *q))
-            return -1;
-    }
+    if (!config_is_plain_path(path)) /* config.c holds run_dir to this rule; service names are plainer */
+        return -1;
     int n = snprintf(out, len, "%u unix:%s", p->virtual_port, path);
     return n < 0 || (size_t)n >= len ? -1 : 0;
 }

@@ -7,6 +7,7 @@
 #include "sidecar/status.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
@@ -831,6 +832,33 @@ static int status_socket_alive(const char *path, char *err, size_t errlen)
     return -1;
 }
 
+/* Give the bound socket `path` (in directory `parent`) to the group status.allowed_gids[0], if set. By
+ * name, relative to the directory's descriptor and without following a symlink — and only in a
+ * directory nobody but onionfront's user can change (else a hard link or symlink swapped in for the
+ * socket would get the group instead): elsewhere the socket keeps onionfront's group, with a notice.
+ * Return 0, or -1 with a message (the directory cannot be opened). */
+static int status_socket_give_group(const char *path, const char *parent, const struct status_conf *conf,
+                                    char *err, size_t errlen)
+{
+    err[0] = '\0';
+    if (!conf->n_allowed_gids)
+        return 0;
+    int dfd = fs_open_dir(parent, false, err, errlen);
+    if (dfd < 0)
+        return -1;
+    const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    if (fs_dir_others_can_write(dfd))
+        log_notice("status: not giving %s to group %lu: another user can change %s, so the name may not be "
+                   "our socket any more; put status.socket in a directory only onionfront's user can write",
+                   path, (unsigned long)conf->allowed_gids[0], parent);
+    else if (fchownat(dfd, name, (uid_t)-1, conf->allowed_gids[0], AT_SYMLINK_NOFOLLOW) < 0)
+        log_notice("status: cannot give %s to group %lu (%s); members of status.allowed_gids need the "
+                   "group of onionfront's user to reach it", path, (unsigned long)conf->allowed_gids[0],
+                   strerror(errno));
+    close(dfd);
+    return 0;
+}
+
 int status_server_listen(struct status_server *s, const struct status_conf *conf, const char *run_dir, char *err,
                          size_t errlen)
 {
@@ -891,26 +919,18 @@ int status_server_listen(struct status_server *s, const struct status_conf *conf
         snprintf(err, errlen, "status.socket: socket(): %s", strerror(errno));
         return -1;
     }
-    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-    /* bind() creates the file with 0777 & ~umask: make it owner-only from the first instant whatever the
-     * umask, then open it to the group; nobody can connect before listen() anyway. */
-    mode_t old_umask = umask(0177);
-    int rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
-    int e = errno;
-    umask(old_umask);
-    if (rc < 0) {
-        snprintf(err, errlen, "status.socket: bind %s: %s", path, strerror(e));
+    /* The socket file is 0660 from its first instant (the umask around bind), never chmod'ed by name:
+     * a name swapped for a symlink after the bind would take the chmod to the symlink's target. */
+    if (fs_bind_unix(fd, path, 0660) < 0) {
+        snprintf(err, errlen, "status.socket: bind %s: %s", path, strerror(errno));
         close(fd);
         return -1;
     }
     s->bound = true;
     snprintf(s->path, sizeof(s->path), "%s", path);
-    if (conf->n_allowed_gids && chown(path, (uid_t)-1, conf->allowed_gids[0]) < 0)
-        log_notice("status: cannot give %s to group %lu (%s); members of status.allowed_gids need the "
-                   "group of onionfront's user to reach it", path, (unsigned long)conf->allowed_gids[0],
-                   strerror(errno));
-    if (chmod(path, 0660) < 0 || lstat(path, &st) < 0) {
-        snprintf(err, errlen, "status.socket: chmod %s: %s", path, strerror(errno));
+    if (status_socket_give_group(path, parent, conf, err, errlen) < 0 || lstat(path, &st) < 0) {
+        if (!err[0])
+            snprintf(err, errlen, "status.socket: %s: %s", path, strerror(errno));
         close(fd);
         return -1;
     }

@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/file.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -628,31 +630,88 @@ static void tor_restart_later(struct tor_sup *t, const char *why)
     event_add(t->retry_ev, &(struct timeval){t->backoff_s, 0});
 }
 
-/* Is `pid` a process that still runs? A zombie does not count: it holds no files or locks any more, and
- * only its parent (not us, for a tor left by an earlier run) can reap it. */
-static bool tor_pid_alive(long pid)
+/* tor's command line as onionfront starts it (argv, NULL-terminated): one place, for the launch and for
+ * recognising a tor left by an earlier run. */
+static void tor_argv(const struct tor_sup *t, const char *argv[6])
 {
-    char path[64], buf[512];
-    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return false;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    /* proc(5): "pid (comm) state ..."; comm may itself contain ") " */
-    const char *rp = strrchr(buf, ')');
-    return !(rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'));
+    argv[0] = t->conf->tor.binary;
+    argv[1] = "-f";
+    argv[2] = t->torrc_path;
+    argv[3] = "--defaults-torrc";
+    argv[4] = "/dev/null";
+    argv[5] = NULL;
 }
 
-static bool tor_wait_gone(long pid, int ms)
+/* Is the process behind `pidfd` (pid `pid`) a tor that an earlier onionfront on this config started?
+ * tor.pid, where the pid comes from, lies in the DataDirectory, which tor's User may write, so the pid is
+ * only a candidate. It counts only if all of these hold: its executable is the file tor.binary names
+ * (same device and inode: an editor or a shell holding the torrc's name is not tor); its command line
+ * is exactly the one tor_launch gives (our torrc, which lives where only onionfront's user can write);
+ * it runs as tor's user or as ours (so whatever the pid file says, onionfront never signals a process
+ * of a third user, nor one of its own user that tor's User merely named). The checks read /proc by pid;
+ * they are tied to the process the pidfd holds by checking afterwards that it has not ended (a pid is
+ * not reused before its process is reaped), and the signals go through the pidfd. */
+static bool tor_leftover_is_ours(const struct tor_sup *t, int pidfd, long pid)
 {
-    for (int i = 0; i < ms / 100; i++) {
-        if (!tor_pid_alive(pid))
-            return true;
-        usleep(100 * 1000);
+    char path[64], buf[4096];
+    struct stat exe, bin;
+    snprintf(path, sizeof(path), "/proc/%ld/exe", pid);
+    if (stat(path, &exe) < 0 || stat(t->conf->tor.binary, &bin) < 0 || exe.st_dev != bin.st_dev ||
+        exe.st_ino != bin.st_ino)
+        return false;
+
+    const char *argv[6];
+    char want[PATH_MAX * 2 + 64];
+    size_t wlen = 0;
+    tor_argv(t, argv);
+    for (size_t i = 0; argv[i]; i++) {
+        size_t n = strlen(argv[i]) + 1;
+        if (wlen + n > sizeof(want))
+            return false;
+        memcpy(want + wlen, argv[i], n);
+        wlen += n;
     }
-    return !tor_pid_alive(pid);
+    snprintf(path, sizeof(path), "/proc/%ld/cmdline", pid);
+    FILE *f = fopen(path, "re");
+    size_t n = f ? fread(buf, 1, sizeof(buf), f) : 0;
+    if (f)
+        fclose(f);
+    if (n != wlen || memcmp(buf, want, wlen) != 0)
+        return false;
+
+    uid_t tor_uid = geteuid();
+    if (t->conf->tor.user) {
+        const struct passwd *pw = getpwnam(t->conf->tor.user);
+        if (!pw)
+            return false;
+        tor_uid = pw->pw_uid;
+    }
+    long ruid = -1, euid = -1;
+    snprintf(path, sizeof(path), "/proc/%ld/status", pid);
+    if ((f = fopen(path, "re")) != NULL) {
+        while (fgets(buf, sizeof(buf), f))
+            if (sscanf(buf, "Uid: %ld %ld", &ruid, &euid) == 2)
+                break;
+        fclose(f);
+    }
+    bool uid_ok = ruid == euid && (ruid == (long)geteuid() || ruid == (long)tor_uid);
+    return uid_ok && syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0;
+}
+
+/* Wait up to `ms` for the process behind `pidfd` to end (the pidfd becomes readable; a zombie counts:
+ * it holds no files or locks any more, and only its parent can reap it). */
+static bool tor_wait_gone(int pidfd, int ms)
+{
+    struct pollfd p = {.fd = pidfd, .events = POLLIN};
+    int rc;
+    while ((rc = poll(&p, 1, ms)) < 0 && errno == EINTR)
+        ;
+    return rc > 0;
+}
+
+static void tor_pidfd_signal(int pidfd, int sig)
+{
+    syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
 }
 
 /* If a tor from an earlier run of onionfront still runs on our DataDirectory (onionfront was killed and
@@ -661,50 +720,43 @@ static bool tor_wait_gone(long pid, int ms)
  * start-up, never from the loop. */
 static int tor_replace_leftover(struct tor_sup *t, char *err, size_t errlen)
 {
-    char path[PATH_MAX + 16], buf[64];
-    long pid = 0;
-    snprintf(path, sizeof(path), "%s/tor.pid", t->data_dir);
-    FILE *f = fopen(path, "r");
-    if (f) {
-        if (fgets(buf, sizeof(buf), f))
-            pid = strtol(buf, NULL, 10);
-        fclose(f);
-    }
-    /* Only a process that really is a tor running our torrc counts; a recycled pid is left alone. */
-    char cmdline[4096];
+    char path[PATH_MAX + 16], buf[32], rerr[256];
     size_t n = 0;
-    if (pid > 1 && pid != (long)getpid() && tor_pid_alive(pid)) {
-        snprintf(path, sizeof(path), "/proc/%ld/cmdline", pid);
-        if ((f = fopen(path, "r")) != NULL) {
-            n = fread(cmdline, 1, sizeof(cmdline) - 1, f);
-            fclose(f);
-        }
+    long pid = 0;
+    /* fs_read_small: a symlink or FIFO planted as tor.pid is refused, never followed or waited on. */
+    snprintf(path, sizeof(path), "%s/tor.pid", t->data_dir);
+    if (fs_read_small(path, buf, sizeof(buf) - 1, &n, NULL, rerr, sizeof(rerr)) == 0) {
+        buf[n] = '\0';
+        pid = strtol(buf, NULL, 10);
     }
-    cmdline[n] = '\0';
-    for (size_t i = 0; i < n; i++)
-        if (cmdline[i] == '\0')
-            cmdline[i] = ' ';
-    if (n > 0 && strstr(cmdline, t->torrc_path)) {
+    int pidfd = pid > 1 && pid != (long)getpid() ? (int)syscall(SYS_pidfd_open, (pid_t)pid, 0) : -1;
+    if (pidfd >= 0 && !tor_wait_gone(pidfd, 0) && tor_leftover_is_ours(t, pidfd, pid)) {
         log_notice("tor: a tor from an earlier onionfront run (pid %ld) still uses %s; stopping it", pid,
                    t->data_dir);
-        kill((pid_t)pid, SIGTERM);
-        kill((pid_t)pid, SIGCONT); /* a stopped tor acts on SIGTERM only once it runs */
-        if (!tor_wait_gone(pid, TOR_LEFTOVER_TERM_MS)) {
+        tor_pidfd_signal(pidfd, SIGTERM);
+        tor_pidfd_signal(pidfd, SIGCONT); /* a stopped tor acts on SIGTERM only once it runs */
+        if (!tor_wait_gone(pidfd, TOR_LEFTOVER_TERM_MS)) {
             log_warnx("tor: pid %ld ignored SIGTERM for %d s; killing it", pid, TOR_LEFTOVER_TERM_MS / 1000);
-            kill((pid_t)pid, SIGKILL);
-            kill((pid_t)pid, SIGCONT);
-            if (!tor_wait_gone(pid, TOR_LEFTOVER_KILL_MS)) {
+            tor_pidfd_signal(pidfd, SIGKILL);
+            tor_pidfd_signal(pidfd, SIGCONT);
+            if (!tor_wait_gone(pidfd, TOR_LEFTOVER_KILL_MS)) {
                 snprintf(err, errlen, "a tor (pid %ld) from an earlier run still uses %s and would not stop",
                          pid, t->data_dir);
+                close(pidfd);
                 return -1;
             }
         }
         log_info("tor: the earlier tor (pid %ld) is gone", pid);
+    } else if (pid > 1 && pidfd >= 0) {
+        log_info("tor: %s/tor.pid names pid %ld, which is not a tor this onionfront started; leaving it alone",
+                 t->data_dir, pid);
     }
+    if (pidfd >= 0)
+        close(pidfd);
     /* tor holds flock(LOCK_EX) on <DataDirectory>/lock while it runs (tor's lockfile.c): if someone still
      * holds it, a tor we did not recognise (no or another tor.pid) uses the directory. */
     snprintf(path, sizeof(path), "%s/lock", t->data_dir);
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd >= 0) {
         int rc = flock(fd, LOCK_EX | LOCK_NB);
         int e = errno;
@@ -751,7 +803,8 @@ static int tor_launch(struct tor_sup *t, char *err, size_t errlen)
     unlink(t->control_socket);
     if (tor_write_torrc(t, err, errlen) < 0)
         return -1;
-    const char *argv[] = {t->conf->tor.binary, "-f", t->torrc_path, "--defaults-torrc", "/dev/null", NULL};
+    const char *argv[6];
+    tor_argv(t, argv);
     t->child = proc_spawn(t->procs, argv, tor_line_cb, tor_exit_cb, t, err, errlen);
     if (!t->child)
         return -1;

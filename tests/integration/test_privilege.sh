@@ -5,13 +5,26 @@
 #     material owned by that user, publishes, and a client fetches the page; SIGTERM ends both.
 #     As that user it refuses a state_dir owned by someone else, and refuses tor.user (only root can
 #     make tor switch users), each with a message naming the problem.
-#  B. onionfront as root with tor.user = debian-tor: tor runs as debian-tor; the state, run, DataDirectory,
-#     key, control and proxy directories and the keys belong to debian-tor (the torrc stays root's);
+#  B. onionfront as root with tor.user = debian-tor: tor runs as debian-tor; its DataDirectory, control
+#     and key directories and the keys belong to debian-tor, while state_dir, state_dir/keys, run_dir and
+#     the proxy directory stay root's (0710, group debian-tor: passable, not writable), as does the torrc;
 #     the page is fetched; a service added by SIGHUP gets a debian-tor key directory and is published.
 #  C. attach mode with the attached tor running as debian-tor (started by root with User, control socket
 #     and cookie open to the debian-tor group): onionfront as an unprivileged member of that group is
 #     refused with a message naming both users (tor would refuse its key directories); onionfront as root
 #     hands its key and proxy directories to debian-tor, and the page is fetched.
+#  D. attacks by tor's user (a user created for the test with useradd, removed at the end; onionfront as
+#     root with tor.user set to it), each doing what a security review did:
+#     D1 a process of that user renames its own torrc over onionfront's in a loop during three starts:
+#        tor never reads it (state_dir stays root's);
+#     D2 it swaps the data-path and status sockets for symlinks to a root-only file right after bind()
+#        (a preloaded shim, build/test/slowfs.so, widens the window of a chmod/chown by name): the file
+#        keeps its owner, group and mode;
+#     D3 it makes a service's hostname a symlink to a root-only file, then a FIFO: the start is refused
+#        at once, naming the file, without the file's content in the output;
+#     D4 it writes into tor.pid the pid of a root process whose command line names the torrc (tail -f
+#        on it, as an editor would): onionfront leaves that process alone.
+#  E. a run_dir with '#' or a space is refused by check-config in attach mode, naming run_dir.
 set -u
 source "$(dirname "$0")/lib.sh"
 of_require_testnet
@@ -143,8 +156,12 @@ fi
 tor_b=$(tor_pid_in "$b/state")
 of_check "B: onionfront runs as root" test "$(uid_of_pid "$OF_PID")" = 0
 of_check "B: tor runs as $TOR_USER" test -n "$tor_b" -a "$(uid_of_pid "$tor_b")" = "$tor_uid"
-for p in "$b/state" "$b/state/keys" "$b/state/keys/alpha" "$b/state/tor" "$b/run" "$b/run/control" "$b/run/proxy"; do
+for p in "$b/state/keys/alpha" "$b/state/tor" "$b/run/control"; do
   of_check "B: $p is $TOR_USER's, mode 700" test "$(owner_of "$p"):$(mode_of "$p")" = "$tor_uid:700"
+done
+for p in "$b/state" "$b/state/keys" "$b/run" "$b/run/proxy"; do
+  of_check "B: $p stays root's, group $TOR_USER, mode 710" \
+    test "$(stat -c '%u:%g:%a' "$p")" = "0:$(id -g "$TOR_USER"):710"
 done
 of_check "B: the secret key is $TOR_USER's, mode 600" \
   test "$(owner_of "$b/state/keys/alpha/hs_ed25519_secret_key"):$(mode_of "$b/state/keys/alpha/hs_ed25519_secret_key")" = "$tor_uid:600"
@@ -232,8 +249,11 @@ of_check "C2: onionfront sees that the attached tor runs as uid $tor_uid" \
   of_wait_log "$log_c" "tor: the attached tor runs as uid $tor_uid; its key and proxy directories are handed" 60
 of_wait_log "$log_c" "service alpha: .* address [a-z2-7]{56}\.onion" 30
 addr_c=$(of_address_from_log "$log_c" alpha)
-for p in "$c/state/keys" "$c/state/keys/alpha" "$c/run/proxy"; do
-  of_check "C2: $p is $TOR_USER's, mode 700" test "$(owner_of "$p"):$(mode_of "$p")" = "$tor_uid:700"
+of_check "C2: $c/state/keys/alpha is $TOR_USER's, mode 700" \
+  test "$(owner_of "$c/state/keys/alpha"):$(mode_of "$c/state/keys/alpha")" = "$tor_uid:700"
+for p in "$c/state/keys" "$c/run/proxy"; do
+  of_check "C2: $p stays root's, group $TOR_USER, mode 710" \
+    test "$(stat -c '%u:%g:%a' "$p")" = "0:$(id -g "$TOR_USER"):710"
 done
 of_check "C2: the secret key is $TOR_USER's, mode 600" \
   test "$(owner_of "$c/state/keys/alpha/hs_ed25519_secret_key"):$(mode_of "$c/state/keys/alpha/hs_ed25519_secret_key")" = "$tor_uid:600"
@@ -244,6 +264,161 @@ of_stop_onionfront
 of_check "C2: SIGTERM: onionfront exits 0" test $? -eq 0
 of_check "C2: the attached tor is left running (it is not onionfront's)" kill -0 "$c_tor"
 of_stop_pid "$c_tor" 15
+
+# --- D. attacks by tor's user ---------------------------------------------------------------------------
+ATK=ofatk$$
+ATK_PY=/usr/bin/python3 # not root's pyenv shim: the attacker cannot enter /root
+if ! useradd --system --user-group --no-create-home --shell /usr/sbin/nologin "$ATK"; then
+  of_fail "D: cannot create the user $ATK"
+  of_summary
+  exit 1
+fi
+priv_cleanup() {
+  of_cleanup # ends every tracked process, the attacker's included, before the user goes
+  userdel "$ATK" 2>/dev/null || of_log "userdel $ATK failed"
+}
+trap priv_cleanup EXIT
+trap 'priv_cleanup; exit 130' INT TERM
+atk_uid=$(id -u "$ATK")
+atk_gid=$(id -g "$ATK")
+AS_ATK=(setpriv --reuid="$atk_uid" --regid="$atk_gid" --clear-groups --no-new-privs --inh-caps=-all)
+d=$OF_TMP/d
+install -d -m 0711 "$d"
+install -d -o "$atk_uid" -g "$atk_gid" -m 0755 "$d/atk" # the attacker's own directory
+# A root-only file the attacker must never get at: its owner, group, mode and content are checked.
+install -d -m 0711 "$d/rootonly"
+printf 'TOPSECRET-%s\n' "$$" >"$d/rootonly/secret"
+chmod 600 "$d/rootonly/secret"
+write_attack_config() { # FILE: tor.user is the attacker, the status socket is open to its group
+  cat >"$1" <<EOF
+{ "state_dir": "$d/state", "run_dir": "$d/run", "log_level": "info",
+  "tor": { "mode": "spawn", "user": "$ATK", "bootstrap_timeout": 120, "command_timeout": 20,
+           "extra_torrc": $(of_extra_torrc_json) },
+  "status": { "allowed_gids": [ $atk_gid ] },
+  "services": [ $svc_alpha ] }
+EOF
+  chmod 644 "$1"
+}
+write_attack_config "$d/onionfront.json"
+log_d=$d/onionfront.log
+: >"$log_d"
+handed() { grep -c "services: 1 service handed to tor" "$log_d"; }
+# wait_handed N: until the N-th "handed to tor" (tor took onionfront's torrc and its control port
+# answers), the attacker's marker file exists, or onionfront ended; bounded.
+wait_handed() {
+  local i
+  for ((i = 0; i < 900; i++)); do
+    [[ -e $d/atk/won.log ]] && return
+    [[ $(handed) -ge $1 ]] && return
+    kill -0 "$OF_PID" 2>/dev/null || return
+    sleep 0.1
+  done
+}
+
+# D1. The torrc race, three starts. The attacker's torrc would run tor as root (it has no User line) and
+# log to a file of the attacker's: that file appearing means tor read the attacker's torrc.
+cat >"$d/atk/evil.torrc" <<EOF
+DataDirectory $d/atk/data
+Log notice file $d/atk/won.log
+SocksPort 0
+DisableNetwork 1
+EOF
+chmod 644 "$d/atk/evil.torrc"
+"${AS_ATK[@]}" timeout 300 "$ATK_PY" -c '
+import os, sys
+text = open(sys.argv[1], "rb").read()
+tmp, torrc = sys.argv[2] + "/.atk", sys.argv[2] + "/torrc"
+while True:
+    try:
+        with open(tmp, "wb") as f:
+            f.write(text)
+        os.rename(tmp, torrc)
+    except OSError:
+        pass
+' "$d/atk/evil.torrc" "$d/state" >/dev/null 2>&1 &
+racer=$!
+of_track_pid "$racer"
+for start in 1 2 3; do
+  rm -f "$d/atk/won.log"
+  n0=$(handed)
+  of_start_onionfront "$d/onionfront.json" "$log_d"
+  wait_handed $((n0 + 1))
+  of_check "D1: start $start: tor read onionfront's torrc, not the one tor's user renamed over it" \
+    test ! -e "$d/atk/won.log" -a "$(handed)" -gt "$n0"
+  of_stop_onionfront
+done
+of_stop_pid "$racer" 5
+rm -f "$d/atk/won.log"
+of_check "D1: state_dir is root's, group $ATK, mode 710" test "$(stat -c '%u:%g:%a' "$d/state")" = "0:$atk_gid:710"
+of_check "D1: the torrc is root's, mode 600" test "$(stat -c '%u:%a' "$d/state/torrc")" = "0:600"
+
+# D2. Sockets swapped for symlinks right after bind(): the attacker watches the socket names and, when a
+# socket appears, moves it away and puts a symlink to the root-only file in its place.
+"${AS_ATK[@]}" timeout 300 "$ATK_PY" -c '
+import os, stat, sys
+while True:
+    for p in sys.argv[2:]:
+        try:
+            if stat.S_ISSOCK(os.lstat(p).st_mode):
+                os.rename(p, p + ".moved")
+                os.symlink(sys.argv[1], p)
+        except OSError:
+            pass
+' "$d/rootonly/secret" "$d/run/status.sock" "$d/run/proxy/alpha-80.sock" >/dev/null 2>&1 &
+swapper=$!
+of_track_pid "$swapper"
+for start in 1 2; do
+  n0=$(handed)
+  OF_SLOWFS_MATCH=.sock LD_PRELOAD=$OF_ROOT/build/test/slowfs.so \
+    ASAN_OPTIONS=$ASAN_OPTIONS:verify_asan_link_order=0 of_start_onionfront "$d/onionfront.json" "$log_d"
+  wait_handed $((n0 + 1))
+  of_check "D2: start $start: the root-only file keeps owner, group and mode (0:0:600)" \
+    test "$(stat -c '%u:%g:%a' "$d/rootonly/secret")" = "0:0:600"
+  of_stop_onionfront
+done
+of_stop_pid "$swapper" 5
+chown 0:0 "$d/rootonly/secret"
+chmod 600 "$d/rootonly/secret"
+
+# D3. hostname made a symlink to the root-only file, then a FIFO, by tor's user (it owns the key
+# directory). The start is refused, naming the file; the secret never reaches the log; no open blocks.
+keydir=$d/state/keys/alpha
+for plant in symlink fifo; do
+  "${AS_ATK[@]}" bash -c 'rm -f "$1/hostname"; if [[ $2 == symlink ]]; then ln -s "$3" "$1/hostname"; else mkfifo "$1/hostname"; fi' \
+    _ "$keydir" "$plant" "$d/rootonly/secret"
+  out=$(timeout -k 5 60 "$OF_BIN" -c "$d/onionfront.json" run 2>&1) # -k: a blocked open ignores SIGTERM
+  rc=$?
+  of_check "D3: hostname as a $plant: onionfront refuses to start (exit 1, not stuck)" test "$rc" -eq 1
+  of_check "D3: ... naming $keydir/hostname" grep -q "$keydir/hostname" <<<"$out"
+  of_check "D3: ... without the content of the file the $plant leads to" bash -c '! grep -q TOPSECRET <<<"$1"' _ "$out"
+  [[ $rc -eq 1 ]] || printf '%s\n' "$out" | tail -n 5 >&2
+done
+"${AS_ATK[@]}" rm -f "$keydir/hostname"
+
+# D4. tor.pid names a root process whose command line holds the torrc path (an editor on it).
+tail -f "$d/state/torrc" >/dev/null 2>&1 &
+editor=$!
+of_track_pid "$editor"
+"${AS_ATK[@]}" bash -c 'echo "$1" >"$2/tor.pid.new" && mv -f "$2/tor.pid.new" "$2/tor.pid"' _ "$editor" "$d/state/tor"
+n0=$(handed)
+of_start_onionfront "$d/onionfront.json" "$log_d"
+wait_handed $((n0 + 1))
+of_check "D4: onionfront started its tor" test "$(handed)" -gt "$n0"
+of_check "D4: the root process named in tor.pid is left alone" kill -0 "$editor"
+of_stop_onionfront
+of_stop_pid "$editor" 5
+
+# --- E. attach mode: a run_dir tor could not use is refused when the config is loaded ------------------
+for rd in "/run/of#x" "/run/of x"; do
+  cat >"$d/attach-rd.json" <<EOF
+{ "state_dir": "$d/state2", "run_dir": "$rd",
+  "tor": { "mode": "attach", "control_socket": "/run/tor/control" }, "services": [ $svc_alpha ] }
+EOF
+  out=$("$OF_BIN" check-config "$d/attach-rd.json" 2>&1)
+  rc=$?
+  of_check "E: check-config refuses run_dir \"$rd\" in attach mode (exit 1)" test "$rc" -eq 1
+  of_check "E: ... naming run_dir" grep -q "run_dir: may only contain" <<<"$out"
+done
 
 of_summary
 

@@ -155,8 +155,20 @@ static const struct bad_case bad_cases[] = {
         "state_dir: must be printable ASCII without spaces, '\"', '\\' or '#' in spawn mode (it goes into "
         "tor's torrc)"),
     BAD("{'state_dir':'/var/lib/of','run_dir':'/run/#of'," SVC1 "}",
-        "run_dir: must be printable ASCII without spaces, '\"', '\\' or '#' in spawn mode (it goes into "
-        "tor's torrc)"),
+        "run_dir: may only contain A-Z a-z 0-9 / . _ - + (tor's HiddenServicePort lines name the data-path "
+        "sockets under it)"),
+    /* attach mode too: the data-path sockets are tor's HiddenServicePort targets in both modes */
+    BAD("{'state_dir':'/var/lib/of','run_dir':'/run/#of','tor':{'mode':'attach','control_socket':'/run/tor/c'},"
+        SVC1 "}",
+        "run_dir: may only contain A-Z a-z 0-9 / . _ - + (tor's HiddenServicePort lines name the data-path "
+        "sockets under it)"),
+    BAD("{'state_dir':'/var/lib/of','run_dir':'/run/my of','tor':{'mode':'attach','control_socket':'/run/tor/c'},"
+        SVC1 "}",
+        "run_dir: may only contain A-Z a-z 0-9 / . _ - + (tor's HiddenServicePort lines name the data-path "
+        "sockets under it)"),
+    BAD("{'state_dir':'/var/lib/of','run_dir':'/run/of@x'," SVC1 "}",
+        "run_dir: may only contain A-Z a-z 0-9 / . _ - + (tor's HiddenServicePort lines name the data-path "
+        "sockets under it)"),
     BAD("{'state_dir':'/var/lib/of','run_dir':'" LONG60 "'," SVC1 "}",
         "run_dir: must be at most 56 bytes (unix socket paths under it are limited to 107 bytes)"),
     BAD(WITH("'log_level':'loud'"), "log_level: must be one of \"debug\", \"info\", \"notice\", \"warn\", \"error\""),

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -223,7 +224,7 @@ static void test_private_dir_modes(void **state)
         mode_t mode;
         int want; /* 0 accepted, -1 refused */
     } cases[] = {
-        {0700, 0}, {0500, 0}, {0750, -1}, {0755, -1}, {0701, -1}, {0710, -1}, {0777, -1}, {0702, -1},
+        {0700, 0}, {0500, 0}, {0710, 0}, {0750, -1}, {0755, -1}, {0701, -1}, {0720, -1}, {0777, -1}, {0702, -1},
     };
     struct fs_state *s = *state;
     char err[512], path[256], ms[6];
@@ -353,6 +354,132 @@ static void test_chown_tree(void **state)
     assert_non_null(strstr(err, missing));
 }
 
+/* What another user who can write a directory plants there for a root reader: a symlink to a file of
+ * root's, a FIFO, a directory, a huge file. fs_read_small_at refuses each without following, blocking or
+ * reading it, and never quotes the file. (alarm: an open that blocks on the FIFO fails the test instead
+ * of hanging it.) */
+static void test_read_small_at_refuses_plants(void **state)
+{
+    struct fs_state *s = *state;
+    char err[512], path[256], secret[256], buf[64];
+    size_t len = 99;
+    path_in(secret, sizeof secret, s, "root-only");
+    write_plain(secret, "TOPSECRET line\n", 0600);
+    int dfd = fs_open_dir(s->dir, false, err, sizeof err);
+    assert_true(dfd >= 0);
+
+    path_in(path, sizeof path, s, "link");
+    assert_int_equal(symlink(secret, path), 0);
+    err[0] = '\0';
+    assert_int_equal(fs_read_small_at(dfd, s->dir, "link", buf, sizeof buf, &len, NULL, err, sizeof err), -1);
+    assert_non_null(strstr(err, path));
+    assert_non_null(strstr(err, "symlink"));
+    assert_null(strstr(err, "TOPSECRET"));
+    /* fs_read_small (by path) too: the last component is never followed */
+    assert_int_equal(fs_read_small(path, buf, sizeof buf, &len, NULL, err, sizeof err), -1);
+    assert_non_null(strstr(err, "symlink"));
+
+    path_in(path, sizeof path, s, "fifo");
+    assert_int_equal(mkfifo(path, 0600), 0);
+    alarm(10);
+    err[0] = '\0';
+    assert_int_equal(fs_read_small_at(dfd, s->dir, "fifo", buf, sizeof buf, &len, NULL, err, sizeof err), -1);
+    alarm(0);
+    assert_non_null(strstr(err, path));
+    assert_non_null(strstr(err, "not a regular file"));
+
+    path_in(path, sizeof path, s, "sub");
+    assert_int_equal(mkdir(path, 0700), 0);
+    assert_int_equal(fs_read_small_at(dfd, s->dir, "sub", buf, sizeof buf, &len, NULL, err, sizeof err), -1);
+    assert_non_null(strstr(err, "not a regular file"));
+
+    /* Too big by fstat: refused before reading (the message gives the size, not the content). */
+    path_in(path, sizeof path, s, "big");
+    write_plain(path, "TOPSECRET but far too long for the buffer of sixty-four bytes given here .......", 0600);
+    assert_int_equal(fs_read_small_at(dfd, s->dir, "big", buf, sizeof buf, &len, NULL, err, sizeof err), -1);
+    assert_non_null(strstr(err, "longer than 64 bytes"));
+    assert_null(strstr(err, "TOPSECRET"));
+
+    assert_int_equal(fs_read_small_at(dfd, s->dir, "../x", buf, sizeof buf, &len, NULL, err, sizeof err), -1);
+    assert_int_equal(fs_read_small_at(dfd, s->dir, "missing", buf, sizeof buf, &len, NULL, err, sizeof err), 1);
+    assert_int_equal(len, 99);
+    assert_int_equal(fs_read_small_at(dfd, s->dir, "root-only", buf, sizeof buf, &len, NULL, err, sizeof err), 0);
+    assert_int_equal(len, 15);
+    close(dfd);
+
+    /* fs_open_dir with `private` applies the private-directory rule to what it opened. */
+    assert_int_equal(chmod(s->dir, 0755), 0);
+    assert_int_equal(fs_open_dir(s->dir, true, err, sizeof err), -1);
+    assert_non_null(strstr(err, "0755"));
+    assert_int_equal(chmod(s->dir, 0700), 0);
+}
+
+/* fs_bind_unix: the socket file has the asked mode from the start, whatever the umask, and the umask is
+ * restored; fs_set_dir_owner_mode refuses a symlink; fs_dir_others_can_write. */
+static void test_bind_and_dir_modes(void **state)
+{
+    struct fs_state *s = *state;
+    char err[512], path[256], target[256];
+    struct stat st;
+    path_in(path, sizeof path, s, "sock");
+    mode_t old = umask(0);
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    assert_int_equal(fs_bind_unix(fd, path, 0660), 0);
+    assert_int_equal(umask(old), 0);
+    assert_int_equal(lstat(path, &st), 0);
+    assert_true(S_ISSOCK(st.st_mode));
+    assert_int_equal(st.st_mode & 0777, 0660);
+    close(fd);
+    fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    assert_int_equal(fs_bind_unix(fd, path, 0666), -1); /* exists: bind never replaces or follows */
+    assert_int_equal(errno, EADDRINUSE);
+    close(fd);
+
+    path_in(target, sizeof target, s, "target");
+    assert_int_equal(mkdir(target, 0700), 0);
+    path_in(path, sizeof path, s, "dirlink");
+    assert_int_equal(symlink(target, path), 0);
+    assert_int_equal(fs_set_dir_owner_mode(path, 0, 65534, 0710, err, sizeof err), -1);
+    assert_non_null(strstr(err, "symlink"));
+    assert_int_equal(stat(target, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0700);
+    assert_int_equal(st.st_gid, getegid());
+    assert_int_equal(fs_set_dir_owner_mode(target, 0, 65534, 0710, err, sizeof err), 0);
+    assert_int_equal(stat(target, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0710);
+    assert_int_equal(st.st_gid, 65534);
+
+    int dfd = open(target, O_RDONLY | O_DIRECTORY);
+    assert_false(fs_dir_others_can_write(dfd));
+    assert_int_equal(fchmod(dfd, 0730), 0);
+    assert_true(fs_dir_others_can_write(dfd));
+    assert_int_equal(fchmod(dfd, 01777), 0);
+    assert_false(fs_dir_others_can_write(dfd)); /* sticky: nobody else may rename or remove our names */
+    assert_int_equal(fchown(dfd, 65534, (gid_t)-1), 0);
+    assert_true(fs_dir_others_can_write(dfd));
+    close(dfd);
+}
+
+/* fs_chown_tree never hands over a second name of a file (a hard link planted to a file of ours). */
+static void test_chown_tree_refuses_hard_link(void **state)
+{
+    struct fs_state *s = *state;
+    char tree[256], outside[256], lnk[300], err[512] = "";
+    struct stat st;
+    path_in(tree, sizeof tree, s, "tree");
+    path_in(outside, sizeof outside, s, "ours");
+    snprintf(lnk, sizeof lnk, "%s/hs_ed25519_secret_key", tree);
+    assert_int_equal(mkdir(tree, 0700), 0);
+    write_plain(outside, "root's", 0600);
+    assert_int_equal(link(outside, lnk), 0);
+    assert_int_equal(fs_chown_tree(tree, 65534, 65534, err, sizeof err), -1);
+    assert_non_null(strstr(err, lnk));
+    assert_non_null(strstr(err, "hard link"));
+    assert_int_equal(stat(outside, &st), 0);
+    assert_int_equal(st.st_uid, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -367,6 +494,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_read_small, setup, teardown),
         cmocka_unit_test(test_mode_str),
         cmocka_unit_test_setup_teardown(test_chown_tree, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_small_at_refuses_plants, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bind_and_dir_modes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_chown_tree_refuses_hard_link, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
