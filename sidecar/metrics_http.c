@@ -103,6 +103,7 @@ struct metrics_http {
     char addr[64]; /* for logs */
     unsigned max_clients, deadline_ms;
     bool paused_full, paused_error;
+    bool full_logged; /* "full" was logged; again only after falling to half the cap */
     TAILQ_HEAD(, metrics_http_conn) conns;
     struct metrics_http_stats stats;
 };
@@ -117,6 +118,8 @@ static void metrics_http_update_listener(struct metrics_http *h)
 {
     if (h->paused_full && h->stats.clients < h->max_clients)
         h->paused_full = false;
+    if (h->stats.clients <= h->max_clients / 2)
+        h->full_logged = false;
     if (!h->paused_full && !h->paused_error)
         evconnlistener_enable(h->listener);
     else
@@ -317,7 +320,9 @@ static void metrics_http_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
         /* Full: stop accepting (libevent's accept loop stops too) until a connection ends. */
         h->paused_full = true;
         h->stats.paused_full++;
-        log_info("metrics: %zu connections open; not accepting more until one ends", h->stats.clients);
+        if (!h->full_logged)
+            log_info("metrics: %zu connections open; not accepting more until one ends", h->stats.clients);
+        h->full_logged = true;
         evconnlistener_disable(l);
     }
 }

@@ -20,6 +20,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "sidecar/clock.h"
 #include "sidecar/config.h"
 #include "sidecar/fdbudget.h"
 #include "sidecar/fsutil.h"
@@ -33,6 +34,10 @@
 #define STATUS_OUTPUT_PAUSE (256u << 10)
 #define STATUS_LISTEN_BACKLOG 32
 #define STATUS_ACCEPT_RETRY_MS 1000
+#define STATUS_REFUSAL_LOG_MS 10000 /* refusals over a limit are logged at most this often (a flood) */
+
+#define STATUS_STR_(x) #x
+#define STATUS_STR(x) STATUS_STR_(x)
 
 static const char *const status_cmd_names[STATUS_CMD_COUNT_] = {
     [STATUS_CMD_STATUS] = "status",     [STATUS_CMD_SERVICES] = "services", [STATUS_CMD_BACKENDS] = "backends",
@@ -377,6 +382,8 @@ struct status_server {
     TAILQ_HEAD(, status_client) clients;
     unsigned idle_timeout_ms, write_timeout_ms, lifetime_ms;
     struct fd_reserve spare; /* one descriptor to accept with when the process has run out */
+    uint64_t refusal_logged_ms; /* monotonic time of the last refusal logged */
+    unsigned long refusals_unlogged;
     struct status_stats stats;
 };
 
@@ -603,6 +610,21 @@ static void status_client_lifetime_cb(evutil_socket_t fd, short what, void *arg)
     status_client_kill(c);
 }
 
+/* Log a refusal over a limit, unless one was logged in the last STATUS_REFUSAL_LOG_MS: then count it
+ * for the next line (a client looping on connect must not flood the log). */
+static void status_log_refusal(struct status_server *s, uid_t uid, const char *why)
+{
+    uint64_t now = clock_now_ms();
+    if (s->refusal_logged_ms && now - s->refusal_logged_ms < STATUS_REFUSAL_LOG_MS) {
+        s->refusals_unlogged++;
+        return;
+    }
+    log_info("status: refused uid %lu: %s (%zu clients connected; %lu more refusals since the last line)",
+             (unsigned long)uid, why, s->stats.clients, s->refusals_unlogged);
+    s->refusal_logged_ms = now ? now : 1;
+    s->refusals_unlogged = 0;
+}
+
 static size_t status_clients_of_uid(const struct status_server *s, uid_t uid)
 {
     size_t n = 0;
@@ -687,14 +709,12 @@ static void status_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struc
     switch (status_admit(s->stats.clients, privileged ? 0 : status_clients_of_uid(s, peer.uid), privileged)) {
     case STATUS_ADMIT_FULL:
         s->stats.over_limit++;
-        log_info("status: %zu clients connected already; refusing uid %lu", s->stats.clients,
-                 (unsigned long)peer.uid);
+        status_log_refusal(s, peer.uid, "no slot left");
         status_refuse(fd, "too many clients; try again later");
         return;
     case STATUS_ADMIT_UID_FULL:
         s->stats.over_uid_limit++;
-        log_info("status: uid %lu has %d connections already; refusing one more", (unsigned long)peer.uid,
-                 STATUS_MAX_PER_UID);
+        status_log_refusal(s, peer.uid, "the user has " STATUS_STR(STATUS_MAX_PER_UID) " connections open");
         status_refuse(fd, "too many connections from this user; close one or try again later");
         return;
     case STATUS_ADMIT_OK:
