@@ -8,7 +8,8 @@
  * sockets. Pure: no I/O, never logs.
  *
  * Sizes: a line's length excludes its line ending; a reply's size is what it occupied on the wire (its
- * lines with their line endings, its data blocks with stuffing and the "." terminator). */
+ * lines with their line endings, its data blocks with stuffing and the "." terminator) plus
+ * CP_REPLY_LINE_OVERHEAD for each status line, so that the cap bounds memory however short the lines. */
 #include "controlproto/cp_reply.h"
 
 #include <stdarg.h>
@@ -21,6 +22,9 @@
  * carry a key ("250-PrivateKey=E" is 16 bytes; the key itself starts later). Data-block lines are never
  * quoted. */
 #define CP_REPLY_QUOTE_MAX 16
+
+_Static_assert(CP_REPLY_LINE_OVERHEAD >= 2 * sizeof(struct cp_line) + 32,
+               "CP_REPLY_LINE_OVERHEAD must cover a line's struct and its share of the lines array");
 
 struct cp_reply_parser {
     size_t max_line;
@@ -36,7 +40,7 @@ struct cp_reply_parser {
     /* The reply being read, NULL between replies. */
     struct cp_reply *cur;
     size_t cur_cap;        /* allocated entries of cur->lines */
-    size_t cur_size;       /* wire bytes of cur so far */
+    size_t cur_size;       /* size of cur so far: wire bytes + CP_REPLY_LINE_OVERHEAD per status line */
     size_t cur_first_line; /* lineno of cur's first line */
 
     /* The data block of cur's last line while in_data. */
@@ -308,11 +312,13 @@ cp_reply_line(struct cp_reply_parser *p, const char *s, size_t n, size_t eol, ch
     p->lineno++;
     if (p->cur == NULL)
         p->cur_first_line = p->lineno;
-    p->cur_size += n + eol;
+    p->cur_size += n + eol + (p->in_data ? 0 : CP_REPLY_LINE_OVERHEAD);
     if (p->cur_size > p->max_reply)
         return cp_reply_fail(p, err, errlen,
-                             "line %zu: the reply that began at line %zu is larger than %zu bytes",
-                             p->lineno, p->cur_first_line, p->max_reply);
+                             "line %zu: the reply that began at line %zu is larger than %zu bytes "
+                             "(%zu lines; each status line counts %zu bytes beyond its text)",
+                             p->lineno, p->cur_first_line, p->max_reply, p->lineno - p->cur_first_line + 1,
+                             (size_t)CP_REPLY_LINE_OVERHEAD);
     if (p->in_data)
         return cp_reply_data_line(p, s, n, err, errlen);
     return cp_reply_status_line(p, s, n, err, errlen);

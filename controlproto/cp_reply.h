@@ -10,8 +10,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Default caps: a line longer than CP_REPLY_DEFAULT_MAX_LINE, or a reply whose lines and data add up to
- * more than CP_REPLY_DEFAULT_MAX_REPLY bytes, is a protocol error. */
+/* Default caps: a line longer than CP_REPLY_DEFAULT_MAX_LINE, or a reply larger than
+ * CP_REPLY_DEFAULT_MAX_REPLY bytes, is a protocol error. A reply's size is what it costs in memory, not
+ * on the wire: its bytes plus CP_REPLY_LINE_OVERHEAD for every status line (the struct cp_line, its
+ * share of the growing lines array and the allocator's bookkeeping of its text). A reply of millions
+ * of empty "250-" lines is 6 wire bytes each but about 60 bytes of memory; counting wire bytes alone let
+ * 2.8 million of them through a 16 MiB cap and take 171 MB. */
 #define CP_REPLY_DEFAULT_MAX_LINE (64 * 1024)
 #define CP_REPLY_DEFAULT_MAX_REPLY (16 * 1024 * 1024)
 
@@ -34,6 +38,11 @@ struct cp_reply {
     size_t n_lines;
     struct cp_line *lines; /* lines[n_lines - 1] is the end line (sep ' ') */
 };
+
+/* The cost counted for a status line beyond its bytes: its struct cp_line, twice (the lines array grows
+ * by doubling), and 32 bytes of the allocator's bookkeeping of its text — 96 on LP64 (cp_reply.c
+ * checks that it is no less there); a fixed number, so that a cap means the same everywhere. */
+#define CP_REPLY_LINE_OVERHEAD 96
 
 struct cp_reply_parser;
 

@@ -1148,7 +1148,7 @@ static int config_parse_port(struct config_ctx *c, const char *obj, json_t *o, s
         return -1;
     pc->balance = (enum balance_policy)balance;
     pc->connect_timeout_ms = 3000;
-    pc->max_streams_per_circuit = 0;
+    pc->max_streams_per_circuit = CONFIG_DEFAULT_MAX_STREAMS_PER_CIRCUIT;
     pc->proxy_protocol = false;
     if (config_get_uint(c, obj, o, "connect_timeout_ms", false, 100, 60000, &pc->connect_timeout_ms) < 0 ||
         config_get_uint(c, obj, o, "max_streams_per_circuit", false, 0, 65535, &pc->max_streams_per_circuit) < 0 ||
@@ -1313,6 +1313,18 @@ static int config_parse_metrics(struct config_ctx *c, json_t *o, struct metrics_
     return 0;
 }
 
+static int config_parse_limits(struct config_ctx *c, json_t *o, struct limits_conf *l)
+{
+    static const char *const keys[] = {"max_open_streams", NULL};
+    l->max_open_streams = 0;
+    if (!o)
+        return 0;
+    if (config_check_object(c, "limits", o) < 0 || config_check_keys(c, "limits", o, keys) < 0)
+        return -1;
+    return config_get_uint(c, "limits", o, "max_open_streams", false, 0, CONFIG_MAX_OPEN_STREAMS_MAX,
+                           &l->max_open_streams);
+}
+
 static int config_parse_probe(struct config_ctx *c, json_t *o, struct probe_conf *pr)
 {
     static const char *const keys[] = {"hsfetch_interval", "republish_deadline", NULL};
@@ -1379,7 +1391,7 @@ static int config_parse_onion_location(struct config_ctx *c, json_t *o, struct o
 static int config_parse_root(struct config_ctx *c, json_t *root, struct config *cfg)
 {
     static const char *const keys[] = {"state_dir", "run_dir", "log_level", "log_format", "tor", "services",
-                                       "status", "metrics", "probe", "onion_location", NULL};
+                                       "status", "metrics", "limits", "probe", "onion_location", NULL};
     if (!json_is_object(root))
         return config_fail(c, "config", "must be a JSON object");
     if (config_check_keys(c, "", root, keys) < 0)
@@ -1420,6 +1432,7 @@ static int config_parse_root(struct config_ctx *c, json_t *root, struct config *
 
     if (config_parse_status(c, json_object_get(root, "status"), cfg) < 0 ||
         config_parse_metrics(c, json_object_get(root, "metrics"), &cfg->metrics) < 0 ||
+        config_parse_limits(c, json_object_get(root, "limits"), &cfg->limits) < 0 ||
         config_parse_probe(c, json_object_get(root, "probe"), &cfg->probe) < 0 ||
         config_parse_onion_location(c, json_object_get(root, "onion_location"), &cfg->onion_location) < 0)
         return -1;

@@ -33,6 +33,8 @@
 #define CONFIG_CA_FILE_MAX 1024   /* health.ca_file (kept in struct health_conf, which is copied by value) */
 #define CONFIG_TORRC_LINE_MAX 1024
 #define CONFIG_USER_MAX 32
+#define CONFIG_DEFAULT_MAX_STREAMS_PER_CIRCUIT 64 /* a browser opens far fewer at once to one site */
+#define CONFIG_MAX_OPEN_STREAMS_MAX 1000000
 
 enum tor_mode {
     TOR_MODE_SPAWN,  /* onionfront starts and supervises its own tor */
@@ -120,7 +122,8 @@ struct port_conf {
     bool from_target; /* written as "target" (for messages only; behaves like a one-backend pool) */
     enum balance_policy balance;
     unsigned connect_timeout_ms;      /* 100-60000 */
-    unsigned max_streams_per_circuit; /* 0-65535, 0 = unlimited */
+    unsigned max_streams_per_circuit; /* 0-65535, 0 = unlimited; default
+                                         CONFIG_DEFAULT_MAX_STREAMS_PER_CIRCUIT */
     bool proxy_protocol;              /* send a PROXY v2 header to backends */
     struct health_conf health;
 };
@@ -161,6 +164,11 @@ struct metrics_conf {
     uint16_t port;
 };
 
+struct limits_conf {
+    unsigned max_open_streams; /* data-path streams open at once over all ports, 0-1000000; 0 = auto:
+                                  derived from the file-descriptor limit at start (fdbudget.h) */
+};
+
 struct probe_conf {
     unsigned hsfetch_interval;   /* seconds, 10-86400 */
     unsigned republish_deadline; /* seconds, 10-3600 */
@@ -183,6 +191,7 @@ struct config {
     size_t n_services; /* >= 1 */
     struct status_conf status;
     struct metrics_conf metrics;
+    struct limits_conf limits;
     struct probe_conf probe;
     struct onion_location_conf onion_location;
 };

@@ -15,6 +15,7 @@
 #include "sidecar/backend.h"
 #include "sidecar/config.h"
 #include "sidecar/descriptor.h"
+#include "sidecar/fdbudget.h"
 #include "sidecar/fsutil.h"
 #include "sidecar/handover.h"
 #include "sidecar/health.h"
@@ -658,7 +659,9 @@ static char *daemon_metrics_text(void *arg)
              metrics_sample(m, "onionfront_status_connections_total",
                             (const char *const[]){"result", "rejected", NULL}, (double)st.rejected) ||
              metrics_sample(m, "onionfront_status_connections_total",
-                            (const char *const[]){"result", "over_limit", NULL}, (double)st.over_limit);
+                            (const char *const[]){"result", "over_limit", NULL}, (double)st.over_limit) ||
+             metrics_sample(m, "onionfront_status_connections_total",
+                            (const char *const[]){"result", "over_uid_limit", NULL}, (double)st.over_uid_limit);
     if (!rc) {
         size_t n = proxy_pools(d->proxy, NULL, 0);
         struct backend_pool **pools = calloc(n ? n : 1, sizeof(*pools));
@@ -667,7 +670,8 @@ static char *daemon_metrics_text(void *arg)
         rc = !pools || backend_pool_metrics(pools, n, m) < 0;
         free(pools);
     }
-    rc = rc || proxy_metrics(d->proxy, m) < 0 || descriptor_metrics(d->descriptors, m) < 0 ||
+    rc = rc || proxy_metrics(d->proxy, m) < 0 || metrics_http_metrics(d->metrics_http, m) < 0 ||
+         descriptor_metrics(d->descriptors, m) < 0 ||
          verify_metrics(d->verify, m) < 0;
     /* A module with families of its own adds its *_metrics call here. */
     char *text = rc ? NULL : strdup(metrics_text(m, NULL));
@@ -741,6 +745,12 @@ static int cmd_run(const char *config_path)
     }
     log_configure(config_log_level_str(d.conf->log_level), config_log_format_str(d.conf->log_format));
     daemon_warn_non_anonymous(d.conf);
+    rlim_t nofile_was, nofile;
+    if (fdbudget_raise_limit(&nofile_was, &nofile, err, sizeof(err)) < 0)
+        log_notice("onionfront: %s", err);
+    else if (nofile != nofile_was)
+        log_info("onionfront: file descriptor limit raised from %llu to %llu", (unsigned long long)nofile_was,
+                 (unsigned long long)nofile);
 
     d.base = event_base_new();
     /* First, so that no child (tor) inherits $NOTIFY_SOCKET. */

@@ -22,6 +22,7 @@
 
 #include "sidecar/backend.h"
 #include "sidecar/config.h"
+#include "sidecar/fdbudget.h"
 #include "sidecar/fsutil.h"
 #include "sidecar/log.h"
 #include "sidecar/metrics.h"
@@ -57,6 +58,7 @@ struct proxy_port {
     unsigned circuits;
     unsigned streams_active;
     uint64_t streams_total, rejected_header, rejected_circuit_limit, rejected_no_backend, connect_failures;
+    uint64_t rejected_stream_limit;
     uint64_t bytes_to_backend, bytes_to_tor; /* counted as read, while streams run */
     bool warned_foreign_line;
 };
@@ -69,6 +71,9 @@ struct proxy {
     struct proxy_port *ports;
     unsigned header_timeout_ms, fin_timeout_ms;
     uint64_t next_stream_id;
+    unsigned max_open_streams; /* over all ports (limits.max_open_streams, resolved by fdbudget) */
+    unsigned streams_open;     /* over all ports, removed ones included */
+    bool at_cap;               /* logged that the cap was reached; cleared well below it */
 };
 
 enum stream_state {
@@ -199,6 +204,12 @@ static void stream_free(struct proxy_stream *s, bool may_free_port)
     if (s->next)
         s->next->prev = s->prev;
     pp->streams_active--;
+    struct proxy *px = pp->px;
+    px->streams_open--;
+    if (px->at_cap && px->streams_open < px->max_open_streams - px->max_open_streams / 4) {
+        px->at_cap = false;
+        log_info("proxy: %u streams open, below the limit of %u again", px->streams_open, px->max_open_streams);
+    }
     free(s);
     if (may_free_port && pp->removed && !pp->streams)
         proxy_port_destroy(pp);
@@ -703,6 +714,19 @@ static void proxy_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct
     (void)l;
     (void)sa;
     (void)salen;
+    if (px->streams_open >= px->max_open_streams) {
+        /* Closing at once lets tor end the client's stream now; each open stream may hold about
+         * 2 x PROXY_HIGH_WATER of buffers and two descriptors. */
+        pp->streams_total++;
+        pp->rejected_stream_limit++;
+        if (!px->at_cap) {
+            px->at_cap = true;
+            log_notice("proxy: %u streams open, the limit (limits.max_open_streams); closing new streams until "
+                       "some end", px->streams_open);
+        }
+        evutil_closesocket(fd);
+        return;
+    }
     struct proxy_stream *s = calloc(1, sizeof(*s));
     if (s) {
         s->bev[SIDE_CLIENT] = bufferevent_socket_new(px->base, fd, BEV_OPT_CLOSE_ON_FREE);
@@ -728,6 +752,7 @@ static void proxy_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct
     pp->streams = s;
     pp->streams_active++;
     pp->streams_total++;
+    px->streams_open++;
     struct bufferevent *c = s->bev[SIDE_CLIENT];
     bufferevent_setcb(c, stream_header_read_cb, NULL, stream_header_event_cb, s);
     bufferevent_setwatermark(c, EV_READ, 0, PROXYPROTO_V1_MAX); /* hold no more than a line's worth */
@@ -881,6 +906,16 @@ static struct proxy_port *proxy_find_port(struct proxy *px, const char *service,
 
 /* ---- public ---- */
 
+/* Take limits.max_open_streams from `conf` (0: derived from the descriptor limit). */
+static void proxy_set_stream_cap(struct proxy *px, const struct config *conf)
+{
+    unsigned cap = fdbudget_stream_cap(conf->limits.max_open_streams);
+    if (cap != px->max_open_streams)
+        log_info("proxy: at most %u streams open at once%s", cap,
+                 conf->limits.max_open_streams ? "" : " (limits.max_open_streams: auto, from the file descriptor limit)");
+    px->max_open_streams = cap;
+}
+
 struct proxy *proxy_new(struct event_base *base, const struct config *conf, const struct proxy_hooks *hooks,
                         char *err, size_t errlen)
 {
@@ -895,6 +930,7 @@ struct proxy *proxy_new(struct event_base *base, const struct config *conf, cons
         px->hooks = *hooks;
     px->header_timeout_ms = PROXY_HEADER_TIMEOUT_MS;
     px->fin_timeout_ms = PROXY_FIN_TIMEOUT_MS;
+    proxy_set_stream_cap(px, conf);
     if (strlen(conf->run_dir) > CONFIG_RUN_DIR_MAX) {
         snprintf(err, errlen, "run_dir is longer than %d bytes", CONFIG_RUN_DIR_MAX);
         free(px);
@@ -975,6 +1011,7 @@ int proxy_update(struct proxy *px, const struct config *conf, char *err, size_t 
         if (!pp->streams)
             proxy_port_destroy(pp);
     }
+    proxy_set_stream_cap(px, conf);
     /* 4. The new ports join. */
     while (fresh) {
         struct proxy_port *pp = fresh;
@@ -1062,13 +1099,14 @@ json_t *proxy_to_json(const struct proxy *px)
         return NULL;
     for (const struct proxy_port *pp = px ? px->ports : NULL; pp; pp = pp->next) {
         size_t buffered = proxy_port_buffered(pp);
-        json_t *o = json_pack("{s:s, s:i, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "service",
+        json_t *o = json_pack("{s:s, s:i, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "service",
                               pp->service, "virtual_port", (int)pp->virtual_port, "socket", pp->path, "listening",
                               !pp->removed, "streams_active", (json_int_t)pp->streams_active, "streams_total",
                               (json_int_t)pp->streams_total, "circuits_active", (json_int_t)pp->circuits,
                               "rejected_header", (json_int_t)pp->rejected_header, "rejected_circuit_limit",
                               (json_int_t)pp->rejected_circuit_limit, "rejected_no_backend",
-                              (json_int_t)pp->rejected_no_backend, "connect_failures", (json_int_t)pp->connect_failures,
+                              (json_int_t)pp->rejected_no_backend, "rejected_stream_limit",
+                              (json_int_t)pp->rejected_stream_limit, "connect_failures", (json_int_t)pp->connect_failures,
                               "bytes_to_backend", (json_int_t)pp->bytes_to_backend, "bytes_to_tor",
                               (json_int_t)pp->bytes_to_tor, "buffered_bytes", (json_int_t)buffered);
         if (!o || json_array_append_new(arr, o) < 0) {
@@ -1102,7 +1140,8 @@ static const struct {
                      "Circuits with at least one stream open on the port."},
     [PM_REJECTED] = {"onionfront_proxy_rejected_streams_total", METRICS_COUNTER,
                      "Streams closed before any backend was tried: header = no valid PROXY line in time, "
-                     "circuit_limit = max_streams_per_circuit reached, no_backend = no backend up."},
+                     "circuit_limit = max_streams_per_circuit reached, no_backend = no backend up, "
+                     "stream_limit = limits.max_open_streams reached (over all ports)."},
     [PM_FAILURES] = {"onionfront_proxy_connect_failures_total", METRICS_COUNTER,
                      "Failed connection attempts to backends; each is retried on another usable backend, "
                      "and a stream with none left is closed."},
@@ -1150,7 +1189,8 @@ int proxy_metrics(const struct proxy *px, struct metrics *m)
                 rc = proxy_metric_sample(m, name, labels, "reason", "header", (double)pp->rejected_header) ||
                      proxy_metric_sample(m, name, labels, "reason", "circuit_limit",
                                          (double)pp->rejected_circuit_limit) ||
-                     proxy_metric_sample(m, name, labels, "reason", "no_backend", (double)pp->rejected_no_backend);
+                     proxy_metric_sample(m, name, labels, "reason", "no_backend", (double)pp->rejected_no_backend) ||
+                     proxy_metric_sample(m, name, labels, "reason", "stream_limit", (double)pp->rejected_stream_limit);
                 break;
             case PM_FAILURES:
                 rc = proxy_metric_sample(m, name, labels, NULL, NULL, (double)pp->connect_failures);

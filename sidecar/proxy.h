@@ -13,8 +13,10 @@
  * Data path rules, per stream:
  *  - tor's first line is read with a bound (PROXYPROTO_V1_MAX bytes) and a deadline; anything malformed
  *    closes the stream. The line is never forwarded.
- *  - max_streams_per_circuit > 0: a circuit with that many streams open on this port gets the next one
- *    closed at once (circuit id 0, "unknown", is not limited).
+ *  - limits.max_open_streams (0 = auto: fdbudget_stream_cap from the descriptor limit): with that many
+ *    streams open over all ports, a new stream is closed as soon as it is accepted, and tor ends it.
+ *  - max_streams_per_circuit > 0 (default 64): a circuit with that many streams open on this port gets
+ *    the next one closed at once (circuit id 0, "unknown", is not limited).
  *  - Connect: IP literals and unix sockets directly, host names through evdns on the loop; each attempt
  *    has connect_timeout_ms. A refused, failed or timed-out attempt is a passive failure for that
  *    backend (backend_passive_failure) and the stream moves to another usable backend, which is safe
@@ -100,7 +102,7 @@ size_t proxy_pools(struct proxy *px, struct backend_pool **out, size_t max);
  * reference (NULL on OOM): an array of
  * {"service", "virtual_port", "socket", "listening" (false once removed by a reload and draining),
  *  "streams_active", "streams_total", "circuits_active", "rejected_header", "rejected_circuit_limit",
- *  "rejected_no_backend", "connect_failures" (failed attempts, each followed by a retry
+ *  "rejected_no_backend", "rejected_stream_limit", "connect_failures" (failed attempts, each followed by a retry
  *  when a usable backend is left), "bytes_to_backend", "bytes_to_tor" (read from tor for the backend and
  *  from the backend for tor, counted as they are read, unlike backend.c's bytes, which count at a
  *  stream's end), "buffered_bytes"}. */
@@ -109,7 +111,7 @@ json_t *proxy_to_json(const struct proxy *px);
 /* Append the per-port families, labels service and port, for the ports still listening (a port removed
  * by a reload drops out at once, even while its streams drain): onionfront_proxy_streams_total,
  * onionfront_proxy_active_streams, onionfront_proxy_active_circuits,
- * onionfront_proxy_rejected_streams_total{reason="header"|"circuit_limit"|"no_backend"},
+ * onionfront_proxy_rejected_streams_total{reason="header"|"circuit_limit"|"no_backend"|"stream_limit"},
  * onionfront_proxy_connect_failures_total, onionfront_proxy_bytes_total{direction="to_backend"|"to_tor"}
  * and onionfront_proxy_buffered_bytes (the values of proxy_to_json). Every family is written, without
  * samples when there is no port (or px is NULL). Returns 0, or -1 (out of memory, or a family already

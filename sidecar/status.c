@@ -21,7 +21,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "sidecar/clock.h"
 #include "sidecar/config.h"
+#include "sidecar/fdbudget.h"
 #include "sidecar/fsutil.h"
 #include "sidecar/log.h"
 
@@ -33,6 +35,10 @@
 #define STATUS_OUTPUT_PAUSE (256u << 10)
 #define STATUS_LISTEN_BACKLOG 32
 #define STATUS_ACCEPT_RETRY_MS 1000
+#define STATUS_REFUSAL_LOG_MS 10000 /* refusals over a limit are logged at most this often (a flood) */
+
+#define STATUS_STR_(x) #x
+#define STATUS_STR(x) STATUS_STR_(x)
 
 static const char *const status_cmd_names[STATUS_CMD_COUNT_] = {
     [STATUS_CMD_STATUS] = "status",     [STATUS_CMD_SERVICES] = "services", [STATUS_CMD_BACKENDS] = "backends",
@@ -428,12 +434,23 @@ bool status_peer_allowed(const struct status_acl *acl, const struct status_peer 
     return false;
 }
 
+enum status_admit status_admit(size_t total, size_t of_uid, bool privileged)
+{
+    if (privileged)
+        return total < STATUS_MAX_CLIENTS ? STATUS_ADMIT_OK : STATUS_ADMIT_FULL;
+    if (total >= STATUS_MAX_CLIENTS - STATUS_RESERVED_SLOTS)
+        return STATUS_ADMIT_FULL;
+    return of_uid < STATUS_MAX_PER_UID ? STATUS_ADMIT_OK : STATUS_ADMIT_UID_FULL;
+}
+
 /* ---- the server ---------------------------------------------------------------------------------------- */
 
 struct status_client {
     TAILQ_ENTRY(status_client) link;
     struct status_server *srv;
     struct bufferevent *bev;
+    struct event *lifetime_ev; /* STATUS_MAX_LIFETIME_MS after accept */
+    uid_t uid;
     bool closing; /* close once the output is flushed */
     bool dead;    /* freed by the reap event */
     bool paused;  /* reading stopped for backpressure */
@@ -460,7 +477,10 @@ struct status_server {
     int (*peer_fn)(int fd, struct status_peer *peer, void *arg);
     void *peer_arg;
     TAILQ_HEAD(, status_client) clients;
-    unsigned idle_timeout_ms, write_timeout_ms;
+    unsigned idle_timeout_ms, write_timeout_ms, lifetime_ms;
+    struct fd_reserve spare; /* one descriptor to accept with when the process has run out */
+    uint64_t refusal_logged_ms; /* monotonic time of the last refusal logged */
+    unsigned long refusals_unlogged;
     struct status_stats stats;
 };
 
@@ -477,6 +497,7 @@ struct status_server *status_server_new(struct event_base *base, const struct st
     s->self_uid = geteuid();
     s->idle_timeout_ms = STATUS_IDLE_TIMEOUT_MS;
     s->write_timeout_ms = STATUS_WRITE_TIMEOUT_MS;
+    s->lifetime_ms = STATUS_MAX_LIFETIME_MS;
     TAILQ_INIT(&s->clients);
     s->reap_ev = event_new(base, -1, 0, status_reap_cb, s);
     s->retry_ev = evtimer_new(base, status_retry_cb, s);
@@ -493,7 +514,10 @@ static void status_client_free(struct status_client *c)
     TAILQ_REMOVE(&s->clients, c, link);
     s->stats.clients--;
     bufferevent_free(c->bev);
+    if (c->lifetime_ev)
+        event_free(c->lifetime_ev);
     free(c);
+    fd_reserve_refill(&s->spare); /* a descriptor was just freed: take the spare back if it was used */
 }
 
 static void status_reap_cb(evutil_socket_t fd, short what, void *arg)
@@ -516,6 +540,7 @@ static void status_client_kill(struct status_client *c)
         return;
     c->dead = true;
     bufferevent_disable(c->bev, EV_READ | EV_WRITE);
+    event_del(c->lifetime_ev);
     event_active(c->srv->reap_ev, 0, 0);
 }
 
@@ -670,6 +695,42 @@ static void status_client_event_cb(struct bufferevent *bev, short what, void *ar
     status_client_kill(c);
 }
 
+/* The connection's whole lifetime is over: a client may not hold a slot for hours by trickling bytes. */
+static void status_client_lifetime_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct status_client *c = arg;
+    (void)fd;
+    (void)what;
+    c->srv->stats.dropped_lifetime++;
+    log_info("status: a client of uid %lu has been connected for %u ms; closing it", (unsigned long)c->uid,
+             c->srv->lifetime_ms);
+    status_client_kill(c);
+}
+
+/* Log a refusal over a limit, unless one was logged in the last STATUS_REFUSAL_LOG_MS: then count it
+ * for the next line (a client looping on connect must not flood the log). */
+static void status_log_refusal(struct status_server *s, uid_t uid, const char *why)
+{
+    uint64_t now = clock_now_ms();
+    if (s->refusal_logged_ms && now - s->refusal_logged_ms < STATUS_REFUSAL_LOG_MS) {
+        s->refusals_unlogged++;
+        return;
+    }
+    log_info("status: refused uid %lu: %s (%zu clients connected; %lu more refusals since the last line)",
+             (unsigned long)uid, why, s->stats.clients, s->refusals_unlogged);
+    s->refusal_logged_ms = now ? now : 1;
+    s->refusals_unlogged = 0;
+}
+
+static size_t status_clients_of_uid(const struct status_server *s, uid_t uid)
+{
+    size_t n = 0;
+    const struct status_client *c;
+    TAILQ_FOREACH(c, &s->clients, link)
+        n += !c->dead && c->uid == uid;
+    return n;
+}
+
 /* Answer a connection we will not serve with one line and close it. The socket is new, so a short line
  * fits its send buffer; unread input is drained first so the peer is not reset before it reads. */
 static void status_refuse(int fd, const char *msg)
@@ -728,12 +789,6 @@ static void status_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struc
     (void)l;
     (void)sa;
     (void)salen;
-    if (s->stats.clients >= STATUS_MAX_CLIENTS) {
-        s->stats.over_limit++;
-        log_info("status: %d clients connected already; refusing one more", STATUS_MAX_CLIENTS);
-        status_refuse(fd, "too many clients; try again later");
-        return;
-    }
     int rc = s->peer_fn ? s->peer_fn(fd, &peer, s->peer_arg) : status_kernel_peer(s, fd, &peer);
     struct status_acl acl = {s->self_uid, s->uids, s->n_uids, s->gids, s->n_gids};
     if (rc < 0 || !status_peer_allowed(&acl, &peer)) {
@@ -747,16 +802,37 @@ static void status_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struc
                           "(see status.allowed_uids and status.allowed_gids)");
         return;
     }
+    bool privileged = peer.uid == 0 || peer.uid == s->self_uid;
+    switch (status_admit(s->stats.clients, privileged ? 0 : status_clients_of_uid(s, peer.uid), privileged)) {
+    case STATUS_ADMIT_FULL:
+        s->stats.over_limit++;
+        status_log_refusal(s, peer.uid, "no slot left");
+        status_refuse(fd, "too many clients; try again later");
+        return;
+    case STATUS_ADMIT_UID_FULL:
+        s->stats.over_uid_limit++;
+        status_log_refusal(s, peer.uid, "the user has " STATUS_STR(STATUS_MAX_PER_UID) " connections open");
+        status_refuse(fd, "too many connections from this user; close one or try again later");
+        return;
+    case STATUS_ADMIT_OK:
+        break;
+    }
     struct status_client *c = calloc(1, sizeof(*c));
     struct bufferevent *bev = c ? bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE) : NULL;
-    if (!bev) {
+    struct event *lifetime = bev ? evtimer_new(s->base, status_client_lifetime_cb, c) : NULL;
+    if (!lifetime) {
         log_warnx("status: out of memory accepting a client");
+        if (bev)
+            bufferevent_free(bev);
+        else
+            close(fd);
         free(c);
-        close(fd);
         return;
     }
     c->srv = s;
     c->bev = bev;
+    c->lifetime_ev = lifetime;
+    c->uid = peer.uid;
     TAILQ_INSERT_TAIL(&s->clients, c, link);
     s->stats.clients++;
     s->stats.accepted++;
@@ -767,6 +843,8 @@ static void status_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struc
     struct timeval idle = {s->idle_timeout_ms / 1000, (s->idle_timeout_ms % 1000) * 1000};
     struct timeval wr = {s->write_timeout_ms / 1000, (s->write_timeout_ms % 1000) * 1000};
     bufferevent_set_timeouts(bev, &idle, &wr);
+    struct timeval life = {s->lifetime_ms / 1000, (s->lifetime_ms % 1000) * 1000};
+    evtimer_add(lifetime, &life);
     bufferevent_enable(bev, EV_READ | EV_WRITE);
 }
 
@@ -775,14 +853,27 @@ static void status_retry_cb(evutil_socket_t fd, short what, void *arg)
     struct status_server *s = arg;
     (void)fd;
     (void)what;
+    fd_reserve_refill(&s->spare);
     if (s->listener)
         evconnlistener_enable(s->listener);
 }
 
-/* accept() failed (out of file descriptors ...): pause accepting for a moment instead of spinning. */
+/* accept() failed (out of file descriptors ...): serve one waiting client with the spare descriptor, so
+ * that an operator can still ask what is going on, then pause accepting for a moment instead of
+ * spinning. */
 static void status_accept_error_cb(struct evconnlistener *l, void *arg)
 {
     struct status_server *s = arg;
+    int e = errno;
+    if (fdbudget_is_exhaustion(e) && fd_reserve_release(&s->spare)) {
+        int fd = accept4(evconnlistener_get_fd(l), NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd >= 0) {
+            s->stats.from_reserve++;
+            status_accept_cb(l, fd, NULL, 0, s);
+        }
+        fd_reserve_refill(&s->spare); /* succeeds if that client was refused (its descriptor closed) */
+    }
+    errno = e;
     log_warnx("status: accept on %s: %s; pausing for %d ms", s->path, strerror(errno), STATUS_ACCEPT_RETRY_MS);
     evconnlistener_disable(l);
     event_add(s->retry_ev, &(struct timeval){STATUS_ACCEPT_RETRY_MS / 1000, (STATUS_ACCEPT_RETRY_MS % 1000) * 1000});
@@ -944,6 +1035,8 @@ int status_server_listen(struct status_server *s, const struct status_conf *conf
         return -1;
     }
     evconnlistener_set_error_cb(s->listener, status_accept_error_cb);
+    if (fd_reserve_init(&s->spare, 1) < 0)
+        log_notice("status: cannot hold a spare file descriptor: %s", strerror(errno));
     log_info("status: listening on %s", path);
     return 0;
 }
@@ -961,6 +1054,11 @@ void status_server_set_timeouts(struct status_server *s, unsigned idle_ms, unsig
     s->write_timeout_ms = write_ms;
 }
 
+void status_server_set_lifetime(struct status_server *s, unsigned lifetime_ms)
+{
+    s->lifetime_ms = lifetime_ms;
+}
+
 void status_server_stats(const struct status_server *s, struct status_stats *out)
 {
     *out = s->stats;
@@ -974,6 +1072,7 @@ void status_server_free(struct status_server *s)
         status_client_free(TAILQ_FIRST(&s->clients));
     if (s->listener)
         evconnlistener_free(s->listener);
+    fd_reserve_close(&s->spare);
     if (s->bound) {
         /* Remove the file only if it is still ours (not replaced by a newer onionfront). */
         struct stat st;

@@ -29,7 +29,8 @@
  *              form takes the words "log-level debug 300". Other commands take no arguments.
  *   A line longer than STATUS_MAX_LINE gets {"ok":false,"error":"request too long ..."} and the
  *   connection is closed; so is a rejected peer ({"ok":false,"error":"permission denied ..."}) and the
- *   connection beyond STATUS_MAX_CLIENTS ({"ok":false,"error":"too many clients ..."}). Requests may be
+ *   connection beyond the limits below ({"ok":false,"error":"too many clients ..."} or "too many
+ *   connections from this user ..."). Requests may be
  *   pipelined; reading pauses while a client has 256 KiB of replies unsent. After the client's EOF the
  *   requests it sent are answered (a last line without "\n" too), then the connection is closed.
  *
@@ -40,7 +41,15 @@
  * Then the kernel's credentials of the peer, taken at connect() (SO_PEERCRED; supplementary groups from
  * SO_PEERGROUPS, never /proc/<pid>/status, whose pid may belong to another process by the time it is
  * read): root, onionfront's effective uid, status.allowed_uids, or a primary or supplementary group in
- * status.allowed_gids. */
+ * status.allowed_gids.
+ *
+ * Limits (issue 15), so that one allowed user cannot lock others out by holding connections open:
+ * STATUS_MAX_CLIENTS connections in all, of which the last STATUS_RESERVED_SLOTS only root and
+ * onionfront's own uid may take; at most STATUS_MAX_PER_UID per other uid; every connection is closed
+ * STATUS_MAX_LIFETIME_MS after it was accepted, however active it is (besides the idle and write
+ * timeouts). Should the process run out of file descriptors, the server holds one spare descriptor
+ * (fdbudget.h) that lets it accept and serve one client at a time anyway; the listener pauses on
+ * accept errors instead of retrying at once. */
 #ifndef ONIONFRONT_STATUS_H
 #define ONIONFRONT_STATUS_H
 
@@ -55,6 +64,9 @@ struct status_server;
 
 #define STATUS_MAX_LINE 4096            /* request bytes before the "\n" */
 #define STATUS_MAX_CLIENTS 64           /* connections at once */
+#define STATUS_RESERVED_SLOTS 8         /* of those, kept for root and onionfront's own user */
+#define STATUS_MAX_PER_UID 8            /* connections at once of one other user */
+#define STATUS_MAX_LIFETIME_MS 600000   /* a connection is closed this long after it was accepted */
 #define STATUS_MAX_OUTPUT (16u << 20)   /* the largest single reply; a larger one becomes an error */
 #define STATUS_WRITE_TIMEOUT_MS 10000   /* a client that reads nothing of a pending reply for this long */
 #define STATUS_IDLE_TIMEOUT_MS 60000    /* a client that sends nothing and has nothing pending */
@@ -143,6 +155,16 @@ struct status_peer {
  * supplementary gid in acl->gids. Pure. */
 bool status_peer_allowed(const struct status_acl *acl, const struct status_peer *peer);
 
+enum status_admit {
+    STATUS_ADMIT_OK,
+    STATUS_ADMIT_FULL,     /* no slot left for this peer */
+    STATUS_ADMIT_UID_FULL, /* this (unprivileged) uid holds STATUS_MAX_PER_UID connections */
+};
+
+/* May a new client join `total` connected clients, `of_uid` of them with its uid? `privileged`: root
+ * or onionfront's own uid, which may use the reserved slots and have no per-uid limit. Pure. */
+enum status_admit status_admit(size_t total, size_t of_uid, bool privileged);
+
 /* Create the server (not yet listening). Copies *providers. NULL on OOM. */
 struct status_server *status_server_new(struct event_base *base, const struct status_providers *providers);
 
@@ -168,9 +190,15 @@ void status_server_set_peer_lookup(struct status_server *s,
  * (tests). */
 void status_server_set_timeouts(struct status_server *s, unsigned idle_ms, unsigned write_ms);
 
+/* Replace STATUS_MAX_LIFETIME_MS for connections accepted from now on (tests). */
+void status_server_set_lifetime(struct status_server *s, unsigned lifetime_ms);
+
 /* Counters for tests and metrics. */
 struct status_stats {
     unsigned long accepted, rejected, over_limit, requests, errors, dropped_slow, dropped_oversize;
+    unsigned long over_uid_limit;   /* refused: the peer's uid had STATUS_MAX_PER_UID connections */
+    unsigned long dropped_lifetime; /* closed at STATUS_MAX_LIFETIME_MS */
+    unsigned long from_reserve;     /* accepted with the spare descriptor while out of descriptors */
     size_t clients; /* connected now */
 };
 void status_server_stats(const struct status_server *s, struct status_stats *out);

@@ -100,6 +100,7 @@ static struct config *load_ok(struct test_state *ts, const char *s)
 #define METRICS(x) WITH("'metrics':{" x "}")
 #define LISTEN(x) METRICS("'listen':'" x "'")
 #define PROBE(x) WITH("'probe':{" x "}")
+#define LIMITS(x) WITH("'limits':{" x "}")
 #define OLOC(x) WITH("'onion_location':{" x "}")
 #define ATTACH(x) TOR("'mode':'attach','control_socket':'/run/tor/control'" x)
 
@@ -442,6 +443,13 @@ static const struct bad_case bad_cases[] = {
     BAD(LISTEN("127.0.0.1:0"), "metrics.listen: port must be 1-65535"),
     BAD(METRICS("'listen':9464"), "metrics.listen: must be a string or null"),
 
+    /* limits */
+    BAD(WITH("'limits':5"), "limits: must be an object"),
+    BAD(LIMITS("'max_streams':5"), "limits.max_streams: unknown key"),
+    BAD(LIMITS("'max_open_streams':-1"), "limits.max_open_streams: must be 0-1000000"),
+    BAD(LIMITS("'max_open_streams':1000001"), "limits.max_open_streams: must be 0-1000000"),
+    BAD(LIMITS("'max_open_streams':'auto'"), "limits.max_open_streams: must be an integer"),
+
     /* probe */
     BAD(PROBE("'interval':300"), "probe.interval: unknown key"),
     BAD(PROBE("'hsfetch_interval':9"), "probe.hsfetch_interval: must be 10-86400"),
@@ -515,7 +523,7 @@ static void test_minimal_defaults(void **state)
     assert_string_equal(p->backends[0].addr.text, "127.0.0.1:8080");
     assert_int_equal(p->balance, BALANCE_ROUND_ROBIN);
     assert_int_equal(p->connect_timeout_ms, 3000);
-    assert_int_equal(p->max_streams_per_circuit, 0);
+    assert_int_equal(p->max_streams_per_circuit, CONFIG_DEFAULT_MAX_STREAMS_PER_CIRCUIT);
     assert_false(p->proxy_protocol);
     assert_int_equal(p->health.type, HEALTH_TCP);
     assert_int_equal(p->health.interval_ms, 2000);
@@ -534,6 +542,7 @@ static void test_minimal_defaults(void **state)
     assert_int_equal(c->status.n_allowed_uids, 0);
     assert_int_equal(c->status.n_allowed_gids, 0);
     assert_false(c->metrics.enabled);
+    assert_int_equal(c->limits.max_open_streams, 0); /* auto */
     assert_int_equal(c->probe.hsfetch_interval, 300);
     assert_int_equal(c->probe.republish_deadline, 120);
     assert_false(c->onion_location.enabled);
@@ -562,6 +571,7 @@ static void test_full_config(void **state)
         " {'name':'api','ports':[{'virtual':8080,'target':'api.internal:9000','balance':'least_conn'}]}],"
         "'status':{'socket':'/run/of/st.sock','allowed_uids':[0,1000],'allowed_gids':[4294967294]},"
         "'metrics':{'listen':'127.0.0.2:9464'},"
+        "'limits':{'max_open_streams':5000},"
         "'probe':{'hsfetch_interval':10,'republish_deadline':3600},"
         "'onion_location':{'dir':'/etc/nginx/onionfront/','on_change':['/usr/sbin/nginx','-s','reload']}}");
 
@@ -640,6 +650,7 @@ static void test_full_config(void **state)
     assert_string_equal(c->metrics.host, "127.0.0.2");
     assert_int_equal(c->metrics.family, AF_INET);
     assert_int_equal(c->metrics.port, 9464);
+    assert_int_equal(c->limits.max_open_streams, 5000);
     assert_int_equal(c->probe.hsfetch_interval, 10);
     assert_int_equal(c->probe.republish_deadline, 3600);
     assert_true(c->onion_location.enabled);

@@ -378,25 +378,34 @@ static const struct reply_case reply_cases[] = {
               "error: line 3: data-block line longer than 32 bytes\n"),
     CASE_CAPS("tiny line cap quotes no more than the cap", "250 OK\r\n", 4, 0,
               "error: line 1: longer than 4 bytes: \"250 ...\"\n"),
-    /* -- reply cap (64 bytes on the wire) -- */
+    /* -- reply cap: wire bytes + CP_REPLY_LINE_OVERHEAD (96) per status line; 448 = 4 x (16 + 96) -- */
     CASE_CAPS("reply at the cap",
-              "250-0123456789\r\n250-0123456789\r\n250-0123456789\r\n250 0123456789\r\n", 0, 64,
+              "250-0123456789\r\n250-0123456789\r\n250-0123456789\r\n250 0123456789\r\n", 0, 448,
               "[250 reply]\n 250-0123456789\n 250-0123456789\n 250-0123456789\n 250 0123456789\n"),
     CASE_CAPS("the cap is per reply",
               "250-0123456789\r\n250-0123456789\r\n250-0123456789\r\n250 0123456789\r\n"
               "650-0123456789\r\n650-0123456789\r\n650-0123456789\r\n650 0123456789\r\n",
-              0, 64,
+              0, 448,
               "[250 reply]\n 250-0123456789\n 250-0123456789\n 250-0123456789\n 250 0123456789\n"
               "[650 event]\n 650-0123456789\n 650-0123456789\n 650-0123456789\n 650 0123456789\n"),
     CASE_CAPS("reply over the cap",
               "250 OK\r\n"
               "250-0123456789\r\n250-0123456789\r\n250-0123456789\r\n250-0123456789\r\n250 OK\r\n",
-              0, 64,
+              0, 448,
               "[250 reply]\n 250 OK\n"
-              "error: line 6: the reply that began at line 2 is larger than 64 bytes\n"),
+              "error: line 6: the reply that began at line 2 is larger than 448 bytes (5 lines; each status line "
+              "counts 96 bytes beyond its text)\n"),
+    /* The review's finding: millions of empty lines are few wire bytes but much memory. Five of them
+     * (30 bytes on the wire) are over a 448-byte cap. */
+    CASE_CAPS("empty lines count what they cost in memory", "250-\r\n250-\r\n250-\r\n250-\r\n250-\r\n250 OK\r\n", 0,
+              448,
+              "error: line 5: the reply that began at line 1 is larger than 448 bytes (5 lines; each status line "
+              "counts 96 bytes beyond its text)\n"),
     CASE_CAPS("data block over the reply cap",
               "250+config-text=\r\nSocksPort 0\r\nHiddenServiceDir /var/lib/tor/hs/web\r\n.\r\n250 OK\r\n",
-              0, 64, "error: line 3: the reply that began at line 1 is larger than 64 bytes\n"),
+              0, 150,
+              "error: line 3: the reply that began at line 1 is larger than 150 bytes (3 lines; each status line "
+              "counts 96 bytes beyond its text)\n"),
 };
 
 static bool
@@ -662,11 +671,39 @@ test_free_with_pending(void **state)
     cp_reply_parser_free(p);
 }
 
+/* The review's flood: "250-" lines without end under the default cap. The parser gives up after at most
+ * CP_REPLY_DEFAULT_MAX_REPLY / (6 + CP_REPLY_LINE_OVERHEAD) lines (about 164,000: some 10 MB held),
+ * not after 2.8 million (171 MB); counting wire bytes only, it took 16 MiB / 6. */
+static void
+test_default_cap_bounds_lines(void **state)
+{
+    struct cp_reply_parser *p = cp_reply_parser_new(0, 0);
+    char chunk[6 * 1024];
+    char err[256];
+    size_t lines = 0;
+    int rc = 0;
+
+    (void)state;
+    assert_non_null(p);
+    for (size_t i = 0; i < sizeof(chunk); i += 6)
+        memcpy(chunk + i, "250-\r\n", 6);
+    while (rc == 0 && lines < 3000000) {
+        rc = cp_reply_parser_feed(p, chunk, sizeof(chunk), err, sizeof(err));
+        lines += sizeof(chunk) / 6;
+    }
+    assert_int_equal(rc, -1);
+    assert_true(lines <= CP_REPLY_DEFAULT_MAX_REPLY / (6 + CP_REPLY_LINE_OVERHEAD) + sizeof(chunk) / 6);
+    assert_non_null(strstr(err, "is larger than 16777216 bytes"));
+    assert_non_null(strstr(err, "each status line counts 96 bytes beyond its text"));
+    cp_reply_parser_free(p);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_reply_table, setup_dump, teardown_dump),
+        cmocka_unit_test(test_default_cap_bounds_lines),
         cmocka_unit_test_setup_teardown(test_reply_table_bare_lf, setup_dump, teardown_dump),
         cmocka_unit_test_setup_teardown(test_failed_parser_stays_failed, setup_parser, teardown_parser),
         cmocka_unit_test_setup_teardown(test_error_without_buffer, setup_parser, teardown_parser),

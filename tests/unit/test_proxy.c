@@ -43,6 +43,7 @@
 
 #define LINE59 "PROXY TCP6 fc00:dead:beef:4dad::0:3b ::1 59 80\r\n"
 #define LINE60 "PROXY TCP6 fc00:dead:beef:4dad::0:3c ::1 60 80\r\n"
+#define LINE61 "PROXY TCP6 fc00:dead:beef:4dad::0:3d ::1 61 80\r\n"
 #define MAX_CONNS 64
 
 /* ---- test backends ---- */
@@ -85,6 +86,7 @@ struct ctx {
     int n_tb;
     char path80[108];
     int added, updated, removed;
+    const char *top; /* more top-level config members for start_proxy, ending in a comma, or NULL */
 };
 
 static void tb_reset_close(struct bufferevent *bev)
@@ -429,9 +431,9 @@ static void start_proxy(struct ctx *c, const char *ports_json)
 {
     char json[4096], err[512];
     snprintf(json, sizeof(json),
-             "{\"state_dir\": \"%s/state\", \"run_dir\": \"%s/run\", \"log_level\": \"error\","
+             "{\"state_dir\": \"%s/state\", \"run_dir\": \"%s/run\", \"log_level\": \"error\", %s"
              " \"services\": [{\"name\": \"web\", \"ports\": %s}]}",
-             c->dir, c->dir, ports_json);
+             c->dir, c->dir, c->top ? c->top : "", ports_json);
     c->conf = config_load_string(json, strlen(json), err, sizeof(err));
     if (!c->conf)
         fail_msg("config: %s\n%s", err, json);
@@ -1435,6 +1437,50 @@ static void test_metrics_no_proxy(void **state)
     metrics_free(m);
 }
 
+/* limits.max_open_streams: over all ports, whatever the circuit; a stream beyond it is closed at once
+ * and counted, and once one ends another may open. */
+static void test_global_stream_cap(void **state)
+{
+    struct ctx *c = *state;
+    c->top = "\"limits\": {\"max_open_streams\": 2},";
+    struct tb *echo = start_proxy_to(c, TB_ECHO, "");
+    struct tc *open1 = tc_open(c, c->path80), *open2 = tc_open(c, c->path80);
+    tc_send(open1, LINE59 "one", strlen(LINE59) + 3);
+    tc_send(open2, LINE60 "two", strlen(LINE60) + 3);
+    struct want_bytes w1 = {open1, 3}, w2 = {open2, 3};
+    assert_true(run_until(c, tc_has, &w1, 5));
+    assert_true(run_until(c, tc_has, &w2, 5));
+    struct tc *third = tc_open(c, c->path80);
+    tc_send(third, LINE61 "three", strlen(LINE61) + 5);
+    assert_true(run_until(c, tc_closed, third, 5));
+    assert_int_equal(evbuffer_get_length(third->received), 0);
+    tc_free(third);
+    assert_int_equal(echo->accepted, 2);
+    assert_int_equal(port_stat(c, 80, "rejected_stream_limit"), 1);
+    assert_int_equal(port_stat(c, 80, "streams_total"), 3);
+    char *text = proxy_metrics_text(c);
+    assert_sample(text, "onionfront_proxy_rejected_streams_total" WEB80 ",reason=\"stream_limit\"}", 1);
+    free(text);
+    tc_shutdown(c, open1);
+    assert_true(run_until(c, tc_closed, open1, 5));
+    tc_free(open1);
+    struct stat_wait sw = {c, "streams_active", 1};
+    assert_true(run_until(c, stat_is, &sw, 5));
+    echo_stream(c, c->path80, LINE61, "again");
+    tc_free(open2);
+}
+
+/* Without a setting, streams per circuit are limited by default, and the global cap is derived from the
+ * descriptor limit. */
+static void test_default_limits(void **state)
+{
+    struct ctx *c = *state;
+    start_proxy_to(c, TB_ECHO, "");
+    assert_int_equal(c->conf->services[0].ports[0].max_streams_per_circuit, CONFIG_DEFAULT_MAX_STREAMS_PER_CIRCUIT);
+    assert_int_equal(c->conf->limits.max_open_streams, 0);
+    echo_stream(c, c->path80, LINE59, "works");
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN); /* as the daemon does: a peer gone mid-write is an error, not a signal */
@@ -1448,6 +1494,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_no_backend, setup, teardown),
         cmocka_unit_test_setup_teardown(test_connect_timeout_then_retry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_circuit_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_global_stream_cap, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_default_limits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_proxy_protocol_v2, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_v2_by_default, setup, teardown),
         cmocka_unit_test_setup_teardown(test_backpressure_to_backend, setup, teardown),

@@ -5,9 +5,13 @@
  * replies (backpressure and the write timeout, while another client is still served), idle clients,
  * rejected peers (an injected credential lookup, and real ones: forked children that setuid to nobody
  * — the tests run as root), the socket file's mode under any umask, stale and live sockets, reload
- * success and failure. Also the optional metrics HTTP endpoint (sidecar/metrics_http.c), which serves the
+ * success and failure; the limits per peer (issue 15): the per-uid limit and the reserved slots, the
+ * lifetime of an active connection, a client served with the spare descriptor while the process is out
+ * of descriptors. Also the optional metrics HTTP endpoint (sidecar/metrics_http.c), which serves the
  * same text as the socket's "metrics": 200 with the text format's content type, HEAD, 404, 405, 500
- * from a failing render function, and a clear error for a port in use. */
+ * from a failing render function, a clear error for a port in use, the request head parser (table),
+ * the connection cap with slow clients trickling bytes past the whole-connection deadline, and the
+ * listener's pause on accept errors. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -24,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -34,6 +39,7 @@
 #include <unistd.h>
 
 #include "sidecar/config.h"
+#include "sidecar/metrics.h"
 #include "sidecar/metrics_http.h"
 #include "sidecar/status.h"
 #include "tests/fake/tmpdir.h"
@@ -597,6 +603,14 @@ static int connect_to(const char path[100])
         return -1;
     }
     return fd;
+}
+
+/* Connect the existing non-blocking socket `fd` to `path` (the listener has room in its backlog). */
+static int connect_to_fd(int fd, const char *path)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+    return connect(fd, (struct sockaddr *)&sa, sizeof(sa));
 }
 
 static bool never(struct ctx *c, void *arg);
@@ -1255,6 +1269,190 @@ static void test_server_real_supplementary_group(void **state)
     assert_int_equal(child_connects_as(c, nobody, nobody, groups, 2, "\"ok\":true"), 0);
 }
 
+
+/* ---- limits per peer (issue 15) -------------------------------------------------------------------- */
+
+static void test_admit_table(void **state)
+{
+    (void)state;
+    const size_t open_max = STATUS_MAX_CLIENTS - STATUS_RESERVED_SLOTS; /* what others may fill */
+    const struct {
+        size_t total, of_uid;
+        bool privileged;
+        enum status_admit want;
+    } cases[] = {
+        {0, 0, false, STATUS_ADMIT_OK},
+        {0, 0, true, STATUS_ADMIT_OK},
+        {10, STATUS_MAX_PER_UID - 1, false, STATUS_ADMIT_OK},
+        {10, STATUS_MAX_PER_UID, false, STATUS_ADMIT_UID_FULL},
+        {open_max - 1, 0, false, STATUS_ADMIT_OK},
+        {open_max, 0, false, STATUS_ADMIT_FULL},          /* the reserved slots are not for others */
+        {open_max, 0, true, STATUS_ADMIT_OK},             /* but for root and our own uid */
+        {STATUS_MAX_CLIENTS - 1, 40, true, STATUS_ADMIT_OK}, /* no per-uid limit for them */
+        {STATUS_MAX_CLIENTS, 0, true, STATUS_ADMIT_FULL},
+        {STATUS_MAX_CLIENTS, STATUS_MAX_PER_UID, false, STATUS_ADMIT_FULL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        if (status_admit(cases[i].total, cases[i].of_uid, cases[i].privileged) != cases[i].want)
+            fail_msg("case %zu: total %zu of_uid %zu privileged %d: got %d", i, cases[i].total, cases[i].of_uid,
+                     cases[i].privileged, status_admit(cases[i].total, cases[i].of_uid, cases[i].privileged));
+}
+
+static bool accepted_or_refused(struct ctx *c, void *arg)
+{
+    struct status_stats st;
+    status_server_stats(c->srv, &st);
+    return st.accepted + st.over_limit + st.over_uid_limit + st.rejected >= *(unsigned long *)arg;
+}
+
+/* A client with the injected peer `uid`, seen by the server (accepted or refused) before returning. */
+static struct tclient *tc_as(struct ctx *c, uid_t uid)
+{
+    struct status_stats st;
+    status_server_stats(c->srv, &st);
+    unsigned long want = st.accepted + st.over_limit + st.over_uid_limit + st.rejected + 1;
+    c->fake_peer = (struct status_peer){.pid = 1, .uid = uid, .gid = 4321};
+    struct tclient *t = tc_new(c);
+    if (!loop_until(c, accepted_or_refused, &want, 5000))
+        fail_msg("the server did not take the connection of uid %u", (unsigned)uid);
+    return t;
+}
+
+static void expect_refusal(struct ctx *c, struct tclient *t, const char *why)
+{
+    json_t *r = tc_reply(c, t);
+    assert_error_reply(r, why);
+    json_decref(r);
+    expect_eof(c, t);
+}
+
+static void expect_served(struct ctx *c, struct tclient *t)
+{
+    tc_sends(t, "status\n");
+    json_t *r = tc_reply(c, t);
+    assert_ok_reply(r);
+    json_decref(r);
+}
+
+/* The review's attack: one allowed user holds every slot. Now it gets STATUS_MAX_PER_UID, other users
+ * share what is left but the reserved slots, and root always gets in. */
+static void test_server_per_uid_limit_and_reserved_slots(void **state)
+{
+    struct ctx *c = *state;
+    c->gids[0] = 4321; /* every injected peer is in an allowed group */
+    c->conf.n_allowed_gids = 1;
+    listen_or_fail(c);
+    status_server_set_peer_lookup(c->srv, fake_peer_lookup, c);
+    for (int i = 0; i < STATUS_MAX_PER_UID; i++)
+        tc_as(c, 1000);
+    expect_refusal(c, tc_as(c, 1000), "too many connections from this user");
+    expect_served(c, tc_as(c, 0));
+    expect_served(c, c->clients[0]); /* those it holds still work */
+
+    /* Other users fill what is left for them (root's one is still open). */
+    size_t others = STATUS_MAX_CLIENTS - STATUS_RESERVED_SLOTS - STATUS_MAX_PER_UID - 1;
+    for (size_t i = 0; i < others; i++)
+        tc_as(c, 2000 + (uid_t)(i / STATUS_MAX_PER_UID));
+    struct status_stats st;
+    status_server_stats(c->srv, &st);
+    assert_int_equal(st.clients, STATUS_MAX_CLIENTS - STATUS_RESERVED_SLOTS);
+    expect_refusal(c, tc_as(c, 3000), "too many clients");
+    /* The reserved slots: root and onionfront's own uid. */
+    expect_served(c, tc_as(c, geteuid()));
+    for (int i = 1; i < STATUS_RESERVED_SLOTS; i++)
+        tc_as(c, 0);
+    expect_refusal(c, tc_as(c, 0), "too many clients");
+    status_server_stats(c->srv, &st);
+    assert_int_equal(st.clients, STATUS_MAX_CLIENTS);
+    assert_int_equal(st.over_uid_limit, 1);
+    assert_int_equal(st.over_limit, 2);
+}
+
+static void test_server_lifetime(void **state)
+{
+    struct ctx *c = *state;
+    status_server_set_lifetime(c->srv, 300);
+    listen_or_fail(c);
+    struct tclient *t = tc_new(c);
+    expect_served(c, t);
+    /* The idle timeout is 60 s: only the lifetime can end it now, though the client stays active. */
+    for (int i = 0; i < 1000 && !t->eof; i++) {
+        /* A blank line: a byte that keeps the connection busy and gets no reply. Once the server has
+         * closed, the send may fail: the EOF follows. */
+        (void)!send(t->fd, "\n", 1, MSG_NOSIGNAL);
+        loop_until(c, has_eof, t, 20);
+    }
+    if (!t->eof)
+        fail_msg("an active client was not closed at the end of its lifetime");
+    struct status_stats st;
+    status_server_stats(c->srv, &st);
+    assert_int_equal(st.dropped_lifetime, 1);
+    assert_int_equal(st.dropped_slow, 0);
+}
+
+/* Lower the soft RLIMIT_NOFILE to `limit` and open /dev/null until it is reached: the process is out of
+ * descriptors. Returns how many were opened into fds (the caller closes them and restores *old). */
+static int exhaust_fds(int *fds, int max, rlim_t limit, struct rlimit *old)
+{
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, old), 0);
+    struct rlimit low = {limit, old->rlim_max};
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+    int n = 0;
+    while (n < max) {
+        int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            assert_int_equal(errno, EMFILE);
+            break;
+        }
+        fds[n++] = fd;
+    }
+    assert_true(n < max);
+    return n;
+}
+
+static void release_fds(int *fds, int n, const struct rlimit *old)
+{
+    for (int i = 0; i < n; i++)
+        close(fds[i]);
+    setrlimit(RLIMIT_NOFILE, old);
+}
+
+static bool from_reserve(struct ctx *c, void *arg)
+{
+    struct status_stats st;
+    (void)arg;
+    status_server_stats(c->srv, &st);
+    return st.from_reserve > 0;
+}
+
+/* Out of descriptors: the status socket still answers, with its spare descriptor. */
+static void test_server_spare_descriptor(void **state)
+{
+    struct ctx *c = *state;
+    listen_or_fail(c);
+    /* The client's socket exists before the process runs out; connecting needs no new descriptor. */
+    struct tclient *t = calloc(1, sizeof(*t));
+    assert_non_null(t);
+    t->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    assert_true(t->fd >= 0);
+    c->clients[c->n_clients++] = t;
+    int fds[512];
+    struct rlimit old;
+    int n = exhaust_fds(fds, 512, (rlim_t)t->fd + 64, &old);
+    assert_int_equal(connect_to_fd(t->fd, c->path), 0);
+    tc_sends(t, "status\n");
+    bool served = loop_until(c, from_reserve, NULL, 10000);
+    json_t *r = served ? tc_reply(c, t) : NULL;
+    release_fds(fds, n, &old);
+    if (!served)
+        fail_msg("no client was accepted with the spare descriptor");
+    assert_ok_reply(r);
+    json_decref(r);
+    /* And the server goes on normally afterwards. */
+    loop_until(c, never, NULL, 1100); /* past the accept pause */
+    expect_served(c, tc_new(c));
+}
+
 /* ---- the metrics HTTP endpoint ----------------------------------------------------------------------- */
 
 static char *render_ok(void *arg)
@@ -1307,6 +1505,17 @@ static struct metrics_conf metrics_conf_of(int family, uint16_t port)
     snprintf(m.host, sizeof(m.host), "%s", family == AF_INET6 ? "::1" : "127.0.0.1");
     snprintf(m.listen, sizeof(m.listen), family == AF_INET6 ? "[%s]:%u" : "%s:%u", m.host, (unsigned)port);
     return m;
+}
+
+/* A metrics endpoint on loopback (any free port) serving `render`, or the test fails. */
+static struct metrics_http *mh_new(struct ctx *c, int family, char *(*render)(void *), void *arg)
+{
+    char err[256];
+    struct metrics_conf mc = metrics_conf_of(family, 0);
+    struct metrics_http *h = metrics_http_new(c->base, &mc, render, arg, err, sizeof(err));
+    if (!h)
+        fail_msg("metrics_http_new: %s", err);
+    return h;
 }
 
 static void test_metrics_http(void **state)
@@ -1375,6 +1584,164 @@ static void test_metrics_http(void **state)
     metrics_http_free(NULL);
 }
 
+
+static const struct {
+    const char *head;
+    enum metrics_http_parse want;
+    enum metrics_http_method method;
+    bool is_metrics;
+} head_cases[] = {
+    {"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", METRICS_HTTP_OK, METRICS_HTTP_GET, true},
+    {"GET /metrics HTTP/1.0\n\n", METRICS_HTTP_OK, METRICS_HTTP_GET, true},
+    {"HEAD /metrics?name[]=a HTTP/1.1\r\n\r\n", METRICS_HTTP_OK, METRICS_HTTP_HEAD, true},
+    {"POST /metrics HTTP/1.1\r\nContent-Length: 1\r\n\r\nx", METRICS_HTTP_OK, METRICS_HTTP_OTHER, true},
+    {"GET /metricsx HTTP/1.1\r\n\r\n", METRICS_HTTP_OK, METRICS_HTTP_GET, false},
+    {"GET / HTTP/1.1\r\n\r\n", METRICS_HTTP_OK, METRICS_HTTP_GET, false},
+    {"GETS /metrics HTTP/1.1\r\n\r\n", METRICS_HTTP_OK, METRICS_HTTP_OTHER, true},
+    {"GET /metrics HTTP/1.1\r\nHost: x\r\n", METRICS_HTTP_INCOMPLETE, 0, false},
+    {"GET /met", METRICS_HTTP_INCOMPLETE, 0, false},
+    {"", METRICS_HTTP_INCOMPLETE, 0, false},
+    {"garbage\r\n\r\n", METRICS_HTTP_BAD, 0, false},
+    {"get /metrics HTTP/1.1\r\n\r\n", METRICS_HTTP_BAD, 0, false},
+    {"GET  /metrics HTTP/1.1\r\n\r\n", METRICS_HTTP_BAD, 0, false},
+    {"GET /metrics HTTP/2.0\r\n\r\n", METRICS_HTTP_BAD, 0, false},
+    {"GET /metrics HTTP/1.1 \r\n\r\n", METRICS_HTTP_BAD, 0, false},
+    {"GET /met\x01rics HTTP/1.1\r\n\r\n", METRICS_HTTP_BAD, 0, false},
+    {"GET /metrics\r\n\r\n", METRICS_HTTP_BAD, 0, false},
+    {"\r\n\r\n", METRICS_HTTP_BAD, 0, false},
+};
+
+static void test_metrics_http_parse_head(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(head_cases) / sizeof(head_cases[0]); i++) {
+        struct metrics_http_head h = {0};
+        enum metrics_http_parse r = metrics_http_parse_head(head_cases[i].head, strlen(head_cases[i].head), &h);
+        if (r != head_cases[i].want ||
+            (r == METRICS_HTTP_OK && (h.method != head_cases[i].method || h.is_metrics != head_cases[i].is_metrics)))
+            fail_msg("case %zu: result %d method %d is_metrics %d", i, r, h.method, h.is_metrics);
+    }
+    /* No end of the head within the cap: too large, however it goes on. */
+    char *big = malloc(METRICS_HTTP_MAX_HEADERS + 10);
+    assert_non_null(big);
+    memcpy(big, "GET /metrics HTTP/1.1\r\nX: ", 26);
+    memset(big + 26, 'a', METRICS_HTTP_MAX_HEADERS + 10 - 26);
+    struct metrics_http_head h;
+    assert_int_equal(metrics_http_parse_head(big, METRICS_HTTP_MAX_HEADERS - 1, &h), METRICS_HTTP_INCOMPLETE);
+    assert_int_equal(metrics_http_parse_head(big, METRICS_HTTP_MAX_HEADERS, &h), METRICS_HTTP_TOO_LARGE);
+    assert_int_equal(metrics_http_parse_head(big, METRICS_HTTP_MAX_HEADERS + 10, &h), METRICS_HTTP_TOO_LARGE);
+    free(big);
+}
+
+/* A TCP client of the metrics endpoint, read by loop_until like the status clients. */
+static struct tclient *tcp_client(struct ctx *c, uint16_t port)
+{
+    struct sockaddr_in s4 = {.sin_family = AF_INET, .sin_port = htons(port)};
+    s4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct tclient *t = calloc(1, sizeof(*t));
+    assert_non_null(t);
+    t->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(t->fd >= 0);
+    assert_int_equal(connect(t->fd, (struct sockaddr *)&s4, sizeof(s4)), 0); /* the kernel completes it */
+    assert_true(c->n_clients < sizeof(c->clients) / sizeof(c->clients[0]));
+    c->clients[c->n_clients++] = t;
+    return t;
+}
+
+struct mh_want {
+    struct metrics_http *h;
+    size_t clients;
+    unsigned long paused_full, timed_out;
+};
+
+static bool mh_reached(struct ctx *c, void *arg)
+{
+    struct mh_want *w = arg;
+    struct metrics_http_stats st;
+    (void)c;
+    metrics_http_stats(w->h, &st);
+    return st.clients == w->clients && st.paused_full >= w->paused_full && st.timed_out >= w->timed_out;
+}
+
+/* The review's flood in small: slow clients fill the cap, the next waits in the backlog without a
+ * descriptor, each slow one is closed at its deadline however it trickles, and then the next is served. */
+static void test_metrics_http_cap_and_deadline(void **state)
+{
+    struct ctx *c = *state;
+    int calls = 0;
+    struct metrics_http *h = mh_new(c, AF_INET, render_ok, &calls);
+    metrics_http_set_limits(h, 2, 400);
+    struct tclient *slow1 = tcp_client(c, metrics_http_port(h));
+    struct tclient *slow2 = tcp_client(c, metrics_http_port(h));
+    tc_sends(slow1, "GET /met");
+    tc_sends(slow2, "G");
+    struct mh_want full = {h, 2, 1, 0};
+    if (!loop_until(c, mh_reached, &full, 5000))
+        fail_msg("two slow clients did not fill the cap");
+    struct tclient *next = tcp_client(c, metrics_http_port(h));
+    tc_sends(next, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+    /* The slow ones trickle a byte at a time; the deadline counts from accept, not from the last byte. */
+    for (int i = 0; i < 500 && !next->eof; i++) {
+        (void)!send(slow1->fd, "r", 1, MSG_NOSIGNAL);
+        (void)!send(slow2->fd, "E", 1, MSG_NOSIGNAL);
+        struct metrics_http_stats st;
+        metrics_http_stats(h, &st);
+        assert_true(st.clients <= 2);
+        loop_until(c, has_eof, next, 20);
+    }
+    assert_true(next->eof);
+    assert_true(slow1->eof && slow2->eof);
+    assert_int_equal(slow1->len + slow2->len, 0); /* closed without an answer */
+    assert_true(next->len > 13 && strncmp(next->buf, "HTTP/1.1 200 ", 13) == 0);
+    struct metrics_http_stats st;
+    metrics_http_stats(h, &st);
+    assert_int_equal(st.timed_out, 2);
+    assert_int_equal(st.accepted, 3);
+    assert_int_equal(calls, 1);
+
+    /* The counters as metrics. */
+    struct metrics *m = metrics_new();
+    assert_int_equal(metrics_http_metrics(h, m), 0);
+    const char *text = metrics_text(m, NULL);
+    assert_non_null(strstr(text, "onionfront_metrics_http_connections_total{result=\"timed_out\"} 2\n"));
+    assert_non_null(strstr(text, "onionfront_metrics_http_pauses_total{reason=\"full\"} 1\n"));
+    metrics_free(m);
+    m = metrics_new();
+    assert_int_equal(metrics_http_metrics(NULL, m), 0); /* no endpoint: the families, no samples */
+    assert_null(strstr(metrics_text(m, NULL), "} "));
+    metrics_free(m);
+    metrics_http_free(h);
+}
+
+static bool mh_accept_error(struct ctx *c, void *arg)
+{
+    struct metrics_http_stats st;
+    (void)c;
+    metrics_http_stats(arg, &st);
+    return st.paused_accept_error > 0;
+}
+
+/* Out of descriptors: the listener pauses (libevent would otherwise retry accept() at once, forever)
+ * and serves again once descriptors are free. */
+static void test_metrics_http_accept_error_pauses(void **state)
+{
+    struct ctx *c = *state;
+    int calls = 0;
+    struct metrics_http *h = mh_new(c, AF_INET, render_ok, &calls);
+    struct tclient *t = tcp_client(c, metrics_http_port(h));
+    tc_sends(t, "GET /metrics HTTP/1.1\r\n\r\n");
+    int fds[512];
+    struct rlimit old;
+    int n = exhaust_fds(fds, 512, (rlim_t)t->fd + 64, &old);
+    bool paused = loop_until(c, mh_accept_error, h, 10000);
+    release_fds(fds, n, &old);
+    if (!paused)
+        fail_msg("no accept error while out of descriptors");
+    expect_eof(c, t);
+    assert_true(t->len > 13 && strncmp(t->buf, "HTTP/1.1 200 ", 13) == 0);
+    metrics_http_free(h);
+}
+
 static void test_metrics_http_ipv6(void **state)
 {
     struct ctx *c = *state;
@@ -1422,8 +1789,15 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_server_injected_peers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_server_real_peers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_server_real_supplementary_group, setup, teardown),
+        cmocka_unit_test(test_admit_table),
+        cmocka_unit_test_setup_teardown(test_server_per_uid_limit_and_reserved_slots, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_server_lifetime, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_server_spare_descriptor, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics_http, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics_http_ipv6, setup, teardown),
+        cmocka_unit_test(test_metrics_http_parse_head),
+        cmocka_unit_test_setup_teardown(test_metrics_http_cap_and_deadline, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_metrics_http_accept_error_pauses, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,75 @@
+/* fdbudget.h — onionfront's file-descriptor budget: how many descriptors each kind of peer may hold,
+ * so that no single listener can exhaust the process, plus a few descriptors held in reserve.
+ *
+ * The budget (RLIMIT_NOFILE's soft limit, raised to the hard limit at start by fdbudget_raise_limit):
+ *
+ *     soft limit  >=  2 x proxy streams            (limits.max_open_streams; each stream is tor's
+ *                                                   connection + the backend's)
+ *                   + METRICS_HTTP_MAX_CLIENTS      (metrics_http.h; beyond it the listener pauses)
+ *                   + STATUS_MAX_CLIENTS            (status.h; per-uid limit and reserved slots inside)
+ *                   + FDBUDGET_RESERVE              (everything else: listeners, tor's control
+ *                                                   connection, health checks, DNS, log, children's
+ *                                                   pipes, the status socket's spare descriptor)
+ *
+ * With limits.max_open_streams left at 0 ("auto"), fdbudget_stream_cap derives the stream cap from the
+ * limit so that the sum holds; an explicit value is taken as given (the operator's choice, logged by the
+ * caller when it does not fit). Since each peer's share is capped, a flood on one listener (1,200 slow
+ * metrics connections, say) fills that listener's share and stops there: tor's streams and the status
+ * socket keep their descriptors. Should the process run out anyway (a system-wide ENFILE, a limit the
+ * operator lowered), every listener pauses on accept errors instead of spinning, and the status socket
+ * keeps one spare descriptor (struct fd_reserve) so that an operator can still ask what is going on.
+ *
+ * Owns nothing but the reserve's descriptors; no global state. */
+#ifndef ONIONFRONT_FDBUDGET_H
+#define ONIONFRONT_FDBUDGET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/resource.h>
+
+#define FDBUDGET_RESERVE 256            /* descriptors for everything that is not a capped peer */
+#define FDBUDGET_STREAMS_AUTO_MAX 1024  /* "auto" never picks more streams than this: each can hold
+                                           about 2 x PROXY_HIGH_WATER of buffers (512 KiB) */
+#define FDBUDGET_STREAMS_MIN 16         /* "auto" never picks fewer, however low the limit */
+#define FD_RESERVE_MAX 4
+
+/* Raise RLIMIT_NOFILE's soft limit to its hard limit. Return 0 and the limits before and after in
+ * *before / *after (equal when nothing changed), or -1 with the reason in `err` (the limit stays). */
+int fdbudget_raise_limit(rlim_t *before, rlim_t *after, char *err, size_t errlen);
+
+/* The concurrent-stream cap for limits.max_open_streams = `configured` (0 = auto) under a soft limit
+ * of `nofile` descriptors: configured when non-zero, else (nofile - FDBUDGET_RESERVE - the metrics and
+ * status shares) / 2, clamped to FDBUDGET_STREAMS_MIN..FDBUDGET_STREAMS_AUTO_MAX. Pure. */
+unsigned fdbudget_stream_cap_for(unsigned configured, rlim_t nofile);
+
+/* As fdbudget_stream_cap_for, with the process's current soft limit. */
+unsigned fdbudget_stream_cap(unsigned configured);
+
+/* Descriptors opened on /dev/null and held, to be given back when the process has run out: close one
+ * (fd_reserve_release), open what is needed with it, and fd_reserve_refill once descriptors are free
+ * again. Plain data, embedded by its owner. */
+struct fd_reserve {
+    int fds[FD_RESERVE_MAX];
+    unsigned held; /* fds[0 .. held) are open */
+    unsigned want; /* how many to hold, <= FD_RESERVE_MAX */
+};
+
+/* Set up `r` to hold `want` descriptors (at most FD_RESERVE_MAX) and open them. Return 0, or -1 with
+ * errno if not all could be opened (those that could are held; fd_reserve_refill tries again). */
+int fd_reserve_init(struct fd_reserve *r, unsigned want);
+
+/* Open descriptors until `want` are held again. Return 0 if they are, -1 otherwise (nothing free). */
+int fd_reserve_refill(struct fd_reserve *r);
+
+/* Close one held descriptor so that the caller's next open/accept can have it. Return true if one
+ * was held. */
+bool fd_reserve_release(struct fd_reserve *r);
+
+/* Close every held descriptor. */
+void fd_reserve_close(struct fd_reserve *r);
+
+/* True for the accept() errors that mean "out of descriptors" (EMFILE, ENFILE) or out of memory
+ * (ENOBUFS, ENOMEM): retrying at once would fail again. */
+bool fdbudget_is_exhaustion(int err);
+
+#endif
