@@ -1,6 +1,7 @@
 /* cp_event.c — typed decoders for the events and replies a controller of onion services reads:
  * CIRC (control-spec 4.1.1), HS_DESC (4.1.25), HS_DESC_CONTENT (4.1.26), STATUS_* (4.1.10),
- * GETINFO/GETCONF answers (3.9, 3.3) and the ADD_ONION answer (3.27).
+ * CONF_CHANGED (4.1.18), SIGNAL (4.1.19), GETINFO/GETCONF answers (3.9, 3.3) and the ADD_ONION answer
+ * (3.27).
  *
  * Owns the meaning of those lines: which word is which field, the ServerSpec/LongName syntax of relays
  * (2.4), build flags, bootstrap progress. It does not own framing (cp_reply.c) or the lexical layer
@@ -688,6 +689,69 @@ const char *cp_info_get(const struct cp_info *info, const char *key)
             return info->items[i].value;
     }
     return NULL;
+}
+
+/* ---- CONF_CHANGED / SIGNAL ---- */
+
+int cp_event_conf_changed_parse(const struct cp_reply *r, struct cp_info *out, char *err, size_t errlen)
+{
+    struct cp_args a;
+    size_t i;
+
+    memset(out, 0, sizeof(*out));
+    if (ev_begin(r, "CONF_CHANGED", &a, err, errlen) < 0)
+        return -1;
+    cp_args_clear(&a);
+    if (r->n_lines < 2 || r->lines[0].sep != '-') {
+        cp_seterr(err, errlen, "CONF_CHANGED: must be a multi-line event ending in \"650 OK\"");
+        return -1;
+    }
+    /* lines[0] is the name, the last line the "OK" end line; every line between is one option. */
+    for (i = 1; i + 1 < r->n_lines; i++) {
+        const char *text = r->lines[i].text;
+        size_t klen = strcspn(text, "=");
+        char *key = NULL, *value = NULL;
+
+        if (r->lines[i].sep != '-' || !info_key_ok(text, klen)) {
+            cp_seterr(err, errlen, "CONF_CHANGED: line %zu: must be \"Key=Value\" or \"Key\"", i + 1);
+            goto fail;
+        }
+        key = strndup(text, klen);
+        if (text[klen] == '=')
+            value = strdup(text + klen + 1);
+        if (key == NULL || (text[klen] == '=' && value == NULL) || info_add(out, key, value) < 0) {
+            free(key);
+            free(value);
+            cp_seterr(err, errlen, "CONF_CHANGED: line %zu: out of memory", i + 1);
+            goto fail;
+        }
+    }
+    return 0;
+fail:
+    cp_info_clear(out);
+    return -1;
+}
+
+int cp_event_signal_parse(const struct cp_reply *r, char *name, size_t len, char *err, size_t errlen)
+{
+    struct cp_args a;
+
+    if (name != NULL && len > 0)
+        name[0] = '\0';
+    if (name == NULL || len == 0) {
+        cp_seterr(err, errlen, "SIGNAL: no buffer for the name");
+        return -1;
+    }
+    if (ev_begin(r, "SIGNAL", &a, err, errlen) < 0)
+        return -1;
+    if (a.n_pos < 2 || a.pos[1][0] == '\0' || strlen(a.pos[1]) >= len) {
+        cp_seterr(err, errlen, "SIGNAL: signal name missing or too long");
+        cp_args_clear(&a);
+        return -1;
+    }
+    memcpy(name, a.pos[1], strlen(a.pos[1]) + 1);
+    cp_args_clear(&a);
+    return 0;
 }
 
 /* ---- ADD_ONION answer ---- */

@@ -1,6 +1,7 @@
 /* cp_event.h — typed decoders for the asynchronous events and replies controllers of onion services need:
  * CIRC (4.1.1), HS_DESC (4.1.25), HS_DESC_CONTENT (4.1.26), STATUS_CLIENT/STATUS_GENERAL/STATUS_SERVER
- * (4.1.10, bootstrap progress), GETINFO replies (3.9) and ADD_ONION replies (3.27).
+ * (4.1.10, bootstrap progress), CONF_CHANGED (4.1.18), SIGNAL (4.1.19), GETINFO replies (3.9) and
+ * ADD_ONION replies (3.27).
  *
  * Decoders take a parsed struct cp_reply (cp_reply.h) and fill a caller-owned struct; *_clear() frees what
  * it holds. Unknown keywords and future fields are ignored, as the spec requires; a missing mandatory
@@ -124,6 +125,17 @@ int cp_info_parse(const struct cp_reply *r, struct cp_info *out, char *err, size
 void cp_info_clear(struct cp_info *i);
 /* Value of the first item named `key`, or NULL. Borrowed. */
 const char *cp_info_get(const struct cp_info *i, const char *key);
+
+/* CONF_CHANGED (4.1.18): "650-CONF_CHANGED", one "650-Key=Value" per changed option line (a bare "650-Key":
+ * reset to its default), "650 OK". Fills `out` with the options in order; values are verbatim (tor does
+ * not quote them). tor 0.4.9 sends it for a SETCONF that changed something (also our own) and for a
+ * reload (SIGHUP / SIGNAL RELOAD) that did; a changed HiddenService* group is listed whole, an emptied
+ * one as a bare "HiddenServiceOptions". Clear with cp_info_clear. */
+int cp_event_conf_changed_parse(const struct cp_reply *r, struct cp_info *out, char *err, size_t errlen);
+
+/* SIGNAL (4.1.19): "650 SIGNAL RELOAD" after tor acted on a signal (from the control port or the kernel).
+ * Writes the signal's name ("RELOAD", "NEWNYM" ...) into `name` (at most len - 1 characters). */
+int cp_event_signal_parse(const struct cp_reply *r, char *name, size_t len, char *err, size_t errlen);
 
 /* ADD_ONION reply: "250-ServiceID=...", optional "250-PrivateKey=TYPE:BLOB", "250-ClientAuth..." */
 struct cp_add_onion_reply {

@@ -20,6 +20,8 @@ struct service {
     char address[64];                /* without ".onion" */
     bool uploaded;                   /* first HS_DESC UPLOADED seen */
     unsigned uploads;
+    bool in_tor;                     /* listed in tor's last GETCONF HiddenServiceOptions answer */
+    unsigned reapplied;              /* times tor dropped it (a reload) and it was handed back */
 };
 
 struct service_mgr {
@@ -31,6 +33,13 @@ struct service_mgr {
     bool foreign_known;     /* `foreign` is this connection's answer: until then no SETCONF may be sent,
                                since it would replace (remove) the tor's own services */
     struct timespec published_at;
+    /* Watching for a tor that lost our services (a reload re-reads its torrc and drops every SETCONF'd
+     * service; see service_watch_*). */
+    unsigned long setconfs; /* SETCONFs sent on this connection: an answer to an older check is stale */
+    bool check_pending;     /* a GETCONF of the check is on its way; later triggers are covered by it */
+    bool reload_seen;       /* tor reported SIGNAL RELOAD since the last check */
+    bool unpublishing;      /* our services were removed on purpose: never re-apply them */
+    unsigned long check_setconfs; /* `setconfs` when the pending check was sent */
 };
 
 static double service_since(const struct timespec *t0)
@@ -154,13 +163,13 @@ static int service_port_line(const struct config *c, const struct service_conf *
     return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
-/* Is `dir` the key directory of one of our services? */
-static bool service_owns_dir(const struct service_mgr *m, const char *dir)
+/* Our service whose key directory is `dir`, or NULL. */
+static struct service *service_by_dir(struct service_mgr *m, const char *dir)
 {
     for (size_t i = 0; i < m->n; i++)
         if (strcmp(m->services[i].conf->key_dir, dir) == 0)
-            return true;
-    return false;
+            return &m->services[i];
+    return NULL;
 }
 
 /* Build the SETCONF that sets the complete HiddenService* group: the attached tor's own services first,
@@ -252,9 +261,47 @@ static void service_publish(struct service_mgr *m)
     char err[512];
     char *cmd = service_setconf_cmd(m, true, err, sizeof(err));
     clock_gettime(CLOCK_MONOTONIC, &m->published_at);
+    m->setconfs++;
     if (!cmd || cp_conn_send(m->conn, cmd, service_setconf_cb, m, err, sizeof(err)) < 0)
         log_error("services: cannot publish: %s", err);
     free(cmd);
+}
+
+/* Take tor's HiddenService* group (a GETCONF HiddenServiceOptions answer, consumed) as the new list of the
+ * tor's own services: the groups of directories that are not ours (GETCONF lists each HiddenServiceDir
+ * followed by its options). Ours, also those left by an earlier run, are replaced by what the config says
+ * now. Set *foreign_dirs, and each service's in_tor. Return 0, or -1 (OOM). */
+static int service_take_foreign(struct service_mgr *m, struct cp_info *all, size_t *foreign_dirs)
+{
+    struct cp_kv *items = calloc(all->n ? all->n : 1, sizeof(*items));
+    size_t n = 0;
+    bool skipping = false;
+    *foreign_dirs = 0;
+    if (!items) {
+        cp_info_clear(all);
+        return -1;
+    }
+    for (size_t i = 0; i < m->n; i++)
+        m->services[i].in_tor = false;
+    for (size_t i = 0; i < all->n; i++) {
+        struct cp_kv *kv = &all->items[i];
+        if (strcmp(kv->key, "HiddenServiceDir") == 0) {
+            struct service *s = kv->value ? service_by_dir(m, kv->value) : NULL;
+            skipping = !kv->value || s;
+            *foreign_dirs += !skipping;
+            if (s)
+                s->in_tor = true;
+        }
+        if (skipping || !kv->value)
+            continue;
+        items[n++] = *kv; /* moved: the strings now belong to m->foreign */
+        kv->key = kv->value = NULL;
+    }
+    cp_info_clear(all);
+    cp_info_clear(&m->foreign);
+    m->foreign.items = items;
+    m->foreign.n = n;
+    return 0;
 }
 
 static void service_foreign_cb(struct cp_conn *c, const struct cp_reply *r, const char *err, void *arg)
@@ -270,33 +317,138 @@ static void service_foreign_cb(struct cp_conn *c, const struct cp_reply *r, cons
                   "to remove them", cp_reply_is_ok(r) ? perr : cp_reply_message(r));
         return;
     }
-    /* Keep the groups of directories that are not ours (GETCONF lists each HiddenServiceDir followed by
-     * its options); ours, left by an earlier run, are replaced by what the config says now. */
-    cp_info_clear(&m->foreign);
-    m->foreign.items = calloc(all.n ? all.n : 1, sizeof(*m->foreign.items));
-    if (!m->foreign.items) {
-        cp_info_clear(&all);
+    size_t foreign_dirs;
+    if (service_take_foreign(m, &all, &foreign_dirs) < 0) {
         log_error("services: out of memory");
         return;
     }
-    bool skipping = false;
-    size_t foreign_dirs = 0;
-    for (size_t i = 0; i < all.n; i++) {
-        struct cp_kv *kv = &all.items[i];
-        if (strcmp(kv->key, "HiddenServiceDir") == 0) {
-            skipping = !kv->value || service_owns_dir(m, kv->value);
-            foreign_dirs += !skipping;
-        }
-        if (skipping || !kv->value)
-            continue;
-        m->foreign.items[m->foreign.n++] = *kv; /* moved: the strings now belong to m->foreign */
-        kv->key = kv->value = NULL;
-    }
-    cp_info_clear(&all);
     m->foreign_known = true;
     if (foreign_dirs)
         log_info("services: keeping %zu service%s this tor already had", foreign_dirs, foreign_dirs == 1 ? "" : "s");
     service_publish(m);
+}
+
+/* ---- a tor that lost our services ----
+ * tor 0.4.9 re-reads its torrc on SIGHUP or SIGNAL RELOAD (Debian's logrotate reloads the system tor daily)
+ * and drops every service added with SETCONF. It then reports CONF_CHANGED with its new HiddenService*
+ * group (the whole group, or a bare "HiddenServiceOptions" when empty), followed by "SIGNAL RELOAD".
+ * Our own SETCONFs cause CONF_CHANGED too, listing all our directories: such an event needs nothing. Any
+ * other CONF_CHANGED of the group, and every reload, is verified with GETCONF HiddenServiceOptions; if one
+ * of our directories is missing, the complete group (the tor's own services as tor lists them now, then
+ * ours) is sent again. The keys stay where they are, so the addresses do too. No loop: after that SETCONF
+ * all our directories are there, and tor sends no CONF_CHANGED for a SETCONF that changes nothing. */
+
+static void service_check_cb(struct cp_conn *c, const struct cp_reply *r, const char *err, void *arg);
+
+/* Ask tor for its HiddenService* group, unless a check is already on its way: tor answers in order, so
+ * that answer already reflects whatever triggered this one. */
+static void service_watch_check(struct service_mgr *m)
+{
+    char err[256];
+    if (!m->conn || !m->foreign_known || m->unpublishing || m->check_pending)
+        return;
+    static const char *const key = "HiddenServiceOptions";
+    char *cmd = cp_cmd_getconf(&key, 1, err, sizeof(err));
+    /* The SETCONF count now: a SETCONF of ours sent after this makes the answer stale. */
+    m->check_setconfs = m->setconfs;
+    if (!cmd || cp_conn_send(m->conn, cmd, service_check_cb, m, err, sizeof(err)) < 0)
+        log_warnx("services: cannot ask tor for its HiddenService lines: %s", err);
+    else
+        m->check_pending = true;
+    free(cmd);
+}
+
+static void service_check_cb(struct cp_conn *c, const struct cp_reply *r, const char *err, void *arg)
+{
+    struct service_mgr *m = arg;
+    char perr[256];
+    if (!r || m->conn != c) {
+        log_debug("services: HiddenService check not answered: %s", err);
+        return;
+    }
+    m->check_pending = false;
+    /* A SETCONF of ours was sent meanwhile: this answer predates it (it may list a service that was just
+     * removed, which must not be taken for one of the tor's own). That SETCONF set the whole group. */
+    if (m->unpublishing || m->setconfs != m->check_setconfs)
+        return;
+    struct cp_info all = {0};
+    if (!cp_reply_is_ok(r) || cp_info_parse(r, &all, perr, sizeof(perr)) < 0) {
+        log_warnx("services: cannot read tor's HiddenService lines after a configuration change: %s",
+                  cp_reply_is_ok(r) ? perr : cp_reply_message(r));
+        return;
+    }
+    size_t foreign_dirs, dropped = 0;
+    if (service_take_foreign(m, &all, &foreign_dirs) < 0) {
+        log_error("services: out of memory");
+        return;
+    }
+    bool reloaded = m->reload_seen;
+    m->reload_seen = false;
+    for (size_t i = 0; i < m->n; i++)
+        if (!m->services[i].in_tor) {
+            m->services[i].reapplied++;
+            dropped++;
+        }
+    if (!dropped) {
+        log_debug("services: tor still has all %zu of our services (%zu of its own)", m->n, foreign_dirs);
+        return;
+    }
+    if (reloaded)
+        log_notice("services: tor reloaded its configuration and dropped %zu service%s; re-applied (keys and "
+                   "addresses unchanged%s)", dropped, dropped == 1 ? "" : "s",
+                   foreign_dirs ? ", the tor's own services as its torrc now says" : "");
+    else
+        log_warnx("services: %zu of onionfront's services vanished from tor's configuration (another "
+                  "controller's SETCONF?); re-applied", dropped);
+    service_publish(m);
+}
+
+/* Is every one of our key directories among the HiddenServiceDir lines of `changed`? */
+static bool service_all_listed(const struct service_mgr *m, const struct cp_info *changed)
+{
+    for (size_t i = 0; i < m->n; i++) {
+        bool found = false;
+        for (size_t j = 0; j < changed->n && !found; j++)
+            found = strcmp(changed->items[j].key, "HiddenServiceDir") == 0 && changed->items[j].value &&
+                    strcmp(changed->items[j].value, m->services[i].conf->key_dir) == 0;
+        if (!found)
+            return false;
+    }
+    return true;
+}
+
+static void service_conf_changed_cb(struct cp_conn *c, const struct cp_reply *ev, void *arg)
+{
+    struct service_mgr *m = arg;
+    struct cp_info changed = {0};
+    char err[256];
+    (void)c;
+    if (cp_event_conf_changed_parse(ev, &changed, err, sizeof(err)) < 0) {
+        log_debug("services: undecodable CONF_CHANGED event: %s", err);
+        return;
+    }
+    bool hs = false;
+    for (size_t i = 0; i < changed.n && !hs; i++)
+        hs = strncmp(changed.items[i].key, "HiddenService", strlen("HiddenService")) == 0;
+    /* All our directories listed: our own SETCONF (or one that kept ours); nothing is missing. */
+    if (hs && !service_all_listed(m, &changed)) {
+        log_debug("services: tor's HiddenService lines changed without all of ours; checking");
+        service_watch_check(m);
+    }
+    cp_info_clear(&changed);
+}
+
+static void service_signal_cb(struct cp_conn *c, const struct cp_reply *ev, void *arg)
+{
+    struct service_mgr *m = arg;
+    char name[32], err[128];
+    (void)c;
+    if (cp_event_signal_parse(ev, name, sizeof(name), err, sizeof(err)) < 0 || strcmp(name, "RELOAD") != 0)
+        return;
+    /* CONF_CHANGED came first if the group changed; this also catches a reload that reported none. */
+    log_info("services: tor reloaded its configuration (SIGHUP or SIGNAL RELOAD)");
+    m->reload_seen = true;
+    service_watch_check(m);
 }
 
 static struct service *service_by_address(struct service_mgr *m, const char *addr)
@@ -339,7 +491,11 @@ void service_mgr_attach(struct service_mgr *m, struct cp_conn *conn)
     char err[256];
     m->conn = conn;
     m->foreign_known = false;
+    m->check_pending = m->reload_seen = m->unpublishing = false;
+    m->setconfs = 0;
     cp_conn_subscribe(conn, "HS_DESC", service_hs_desc_cb, m);
+    cp_conn_subscribe(conn, "CONF_CHANGED", service_conf_changed_cb, m);
+    cp_conn_subscribe(conn, "SIGNAL", service_signal_cb, m);
     static const char *const key = "HiddenServiceOptions";
     char *cmd = cp_cmd_getconf(&key, 1, err, sizeof(err));
     if (!cmd || cp_conn_send(conn, cmd, service_foreign_cb, m, err, sizeof(err)) < 0)
@@ -390,6 +546,8 @@ void service_mgr_unpublish(struct service_mgr *m, void (*done)(void *arg), void 
     }
     u->done = done;
     u->arg = arg;
+    m->unpublishing = true; /* the CONF_CHANGED this causes must not bring them back */
+    m->setconfs++;
     if (cp_conn_send(m->conn, cmd, service_unpublish_cb, u, err, sizeof(err)) < 0) {
         free(u);
         done(arg);
@@ -442,9 +600,10 @@ json_t *service_mgr_to_json(const struct service_mgr *m)
             }
         char address[80];
         snprintf(address, sizeof(address), "%s.onion", s->address);
-        json_t *o = ports ? json_pack("{s:s, s:o, s:o, s:b, s:I}", "name", s->conf->name, "address",
+        json_t *o = ports ? json_pack("{s:s, s:o, s:o, s:b, s:I, s:I}", "name", s->conf->name, "address",
                                       s->address[0] ? json_string(address) : json_null(), "ports", ports,
-                                      "uploaded", s->uploaded, "uploads", (json_int_t)s->uploads)
+                                      "uploaded", s->uploaded, "uploads", (json_int_t)s->uploads,
+                                      "reapplied", (json_int_t)s->reapplied)
                           : NULL;
         if (json_array_append_new(arr, o) < 0) {
             json_decref(arr);
@@ -473,6 +632,15 @@ int service_mgr_metrics(const struct service_mgr *m, struct metrics *out)
         if (metrics_sample(out, "onionfront_service_up",
                            (const char *const[]){"service", m->services[i].conf->name, NULL},
                            m->services[i].uploaded ? 1 : 0) < 0)
+            return -1;
+    if (metrics_family(out, "onionfront_service_reapplied_total", METRICS_COUNTER,
+                       "Times tor dropped the service from its configuration (a reload of its torrc) and "
+                       "onionfront handed it back.") < 0)
+        return -1;
+    for (size_t i = 0; i < m->n; i++)
+        if (metrics_sample(out, "onionfront_service_reapplied_total",
+                           (const char *const[]){"service", m->services[i].conf->name, NULL},
+                           (double)m->services[i].reapplied) < 0)
             return -1;
     return 0;
 }

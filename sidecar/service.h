@@ -36,7 +36,11 @@ int service_mgr_load_keys(struct service_mgr *m, char *err, size_t errlen);
 int service_mgr_reconfigure(struct service_mgr *m, const struct config *conf, bool *tor_changed, char *err,
                             size_t errlen);
 
-/* A new verified control connection: subscribe to HS_DESC and publish every service. */
+/* A new verified control connection: subscribe to HS_DESC, CONF_CHANGED and SIGNAL, and publish every
+ * service. From then on, whenever tor's HiddenService* group loses one of our services (a reload re-reads
+ * the torrc and drops every SETCONF'd service), the complete group is sent again (same keys, so the same
+ * addresses), with the tor's own services as tor lists them at that moment. tor.c must subscribe to those
+ * events with SETEVENTS. */
 void service_mgr_attach(struct service_mgr *m, struct cp_conn *conn);
 
 /* The connection given to service_mgr_attach is gone. */
@@ -57,11 +61,12 @@ bool service_mgr_uploaded(const struct service_mgr *m, size_t i);
 /* The services for the status socket, in config order. Returns a new reference (NULL on OOM):
  * [{"name", "address" ("<56 chars>.onion", null before the key is loaded), "ports": [{"virtual",
  *   "targets": [address as written in the config ...]}], "uploaded" (bool), "uploads" (confirmed
- *   HS_DESC UPLOADED events)}]. */
+ *   HS_DESC UPLOADED events), "reapplied" (times tor dropped the service, e.g. on a reload, and it was
+ *   handed back)}]. */
 json_t *service_mgr_to_json(const struct service_mgr *m);
 
-/* Append onionfront_services{state="uploaded|pending"} and onionfront_service_up{service} (1 once an
- * upload was confirmed) to `out` (descriptor.c counts uploads per HSDir). Returns 0, or -1 if a family
+/* Append onionfront_services{state="uploaded|pending"}, onionfront_service_up{service} (1 once an
+ * upload was confirmed) and onionfront_service_reapplied_total{service} to `out` (descriptor.c counts uploads per HSDir). Returns 0, or -1 if a family
  * was already present or memory ran out. */
 int service_mgr_metrics(const struct service_mgr *m, struct metrics *out);
 

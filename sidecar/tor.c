@@ -29,9 +29,10 @@
 #include "sidecar/proc.h"
 #include "sidecar/torrc.h"
 
-/* Events onionfront uses; SETEVENTS replaces the whole set, so one module owns it. */
+/* Events onionfront uses; SETEVENTS replaces the whole set, so one module owns it. CONF_CHANGED and
+ * SIGNAL tell service.c that tor reloaded its torrc (and dropped the services added by SETCONF). */
 static const char *const tor_events[] = {"STATUS_CLIENT", "STATUS_GENERAL", "HS_DESC", "HS_DESC_CONTENT",
-                                         "CIRC"};
+                                         "CIRC", "CONF_CHANGED", "SIGNAL"};
 
 #define TOR_CONNECT_RETRY_MS 100
 #define TOR_KEEPALIVE_S 10

@@ -1,7 +1,8 @@
 /* fuzz_event.c — libFuzzer target for the event and reply decoders (controlproto/cp_event.c).
  *
  * The input is framed by cp_reply_parser exactly as bytes from tor would be; every complete reply is then
- * given to every decoder (CIRC, HS_DESC, HS_DESC_CONTENT, STATUS_*, GETINFO/GETCONF, ADD_ONION), and each
+ * given to every decoder (CIRC, HS_DESC, HS_DESC_CONTENT, STATUS_*, CONF_CHANGED, SIGNAL, GETINFO/GETCONF,
+ * ADD_ONION), and each
  * successful decode is checked against the invariants the header promises (fingerprints are 40 uppercase
  * hex digits, progress is -1..100, ...). A second, smaller oracle uses the same bytes as an argument to
  * the command encoders (cp_cmd.c): whatever they accept must still be exactly one command, so no input can
@@ -43,6 +44,7 @@ static void decode_all(const struct cp_reply *r)
     struct cp_event_status s;
     struct cp_info info;
     struct cp_add_onion_reply a;
+    char sig[32];
     size_t i;
 
     cp_event_name(r, name, sizeof name);
@@ -104,6 +106,21 @@ static void decode_all(const struct cp_reply *r)
         CHECK(info.n == 0 && info.items == NULL);
     }
     cp_info_clear(&info);
+
+    if (cp_event_conf_changed_parse(r, &info, err, sizeof err) == 0) {
+        CHECK(r->is_event && strcmp(name, "CONF_CHANGED") == 0);
+        CHECK(info.n + 2 <= r->n_lines);
+        for (i = 0; i < info.n; i++)
+            CHECK(info.items[i].key != NULL && info.items[i].key[0] != '\0' && strchr(info.items[i].key, '=') == NULL);
+    } else {
+        CHECK(info.n == 0 && info.items == NULL);
+    }
+    cp_info_clear(&info);
+
+    if (cp_event_signal_parse(r, sig, sizeof sig, err, sizeof err) == 0)
+        CHECK(strcmp(name, "SIGNAL") == 0 && sig[0] != '\0' && strlen(sig) < sizeof sig);
+    else
+        CHECK(sig[0] == '\0');
 
     if (cp_add_onion_reply_parse(r, &a, err, sizeof err) == 0) {
         CHECK(a.service_id != NULL && strlen(a.service_id) == 56);

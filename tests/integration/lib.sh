@@ -189,6 +189,17 @@ of_wait_log() {
   return 1
 }
 
+# of_wait_until TIMEOUT_S COMMAND... — run COMMAND every 0.1 s until it succeeds (return 0) or the time is up.
+of_wait_until() {
+  local limit=$1 i
+  shift
+  for ((i = 0; i < limit * 10; i++)); do
+    "$@" && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
 # The onion address (with .onion) that onionfront logged for service NAME.
 of_address_from_log() {
   grep -Eo "service $2: [a-z ]+ key, address [a-z2-7]{56}\.onion" "$1" | tail -n 1 | grep -Eo '[a-z2-7]{56}\.onion'

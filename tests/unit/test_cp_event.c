@@ -1,5 +1,5 @@
-/* test_cp_event.c — unit tests for controlproto/cp_event.c: the CIRC, HS_DESC, HS_DESC_CONTENT and STATUS_*
- * event decoders, GETINFO/GETCONF answers and the ADD_ONION answer.
+/* test_cp_event.c — unit tests for controlproto/cp_event.c: the CIRC, HS_DESC, HS_DESC_CONTENT, STATUS_*,
+ * CONF_CHANGED and SIGNAL event decoders, GETINFO/GETCONF answers and the ADD_ONION answer.
  *
  * Each case is wire text, framed by the real cp_reply_parser, then decoded; the result is compared as a
  * canonical dump (or the error, which must name the event and the field). Where the inputs come from:
@@ -286,6 +286,32 @@ static int dec_info(const struct cp_reply *r, char *out, char *err, size_t errle
         assert_int_equal(i.n, 0);
     cp_info_clear(&i);
     assert_null(i.items);
+    return rc;
+}
+
+static int dec_conf_changed(const struct cp_reply *r, char *out, char *err, size_t errlen)
+{
+    struct cp_info i;
+    int rc = cp_event_conf_changed_parse(r, &i, err, errlen);
+
+    if (rc == 0)
+        dump_info(&i, out);
+    else
+        assert_null(i.items);
+    cp_info_clear(&i);
+    assert_null(i.items);
+    return rc;
+}
+
+static int dec_signal(const struct cp_reply *r, char *out, char *err, size_t errlen)
+{
+    char name[16] = "x";
+    int rc = cp_event_signal_parse(r, name, sizeof name, err, errlen);
+
+    if (rc == 0)
+        snprintf(out, DUMPLEN, "%s", name);
+    else
+        assert_string_equal(name, "");
     return rc;
 }
 
@@ -640,6 +666,52 @@ static void test_info(void **state)
     run_table(*state, "GETINFO", dec_info, t, sizeof t / sizeof t[0]);
 }
 
+/* ---- CONF_CHANGED / SIGNAL ---- */
+
+static void test_conf_changed(void **state)
+{
+    static const struct dec_case t[] = {
+        /* [tor] a SETCONF of two services: the whole HiddenService group, in order */
+        {"650-CONF_CHANGED\r\n650-HiddenServiceDir=/tmp/trx/hs0\r\n650-HiddenServicePort=80 127.0.0.1:9\r\n"
+         "650-HiddenServiceDir=/tmp/trx/hs1\r\n650-HiddenServicePort=80 127.0.0.1:9\r\n650 OK\r\n",
+         "HiddenServiceDir=/tmp/trx/hs0|HiddenServicePort=80 127.0.0.1:9|HiddenServiceDir=/tmp/trx/hs1|"
+         "HiddenServicePort=80 127.0.0.1:9", NULL},
+        /* [tor] SETCONF HiddenServiceDir (reset): the emptied group, bare */
+        {"650-CONF_CHANGED\r\n650-HiddenServiceOptions\r\n650 OK\r\n", "HiddenServiceOptions", NULL},
+        /* [tor] SIGHUP: what the torrc says now, without the SETCONF'd service */
+        {"650-CONF_CHANGED\r\n650-HiddenServiceDir=/tmp/trx/hs0\r\n650-HiddenServicePort=80 127.0.0.1:9\r\n"
+         "650 OK\r\n", "HiddenServiceDir=/tmp/trx/hs0|HiddenServicePort=80 127.0.0.1:9", NULL},
+        /* values are verbatim: tor does not quote them */
+        {"650-CONF_CHANGED\r\n650-ContactInfo=\"a b\" \\ c=d\r\n650-Nickname\r\n650 OK\r\n",
+         "ContactInfo=\"a b\" \\x5c c=d|Nickname", NULL},
+        {"650-CONF_CHANGED\r\n650 OK\r\n", "", NULL},
+        /* malformed */
+        {"650 CONF_CHANGED\r\n", NULL, "CONF_CHANGED: must be a multi-line event"},
+        {"650-CONF_CHANGED\r\n650-=x\r\n650 OK\r\n", NULL, "CONF_CHANGED: line 2: must be"},
+        {"650-CONF_CHANGED\r\n650+Key=\r\nx\r\n.\r\n650 OK\r\n", NULL, "CONF_CHANGED: line 2: must be"},
+        {"650 SIGNAL RELOAD\r\n", NULL, "CONF_CHANGED: not a CONF_CHANGED event"},
+        {"250-CONF_CHANGED\r\n250 OK\r\n", NULL, "CONF_CHANGED: not a CONF_CHANGED event"},
+        {"650-CONF_CHANGEDX\r\n650 OK\r\n", NULL, "CONF_CHANGED: not a CONF_CHANGED event"},
+    };
+
+    run_table(*state, "CONF_CHANGED", dec_conf_changed, t, sizeof t / sizeof t[0]);
+}
+
+static void test_signal(void **state)
+{
+    static const struct dec_case t[] = {
+        /* [tor] after SIGNAL RELOAD and after kill -HUP alike */
+        {"650 SIGNAL RELOAD\r\n", "RELOAD", NULL},
+        {"650 SIGNAL NEWNYM extra\r\n", "NEWNYM", NULL},
+        {"650 SIGNAL\r\n", NULL, "SIGNAL: signal name missing"},
+        {"650 SIGNAL ABCDEFGHIJKLMNOPQRSTUVWXYZ\r\n", NULL, "SIGNAL: signal name missing or too long"},
+        {"650 SIGNALS RELOAD\r\n", NULL, "SIGNAL: not a SIGNAL event"},
+        {"250 SIGNAL RELOAD\r\n", NULL, "SIGNAL: not a SIGNAL event"},
+    };
+
+    run_table(*state, "SIGNAL", dec_signal, t, sizeof t / sizeof t[0]);
+}
+
 static void test_info_get(void **state)
 {
     struct fixture *f = *state;
@@ -797,6 +869,8 @@ static void test_null_and_empty(void **state)
         assert_non_null(strstr(err, "GETINFO"));
         assert_int_equal(cp_add_onion_reply_parse(rs[k], &a, err, sizeof err), -1);
         assert_non_null(strstr(err, "ADD_ONION"));
+        assert_int_equal(cp_event_conf_changed_parse(rs[k], &i, err, sizeof err), -1);
+        assert_non_null(strstr(err, "CONF_CHANGED"));
     }
 }
 
@@ -810,6 +884,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_status, setup, teardown),
         cmocka_unit_test_setup_teardown(test_info, setup, teardown),
         cmocka_unit_test_setup_teardown(test_info_get, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_conf_changed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_signal, setup, teardown),
         cmocka_unit_test_setup_teardown(test_add_onion_reply, setup, teardown),
         cmocka_unit_test_setup_teardown(test_add_onion_reply_key_not_in_error, setup, teardown),
         cmocka_unit_test_setup_teardown(test_event_name, setup, teardown),

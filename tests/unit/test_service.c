@@ -16,7 +16,10 @@
  * ExportCircuitID per service), HS_DESC UPLOADED counted per service and kept across reloads; a SETCONF
  * after a reload only when tor's view changed; unpublish (the tor's own services kept; done() after tor's
  * answer, a refusal or a closed connection, at once without a connection); detach; and no SETCONF at all
- * while the tor's own services are unknown (GETCONF refused or not answered yet). */
+ * while the tor's own services are unknown (GETCONF refused or not answered yet); a tor reload that dropped
+ * our services (CONF_CHANGED / SIGNAL RELOAD) answered by one GETCONF and one SETCONF of the complete group
+ * with the tor's current own services, our own SETCONF's CONF_CHANGED needing no check, nothing brought
+ * back after unpublish, and a check's answer older than our last SETCONF ignored. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -613,10 +616,12 @@ static void test_to_json(void **state)
         const char *name = NULL, *address = NULL;
         json_t *ports = NULL;
         int uploaded = -1;
-        json_int_t uploads = -1;
-        if (json_unpack_ex(json_array_get(all, i), &jerr, JSON_STRICT, "{s:s, s:s, s:o, s:b, s:I}", "name", &name,
-                           "address", &address, "ports", &ports, "uploaded", &uploaded, "uploads", &uploads) < 0)
+        json_int_t uploads = -1, reapplied = -1;
+        if (json_unpack_ex(json_array_get(all, i), &jerr, JSON_STRICT, "{s:s, s:s, s:o, s:b, s:I, s:I}", "name",
+                           &name, "address", &address, "ports", &ports, "uploaded", &uploaded, "uploads", &uploads,
+                           "reapplied", &reapplied) < 0)
             fail_msg("services[%zu]: %s", i, jerr.text);
+        assert_int_equal(reapplied, 0);
         assert_string_equal(name, service_mgr_name(c->m, i));
         snprintf(want, sizeof(want), "%s.onion", service_mgr_address(c->m, i));
         assert_string_equal(address, want);
@@ -821,6 +826,139 @@ static void test_reload_before_getconf_answer(void **state)
     check_fake(c);
 }
 
+/* ---- tor reloads ----------------------------------------------------------------------------------- */
+
+/* tor's CONF_CHANGED (as tor 0.4.9.11 sends it): the whole HiddenService group after a change. */
+#define CC_BEGIN "650-CONF_CHANGED\r\n"
+#define CC_END "650 OK\r\n"
+#define OTHER_CC "650-HiddenServiceDir=/var/lib/tor/other\r\n650-HiddenServicePort=22 127.0.0.1:22\r\n"
+#define WEB_CC                                                                                               \
+    "650-HiddenServiceDir=%s/state/keys/web\r\n650-HiddenServicePort=80 unix:%s/run/proxy/web-80.sock\r\n"   \
+    "650-HiddenServicePort=443 unix:%s/run/proxy/web-443.sock\r\n650-HiddenServiceMaxStreams=10\r\n"          \
+    "650-HiddenServiceExportCircuitID=haproxy\r\n"
+#define WEB_GETCONF                                                                                          \
+    "250-HiddenServiceDir=%s/state/keys/web\r\n250-HiddenServicePort=80 unix:%s/run/proxy/web-80.sock\r\n"   \
+    "250-HiddenServicePort=443 unix:%s/run/proxy/web-443.sock\r\n250-HiddenServiceMaxStreams=10\r\n"          \
+    "250-HiddenServiceExportCircuitID=haproxy\r\n"
+/* The attached tor's own service after the operator edited the torrc. */
+#define OTHER2_GETCONF "250-HiddenServiceDir=/var/lib/tor/other2\r\n250-HiddenServicePort=23 127.0.0.1:23\r\n"
+#define OTHER2_CC "650-HiddenServiceDir=/var/lib/tor/other2\r\n650-HiddenServicePort=23 127.0.0.1:23\r\n"
+#define OTHER2_TOR "HiddenServiceDir=\"/var/lib/tor/other2\" HiddenServicePort=\"23 127.0.0.1:23\""
+#define RELOAD_EVENT "650 SIGNAL RELOAD\r\n"
+
+static json_int_t reapplied_of(const struct ctx *c, const char *name)
+{
+    json_t *o = service_json(c, find(c, name), NULL);
+    json_int_t n = json_integer_value(json_object_get(o, "reapplied"));
+    json_decref(o);
+    return n;
+}
+
+static bool web_reapplied(void *arg)
+{
+    struct ctx *c = arg;
+    return reapplied_of(c, "web") == 1 || fake_ctl_failure(c->fake);
+}
+
+/* A reload of tor (SIGHUP, SIGNAL RELOAD) re-reads its torrc and drops our SETCONF'd services; tor reports
+ * CONF_CHANGED without them, then SIGNAL RELOAD. One GETCONF checks (for both events), and one SETCONF
+ * hands the complete group back: the tor's own services as its torrc says now (the operator changed
+ * them), then ours. CONF_CHANGED for our own SETCONF lists all our directories and needs no check; a
+ * reload that kept ours is checked and needs nothing; after unpublish nothing is brought back. */
+static void test_tor_reload_reapplies(void **state)
+{
+    struct ctx *c = *state;
+    const char *d = c->dir;
+    char web[KEYS_ADDRESS_SIZE];
+    start_mgr(c, WEB);
+    address_of(c, "web", web);
+    script_attach(c);
+    step(c, FAKE_CTL_SEND, 0, OTHER_GETCONF "250 OK\r\n");
+    step(c, FAKE_CTL_EXPECT, 0, "SETCONF " OTHER_TOR " " WEB_TOR, d, d, d);
+    step(c, FAKE_CTL_SEND, 0, "250 OK\r\n" CC_BEGIN OTHER_CC WEB_CC CC_END "650 HS_DESC UPLOADED %s UNKNOWN $" FP1
+         "~relay1\r\n", d, d, d, web);
+    script_sync(c); /* a GETCONF before this line would be a mismatch */
+    /* the reload */
+    step(c, FAKE_CTL_EXPECT, 0, SYNC_LINE);
+    step(c, FAKE_CTL_SEND, 0, CC_BEGIN OTHER2_CC CC_END RELOAD_EVENT SYNC_ANSWER);
+    step(c, FAKE_CTL_EXPECT, 0, GETCONF_LINE);
+    step(c, FAKE_CTL_SEND, 0, OTHER2_GETCONF "250 OK\r\n");
+    step(c, FAKE_CTL_EXPECT, 0, "SETCONF " OTHER2_TOR " " WEB_TOR, d, d, d);
+    step(c, FAKE_CTL_SEND, 0, "250 OK\r\n" CC_BEGIN OTHER2_CC WEB_CC CC_END, d, d, d);
+    script_sync(c);
+    /* a reload that kept ours (no CONF_CHANGED): checked, nothing sent */
+    step(c, FAKE_CTL_EXPECT, 0, SYNC_LINE);
+    step(c, FAKE_CTL_SEND, 0, RELOAD_EVENT SYNC_ANSWER);
+    step(c, FAKE_CTL_EXPECT, 0, GETCONF_LINE);
+    step(c, FAKE_CTL_SEND, 0, OTHER2_GETCONF WEB_GETCONF "250 OK\r\n", d, d, d);
+    script_sync(c);
+    /* unpublish: tor's CONF_CHANGED without ours, and a reload, bring nothing back */
+    step(c, FAKE_CTL_EXPECT, 0, "SETCONF " OTHER2_TOR);
+    step(c, FAKE_CTL_SEND, 0, "250 OK\r\n" CC_BEGIN OTHER2_CC CC_END RELOAD_EVENT);
+    script_sync(c);
+    attach_fake(c);
+
+    assert_int_equal(fake_ctl_run_until(c->base, web_uploaded, c, LOOP_BOUND_MS), 0);
+    sync_fake(c);
+    assert_int_equal(reapplied_of(c, "web"), 0);
+    sync_fake(c); /* delivers the reload */
+    assert_int_equal(fake_ctl_run_until(c->base, web_reapplied, c, LOOP_BOUND_MS), 0);
+    check_fake(c);
+    sync_fake(c);
+    sync_fake(c); /* the reload that kept ours */
+    sync_fake(c);
+    assert_int_equal(reapplied_of(c, "web"), 1);
+    struct metrics *mt = metrics_new();
+    assert_non_null(mt);
+    assert_int_equal(service_mgr_metrics(c->m, mt), 0);
+    assert_non_null(strstr(metrics_text(mt, NULL), "onionfront_service_reapplied_total{service=\"web\"} 1\n"));
+    metrics_free(mt);
+
+    service_mgr_unpublish(c->m, unpublished_cb, c);
+    assert_int_equal(fake_ctl_run_until(c->base, unpublished, c, LOOP_BOUND_MS), 0);
+    sync_fake(c);
+    assert_true(fake_ctl_done(c->fake));
+    assert_int_equal(reapplied_of(c, "web"), 1);
+}
+
+/* A reload of onionfront while a check is on its way: the check's answer predates our SETCONF (it still
+ * lists api, just removed) and must be ignored — else api's group would be taken for one of the tor's own
+ * and handed to tor again with the next SETCONF. */
+static void test_check_answer_older_than_setconf_ignored(void **state)
+{
+    struct ctx *c = *state;
+    const char *d = c->dir;
+    char web[KEYS_ADDRESS_SIZE], api[KEYS_ADDRESS_SIZE];
+    start_web_api(c, web, api);
+    script_attach(c);
+    step(c, FAKE_CTL_SEND, 0, NO_HS_GETCONF);
+    step(c, FAKE_CTL_EXPECT, 0, "SETCONF " WEB_TOR " " API_TOR, d, d, d, d, d);
+    step(c, FAKE_CTL_SEND, 0, "250 OK\r\n650 HS_DESC UPLOADED %s UNKNOWN $" FP1 "~relay1\r\n", web);
+    /* a change of the group without ours (another controller emptied it) */
+    step(c, FAKE_CTL_EXPECT, 0, SYNC_LINE);
+    step(c, FAKE_CTL_SEND, 0, CC_BEGIN "650-HiddenServiceOptions\r\n" CC_END SYNC_ANSWER);
+    step(c, FAKE_CTL_EXPECT, 0, GETCONF_LINE);
+    step(c, FAKE_CTL_EXPECT, 0, "SETCONF " WEB_TOR, d, d, d); /* onionfront's reload removes api */
+    step(c, FAKE_CTL_SEND, 0,
+         WEB_GETCONF "250-HiddenServiceDir=%s/state/keys/api\r\n250-HiddenServicePort=8000 unix:%s/run/proxy/api-8000.sock\r\n"
+                     "250 HiddenServiceExportCircuitID=haproxy\r\n250 OK\r\n",
+         d, d, d, d, d);
+    script_sync(c);
+    step(c, FAKE_CTL_EXPECT, 0, "SETCONF " WEB_TOR " " NEW_TOR, d, d, d, d, d);
+    step(c, FAKE_CTL_SEND, 0, "250 OK\r\n");
+    script_sync(c);
+    attach_fake(c);
+
+    assert_int_equal(fake_ctl_run_until(c->base, web_uploaded, c, LOOP_BOUND_MS), 0);
+    sync_fake(c); /* delivers the change; the check's GETCONF is on its way */
+    assert_true(reconfigure_ok(c, WEB));
+    sync_fake(c);
+    assert_true(reconfigure_ok(c, WEB "," NEW));
+    sync_fake(c);
+    assert_true(fake_ctl_done(c->fake));
+    assert_int_equal(reapplied_of(c, "web"), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -835,6 +973,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fresh_tor_unpublish_and_detach, setup, teardown),
         cmocka_unit_test_setup_teardown(test_getconf_refused_sends_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reload_before_getconf_answer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tor_reload_reapplies, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_check_answer_older_than_setconf_ignored, setup, teardown),
     };
     signal(SIGPIPE, SIG_IGN); /* cp_conn.h */
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -36,7 +36,7 @@
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 /* What tor.c sends, in order, after authenticating to an attached tor. */
-#define SETEVENTS_LINE "SETEVENTS STATUS_CLIENT STATUS_GENERAL HS_DESC HS_DESC_CONTENT CIRC"
+#define SETEVENTS_LINE "SETEVENTS STATUS_CLIENT STATUS_GENERAL HS_DESC HS_DESC_CONTENT CIRC CONF_CHANGED SIGNAL"
 #define GETCONF_LINE "GETCONF HiddenServiceSingleHopMode HiddenServiceNonAnonymousMode"
 #define GETINFO_LINE                                                                                         \
     "GETINFO net/listeners/socks net/listeners/trans net/listeners/natd net/listeners/dns "                 \
