@@ -61,10 +61,12 @@ static int fs_write_all(int fd, const unsigned char *p, size_t len)
     return 0;
 }
 
-int fs_write_atomic(const char *dir, const char *name, const void *data, size_t len, mode_t mode,
-                    char *err, size_t errlen)
+/* Write `len` bytes of `data` to a new temporary file in `dir` (named after `name`), with `mode`,
+ * fsync'ed and closed; put its path in `tmp` and the final path `dir`/`name` in `path` (4096 bytes
+ * each). Return 0, or -1 with a message (nothing left behind). */
+static int fs_write_temp(const char *dir, const char *name, const void *data, size_t len, mode_t mode,
+                         char *tmp, char *path, char *err, size_t errlen)
 {
-    char path[4096], tmp[4096];
     int fd = -1;
 
     if (!dir || !*dir || !name || !*name || strchr(name, '/') || !strcmp(name, ".") ||
@@ -72,11 +74,11 @@ int fs_write_atomic(const char *dir, const char *name, const void *data, size_t 
         snprintf(err, errlen, "%s/%s: invalid file name", dir ? dir : "(null)", name ? name : "(null)");
         return -1;
     }
-    int n1 = snprintf(path, sizeof path, "%s/%s", dir, name);
+    int n1 = snprintf(path, 4096, "%s/%s", dir, name);
     /* mkstemp wants the template's last six characters to be XXXXXX; the leading dot keeps tools
      * that scan the directory (tor does not, but humans do) from mistaking it for the real file. */
-    int n2 = snprintf(tmp, sizeof tmp, "%s/.%s.tmp-XXXXXX", dir, name);
-    if (n1 < 0 || (size_t)n1 >= sizeof path || n2 < 0 || (size_t)n2 >= sizeof tmp) {
+    int n2 = snprintf(tmp, 4096, "%s/.%s.tmp-XXXXXX", dir, name);
+    if (n1 < 0 || n1 >= 4096 || n2 < 0 || n2 >= 4096) {
         snprintf(err, errlen, "%s/%s: path too long", dir, name);
         return -1;
     }
@@ -107,18 +109,47 @@ int fs_write_atomic(const char *dir, const char *name, const void *data, size_t 
         snprintf(err, errlen, "%s: close of %s failed: %s", path, tmp, strerror(errno));
         goto fail;
     }
-    if (rename(tmp, path) < 0) {
-        snprintf(err, errlen, "%s: rename from %s failed: %s", path, tmp, strerror(errno));
-        goto fail;
-    }
-    /* The new file is in place; a failing directory fsync means it may not survive a crash. */
-    return fs_fsync_dir(dir, err, errlen);
+    return 0;
 
 fail:
     if (fd >= 0)
         close(fd);
     unlink(tmp);
     return -1;
+}
+
+int fs_write_atomic(const char *dir, const char *name, const void *data, size_t len, mode_t mode,
+                    char *err, size_t errlen)
+{
+    char path[4096], tmp[4096];
+
+    if (fs_write_temp(dir, name, data, len, mode, tmp, path, err, errlen) < 0)
+        return -1;
+    if (rename(tmp, path) < 0) {
+        snprintf(err, errlen, "%s: rename from %s failed: %s", path, tmp, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    /* The new file is in place; a failing directory fsync means it may not survive a crash. */
+    return fs_fsync_dir(dir, err, errlen);
+}
+
+int fs_write_new(const char *dir, const char *name, const void *data, size_t len, mode_t mode, char *err,
+                 size_t errlen)
+{
+    char path[4096], tmp[4096];
+
+    if (fs_write_temp(dir, name, data, len, mode, tmp, path, err, errlen) < 0)
+        return -1;
+    /* link() never replaces and never follows: EEXIST for a file, a directory or a symlink there. */
+    int rc = link(tmp, path);
+    int e = errno;
+    unlink(tmp);
+    if (rc < 0) {
+        snprintf(err, errlen, "%s: %s", path, e == EEXIST ? "exists already; not overwriting it" : strerror(e));
+        return -1;
+    }
+    return fs_fsync_dir(dir, err, errlen);
 }
 
 int fs_ensure_private_dir(const char *path, bool *created, char *err, size_t errlen)

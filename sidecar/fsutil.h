@@ -21,6 +21,13 @@
 int fs_write_atomic(const char *dir, const char *name, const void *data, size_t len, mode_t mode,
                     char *err, size_t errlen);
 
+/* Create `dir`/`name` with `len` bytes of `data` and mode `mode`, atomically and only if nothing of
+ * that name exists (a file, a directory or a symlink: none is followed or replaced): the data goes to a
+ * temporary file as in fs_write_atomic, which is then link()ed to `name` and removed. Return 0, or -1
+ * with a message in `err` naming the path ("exists already" when it does). */
+int fs_write_new(const char *dir, const char *name, const void *data, size_t len, mode_t mode, char *err,
+                 size_t errlen);
+
 /* Make sure `path` is a directory private to this user: create it with mode 0700 if it does not exist
  * (its parent must exist; the parent is fsync'ed), or check an existing one with
  * fs_check_private_dir(). Set `*created` (if not NULL) to whether it was created. Return 0, or -1 with

@@ -15,7 +15,7 @@
 
 #include "sidecar/config.h"
 #include "sidecar/fsutil.h"
-#include "sidecar/keys.h"
+#include "sidecar/service.h"
 
 /* Directories tor's User passes through but must not change. */
 #define HANDOVER_PASSAGE_MODE 0710
@@ -86,11 +86,11 @@ int handover_apply(const struct config *c, long attached_uid, char *err, size_t 
     }
     for (size_t i = 0; i < c->n_services; i++) {
         const struct service_conf *sc = &c->services[i];
-        struct onion_key k;
         char kerr[768];
-        int rc = keys_load_or_create(sc->key_dir, &k, NULL, kerr, sizeof(kerr));
-        onion_key_clear(&k);
-        if (rc == 0)
+        /* A key is created only for a service the address record does not know; a known service whose
+         * key is missing or different is refused (0) and not handed over: the service manager says why. */
+        int rc = service_key_prepare(c, sc, kerr, sizeof(kerr));
+        if (rc == 1)
             rc = fs_chown_tree(sc->key_dir, uid, gid, kerr, sizeof(kerr));
         if (rc < 0) {
             snprintf(err, errlen, "service %s: %s", sc->name, kerr);

@@ -68,12 +68,12 @@
 
 #include <openssl/bn.h>
 #include <openssl/crypto.h>
+#include <openssl/ec.h>
 #include <openssl/evp.h>
 
 #include "sidecar/fsutil.h"
 
 #define KEYS_HEADER_LEN 32
-#define KEYS_SECRET_FILE_LEN (KEYS_HEADER_LEN + 64)
 #define KEYS_PUBLIC_FILE_LEN (KEYS_HEADER_LEN + 32)
 
 /* tor's crypto_write_tagged_contents_to_file: "== <type>: <tag> ==" NUL-padded to 32 bytes. */
@@ -563,14 +563,45 @@ int keys_load_or_create(const char *dir, struct onion_key *out, bool *created, c
     return 0;
 }
 
-int keys_import(const char *src, const char *dst, char *address_out, char *err, size_t errlen)
+int keys_install(const struct onion_key *k, const char *dst, char *err, size_t errlen)
 {
-    struct onion_key s, d;
-    enum keys_dir_use use;
+    struct onion_key d;
     bool empty;
     int ret = -1;
 
     memset(&d, 0, sizeof d);
+    if (fs_ensure_private_dir(dst, NULL, err, errlen) < 0)
+        return -1;
+    if (keys_read_dir(dst, true, &d, &empty, err, errlen) < 0)
+        return -1;
+    if (!empty) {
+        if (CRYPTO_memcmp(d.public_key, k->public_key, 32) != 0 ||
+            CRYPTO_memcmp(d.secret_key, k->secret_key, 64) != 0) {
+            snprintf(err, errlen,
+                     "%s: already holds a different key (%s.onion), not overwriting it with %s.onion; move it "
+                     "away first",
+                     dst, d.address, k->address);
+            goto done;
+        }
+        /* Same key already there: the rule and the marker as on load. */
+        if (keys_finish_load(dst, &d, err, errlen) < 0)
+            goto done;
+    } else if (keys_write_dir(dst, k, err, errlen) < 0) {
+        goto done;
+    }
+    ret = 0;
+done:
+    onion_key_clear(&d);
+    return ret;
+}
+
+int keys_import(const char *src, const char *dst, char *address_out, char *err, size_t errlen)
+{
+    struct onion_key s;
+    enum keys_dir_use use;
+    bool empty;
+    int ret = -1;
+
     if (keys_read_dir(src, false, &s, &empty, err, errlen) < 0)
         return -1;
     if (empty) {
@@ -580,31 +611,139 @@ int keys_import(const char *src, const char *dst, char *address_out, char *err, 
     }
     if (keys_dir_use_get(src, &use, err, errlen) < 0 || keys_check_rule(src, use, s.address, err, errlen) < 0)
         goto done;
-
-    if (fs_ensure_private_dir(dst, NULL, err, errlen) < 0)
+    if (keys_install(&s, dst, err, errlen) < 0)
         goto done;
-    if (keys_read_dir(dst, true, &d, &empty, err, errlen) < 0)
-        goto done;
-    if (!empty) {
-        if (CRYPTO_memcmp(d.public_key, s.public_key, 32) != 0 ||
-            CRYPTO_memcmp(d.secret_key, s.secret_key, 64) != 0) {
-            snprintf(err, errlen,
-                     "%s: already holds a different key (%s.onion), not overwriting it with %s.onion "
-                     "from %s; move it away first",
-                     dst, d.address, s.address, src);
-            goto done;
-        }
-        /* Same key already there: the rule and the marker as on load. */
-        if (keys_finish_load(dst, &d, err, errlen) < 0)
-            goto done;
-    } else if (keys_write_dir(dst, &s, err, errlen) < 0) {
-        goto done;
-    }
     if (address_out)
         memcpy(address_out, s.address, KEYS_ADDRESS_SIZE);
     ret = 0;
 done:
     onion_key_clear(&s);
-    onion_key_clear(&d);
     return ret;
+}
+
+/* ---- tor's secret key file on its own (onionfront export-key / import-key FILE) ------------------ */
+
+/* Compute the ed25519 public key A = a*B of the expanded secret key `sk` (a = its clamped first half).
+ * OpenSSL's ed25519 API only takes seeds, and X25519 (see keys_check_pair) gives A's y coordinate but
+ * not the sign of x. So the point is computed by OpenSSL's generic prime-field EC code on Wei25519, the
+ * short Weierstrass form of curve25519 (RFC 7748 4.1; draft-ietf-lwig-curve-representations,
+ * Appendix E): (x_w, y_w) = (u + A/3, v) on y^2 = x^3 + a x + b, a = (3 - A^2)/3, b = (2A^3 - 9A)/27,
+ * A = 486662, generator = the Montgomery base point (u, v) = (9, V_B). Back on the Montgomery curve,
+ * the Edwards point is y = (u - 1)/(u + 1), x = c * u / v, with c = sqrt(-486664) chosen so that the
+ * Montgomery base point maps to the Edwards base point (c = X_B * V_B / 9). Only coordinate maps are
+ * done here, in BIGNUMs; the scalar multiplication is OpenSSL's. Return 0, or -1 with a message. */
+static int keys_public_from_secret(const unsigned char sk[64], unsigned char pk[32], char *err, size_t errlen)
+{
+    static const char v_b[] = "14781619447589544791020593568409986887264606134616475288964881837755586237401";
+    static const char x_b[] = "15112221349535400772501151409588531511454012693041857206046113283949847762202";
+    static const char l_low[] = "27742317777372353535851937790883648493"; /* L = 2^252 + l_low */
+    BN_CTX *ctx = BN_CTX_new();
+    EC_GROUP *group = NULL;
+    EC_POINT *g = NULL, *q = NULL;
+    BIGNUM *p, *ma, *a3, *wa, *wb, *t, *gx, *gy, *order, *cof, *scalar, *u, *v, *y, *x;
+    int ret = -1;
+
+    if (!ctx)
+        goto done;
+    BN_CTX_start(ctx);
+    p = BN_CTX_get(ctx);
+    ma = BN_CTX_get(ctx);
+    a3 = BN_CTX_get(ctx);
+    wa = BN_CTX_get(ctx);
+    wb = BN_CTX_get(ctx);
+    t = BN_CTX_get(ctx);
+    gx = BN_CTX_get(ctx);
+    gy = BN_CTX_get(ctx);
+    order = BN_CTX_get(ctx);
+    cof = BN_CTX_get(ctx);
+    scalar = BN_CTX_get(ctx);
+    u = BN_CTX_get(ctx);
+    v = BN_CTX_get(ctx);
+    y = BN_CTX_get(ctx);
+    x = BN_CTX_get(ctx);
+    if (!x || !BN_set_bit(p, 255) || !BN_sub_word(p, 19) || !BN_set_word(ma, 486662))
+        goto done;
+    /* a3 = A/3;  a = 1 - A*a3 = (3 - A^2)/3;  b = 2*a3^3 - a3 = (2A^3 - 9A)/27 */
+    if (!BN_set_word(t, 3) || !BN_mod_inverse(t, t, p, ctx) || !BN_mod_mul(a3, ma, t, p, ctx) ||
+        !BN_mod_mul(wa, ma, a3, p, ctx) || !BN_one(t) || !BN_mod_sub(wa, t, wa, p, ctx) ||
+        !BN_mod_sqr(wb, a3, p, ctx) || !BN_mod_mul(wb, wb, a3, p, ctx) || !BN_mod_add(wb, wb, wb, p, ctx) ||
+        !BN_mod_sub(wb, wb, a3, p, ctx))
+        goto done;
+    /* generator (9 + a3, V_B), of order L, cofactor 8 */
+    if (!BN_set_word(gx, 9) || !BN_mod_add(gx, gx, a3, p, ctx) || !BN_dec2bn(&gy, v_b) ||
+        !BN_dec2bn(&order, l_low) || !BN_set_word(t, 0) || !BN_set_bit(t, 252) || !BN_add(order, order, t) ||
+        !BN_set_word(cof, 8))
+        goto done;
+    if (!(group = EC_GROUP_new_curve_GFp(p, wa, wb, ctx)) || !(g = EC_POINT_new(group)) ||
+        !(q = EC_POINT_new(group)) || !EC_POINT_set_affine_coordinates(group, g, gx, gy, ctx) ||
+        !EC_GROUP_set_generator(group, g, order, cof))
+        goto done;
+    if (!BN_lebin2bn(sk, 32, scalar) || !EC_POINT_mul(group, q, scalar, NULL, NULL, ctx) ||
+        !EC_POINT_get_affine_coordinates(group, q, u, v, ctx) || !BN_mod_sub(u, u, a3, p, ctx))
+        goto done;
+    /* y = (u - 1)/(u + 1) */
+    if (!BN_one(t) || !BN_mod_sub(y, u, t, p, ctx) || !BN_mod_add(x, u, t, p, ctx) ||
+        !BN_mod_inverse(x, x, p, ctx) || !BN_mod_mul(y, y, x, p, ctx))
+        goto done;
+    /* x = c*u/v with c = X_B * V_B / 9 */
+    if (!BN_dec2bn(&x, x_b) || !BN_mod_mul(x, x, gy, p, ctx) || !BN_set_word(t, 9) ||
+        !BN_mod_inverse(t, t, p, ctx) || !BN_mod_mul(x, x, t, p, ctx) || !BN_mod_mul(x, x, u, p, ctx) ||
+        !BN_mod_inverse(t, v, p, ctx) || !BN_mod_mul(x, x, t, p, ctx))
+        goto done;
+    /* RFC 8032 5.1.2: y little-endian, the top bit = the low bit of x */
+    if (BN_bn2lebinpad(y, pk, 32) != 32)
+        goto done;
+    pk[31] |= (unsigned char)(BN_is_odd(x) ? 0x80 : 0);
+    ret = 0;
+done:
+    if (ret < 0)
+        snprintf(err, errlen, "OpenSSL error while computing the public key from the secret key");
+    if (ctx) {
+        BN_clear(scalar); /* the secret scalar */
+        BN_CTX_end(ctx);
+        BN_CTX_free(ctx);
+    }
+    EC_POINT_free(q);
+    EC_POINT_free(g);
+    EC_GROUP_free(group);
+    return ret;
+}
+
+int keys_secret_file_encode(const struct onion_key *k, unsigned char out[KEYS_SECRET_FILE_LEN])
+{
+    if (!k->has_secret)
+        return -1;
+    memcpy(out, keys_secret_header, KEYS_HEADER_LEN);
+    memcpy(out + KEYS_HEADER_LEN, k->secret_key, 64);
+    return 0;
+}
+
+int keys_secret_file_decode(const unsigned char *buf, size_t len, const char *what, struct onion_key *out,
+                            char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    if (len != KEYS_SECRET_FILE_LEN) {
+        snprintf(err, errlen, "%s: %zu bytes, expected %d (tor's %s: 32-byte header + 64-byte expanded key)",
+                 what, len, KEYS_SECRET_FILE_LEN, KEYS_SECRET_FILE);
+        return -1;
+    }
+    if (memcmp(buf, keys_secret_header, KEYS_HEADER_LEN) != 0) {
+        snprintf(err, errlen, "%s: bad header, expected \"%s\" padded with NULs to 32 bytes (tor's %s)", what,
+                 keys_secret_header, KEYS_SECRET_FILE);
+        return -1;
+    }
+    memcpy(out->secret_key, buf + KEYS_HEADER_LEN, 64);
+    out->has_secret = true;
+    /* keys_check_pair refuses an unclamped scalar before anything relies on the derived key */
+    if (keys_public_from_secret(out->secret_key, out->public_key, err, errlen) < 0 ||
+        keys_check_pair(what, out->secret_key, out->public_key, err, errlen) < 0) {
+        onion_key_clear(out);
+        return -1;
+    }
+    if (onion_address_from_pubkey(out->public_key, out->address) < 0) {
+        snprintf(err, errlen, "%s: SHA3-256 failed computing the onion address", what);
+        onion_key_clear(out);
+        return -1;
+    }
+    return 0;
 }

@@ -21,6 +21,7 @@
 #define KEYS_ADDRESS_SIZE (KEYS_ADDRESS_LEN + 1) /* with the NUL */
 
 #define KEYS_SECRET_FILE "hs_ed25519_secret_key"
+#define KEYS_SECRET_FILE_LEN 96 /* 32-byte header + 64-byte expanded secret key */
 #define KEYS_PUBLIC_FILE "hs_ed25519_public_key"
 #define KEYS_HOSTNAME_FILE "hostname"
 /* The name tor up to 0.4.5 used to mark ("poison") a single onion service's directory. */
@@ -62,6 +63,23 @@ int keys_load_or_create(const char *dir, struct onion_key *out, bool *created, c
  * different key is refused, never overwritten. Put the address (no ".onion") in `address_out`
  * (KEYS_ADDRESS_SIZE bytes) if not NULL. Return 0, or -1 with a message in `err` naming the path. */
 int keys_import(const char *src, const char *dst, char *address_out, char *err, size_t errlen);
+
+/* Write `k` (secret included) into the key directory `dst` (created 0700 if missing; files 0600, written
+ * atomically, secret key last). If `dst` already holds the same key nothing changes; a different key is
+ * refused, never overwritten. Return 0, or -1 with a message in `err` naming the path. */
+int keys_install(const struct onion_key *k, const char *dst, char *err, size_t errlen);
+
+/* Put `k`'s secret key in tor's hs_ed25519_secret_key format (header + expanded key) into `out`; the
+ * caller wipes `out`. Return 0, or -1 if `k` holds no secret. */
+int keys_secret_file_encode(const struct onion_key *k, unsigned char out[KEYS_SECRET_FILE_LEN]);
+
+/* Read tor's hs_ed25519_secret_key format from `len` bytes of `buf` (a file named `what` in messages)
+ * into `out`: header and size checked, the public key computed from the secret key (keys.c) and checked
+ * against it, the address set. A bare secret key file carries no history, so the anonymity rule cannot
+ * be applied to it: whoever imports it vouches that it was never an anonymous service's. Return 0, or -1
+ * with a message naming `what` (never key material). */
+int keys_secret_file_decode(const unsigned char *buf, size_t len, const char *what, struct onion_key *out,
+                            char *err, size_t errlen);
 
 /* Wipe the secret key of `k` (OPENSSL_cleanse) and clear has_secret; the public part stays. */
 void onion_key_forget_secret(struct onion_key *k);

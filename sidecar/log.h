@@ -94,6 +94,7 @@ void log_msgf(enum log_level l, const struct log_fields *f, const char *fmt, ...
 #define log_info_f(f, ...) log_msgf(LOG_LVL_INFO, f, __VA_ARGS__)
 #define log_notice_f(f, ...) log_msgf(LOG_LVL_NOTICE, f, __VA_ARGS__)
 #define log_warnx_f(f, ...) log_msgf(LOG_LVL_WARN, f, __VA_ARGS__)
+#define log_error_f(f, ...) log_msgf(LOG_LVL_ERROR, f, __VA_ARGS__)
 
 /* Like log_warnx but appends ": <strerror(errno)>" (relayd's log_warn). */
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -19,7 +19,7 @@
 #include "sidecar/fsutil.h"
 #include "sidecar/handover.h"
 #include "sidecar/health.h"
-#include "sidecar/keys.h"
+#include "sidecar/keycmd.h"
 #include "sidecar/log.h"
 #include "sidecar/metrics.h"
 #include "sidecar/metrics_http.h"
@@ -78,8 +78,13 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: onionfront [-c CONFIG] [run]         run the daemon (default config %s)\n"
             "       onionfront check-config CONFIG       validate a config file and exit\n"
-            "       onionfront [-c CONFIG] import-key SERVICE DIR\n"
-            "                                            import a tor HiddenServiceDir as SERVICE's key\n"
+            "       onionfront [-c CONFIG] import-key SERVICE DIR|FILE\n"
+            "                                            make a tor HiddenServiceDir or hs_ed25519_secret_key\n"
+            "                                            file SERVICE's key (recorded as deliberate)\n"
+            "       onionfront [-c CONFIG] export-key SERVICE FILE|-\n"
+            "                                            write SERVICE's hs_ed25519_secret_key to a new 0600 FILE\n"
+            "       onionfront [-c CONFIG] new-key SERVICE\n"
+            "                                            give SERVICE a new key and address on purpose\n"
             "       onionfront [-c CONFIG] status [--json] [-s SOCKET] [COMMAND]\n"
             "                                            ask the running daemon (COMMAND: status, services,\n"
             "                                            backends, circuits, metrics, reload, help)\n"
@@ -523,7 +528,10 @@ static json_t *daemon_status_json(void *arg)
     for (size_t i = 0; i < n; i++) {
         const char *name = service_mgr_name(d->services, i), *address = service_mgr_address(d->services, i);
         struct descriptor_counts dc;
-        if (!service_mgr_uploaded(d->services, i)) {
+        const char *refusal = service_mgr_refusal(d->services, i);
+        if (refusal) {
+            daemon_problem(problems, "%s", refusal);
+        } else if (!service_mgr_uploaded(d->services, i)) {
             daemon_problem(problems, "service %s: no descriptor upload confirmed yet", name);
         } else {
             uploaded++;
@@ -917,29 +925,6 @@ static int cmd_check_config(const char *path)
     return 0;
 }
 
-static int cmd_import_key(const char *config_path, const char *service, const char *src)
-{
-    char err[1024], address[64];
-    struct config *c = config_load_file(config_path, err, sizeof(err));
-    if (!c) {
-        fprintf(stderr, "%s: %s\n", config_path, err);
-        return 1;
-    }
-    const struct service_conf *sc = config_find_service(c, service);
-    if (!sc) {
-        fprintf(stderr, "import-key: no service named \"%s\" in %s\n", service, config_path);
-        config_free(c);
-        return 1;
-    }
-    int rc = keys_import(src, sc->key_dir, address, err, sizeof(err));
-    if (rc < 0)
-        fprintf(stderr, "import-key: %s\n", err);
-    else
-        printf("imported %s into %s: %s.onion\n", src, sc->key_dir, address);
-    config_free(c);
-    return rc < 0 ? 1 : 0;
-}
-
 int main(int argc, char **argv)
 {
     const char *config_path = DEFAULT_CONFIG;
@@ -968,7 +953,11 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "check-config") == 0 && rest <= 1)
         return cmd_check_config(rest == 1 ? argv[i] : config_path);
     if (strcmp(cmd, "import-key") == 0 && rest == 2)
-        return cmd_import_key(config_path, argv[i], argv[i + 1]);
+        return keycmd_import_key(config_path, argv[i], argv[i + 1], stdout, stderr);
+    if (strcmp(cmd, "export-key") == 0 && rest == 2)
+        return keycmd_export_key(config_path, argv[i], argv[i + 1], stdout, stderr);
+    if (strcmp(cmd, "new-key") == 0 && rest == 1)
+        return keycmd_new_key(config_path, argv[i], stdout, stderr);
     if (strcmp(cmd, "status") == 0)
         return cmd_status(config_path, rest, argv + i);
     if (strcmp(cmd, "log-level") == 0) /* "status log-level ..." */

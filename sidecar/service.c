@@ -9,6 +9,7 @@
 #include "controlproto/cp_cmd.h"
 #include "controlproto/cp_conn.h"
 #include "controlproto/cp_event.h"
+#include "sidecar/addrbook.h"
 #include "sidecar/config.h"
 #include "sidecar/keys.h"
 #include "sidecar/log.h"
@@ -17,8 +18,10 @@
 
 struct service {
     const struct service_conf *conf; /* borrowed from the current config */
-    char address[64];                /* without ".onion" */
+    char address[64];                /* without ".onion"; "" while refused */
+    char refused[2048];              /* why the service is not handed to tor (addrbook.h), or "" */
     bool uploaded;                   /* first HS_DESC UPLOADED seen */
+    bool publication_recorded;       /* its first upload is in the address record */
     unsigned uploads;
     bool in_tor;                     /* listed in tor's last GETCONF HiddenServiceOptions answer */
     unsigned reapplied;              /* times tor dropped it (a reload) and it was handed back */
@@ -66,6 +69,12 @@ struct service_mgr *service_mgr_new(const struct config *conf)
     return m;
 }
 
+/* Is `s` handed to tor? */
+static bool service_in_tor(const struct service *s)
+{
+    return !s->refused[0];
+}
+
 void service_mgr_free(struct service_mgr *m)
 {
     if (!m)
@@ -75,30 +84,101 @@ void service_mgr_free(struct service_mgr *m)
     free(m);
 }
 
-/* Load or create the key of `s` and set its address. The secret is wiped at once: tor reads the key
- * files itself, onionfront only needs the address. */
-static int service_load_key(struct service *s, char *err, size_t errlen)
+/* The one rule for a service's key, against the address record `book` (addrbook.h): a service the record
+ * knows must have the recorded key (loaded, never created); a new one gets its key loaded or created,
+ * and recorded (*book_changed set). The secret is wiped at once: tor reads the key files itself.
+ * Return 1 with the address in `address` (KEYS_ADDRESS_SIZE bytes), 0 if the service is refused (the
+ * reason in `refusal`), or -1 with an error naming the service (a new service's key cannot be made). */
+static int service_key_check(struct addrbook *book, const struct service_conf *sc, char *address,
+                             bool *book_changed, char *refusal, size_t refusal_len, char *err, size_t errlen)
 {
     struct onion_key key;
     bool created = false;
-    char kerr[512];
-    if (keys_load_or_create(s->conf->key_dir, &key, &created, kerr, sizeof(kerr)) < 0) {
-        snprintf(err, errlen, "service %s: %s", s->conf->name, kerr);
-        return -1;
+    char kerr[768];
+    if (!addrbook_address(book, sc->name)) {
+        if (keys_load_or_create(sc->key_dir, &key, &created, kerr, sizeof(kerr)) < 0) {
+            snprintf(err, errlen, "service %s: %s", sc->name, kerr);
+            return -1;
+        }
+        snprintf(address, KEYS_ADDRESS_SIZE, "%s", key.address);
+        onion_key_clear(&key);
+        if (addrbook_note_key(book, sc->name, address, created ? ADDRBOOK_CREATED : ADDRBOOK_LOADED, time(NULL),
+                              err, errlen) < 0)
+            return -1;
+        *book_changed = true;
+        if (created)
+            log_notice_f(LOG_SERVICE(sc->name), "service %s: created a new key, address %s.onion (a new service; recorded in %s)", sc->name,
+                       address, addrbook_path(book));
+        else
+            log_notice_f(LOG_SERVICE(sc->name), "service %s: found its key, address %s.onion (recorded in %s)", sc->name, address,
+                       addrbook_path(book));
+        return 1;
     }
-    snprintf(s->address, sizeof(s->address), "%s", key.address);
+    int rc = keys_load(sc->key_dir, &key, kerr, sizeof(kerr));
+    enum addrbook_verdict v =
+        addrbook_check(book, sc->name, sc->key_dir, rc == 0 ? key.address : NULL, kerr, refusal, refusal_len);
+    if (v == ADDRBOOK_SAME)
+        snprintf(address, KEYS_ADDRESS_SIZE, "%s", key.address);
     onion_key_clear(&key);
-    log_info_f(LOG_SERVICE(s->conf->name), "service %s: %s key, address %s.onion", s->conf->name,
-               created ? "created a new" : "loaded its", s->address);
+    return v == ADDRBOOK_SAME ? 1 : 0;
+}
+
+/* Save `book` if `changed`. Return 0, or -1 with a message. */
+static int service_book_save(const struct addrbook *book, bool changed, char *err, size_t errlen)
+{
+    char serr[512];
+    if (!changed || addrbook_save(book, serr, sizeof(serr)) == 0)
+        return 0;
+    snprintf(err, errlen, "cannot record the services' addresses: %s", serr);
+    return -1;
+}
+
+int service_key_prepare(const struct config *conf, const struct service_conf *sc, char *err, size_t errlen)
+{
+    char address[KEYS_ADDRESS_SIZE], refusal[2048];
+    bool changed = false;
+    struct addrbook *book = addrbook_load(conf->state_dir, err, errlen);
+    if (!book)
+        return -1;
+    int rc = service_key_check(book, sc, address, &changed, refusal, sizeof(refusal), err, errlen);
+    if (rc >= 0 && service_book_save(book, changed, err, errlen) < 0)
+        rc = -1;
+    addrbook_free(book);
+    return rc;
+}
+
+/* Check `s`'s key against `book` and set its address, or its refusal (logged). Return 0 (also when
+ * refused), or -1 with an error. */
+static int service_load_key(struct service *s, struct addrbook *book, bool *book_changed, char *err, size_t errlen)
+{
+    s->refused[0] = '\0';
+    int rc = service_key_check(book, s->conf, s->address, book_changed, s->refused, sizeof(s->refused), err, errlen);
+    if (rc < 0)
+        return -1;
+    if (rc == 0) {
+        s->address[0] = '\0';
+        log_error_f(LOG_SERVICE(s->conf->name), "%s", s->refused);
+    }
     return 0;
 }
 
 int service_mgr_load_keys(struct service_mgr *m, char *err, size_t errlen)
 {
-    for (size_t i = 0; i < m->n; i++)
-        if (service_load_key(&m->services[i], err, errlen) < 0)
-            return -1;
-    return 0;
+    bool changed = false;
+    int rc = 0;
+    struct addrbook *book = addrbook_load(m->conf->state_dir, err, errlen);
+    if (!book)
+        return -1;
+    for (size_t i = 0; i < m->n && rc == 0; i++) {
+        struct service *s = &m->services[i];
+        rc = service_load_key(s, book, &changed, err, errlen);
+        if (rc == 0 && service_in_tor(s))
+            log_info_f(LOG_SERVICE(s->conf->name), "service %s: loaded its key, address %s.onion", s->conf->name, s->address);
+    }
+    if (service_book_save(book, changed, err, errlen) < 0)
+        rc = -1;
+    addrbook_free(book);
+    return rc;
 }
 
 static void service_publish(struct service_mgr *m);
@@ -108,35 +188,55 @@ int service_mgr_reconfigure(struct service_mgr *m, const struct config *conf, bo
 {
     size_t n = conf->n_services;
     struct service *next = calloc(n ? n : 1, sizeof(*next));
-    bool changed = n != m->n;
-    if (!next) {
-        snprintf(err, errlen, "out of memory");
+    bool changed = false, book_changed = false;
+    struct addrbook *book = next ? addrbook_load(conf->state_dir, err, errlen) : NULL;
+    if (!next || !book) {
+        if (!next)
+            snprintf(err, errlen, "out of memory");
+        free(next);
         return -1;
     }
+    /* Every service's key is checked again, kept ones too: a key directory may have gone since, or a key
+     * been replaced on purpose (onionfront new-key), and tor re-reads every key on a SETCONF. */
     for (size_t i = 0; i < n; i++) {
         const struct service_conf *sc = &conf->services[i];
         const struct service *old = NULL;
         for (size_t j = 0; j < m->n; j++)
             if (strcmp(m->services[j].conf->name, sc->name) == 0)
                 old = &m->services[j];
-        if (old && strcmp(old->conf->key_dir, sc->key_dir) == 0) {
-            next[i] = *old; /* keeps address and upload state */
-            next[i].conf = sc;
-            if (!service_conf_tor_equal(old->conf, sc))
-                changed = true;
-            continue;
-        }
         next[i].conf = sc;
-        changed = true;
-        if (service_load_key(&next[i], err, errlen) < 0) {
+        if (service_load_key(&next[i], book, &book_changed, err, errlen) < 0) {
             free(next);
+            addrbook_free(book);
             return -1;
         }
+        bool was_in_tor = old && service_in_tor(old), in_tor = service_in_tor(&next[i]);
+        if (was_in_tor && in_tor && strcmp(old->conf->key_dir, sc->key_dir) == 0 &&
+            strcmp(old->address, next[i].address) == 0) {
+            next[i].uploaded = old->uploaded; /* the same service in tor: keeps its upload state */
+            next[i].uploads = old->uploads;
+            next[i].publication_recorded = old->publication_recorded;
+            if (!service_conf_tor_equal(old->conf, sc))
+                changed = true;
+        } else {
+            changed = changed || was_in_tor || in_tor;
+            if (in_tor)
+                log_info_f(LOG_SERVICE(sc->name), "service %s: loaded its key, address %s.onion", sc->name, next[i].address);
+        }
     }
-    for (size_t j = 0; j < m->n; j++)
-        if (!config_find_service(conf, m->services[j].conf->name))
+    if (service_book_save(book, book_changed, err, errlen) < 0) {
+        free(next);
+        addrbook_free(book);
+        return -1;
+    }
+    addrbook_free(book);
+    for (size_t j = 0; j < m->n; j++) {
+        if (!config_find_service(conf, m->services[j].conf->name)) {
+            changed = changed || service_in_tor(&m->services[j]);
             log_info_f(LOG_SERVICE(m->services[j].conf->name), "service %s: removed (%s.onion)",
                        m->services[j].conf->name, m->services[j].address);
+        }
+    }
     free(m->services);
     m->services = next;
     m->n = n;
@@ -195,6 +295,8 @@ static char *service_setconf_cmd(const struct service_mgr *m, bool ours, char *e
     }
     for (size_t i = 0; ours && i < m->n; i++) {
         const struct service_conf *sc = m->services[i].conf;
+        if (!service_in_tor(&m->services[i]))
+            continue; /* refused: tor would make it a new key */
         items[n].key = "HiddenServiceDir";
         items[n].value = sc->key_dir;
         n++;
@@ -256,9 +358,43 @@ static void service_setconf_cb(struct cp_conn *c, const struct cp_reply *r, cons
     log_info("services: %zu service%s handed to tor", m->n, m->n == 1 ? "" : "s");
 }
 
+/* Just before `s` is handed to tor (again: a restarted tor, a reload): its key directory must still
+ * hold the key of the address onionfront publishes, since tor creates a new key where it finds none.
+ * Otherwise refuse the service (logged) until the next reload checks it against the record again. */
+static void service_verify_key(struct service *s)
+{
+    struct onion_key key;
+    char kerr[768];
+    if (!service_in_tor(s))
+        return;
+    int rc = keys_load(s->conf->key_dir, &key, kerr, sizeof(kerr));
+    if (rc == 0 && strcmp(key.address, s->address) == 0) {
+        onion_key_clear(&key);
+        return;
+    }
+    if (rc == 0)
+        snprintf(s->refused, sizeof(s->refused),
+                 "service %s: REFUSED: %s/%s is now the key of %s.onion, not of %s.onion that onionfront publishes. "
+                 "If it was replaced on purpose (onionfront new-key or import-key), reload onionfront to publish "
+                 "it; otherwise put the key of %s.onion back and reload. The other services keep running",
+                 s->conf->name, s->conf->key_dir, KEYS_SECRET_FILE, key.address, s->address, s->address);
+    else
+        snprintf(s->refused, sizeof(s->refused),
+                 "service %s: REFUSED: its key is missing or unusable now (%s); it was published as %s.onion. "
+                 "Restore %s/%s (mount the volume it is on, or copy back a backup; onionfront import-key %s FILE) "
+                 "and reload onionfront. The other services keep running",
+                 s->conf->name, kerr, s->address, s->conf->key_dir, KEYS_SECRET_FILE, s->conf->name);
+    onion_key_clear(&key);
+    log_error_f(LOG_SERVICE(s->conf->name), "%s", s->refused);
+    s->address[0] = '\0';
+    s->uploaded = false;
+}
+
 static void service_publish(struct service_mgr *m)
 {
     char err[512];
+    for (size_t i = 0; i < m->n; i++)
+        service_verify_key(&m->services[i]);
     char *cmd = service_setconf_cmd(m, true, err, sizeof(err));
     clock_gettime(CLOCK_MONOTONIC, &m->published_at);
     m->setconfs++;
@@ -459,6 +595,17 @@ static struct service *service_by_address(struct service_mgr *m, const char *add
     return NULL;
 }
 
+/* Put the first confirmed upload of `s`'s address into the address record (once per address). */
+static void service_record_publication(const struct service_mgr *m, const struct service *s)
+{
+    char err[768];
+    struct addrbook *book = addrbook_load(m->conf->state_dir, err, sizeof(err));
+    if (!book || (addrbook_note_published(book, s->conf->name, s->address, time(NULL)) == 1 &&
+                  service_book_save(book, true, err, sizeof(err)) < 0))
+        log_error("service %s: cannot record its publication: %s", s->conf->name, err);
+    addrbook_free(book);
+}
+
 static void service_hs_desc_cb(struct cp_conn *c, const struct cp_reply *ev, void *arg)
 {
     struct service_mgr *m = arg;
@@ -472,6 +619,10 @@ static void service_hs_desc_cb(struct cp_conn *c, const struct cp_reply *ev, voi
     struct service *s = e.address ? service_by_address(m, e.address) : NULL;
     if (s && e.action == CP_HS_DESC_UPLOADED) {
         s->uploads++;
+        if (!s->publication_recorded) {
+            s->publication_recorded = true;
+            service_record_publication(m, s);
+        }
         if (!s->uploaded) {
             s->uploaded = true;
             log_info_f(LOG_SERVICE(s->conf->name),
@@ -570,6 +721,11 @@ const char *service_mgr_name(const struct service_mgr *m, size_t i)
     return i < m->n ? m->services[i].conf->name : "";
 }
 
+const char *service_mgr_refusal(const struct service_mgr *m, size_t i)
+{
+    return i < m->n && !service_in_tor(&m->services[i]) ? m->services[i].refused : NULL;
+}
+
 bool service_mgr_uploaded(const struct service_mgr *m, size_t i)
 {
     return i < m->n && m->services[i].uploaded;
@@ -605,6 +761,8 @@ json_t *service_mgr_to_json(const struct service_mgr *m)
                                       "uploaded", s->uploaded, "uploads", (json_int_t)s->uploads,
                                       "reapplied", (json_int_t)s->reapplied)
                           : NULL;
+        if (o && !service_in_tor(s))
+            json_object_set_new(o, "refused", json_string(s->refused));
         if (json_array_append_new(arr, o) < 0) {
             json_decref(arr);
             arr = NULL;

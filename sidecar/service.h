@@ -2,7 +2,8 @@
  * HiddenService* lines in tor, applied with one SETCONF of the complete group so adding or removing one
  * service never disturbs the others (TOR-FACTS: SETCONF replaces the whole group).
  *
- * Owns per-service runtime state (address, first upload). Not the tor process (tor.c) nor descriptor
+ * Owns per-service runtime state (address, first upload, refusal) and applies the address record's rule
+ * (addrbook.h): a known service never gets a new key by accident. Not the tor process (tor.c) nor descriptor
  * health (later: descriptor.c). In attach mode it keeps the attached tor's own services (HiddenService*
  * lines for directories that are not ours) in every SETCONF it sends. */
 #ifndef ONIONFRONT_SERVICE_H
@@ -23,24 +24,38 @@ struct service_mgr *service_mgr_new(const struct config *conf);
  * first): it holds subscriptions that point here. NULL is a no-op. */
 void service_mgr_free(struct service_mgr *m);
 
-/* Load (or create on first run) every service's key. Return 0, or -1 with a message naming the
- * service and file. Logs each service's address. */
+/* Load every service's key, checked against the address record (addrbook.h, state_dir/addresses.json):
+ * a service the record knows must have its recorded key — if it is missing or different, that service
+ * is REFUSED (logged with what to do; never handed to tor, since tor would create a new key) and the
+ * others go on; a new service gets its key loaded or created (logged at notice with its address) and
+ * recorded. Return 0 (also with refused services), or -1 with a message naming the service and file
+ * (a new service's key cannot be made, the record is corrupt or cannot be written). */
 int service_mgr_load_keys(struct service_mgr *m, char *err, size_t errlen);
 
-/* Switch to `conf` (reload): keep the runtime state of services that stay (matched by name), load or
- * create keys for new ones, and if what tor sees changed (a service added or removed, its ports or key
- * directory), send one SETCONF of the complete group; unchanged services get no new descriptor.
- * All or nothing: on error (a new service's key cannot be loaded) return -1 with a message and keep the
- * old state. `conf` must outlive the manager or the next reconfigure; the old config may be freed after
+/* The same rule for one service of `conf`, before its key directory is handed to tor's user (main.c):
+ * return 1 if the directory holds the key the service may use (created for a new service), 0 if the
+ * service is refused (nothing created; the manager reports it), or -1 with a message. */
+int service_key_prepare(const struct config *conf, const struct service_conf *sc, char *err, size_t errlen);
+
+/* Switch to `conf` (reload): check every service's key against the address record again (as
+ * service_mgr_load_keys: a known service whose key went missing or changed is refused, one refused
+ * before whose key is back is accepted, a key replaced on purpose with `onionfront new-key` is taken),
+ * keep the runtime state of services that stay (same name, key directory and address), and if what tor
+ * sees changed (a service added, removed, refused or accepted, its ports, key directory or address),
+ * send one SETCONF of the complete group; unchanged services get no new descriptor.
+ * All or nothing: on error (a new service's key cannot be made, the record is corrupt) return -1 with a
+ * message and keep the old state. `conf` must outlive the manager or the next reconfigure; the old config may be freed after
  * a successful return. Sets *tor_changed (if not NULL) to whether a SETCONF was needed. */
 int service_mgr_reconfigure(struct service_mgr *m, const struct config *conf, bool *tor_changed, char *err,
                             size_t errlen);
 
 /* A new verified control connection: subscribe to HS_DESC, CONF_CHANGED and SIGNAL, and publish every
- * service. From then on, whenever tor's HiddenService* group loses one of our services (a reload re-reads
- * the torrc and drops every SETCONF'd service), the complete group is sent again (same keys, so the same
- * addresses), with the tor's own services as tor lists them at that moment. tor.c must subscribe to those
- * events with SETEVENTS. */
+ * service that is not refused. Before every SETCONF each service's key directory is checked again: one
+ * that no longer holds the published key is refused until a reload (tor would create a new key there).
+ * The first confirmed upload of each address is put into the address record. From then on, whenever
+ * tor's HiddenService* group loses one of our services (a reload re-reads the torrc and drops every
+ * SETCONF'd service), the complete group is sent again (same keys, so the same addresses), with the tor's
+ * own services as tor lists them at that moment. tor.c must subscribe to those events with SETEVENTS. */
 void service_mgr_attach(struct service_mgr *m, struct cp_conn *conn);
 
 /* The connection given to service_mgr_attach is gone. */
@@ -55,14 +70,16 @@ size_t service_mgr_count(const struct service_mgr *m);
 /* The i-th service's onion address without ".onion" ("" until keys are loaded). */
 const char *service_mgr_address(const struct service_mgr *m, size_t i);
 const char *service_mgr_name(const struct service_mgr *m, size_t i);
+/* Why the i-th service is refused (not handed to tor), or NULL if it is not. */
+const char *service_mgr_refusal(const struct service_mgr *m, size_t i);
 /* True once tor confirmed at least one descriptor upload for the i-th service. */
 bool service_mgr_uploaded(const struct service_mgr *m, size_t i);
 
 /* The services for the status socket, in config order. Returns a new reference (NULL on OOM):
- * [{"name", "address" ("<56 chars>.onion", null before the key is loaded), "ports": [{"virtual",
- *   "targets": [address as written in the config ...]}], "uploaded" (bool), "uploads" (confirmed
- *   HS_DESC UPLOADED events), "reapplied" (times tor dropped the service, e.g. on a reload, and it was
- *   handed back)}]. */
+ * [{"name", "address" ("<56 chars>.onion", null before the key is loaded or while refused), "ports":
+ *   [{"virtual", "targets": [address as written in the config ...]}], "uploaded" (bool), "uploads"
+ *   (confirmed HS_DESC UPLOADED events), "reapplied" (times tor dropped the service, e.g. on a reload, and
+ *   it was handed back), "refused" (why, only for a refused service)}]. */
 json_t *service_mgr_to_json(const struct service_mgr *m);
 
 /* Append onionfront_services{state="uploaded|pending"}, onionfront_service_up{service} (1 once an

@@ -223,6 +223,9 @@ start_setup() {
 	KEYDIR[$s]=$keydir
 	if [[ $s == c ]]; then
 		write_of_config "$keydir" "$(backends_json "$WEB1")"
+		# A new key on purpose each time: without its address record onionfront treats "bench" as a new
+		# service (with it, the known service would be refused for its empty key directory).
+		rm -f "$W/c/state/addresses.json"
 		"$OF" -c "$W/c/onionfront.json" run >> "$W/c/onionfront.log" 2>&1 &
 	else
 		write_torrc "$s" "$keydir" "$WEB1"

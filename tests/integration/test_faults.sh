@@ -106,6 +106,12 @@ count_tors_on() { tors_on "$1" | wc -l; }
 
 count_lines() { grep -cE -- "$2" "$1" 2>/dev/null || true; }
 
+# usable_after LOG PID — a tor started after tor PID has become usable ("tor: usable again").
+usable_after() {
+  awk -v p="(pid $2)" 'index($0, "tor: started ") && index($0, p) { seen = 1; next }
+    seen && index($0, "tor: started ") { newer = 1 } newer && /tor: usable again/ { ok = 1 } END { exit !ok }' "$1"
+}
+
 # wait_count LOG REGEX N TIMEOUT_S — until LOG has at least N lines matching REGEX.
 wait_count() {
   local i
@@ -278,7 +284,9 @@ if wait_new_tor "$log" "$new" 10; then
     of_check "a tor killed before it bootstrapped is restarted after 2 s" \
       wait_count "$log" "restarting tor in 2 s" $((twos + 1)) 10
   fi
-  of_check "tor is usable again after two quick deaths" wait_count "$log" "tor: usable again" $((usable + 1)) 60
+  # Counted from the start of the tor after $early: when $early itself bootstrapped before its SIGKILL,
+  # its own "usable again" must not pass for the next tor's.
+  of_check "tor is usable again after two quick deaths" wait_until 60 usable_after "$log" "$early"
 else
   of_fail "no tor started after the second SIGKILL"
 fi

@@ -124,6 +124,37 @@ static void test_write_atomic_replaces(void **state)
     assert_int_equal(count_entries(s->dir), 1);
 }
 
+/* fs_write_new: creates with the mode, and never replaces or follows anything already there (a file, a
+ * symlink, a dangling symlink, a directory); no temporary file is left either way. */
+static void test_write_new(void **state)
+{
+    struct fs_state *s = *state;
+    char err[512], path[256], target[256], link_path[256];
+    struct stat st;
+
+    path_in(path, sizeof path, s, "export.key");
+    mode_t old = umask(0);
+    assert_int_equal(fs_write_new(s->dir, "export.key", "secret", 6, 0600, err, sizeof err), 0);
+    umask(old);
+    assert_file_is(path, "secret");
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0600);
+    assert_int_equal(fs_write_new(s->dir, "export.key", "other", 5, 0600, err, sizeof err), -1);
+    assert_non_null(strstr(err, path));
+    assert_non_null(strstr(err, "exists already"));
+    assert_file_is(path, "secret");
+
+    path_in(target, sizeof target, s, "target");
+    path_in(link_path, sizeof link_path, s, "link");
+    assert_int_equal(symlink(target, link_path), 0);
+    assert_int_equal(fs_write_new(s->dir, "link", "x", 1, 0600, err, sizeof err), -1);
+    assert_int_equal(lstat(target, &st), -1); /* nothing written where the link points */
+    assert_int_equal(mkdir(target, 0700), 0);
+    assert_int_equal(fs_write_new(s->dir, "target", "x", 1, 0600, err, sizeof err), -1);
+    assert_int_equal(count_entries(s->dir), 3); /* export.key, link, target: no temporary file */
+    assert_int_equal(fs_write_new(s->dir, "a/b", "x", 1, 0600, err, sizeof err), -1);
+}
+
 /* write() fails (EFBIG from RLIMIT_FSIZE, which applies to root too): the old file stays as it was
  * and no temporary file is left behind. */
 static void test_write_atomic_failed_write_keeps_old(void **state)
@@ -488,6 +519,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_write_atomic_failed_write_keeps_old, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_atomic_failed_rename_cleans_up, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_atomic_bad_args, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_write_new, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ensure_private_dir_creates_0700, setup, teardown),
         cmocka_unit_test_setup_teardown(test_private_dir_modes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_private_dir_refuses_others, setup, teardown),

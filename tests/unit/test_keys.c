@@ -686,6 +686,72 @@ static void test_import_refuses(void **state)
     assert_false(file_exists(s->base, "svc2"));
 }
 
+/* tor's secret key file on its own (export-key / import-key FILE): the public key computed from the
+ * secret alone is the one tor (and OpenSSL, for new keys) wrote, for fixed vectors and fresh keys. */
+static void test_secret_file(void **state)
+{
+    struct keys_state *s = *state;
+    static const struct {
+        const unsigned char *pub, *sec;
+        const char *addr;
+    } vec[] = {{TOR_KEY_PUB, TOR_KEY_SEC, TOR_KEY_ADDR},
+               {TOR_KEY2_PUB, TOR_KEY2_SEC, TOR_KEY2_ADDR},
+               {RFC8032_PUB, RFC8032_SEC, RFC8032_ADDR}};
+    unsigned char buf[KEYS_SECRET_FILE_LEN + 1];
+    struct onion_key k, d;
+    char err[1024], dir[192];
+    bool created;
+
+    for (size_t i = 0; i < sizeof vec / sizeof vec[0]; i++) {
+        memcpy(buf, SEC_HDR, 32);
+        memcpy(buf + 32, vec[i].sec, 64);
+        assert_int_equal(keys_secret_file_decode(buf, 96, "vec", &d, err, sizeof err), 0);
+        assert_memory_equal(d.public_key, vec[i].pub, 32);
+        assert_string_equal(d.address, vec[i].addr);
+        assert_true(d.has_secret);
+        onion_key_clear(&d);
+    }
+    /* fresh keys: 20 of them, so both signs of x come up */
+    for (int i = 0; i < 20; i++) {
+        snprintf(dir, sizeof dir, "%s/fresh%d", s->base, i);
+        assert_int_equal(keys_load_or_create(dir, &k, &created, err, sizeof err), 0);
+        assert_int_equal(keys_secret_file_encode(&k, buf), 0);
+        assert_memory_equal(buf, SEC_HDR, 32);
+        assert_int_equal(keys_secret_file_decode(buf, 96, "fresh", &d, err, sizeof err), 0);
+        assert_memory_equal(d.public_key, k.public_key, 32);
+        assert_memory_equal(d.secret_key, k.secret_key, 64);
+        assert_string_equal(d.address, k.address);
+        /* and installed into another directory it loads as the same key */
+        snprintf(dir, sizeof dir, "%s/inst%d", s->base, i);
+        assert_int_equal(keys_install(&d, dir, err, sizeof err), 0);
+        onion_key_clear(&d);
+        assert_int_equal(keys_load(dir, &d, err, sizeof err), 0);
+        assert_string_equal(d.address, k.address);
+        onion_key_clear(&d);
+        onion_key_clear(&k);
+    }
+    /* no secret: nothing to encode */
+    memset(&k, 0, sizeof k);
+    assert_int_equal(keys_secret_file_encode(&k, buf), -1);
+
+    /* refused: wrong size, wrong header (a public key file), an unclamped scalar */
+    memcpy(buf, SEC_HDR, 32);
+    memcpy(buf + 32, TOR_KEY_SEC, 64);
+    assert_int_equal(keys_secret_file_decode(buf, 95, "short.key", &d, err, sizeof err), -1);
+    assert_err_has(err, "short.key", "95 bytes");
+    assert_int_equal(keys_secret_file_decode(buf, 97, "long.key", &d, err, sizeof err), -1);
+    assert_err_has(err, "long.key", "97 bytes");
+    memcpy(buf, PUB_HDR, 32);
+    assert_int_equal(keys_secret_file_decode(buf, 96, "pub.key", &d, err, sizeof err), -1);
+    assert_err_has(err, "pub.key", "bad header");
+    memcpy(buf, SEC_HDR, 32);
+    buf[32] |= 1;
+    assert_int_equal(keys_secret_file_decode(buf, 96, "odd.key", &d, err, sizeof err), -1);
+    assert_err_has(err, "odd.key", "clamped");
+    assert_no_secret_in(err);
+    assert_false(d.has_secret);
+}
+
 static void test_clear(void **state)
 {
     struct keys_state *s = *state;
@@ -722,6 +788,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_create_in_used_empty_dir, setup, teardown),
         cmocka_unit_test_setup_teardown(test_import, setup, teardown),
         cmocka_unit_test_setup_teardown(test_import_refuses, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_secret_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_clear, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

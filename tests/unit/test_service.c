@@ -37,9 +37,11 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "controlproto/cp_conn.h"
+#include "sidecar/addrbook.h"
 #include "sidecar/config.h"
 #include "sidecar/keys.h"
 #include "sidecar/log.h"
@@ -494,7 +496,8 @@ struct reconf_case {
     const char *name;
     const char *services;
     bool tor_changed;
-    const char *fresh; /* a service whose address must be new (added, or its key_dir moved), or NULL */
+    const char *fresh; /* a service whose address must be new (added), or NULL */
+    const char *refused; /* a known service refused (its key_dir moved to where no key is), or NULL */
 };
 
 static void test_reconfigure_table(void **state)
@@ -505,30 +508,30 @@ static void test_reconfigure_table(void **state)
          "{'name':'web','max_streams':10,'ports':[{'virtual':80,'backends':[{'address':'127.0.0.1:8081'},"
          "{'address':'127.0.0.1:8082','weight':2}],'balance':'least_conn','health':{'type':'http','path':'/h'}},"
          "{'virtual':443,'target':'127.0.0.1:9443'}]}," API,
-         false, NULL},
-        {"services reordered", API "," WEB, false, NULL},
+         false, NULL, NULL},
+        {"services reordered", API "," WEB, false, NULL, NULL},
         {"ports reordered",
          "{'name':'web','max_streams':10,'ports':[{'virtual':443,'target':'127.0.0.1:8443'},"
          "{'virtual':80,'target':'127.0.0.1:8080'}]}," API,
-         false, NULL},
-        {"a service added", WEB "," API "," NEW, true, "new"},
-        {"a service removed", WEB, true, NULL},
-        {"one removed, another added", WEB "," NEW, true, "new"},
+         false, NULL, NULL},
+        {"a service added", WEB "," API "," NEW, true, "new", NULL},
+        {"a service removed", WEB, true, NULL, NULL},
+        {"one removed, another added", WEB "," NEW, true, "new", NULL},
         {"a port added",
          "{'name':'web','max_streams':10,'ports':[{'virtual':80,'target':'127.0.0.1:8080'},"
          "{'virtual':443,'target':'127.0.0.1:8443'},{'virtual':8443,'target':'127.0.0.1:8443'}]}," API,
-         true, NULL},
+         true, NULL, NULL},
         {"a port renumbered",
          "{'name':'web','max_streams':10,'ports':[{'virtual':81,'target':'127.0.0.1:8080'},"
          "{'virtual':443,'target':'127.0.0.1:8443'}]}," API,
-         true, NULL},
+         true, NULL, NULL},
         {"max_streams changed",
          "{'name':'web','max_streams':11,'ports':[{'virtual':80,'target':'127.0.0.1:8080'},"
          "{'virtual':443,'target':'127.0.0.1:8443'}]}," API,
-         true, NULL},
-        {"key_dir moved", WEB ",{'name':'api','key_dir':'%s/state/keys/api2',"
+         true, NULL, NULL},
+        {"key_dir moved: never a new key for a known service", WEB ",{'name':'api','key_dir':'%s/state/keys/api2',"
                           "'ports':[{'virtual':8000,'target':'127.0.0.1:9000'}]}",
-         true, "api"},
+         true, NULL, "api"},
     };
     char web[KEYS_ADDRESS_SIZE], api[KEYS_ADDRESS_SIZE], got[KEYS_ADDRESS_SIZE], services[1024];
     start_web_api(c, web, api);
@@ -547,6 +550,12 @@ static void test_reconfigure_table(void **state)
         for (size_t j = 0; j < c->conf->n_services; j++) {
             const char *name = c->conf->services[j].name;
             assert_string_equal(service_mgr_name(c->m, j), name);
+            if (rc->refused && strcmp(name, rc->refused) == 0) {
+                assert_string_equal(service_mgr_address(c->m, j), "");
+                assert_non_null(strstr(service_mgr_refusal(c->m, j), api));
+                continue;
+            }
+            assert_null(service_mgr_refusal(c->m, j));
             address_of(c, name, got);
             if (rc->fresh && strcmp(name, rc->fresh) == 0) {
                 assert_string_not_equal(got, web);
@@ -586,6 +595,200 @@ static void test_reconfigure_error_keeps_state(void **state)
     /* and a good switch afterwards works */
     assert_true(reconfigure_ok(c, WEB "," API "," NEW));
     assert_int_equal(service_mgr_count(c->m), 3);
+}
+
+/* ---- the address record: never a new address by accident --------------------------------------------- */
+
+/* Remove the key directory of `name` (and what is in it), as an unmounted volume would leave it. */
+static void remove_key_dir(const struct ctx *c, const char *name)
+{
+    char p[256];
+    static const char *const files[] = {KEYS_SECRET_FILE, KEYS_PUBLIC_FILE, KEYS_HOSTNAME_FILE, KEYS_POISON_FILE};
+    for (size_t i = 0; i < ARRAY_LEN(files); i++) {
+        snprintf(p, sizeof(p), "%s/state/keys/%s/%s", c->dir, name, files[i]);
+        unlink(p);
+    }
+    snprintf(p, sizeof(p), "%s/state/keys/%s", c->dir, name);
+    assert_int_equal(rmdir(p), 0);
+}
+
+/* The record on disk: the address it has for `name` now, or NULL. */
+static const char *recorded(const struct ctx *c, const char *name, char *out)
+{
+    char p[256], err[1024];
+    snprintf(p, sizeof(p), "%s/state", c->dir);
+    struct addrbook *b = addrbook_load(p, err, sizeof(err));
+    if (!b)
+        fail_msg("addrbook_load: %s", err);
+    const char *a = addrbook_address(b, name);
+    if (a)
+        memcpy(out, a, KEYS_ADDRESS_SIZE);
+    addrbook_free(b);
+    return a ? out : NULL;
+}
+
+/* A known service whose key directory is gone at the next start is refused — no key is created, the
+ * message names the service, the address, the key path and what to do — while the other one runs; a
+ * different key is refused too; putting the key back and reloading brings it back with its address. */
+static void test_known_service_refused(void **state)
+{
+    struct ctx *c = *state;
+    char web[KEYS_ADDRESS_SIZE], api[KEYS_ADDRESS_SIZE], got[KEYS_ADDRESS_SIZE], path[320];
+    start_web_api(c, web, api);
+    assert_string_equal(recorded(c, "web", got), web);
+    assert_string_equal(recorded(c, "api", got), api);
+    service_mgr_free(c->m);
+    config_free(c->conf);
+    c->m = NULL;
+    c->conf = NULL;
+
+    /* move api's key away (a backup, for later), as an unmounted volume leaves it */
+    char keys[256], saved[256];
+    snprintf(keys, sizeof(keys), "%s/state/keys/api", c->dir);
+    snprintf(saved, sizeof(saved), "%s/api-backup", c->dir);
+    assert_int_equal(rename(keys, saved), 0);
+    start_mgr(c, WEB "," API);
+    size_t ia = find(c, "api"), iw = find(c, "web");
+    const char *why = service_mgr_refusal(c->m, ia);
+    assert_non_null(why);
+    snprintf(path, sizeof(path), "%s/hs_ed25519_secret_key", keys);
+    static const char *const must[] = {"service api: REFUSED", "onionfront import-key api", "onionfront new-key api"};
+    for (size_t i = 0; i < ARRAY_LEN(must); i++)
+        if (!strstr(why, must[i]))
+            fail_msg("refusal \"%s\" lacks \"%s\"", why, must[i]);
+    assert_non_null(strstr(why, api));
+    assert_non_null(strstr(why, path));
+    assert_string_equal(service_mgr_address(c->m, ia), "");
+    assert_null(service_mgr_refusal(c->m, iw));
+    address_of(c, "web", got);
+    assert_string_equal(got, web);
+    struct stat st;
+    assert_int_equal(stat(keys, &st), -1); /* no key, no directory created */
+    json_t *o = service_json(c, ia, NULL);
+    assert_true(json_is_null(json_object_get(o, "address")));
+    assert_non_null(strstr(json_string_value(json_object_get(o, "refused")), api));
+    json_decref(o);
+    assert_string_equal(recorded(c, "api", got), api); /* the record still says api's address */
+
+    /* a different key there: refused as well, naming both addresses */
+    assert_int_equal(mkdir(keys, 0700), 0);
+    struct onion_key other;
+    char err[512];
+    assert_int_equal(keys_load_or_create(keys, &other, NULL, err, sizeof(err)), 0);
+    assert_false(reconfigure_ok(c, WEB "," API)); /* still refused: nothing changes for tor */
+    why = service_mgr_refusal(c->m, find(c, "api"));
+    assert_non_null(why);
+    assert_non_null(strstr(why, api));
+    assert_non_null(strstr(why, other.address));
+    onion_key_clear(&other);
+
+    /* the right key back: a reload accepts it, with its address, and tor must be told */
+    remove_key_dir(c, "api");
+    assert_int_equal(rename(saved, keys), 0);
+    assert_true(reconfigure_ok(c, WEB "," API));
+    assert_null(service_mgr_refusal(c->m, find(c, "api")));
+    address_of(c, "api", got);
+    assert_string_equal(got, api);
+
+    /* and the key going away while running is seen at the next reload */
+    remove_key_dir(c, "web");
+    assert_true(reconfigure_ok(c, WEB "," API));
+    assert_non_null(service_mgr_refusal(c->m, find(c, "web")));
+    assert_int_equal(stat(keys, &st), 0);
+}
+
+/* A key replaced on purpose (as `onionfront new-key` does: a new key, the change in the record) is
+ * taken at the next reload, with tor told; a replaced key without the record's word is refused. */
+static void test_deliberate_change_taken_on_reload(void **state)
+{
+    struct ctx *c = *state;
+    char web[KEYS_ADDRESS_SIZE], api[KEYS_ADDRESS_SIZE], got[KEYS_ADDRESS_SIZE], err[1024], sdir[128];
+    start_web_api(c, web, api);
+    remove_key_dir(c, "web");
+    struct onion_key k;
+    char kd[256];
+    snprintf(kd, sizeof(kd), "%s/state/keys/web", c->dir);
+    assert_int_equal(keys_load_or_create(kd, &k, NULL, err, sizeof(err)), 0);
+    snprintf(sdir, sizeof(sdir), "%s/state", c->dir);
+    struct addrbook *b = addrbook_load(sdir, err, sizeof(err));
+    assert_non_null(b);
+    assert_int_equal(addrbook_note_key(b, "web", k.address, ADDRBOOK_NEW_KEY, time(NULL), err, sizeof(err)), 1);
+    assert_int_equal(addrbook_save(b, err, sizeof(err)), 0);
+    addrbook_free(b);
+    assert_true(reconfigure_ok(c, WEB "," API));
+    assert_null(service_mgr_refusal(c->m, find(c, "web")));
+    address_of(c, "web", got);
+    assert_string_equal(got, k.address);
+    assert_string_not_equal(got, web);
+    onion_key_clear(&k);
+    address_of(c, "api", got);
+    assert_string_equal(got, api);
+}
+
+static bool api_uploaded(void *arg)
+{
+    struct ctx *c = arg;
+    return service_mgr_uploaded(c->m, find(c, "api")) || fake_ctl_failure(c->fake);
+}
+
+/* Just before tor gets the services (a restarted tor), each key is checked again: a service whose key
+ * went missing since is left out of the SETCONF (tor would create a new key), the other is published;
+ * its first upload goes into the record. */
+static void test_publish_leaves_out_missing_key(void **state)
+{
+    struct ctx *c = *state;
+    const char *d = c->dir;
+    char web[KEYS_ADDRESS_SIZE], api[KEYS_ADDRESS_SIZE], sdir[128], err[1024];
+    start_web_api(c, web, api);
+    remove_key_dir(c, "web");
+    script_attach(c);
+    step(c, FAKE_CTL_SEND, 0, NO_HS_GETCONF);
+    step(c, FAKE_CTL_EXPECT, 0, "SETCONF " API_TOR, d, d);
+    step(c, FAKE_CTL_SEND, 0, "250 OK\r\n650 HS_DESC UPLOADED %s UNKNOWN $" FP1 "~relay1\r\n", api);
+    attach_fake(c);
+    assert_int_equal(fake_ctl_run_until(c->base, api_uploaded, c, LOOP_BOUND_MS), 0);
+    check_fake(c);
+    assert_non_null(service_mgr_refusal(c->m, find(c, "web")));
+    assert_non_null(strstr(service_mgr_refusal(c->m, find(c, "web")), web));
+    assert_true(service_mgr_uploaded(c->m, find(c, "api")));
+    struct stat st;
+    char kd[256];
+    snprintf(kd, sizeof(kd), "%s/state/keys/web", c->dir);
+    assert_int_equal(stat(kd, &st), -1);
+    /* the record has api's first publication, and not web's */
+    snprintf(sdir, sizeof(sdir), "%s/state", c->dir);
+    json_error_t jerr;
+    char rp[256];
+    snprintf(rp, sizeof(rp), "%s/%s", sdir, ADDRBOOK_FILE);
+    json_t *doc = json_load_file(rp, 0, &jerr);
+    assert_non_null(doc);
+    json_t *svcs = json_object_get(doc, "services");
+    json_t *a0 = json_array_get(json_object_get(json_object_get(svcs, "api"), "addresses"), 0);
+    json_t *w0 = json_array_get(json_object_get(json_object_get(svcs, "web"), "addresses"), 0);
+    assert_true(json_is_string(json_object_get(a0, "first_published")));
+    assert_null(json_object_get(w0, "first_published"));
+    json_decref(doc);
+    (void)err;
+}
+
+/* A corrupt record stops the start (and a reload) with an error naming it; nothing is created. */
+static void test_corrupt_record_stops(void **state)
+{
+    struct ctx *c = *state;
+    char p[256], err[1024] = "";
+    snprintf(p, sizeof(p), "%s/state/%s", c->dir, ADDRBOOK_FILE);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs("{\"format\": \"onionfront-addresses 1\", \"services\": ", f);
+    fclose(f);
+    c->conf = load_conf(c, WEB);
+    c->m = service_mgr_new(c->conf);
+    assert_non_null(c->m);
+    assert_int_equal(service_mgr_load_keys(c->m, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, p));
+    snprintf(p, sizeof(p), "%s/state/keys/web", c->dir);
+    struct stat st;
+    assert_int_equal(stat(p, &st), -1);
 }
 
 /* ---- status JSON and metrics ---------------------------------------------------------------------- */
@@ -967,6 +1170,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_load_keys_error_names_service, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reconfigure_table, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reconfigure_error_keeps_state, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_known_service_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deliberate_change_taken_on_reload, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_publish_leaves_out_missing_key, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_corrupt_record_stops, setup, teardown),
         cmocka_unit_test_setup_teardown(test_to_json, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics_pending, setup, teardown),
         cmocka_unit_test_setup_teardown(test_attach_publishes_complete_group, setup, teardown),

@@ -1,0 +1,30 @@
+/* keycmd.h — the key commands of the command line: `onionfront new-key SERVICE`, `export-key SERVICE FILE`
+ * and `import-key SERVICE FILE|DIR`. They work offline on the state directory (the keys and the address
+ * record, addrbook.h) and never talk to a running daemon: a running onionfront publishes what they
+ * changed at its next reload (SIGHUP, or `onionfront status reload`), and the record says the change
+ * was made on purpose, so the reload takes it instead of refusing the service.
+ *
+ * Owns the commands' flow and messages only; keys.c owns the key formats, addrbook.c the record. Each
+ * function loads the config at `config_path`, prints its result on `out` and errors on `errf`, and
+ * returns the process exit status (0, or 1 with the reason printed). Key bytes are never printed. */
+#ifndef ONIONFRONT_KEYCMD_H
+#define ONIONFRONT_KEYCMD_H
+
+#include <stdio.h>
+
+/* Give SERVICE a new key, on purpose: the old key directory (if any) is kept, renamed to
+ * "<key_dir>.replaced-<UTC time>", a new key is created in key_dir and the change (old and new address,
+ * time) is put into the address record. Prints the new address. */
+int keycmd_new_key(const char *config_path, const char *service, FILE *out, FILE *errf);
+
+/* Write SERVICE's secret key to `file` in tor's own hs_ed25519_secret_key format (96 bytes), mode 0600,
+ * atomically, only if `file` does not exist (never follows or replaces a symlink). `file` "-" means
+ * `out`, refused if that is a terminal. Prints the address, never the key. */
+int keycmd_export_key(const char *config_path, const char *service, const char *file, FILE *out, FILE *errf);
+
+/* Make `src` SERVICE's key: a HiddenServiceDir (as tor or mkp224o leave it) or a single
+ * hs_ed25519_secret_key file (as export-key writes it). Refused if key_dir holds another key. The
+ * address is put into the address record as imported on purpose (a change of address if it differs). */
+int keycmd_import_key(const char *config_path, const char *service, const char *src, FILE *out, FILE *errf);
+
+#endif
