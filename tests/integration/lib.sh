@@ -80,6 +80,11 @@ of_summary() {
   [[ $OF_FAILED -eq 0 ]]
 }
 
+# tor's deliberate warnings, relayed at tor's own level (non-anonymous mode; root, as the tests run it;
+# the private network's DirAuthority and TestingTorNetwork): expected in every test's log.
+OF_TOR_EXPECTED_WARNINGS='HiddenServiceNonAnonymousMode is set|This copy of Tor was compiled or configured to run in a '
+OF_TOR_EXPECTED_WARNINGS+='non-anonymous mode|You are running Tor as root|You have used DirAuthority|TestingTorNetwork is set'
+
 # A TCP port on 127.0.0.1 that no socket uses. Picked below the kernel's ephemeral range (32768+),
 # where outgoing connections could take it between the check and the bind, and below the private
 # networks' ports (19000+).
