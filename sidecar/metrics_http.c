@@ -48,7 +48,6 @@ struct metrics_http_conn {
 };
 
 struct metrics_http {
-    struct event_base *base;
     struct evhttp *http;
     struct evconnlistener *listener; /* owned by http once bound */
     struct event *resume_ev;         /* ends an accept-error pause; always pending (see find_cb) */
@@ -297,9 +296,10 @@ struct metrics_http_find {
 };
 
 /* evhttp_bind_listener makes the listener pass evhttp's pointer to all its callbacks, the error callback
- * included, and libevent 2.1 offers no way from there back to us; the only state allowed outside the
- * event base is none. So our resume timer is always pending (parked for an hour while nothing is paused)
- * and the error callback finds it, and through it us, among the base's events. */
+ * included, libevent 2.1 offers no way from there back to us, and no global may map it (house rule). So
+ * our resume timer is always pending (parked for an hour while nothing is paused), and the error
+ * callback finds it, and through it us, among the base's events. Accept errors are rare: the walk is
+ * cheap enough. */
 static int metrics_http_find_cb(const struct event_base *base, const struct event *ev, void *arg)
 {
     struct metrics_http_find *f = arg;
@@ -381,7 +381,6 @@ struct metrics_http *metrics_http_new(struct event_base *base, const struct metr
         snprintf(err, errlen, "metrics.listen: out of memory");
         return NULL;
     }
-    h->base = base;
     h->render = render;
     h->arg = arg;
     h->max_clients = METRICS_HTTP_MAX_CLIENTS;
