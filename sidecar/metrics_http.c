@@ -1,11 +1,16 @@
-/* metrics_http.c — GET /metrics over a small HTTP/1.x server on a loopback port (see metrics_http.h for
- * what it answers and the bounds on each peer).
+/* metrics_http.c — GET /metrics over libevent's evhttp on a loopback port (see metrics_http.h for what it
+ * answers and the bounds on each peer).
  *
- * Owns the listener, the connections (each: one bufferevent and one deadline timer) and the request
- * head parser. Each connection is answered once and then closed: the response is written, the sending
- * side shut down, and what the client still sends is read and dropped until it closes too (closing at
- * once with unread bytes would reset the connection and could destroy the response). Connections end
- * from a deferred event, never inside their own callbacks. */
+ * evhttp parses requests, writes responses and owns every connection. What libevent 2.1's evhttp lacks
+ * (a connection cap, a deadline for a whole connection, a pause on accept errors) is added around it
+ * without touching its objects:
+ *  - the listener is ours (evconnlistener_new_bind, handed over with evhttp_bind_listener), so we can
+ *    disable it at the cap and on accept errors;
+ *  - evhttp asks us for each accepted connection's bufferevent (evhttp_set_bevcb): we give it a
+ *    pass-through filter over a socket bufferevent, whose free_context callback tells us when evhttp has
+ *    freed the connection (2.1 has no other "connection ended" notice for a server);
+ *  - the deadline never frees anything of evhttp's: it shuts the socket down, evhttp reads EOF (or fails
+ *    its write) and frees the connection itself, which ends in that free_context callback. */
 #include "sidecar/metrics_http.h"
 
 #include <arpa/inet.h>
@@ -13,6 +18,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
+#include <event2/http.h>
 #include <event2/listener.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -20,7 +26,6 @@
 #include <string.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include "sidecar/config.h"
 #include "sidecar/log.h"
@@ -28,75 +33,24 @@
 
 #define METRICS_HTTP_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 #define METRICS_HTTP_BACKLOG 16
+#define METRICS_HTTP_PARK_S 3600 /* the resume timer's wait while nothing is paused (see find_cb) */
 
-/* ---- the request head parser (pure) -------------------------------------------------------------- */
-
-/* The length of the head (through its empty line) at the start of buf, or 0 if it has not ended. */
-static size_t metrics_http_head_len(const char *buf, size_t len)
-{
-    for (size_t i = 0; i < len; i++) {
-        if (buf[i] != '\n')
-            continue;
-        /* An empty line: "\n" right after the previous "\n", or "\r\n" after it. */
-        if (i >= 1 && buf[i - 1] == '\n')
-            return i + 1;
-        if (i >= 2 && buf[i - 1] == '\r' && buf[i - 2] == '\n')
-            return i + 1;
-    }
-    return 0;
-}
-
-enum metrics_http_parse metrics_http_parse_head(const char *buf, size_t len, struct metrics_http_head *head)
-{
-    size_t scan = len < METRICS_HTTP_MAX_HEADERS ? len : METRICS_HTTP_MAX_HEADERS;
-    if (metrics_http_head_len(buf, scan) == 0)
-        return len >= METRICS_HTTP_MAX_HEADERS ? METRICS_HTTP_TOO_LARGE : METRICS_HTTP_INCOMPLETE;
-    const char *eol = memchr(buf, '\n', scan); /* found: the head has ended */
-    size_t n = (size_t)(eol - buf);
-    if (n > 0 && buf[n - 1] == '\r')
-        n--;
-    /* RFC 9112 3: request-line = method SP request-target SP HTTP-version */
-    size_t m = 0;
-    while (m < n && m < 16 && buf[m] >= 'A' && buf[m] <= 'Z')
-        m++;
-    if (m == 0 || m >= n || buf[m] != ' ')
-        return METRICS_HTTP_BAD;
-    const char *target = buf + m + 1;
-    size_t t = 0;
-    while (m + 1 + t < n && (unsigned char)target[t] > 0x20 && (unsigned char)target[t] < 0x7f)
-        t++;
-    const char *version = target + t + 1;
-    if (t == 0 || m + 1 + t + 9 != n || target[t] != ' ' || memcmp(version, "HTTP/1.", 7) != 0 ||
-        version[7] < '0' || version[7] > '9')
-        return METRICS_HTTP_BAD;
-    size_t path = 0;
-    while (path < t && target[path] != '?' && target[path] != '#')
-        path++;
-    head->is_metrics = path == 8 && memcmp(target, "/metrics", 8) == 0;
-    head->method = m == 3 && memcmp(buf, "GET", 3) == 0    ? METRICS_HTTP_GET
-                   : m == 4 && memcmp(buf, "HEAD", 4) == 0 ? METRICS_HTTP_HEAD
-                                                          : METRICS_HTTP_OTHER;
-    head->minor = version[7] - '0';
-    return METRICS_HTTP_OK;
-}
-
-/* ---- the server ------------------------------------------------------------------------------------ */
-
+/* One accepted connection, as seen from outside evhttp. Freed by metrics_http_conn_gone_cb only. */
 struct metrics_http_conn {
-    TAILQ_ENTRY(metrics_http_conn) link;
-    struct metrics_http *h;
-    struct bufferevent *bev;
+    LIST_ENTRY(metrics_http_conn) link;
+    struct metrics_http *h;     /* NULL once metrics_http_free ran (libevent frees connections later) */
+    struct bufferevent *filter; /* evhttp's bufferevent for it: borrowed, evhttp frees it */
+    struct bufferevent *sock;   /* the socket under the filter: freed with it, closing the fd */
     struct event *deadline_ev;
-    bool answered; /* the response is queued; input is read and dropped from now on */
-    bool eof;      /* the client sends nothing more */
-    bool dead;     /* freed by the reap event */
+    bool served;  /* our request callback answered on it */
+    bool refused; /* evhttp answered it itself (400, 413, 501) before we ever did */
+    size_t copied; /* bytes at the start of the filter's output already given to sock (see out_cb) */
 };
 
 struct metrics_http {
-    struct event_base *base;
-    struct evconnlistener *listener;
-    struct event *resume_ev; /* re-enables accepting after an accept error */
-    struct event *reap_ev;   /* frees dead connections outside their callbacks */
+    struct evhttp *http;
+    struct evconnlistener *listener; /* owned by http once bound */
+    struct event *resume_ev;         /* ends an accept-error pause; always pending (see find_cb) */
     char *(*render)(void *arg);
     void *arg;
     uint16_t port;
@@ -104,7 +58,7 @@ struct metrics_http {
     unsigned max_clients, deadline_ms;
     bool paused_full, paused_error;
     bool full_logged; /* "full" was logged; again only after falling to half the cap */
-    TAILQ_HEAD(, metrics_http_conn) conns;
+    LIST_HEAD(, metrics_http_conn) conns;
     struct metrics_http_stats stats;
 };
 
@@ -126,196 +80,191 @@ static void metrics_http_update_listener(struct metrics_http *h)
         evconnlistener_disable(h->listener);
 }
 
-static void metrics_http_conn_free(struct metrics_http_conn *c)
+/* ---- requests ------------------------------------------------------------------------------------ */
+
+/* Our record of the connection a request came on, or NULL. At most max_clients to look through. */
+static struct metrics_http_conn *metrics_http_conn_of(struct metrics_http *h, struct evhttp_request *req)
 {
-    struct metrics_http *h = c->h;
-    TAILQ_REMOVE(&h->conns, c, link);
-    h->stats.clients--;
-    bufferevent_free(c->bev);
-    event_free(c->deadline_ev);
-    free(c);
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+    struct metrics_http_conn *c;
+    LIST_FOREACH(c, &h->conns, link)
+        if (c->filter == bev)
+            return c;
+    return NULL;
 }
 
-static void metrics_http_reap_cb(evutil_socket_t fd, short what, void *arg)
+/* Send `code` with a short text body and any headers already set. */
+static void metrics_http_reply_text(struct evhttp_request *req, int code, const char *reason, const char *text)
+{
+    struct evbuffer *body = evbuffer_new();
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/plain; charset=utf-8");
+    if (body)
+        evbuffer_add_printf(body, "%d %s%s\n", code, reason, text);
+    evhttp_send_reply(req, code, reason, body);
+    if (body)
+        evbuffer_free(body);
+}
+
+static void metrics_http_request_cb(struct evhttp_request *req, void *arg)
 {
     struct metrics_http *h = arg;
-    (void)fd;
-    (void)what;
-    struct metrics_http_conn *c, *next;
-    for (c = TAILQ_FIRST(&h->conns); c; c = next) {
-        next = TAILQ_NEXT(c, link);
-        if (c->dead)
-            metrics_http_conn_free(c);
-    }
-    metrics_http_update_listener(h);
-}
+    struct metrics_http_conn *c = metrics_http_conn_of(h, req);
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+    const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
+    enum evhttp_cmd_type method = evhttp_request_get_command(req);
+    struct evkeyvalq *headers = evhttp_request_get_output_headers(req);
 
-static void metrics_http_conn_kill(struct metrics_http_conn *c)
-{
-    if (c->dead)
-        return;
-    c->dead = true;
-    bufferevent_disable(c->bev, EV_READ | EV_WRITE);
-    event_del(c->deadline_ev);
-    event_active(c->h->reap_ev, 0, 0);
-}
-
-/* Queue the one response of this connection. `extra` holds more header lines ("Name: value\r\n"). */
-static void metrics_http_respond(struct metrics_http_conn *c, int code, const char *reason, const char *type,
-                                 const char *extra, const char *body, size_t body_len, bool send_body)
-{
-    struct evbuffer *out = bufferevent_get_output(c->bev);
-    c->answered = true;
-    if (evbuffer_add_printf(out,
-                            "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%sConnection: close\r\n\r\n",
-                            code, reason, type, body_len, extra ? extra : "") < 0 ||
-        (send_body && body_len > 0 && evbuffer_add(out, body, body_len) < 0)) {
-        log_warnx("metrics: out of memory for a response; closing the connection");
-        metrics_http_conn_kill(c);
-    }
-}
-
-static void metrics_http_respond_text(struct metrics_http_conn *c, int code, const char *reason, const char *extra,
-                                      const char *text)
-{
-    metrics_http_respond(c, code, reason, "text/plain; charset=utf-8", extra, text, strlen(text), true);
-}
-
-/* A complete head: route it. */
-static void metrics_http_serve(struct metrics_http_conn *c, const struct metrics_http_head *head)
-{
-    if (!head->is_metrics) {
-        metrics_http_respond_text(c, 404, "Not Found", NULL, "404 Not Found: use GET /metrics\n");
+    if (c)
+        c->served = true;
+    if (!path || strcmp(path, "/metrics") != 0) {
+        metrics_http_reply_text(req, HTTP_NOTFOUND, "Not Found", ": use GET /metrics");
         return;
     }
-    if (head->method == METRICS_HTTP_OTHER) {
-        /* RFC 9110 15.5.6: a 405 carries Allow. */
-        metrics_http_respond_text(c, 405, "Method Not Allowed", "Allow: GET, HEAD\r\n",
-                                  "405 Method Not Allowed: use GET /metrics\n");
+    if (method != EVHTTP_REQ_GET && method != EVHTTP_REQ_HEAD) {
+        /* Not evhttp_send_error: it drops our headers, and a 405 must carry Allow (RFC 9110 15.5.6). */
+        evhttp_add_header(headers, "Allow", "GET, HEAD");
+        metrics_http_reply_text(req, 405, "Method Not Allowed", ": use GET /metrics");
         return;
     }
-    char *text = c->h->render(c->h->arg);
-    if (!text) {
+    char *text = h->render(h->arg);
+    struct evbuffer *body = text ? evbuffer_new() : NULL;
+    if (!body || evbuffer_add(body, text, strlen(text)) < 0) {
         log_warnx("metrics: cannot build the metrics text");
-        metrics_http_respond_text(c, 500, "Internal Server Error", NULL, "500 Internal Server Error\n");
-        return;
+        metrics_http_reply_text(req, HTTP_INTERNAL, "Internal Server Error", "");
+    } else {
+        evhttp_add_header(headers, "Content-Type", METRICS_HTTP_CONTENT_TYPE);
+        evhttp_add_header(headers, "Cache-Control", "no-store");
+        if (method == EVHTTP_REQ_HEAD) {
+            /* libevent 2.1 would send the body to a HEAD request: the headers only, with GET's length
+             * (RFC 9110 9.3.2). */
+            char length[32];
+            snprintf(length, sizeof(length), "%zu", evbuffer_get_length(body));
+            evhttp_add_header(headers, "Content-Length", length);
+            evhttp_send_reply(req, HTTP_OK, "OK", NULL);
+        } else {
+            evhttp_send_reply(req, HTTP_OK, "OK", body);
+        }
     }
-    /* HEAD: the headers only, with GET's length (RFC 9110 9.3.2). */
-    metrics_http_respond(c, 200, "OK", METRICS_HTTP_CONTENT_TYPE, "Cache-Control: no-store\r\n", text, strlen(text),
-                         head->method == METRICS_HTTP_GET);
+    if (body)
+        evbuffer_free(body);
     free(text);
 }
 
-/* Look at what has arrived: answer once the head is complete (or is bad), or drop input after that. */
-static void metrics_http_process(struct metrics_http_conn *c)
-{
-    struct evbuffer *in = bufferevent_get_input(c->bev);
-    if (c->answered) {
-        evbuffer_drain(in, evbuffer_get_length(in));
-        return;
-    }
-    size_t len = evbuffer_get_length(in);
-    size_t n = len < METRICS_HTTP_MAX_HEADERS ? len : METRICS_HTTP_MAX_HEADERS;
-    const char *p = (const char *)evbuffer_pullup(in, (ev_ssize_t)n);
-    struct metrics_http_head head;
-    switch (p || n == 0 ? metrics_http_parse_head(p ? p : "", n, &head) : METRICS_HTTP_BAD) {
-    case METRICS_HTTP_INCOMPLETE:
-        if (c->eof) /* the client stopped before a complete head */
-            metrics_http_conn_kill(c);
-        return;
-    case METRICS_HTTP_BAD:
-        c->h->stats.bad_request++;
-        metrics_http_respond_text(c, 400, "Bad Request", NULL, "400 Bad Request\n");
-        break;
-    case METRICS_HTTP_TOO_LARGE:
-        c->h->stats.bad_request++;
-        metrics_http_respond_text(c, 431, "Request Header Fields Too Large", NULL,
-                                  "431 Request Header Fields Too Large\n");
-        break;
-    case METRICS_HTTP_OK:
-        metrics_http_serve(c, &head);
-        break;
-    }
-    evbuffer_drain(in, evbuffer_get_length(in));
-    /* From now on read without a bound, dropping everything (see the top of the file). */
-    bufferevent_setwatermark(c->bev, EV_READ, 0, 0);
-}
+/* ---- connections ---------------------------------------------------------------------------------- */
 
-static void metrics_http_read_cb(struct bufferevent *bev, void *arg)
-{
-    (void)bev;
-    metrics_http_process(arg);
-}
-
-/* The output has drained (the write low watermark is 0): the response is out. */
-static void metrics_http_write_cb(struct bufferevent *bev, void *arg)
+/* The filter's output side: passes evhttp's bytes to the socket bufferevent, but takes them out of
+ * evhttp's buffer only once that bufferevent has written everything to the kernel. evhttp takes an empty
+ * buffer for "the response is out" and may then free the connection, and libevent 2.1's filter reports
+ * "written" as soon as its bytes are moved on: a plain pass-through would lose the response still
+ * queued below. Bytes before our request callback ever ran on this connection are a response evhttp
+ * made itself: a request it refused. */
+static enum bufferevent_filter_result metrics_http_out_cb(struct evbuffer *src, struct evbuffer *dst, ev_ssize_t limit,
+                                                          enum bufferevent_flush_mode mode, void *arg)
 {
     struct metrics_http_conn *c = arg;
-    if (!c->answered || c->dead)
-        return;
-    if (c->eof || shutdown(bufferevent_getfd(bev), SHUT_WR) < 0)
-        metrics_http_conn_kill(c);
+    (void)limit; /* the socket bufferevent has no high watermark */
+    (void)mode;
+    if (evbuffer_get_length(dst) == 0) { /* what was copied before is in the kernel */
+        evbuffer_drain(src, c->copied);
+        c->copied = 0;
+    }
+    size_t len = evbuffer_get_length(src);
+    if (len == c->copied) /* BEV_OK lets libevent call evhttp's write callback once src is empty */
+        return len == 0 ? BEV_OK : BEV_NEED_MORE;
+    if (!c->served && !c->refused && c->h) {
+        c->refused = true;
+        c->h->stats.bad_request++;
+    }
+    struct evbuffer_ptr pos;
+    struct evbuffer_iovec v[16];
+    evbuffer_ptr_set(src, &pos, c->copied, EVBUFFER_PTR_SET);
+    int n = evbuffer_peek(src, -1, &pos, v, 16);
+    for (int i = 0; i < n && i < 16; i++) { /* the rest on the next call, when dst has drained */
+        if (evbuffer_add(dst, v[i].iov_base, v[i].iov_len) < 0)
+            return BEV_ERROR;
+        c->copied += v[i].iov_len;
+    }
+    return BEV_NEED_MORE;
 }
 
-static void metrics_http_event_cb(struct bufferevent *bev, short what, void *arg)
+/* evhttp queued bytes on the filter. libevent 2.1.12's filter moves bytes on only while writing is
+ * enabled and does not look again when it is enabled later, which evhttp does right after queueing (a
+ * 413 would wait forever): enable writing now. This callback runs before the filter's own (libevent
+ * runs a buffer's callbacks newest first). */
+static void metrics_http_queued_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
 {
     struct metrics_http_conn *c = arg;
-    if ((what & BEV_EVENT_EOF) && (what & BEV_EVENT_READING)) {
-        c->eof = true;
-        if (!c->answered)
-            metrics_http_process(c); /* a request without anything after it ("echo ... | nc") */
-        if (!c->dead && (!c->answered || evbuffer_get_length(bufferevent_get_output(bev)) == 0))
-            metrics_http_conn_kill(c);
-        return;
-    }
-    metrics_http_conn_kill(c);
+    (void)buf;
+    if (info->n_added > 0)
+        bufferevent_enable(c->filter, EV_WRITE);
 }
 
-/* The whole connection's deadline, counted from accept: trickling a byte at a time does not extend it. */
+/* The whole connection's deadline, counted from accept: trickling a byte at a time does not extend it.
+ * evhttp owns the connection, so make its socket fail instead of freeing anything: evhttp sees EOF (or a
+ * failed write) and frees the connection, which ends in metrics_http_conn_gone_cb. */
 static void metrics_http_deadline_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct metrics_http_conn *c = arg;
     (void)fd;
     (void)what;
-    if (!c->answered) {
+    if (!c->served && !c->refused) {
         c->h->stats.timed_out++;
         log_debug("metrics: a client sent no complete request within %u ms; closing it", c->h->deadline_ms);
     }
-    metrics_http_conn_kill(c);
+    shutdown(bufferevent_getfd(c->sock), SHUT_RDWR);
 }
 
-static void metrics_http_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen,
-                                   void *arg)
+/* The filter's free_context: evhttp has freed the connection (libevent calls this from the loop after
+ * bufferevent_free, before the socket bufferevent under it closes the fd). */
+static void metrics_http_conn_gone_cb(void *arg)
+{
+    struct metrics_http_conn *c = arg;
+    struct metrics_http *h = c->h;
+    if (c->deadline_ev)
+        event_free(c->deadline_ev);
+    if (h) {
+        LIST_REMOVE(c, link);
+        h->stats.clients--;
+        metrics_http_update_listener(h);
+    }
+    free(c);
+}
+
+/* evhttp_set_bevcb: evhttp calls this for every accepted connection, before it gives the bufferevent its
+ * fd. The filter (BEV_OPT_CLOSE_ON_FREE) frees the socket bufferevent, which (BEV_OPT_CLOSE_ON_FREE)
+ * closes the fd; evhttp closes it itself only when its bufferevent lacks that option: once, either way. */
+static struct bufferevent *metrics_http_bev_cb(struct event_base *base, void *arg)
 {
     struct metrics_http *h = arg;
-    (void)l;
-    (void)sa;
-    (void)salen;
     struct metrics_http_conn *c = calloc(1, sizeof(*c));
     if (c) {
-        c->bev = bufferevent_socket_new(h->base, fd, BEV_OPT_CLOSE_ON_FREE);
-        c->deadline_ev = evtimer_new(h->base, metrics_http_deadline_cb, c);
+        c->deadline_ev = evtimer_new(base, metrics_http_deadline_cb, c);
+        c->sock = c->deadline_ev ? bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE) : NULL;
+        c->filter = c->sock ? bufferevent_filter_new(c->sock, NULL, metrics_http_out_cb, BEV_OPT_CLOSE_ON_FREE,
+                                                     metrics_http_conn_gone_cb, c)
+                            : NULL;
     }
-    if (!c || !c->bev || !c->deadline_ev) {
+    if (c && c->filter && !evbuffer_add_cb(bufferevent_get_output(c->filter), metrics_http_queued_cb, c)) {
+        bufferevent_free(c->filter); /* frees sock, and c through metrics_http_conn_gone_cb (c->h is NULL) */
+        c = NULL;
+    }
+    if (!c || !c->filter) {
+        /* evhttp then makes a plain bufferevent: this one connection goes uncounted, without deadline. */
         log_warnx("metrics: out of memory accepting a connection");
-        if (c && c->bev)
-            bufferevent_free(c->bev);
-        else
-            close(fd);
+        if (c && c->sock)
+            bufferevent_free(c->sock);
         if (c && c->deadline_ev)
             event_free(c->deadline_ev);
         free(c);
-        return;
+        return NULL;
     }
     c->h = h;
-    TAILQ_INSERT_TAIL(&h->conns, c, link);
+    LIST_INSERT_HEAD(&h->conns, c, link);
     h->stats.clients++;
     h->stats.accepted++;
-    bufferevent_setcb(c->bev, metrics_http_read_cb, metrics_http_write_cb, metrics_http_event_cb, c);
-    bufferevent_setwatermark(c->bev, EV_READ, 0, METRICS_HTTP_MAX_HEADERS);
     struct timeval deadline = metrics_http_tv(h->deadline_ms);
     evtimer_add(c->deadline_ev, &deadline);
-    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
     if (h->stats.clients >= h->max_clients && !h->paused_full) {
         /* Full: stop accepting (libevent's accept loop stops too) until a connection ends. */
         h->paused_full = true;
@@ -323,74 +272,105 @@ static void metrics_http_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
         if (!h->full_logged)
             log_info("metrics: %zu connections open; not accepting more until one ends", h->stats.clients);
         h->full_logged = true;
-        evconnlistener_disable(l);
+        evconnlistener_disable(h->listener);
     }
+    return c->filter;
 }
+
+/* ---- accept errors --------------------------------------------------------------------------------- */
 
 static void metrics_http_resume_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct metrics_http *h = arg;
+    struct timeval park = {.tv_sec = METRICS_HTTP_PARK_S};
     (void)fd;
     (void)what;
     h->paused_error = false;
     metrics_http_update_listener(h);
+    evtimer_add(h->resume_ev, &park);
+}
+
+struct metrics_http_find {
+    const struct evconnlistener *listener;
+    struct metrics_http *h;
+};
+
+/* evhttp_bind_listener makes the listener pass evhttp's pointer to all its callbacks, the error callback
+ * included, libevent 2.1 offers no way from there back to us, and no global may map it (house rule). So
+ * our resume timer is always pending (parked for an hour while nothing is paused), and the error
+ * callback finds it, and through it us, among the base's events. Accept errors are rare: the walk is
+ * cheap enough. */
+static int metrics_http_find_cb(const struct event_base *base, const struct event *ev, void *arg)
+{
+    struct metrics_http_find *f = arg;
+    (void)base;
+    if (event_get_callback(ev) != metrics_http_resume_cb)
+        return 0;
+    struct metrics_http *h = event_get_callback_arg(ev);
+    if (h->listener != f->listener)
+        return 0;
+    f->h = h;
+    return 1;
 }
 
 /* accept() failed (out of descriptors ...): pause instead of retrying at once, which would spin. */
 static void metrics_http_accept_error_cb(struct evconnlistener *l, void *arg)
 {
-    struct metrics_http *h = arg;
     int e = EVUTIL_SOCKET_ERROR();
+    struct metrics_http_find f = {l, NULL};
+    (void)arg; /* evhttp's, not ours */
+    evconnlistener_disable(l);
+    event_base_foreach_event(evconnlistener_get_base(l), metrics_http_find_cb, &f);
+    if (!f.h) {
+        log_warnx("metrics: accept: %s; the listener stays paused (its server is gone)", strerror(e));
+        return;
+    }
+    struct metrics_http *h = f.h;
     h->stats.paused_accept_error++;
     log_warnx("metrics: accept on %s: %s; pausing for %d ms", h->addr, strerror(e), METRICS_HTTP_ACCEPT_PAUSE_MS);
     h->paused_error = true;
-    evconnlistener_disable(l);
     struct timeval pause = metrics_http_tv(METRICS_HTTP_ACCEPT_PAUSE_MS);
     evtimer_add(h->resume_ev, &pause);
 }
 
-/* A non-blocking listening socket on host:port. Returns the fd, or -1 with err. */
-static int metrics_http_socket(const struct metrics_conf *conf, uint16_t *bound_port, char *err, size_t errlen)
+/* ---- the server ------------------------------------------------------------------------------------- */
+
+/* A listener on conf's address, disabled until evhttp_bind_listener gives it a callback. Returns it, or
+ * NULL with err. */
+static struct evconnlistener *metrics_http_listen(struct event_base *base, const struct metrics_conf *conf,
+                                                  uint16_t *bound_port, char *err, size_t errlen)
 {
     struct sockaddr_storage ss = {0};
     socklen_t sslen;
+    struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+    struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+    int ok;
     if (conf->family == AF_INET6) {
-        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
-        s6->sin6_family = AF_INET6;
-        s6->sin6_port = htons(conf->port);
-        if (inet_pton(AF_INET6, conf->host, &s6->sin6_addr) != 1)
-            goto bad_host;
+        *s6 = (struct sockaddr_in6){.sin6_family = AF_INET6, .sin6_port = htons(conf->port)};
+        ok = inet_pton(AF_INET6, conf->host, &s6->sin6_addr) == 1;
         sslen = sizeof(*s6);
     } else {
-        struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
-        s4->sin_family = AF_INET;
-        s4->sin_port = htons(conf->port);
-        if (inet_pton(AF_INET, conf->host, &s4->sin_addr) != 1)
-            goto bad_host;
+        *s4 = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = htons(conf->port)};
+        ok = inet_pton(AF_INET, conf->host, &s4->sin_addr) == 1;
         sslen = sizeof(*s4);
     }
-    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    int one = 1;
-    if (fd < 0) {
-        snprintf(err, errlen, "metrics.listen: socket(): %s", strerror(errno));
-        return -1;
+    if (!ok) {
+        snprintf(err, errlen, "metrics.listen: %s is not an IP address", conf->host);
+        return NULL;
     }
-    if (ss.ss_family == AF_INET6)
-        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-        bind(fd, (struct sockaddr *)&ss, sslen) < 0 || listen(fd, METRICS_HTTP_BACKLOG) < 0 ||
-        getsockname(fd, (struct sockaddr *)&ss, &sslen) < 0) {
+    unsigned flags = LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC |
+                     (conf->family == AF_INET6 ? LEV_OPT_BIND_IPV6ONLY : 0);
+    struct evconnlistener *l =
+        evconnlistener_new_bind(base, NULL, NULL, flags, METRICS_HTTP_BACKLOG, (struct sockaddr *)&ss, (int)sslen);
+    if (!l || getsockname(evconnlistener_get_fd(l), (struct sockaddr *)&ss, &sslen) < 0) {
         snprintf(err, errlen, "metrics.listen: cannot listen on %s%s%s:%u: %s", conf->family == AF_INET6 ? "[" : "",
                  conf->host, conf->family == AF_INET6 ? "]" : "", (unsigned)conf->port, strerror(errno));
-        close(fd);
-        return -1;
+        if (l)
+            evconnlistener_free(l);
+        return NULL;
     }
-    *bound_port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-                                                 : ((struct sockaddr_in *)&ss)->sin_port);
-    return fd;
-bad_host:
-    snprintf(err, errlen, "metrics.listen: %s is not an IP address", conf->host);
-    return -1;
+    *bound_port = ntohs(conf->family == AF_INET6 ? s6->sin6_port : s4->sin_port);
+    return l;
 }
 
 struct metrics_http *metrics_http_new(struct event_base *base, const struct metrics_conf *conf,
@@ -401,31 +381,40 @@ struct metrics_http *metrics_http_new(struct event_base *base, const struct metr
         snprintf(err, errlen, "metrics.listen: out of memory");
         return NULL;
     }
-    h->base = base;
     h->render = render;
     h->arg = arg;
     h->max_clients = METRICS_HTTP_MAX_CLIENTS;
     h->deadline_ms = METRICS_HTTP_DEADLINE_MS;
-    TAILQ_INIT(&h->conns);
-    int fd = metrics_http_socket(conf, &h->port, err, errlen);
-    if (fd < 0) {
+    LIST_INIT(&h->conns);
+    struct evconnlistener *l = metrics_http_listen(base, conf, &h->port, err, errlen);
+    if (!l) {
         free(h);
         return NULL;
     }
     snprintf(h->addr, sizeof(h->addr), "%s%s%s:%u", conf->family == AF_INET6 ? "[" : "", conf->host,
              conf->family == AF_INET6 ? "]" : "", (unsigned)h->port);
-    h->listener = evconnlistener_new(base, metrics_http_accept_cb, h, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
-                                     0 /* listening already */, fd);
-    if (!h->listener)
-        close(fd);
+    h->http = evhttp_new(base);
     h->resume_ev = evtimer_new(base, metrics_http_resume_cb, h);
-    h->reap_ev = event_new(base, -1, 0, metrics_http_reap_cb, h);
-    if (!h->listener || !h->resume_ev || !h->reap_ev) {
+    if (h->http && h->resume_ev && evhttp_bind_listener(h->http, l)) {
+        h->listener = l; /* evhttp_free frees it from now on */
+    } else {
+        evconnlistener_free(l);
         snprintf(err, errlen, "metrics.listen: cannot serve HTTP on %s: out of memory", conf->listen);
         metrics_http_free(h);
         return NULL;
     }
-    evconnlistener_set_error_cb(h->listener, metrics_http_accept_error_cb);
+    evconnlistener_set_error_cb(l, metrics_http_accept_error_cb);
+    metrics_http_resume_cb(-1, 0, h); /* parks the resume timer */
+    evhttp_set_bevcb(h->http, metrics_http_bev_cb, h);
+    /* A bound per read and write (the deadline bounds the whole connection, which is shorter). */
+    evhttp_set_timeout(h->http, (METRICS_HTTP_DEADLINE_MS + 999) / 1000);
+    evhttp_set_max_headers_size(h->http, METRICS_HTTP_MAX_HEADERS);
+    evhttp_set_max_body_size(h->http, METRICS_HTTP_MAX_BODY);
+    /* The methods evhttp passes on: GET and HEAD are served, the other usual ones get our 405 with Allow;
+     * the rest (TRACE, CONNECT, unknown) evhttp refuses with 501. */
+    evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
+                                            EVHTTP_REQ_DELETE | EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS);
+    evhttp_set_gencb(h->http, metrics_http_request_cb, h);
     log_info("metrics: serving http://%s/metrics", h->addr);
     return h;
 }
@@ -451,8 +440,8 @@ int metrics_http_metrics(const struct metrics_http *h, struct metrics *m)
     static const char conns[] = "onionfront_metrics_http_connections_total";
     static const char pauses[] = "onionfront_metrics_http_pauses_total";
     if (metrics_family(m, conns, METRICS_COUNTER,
-                       "Connections to the metrics endpoint: accepted, and of those timed_out (no complete "
-                       "request within the deadline) and bad_request (400 or 431).") < 0)
+                       "Connections to the metrics endpoint: accepted, and of those timed_out (closed at the "
+                       "deadline before any answer) and bad_request (refused as malformed: 400, 413, 501).") < 0)
         return -1;
     if (h && (metrics_sample(m, conns, (const char *const[]){"result", "accepted", NULL}, (double)h->stats.accepted) ||
               metrics_sample(m, conns, (const char *const[]){"result", "timed_out", NULL}, (double)h->stats.timed_out) ||
@@ -474,13 +463,18 @@ void metrics_http_free(struct metrics_http *h)
 {
     if (!h)
         return;
-    while (!TAILQ_EMPTY(&h->conns))
-        metrics_http_conn_free(TAILQ_FIRST(&h->conns));
-    if (h->listener)
-        evconnlistener_free(h->listener);
+    /* evhttp frees its listener and connections; libevent frees each connection's filter, and with it
+     * our record, later from the loop (or event_base_free): detach the records from h first. */
+    if (h->http)
+        evhttp_free(h->http);
+    struct metrics_http_conn *c;
+    while ((c = LIST_FIRST(&h->conns))) {
+        LIST_REMOVE(c, link);
+        c->h = NULL;
+        event_free(c->deadline_ev);
+        c->deadline_ev = NULL;
+    }
     if (h->resume_ev)
         event_free(h->resume_ev);
-    if (h->reap_ev)
-        event_free(h->reap_ev);
     free(h);
 }
