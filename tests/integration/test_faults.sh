@@ -87,15 +87,6 @@ pid_alive() {
 }
 # Is PID gone completely: not running and reaped (no zombie either)?
 pid_reaped() { [[ ! -e /proc/$1 ]]; }
-wait_until() { # TIMEOUT_S cmd...
-  local limit=$1 i
-  shift
-  for ((i = 0; i < limit * 10; i++)); do
-    "$@" && return 0
-    sleep 0.1
-  done
-  "$@"
-}
 not_alive() { ! pid_alive "$1"; }
 
 # Live tor processes started with `-f TORRC` (zombies and this script's own tools excluded).
@@ -248,7 +239,7 @@ fi
 of_check "the exit status of the killed tor is logged" of_wait_log "$log" "tor \(pid $old\) killed by signal 9" 10
 of_check "a new tor is started" wait_new_tor "$log" "$old" 10
 new=$(last_tor_pid "$log")
-of_check "the killed tor (pid $old) is reaped" wait_until 5 pid_reaped "$old"
+of_check "the killed tor (pid $old) is reaped" of_wait_until 5 pid_reaped "$old"
 of_check "tor is usable again after the restart" wait_count "$log" "tor: usable again" $((usable + 1)) 60
 of_check "both services are handed to the new tor (SETCONF again)" \
   wait_count "$log" "services: 2 services handed to tor" $((published + 1)) 5
@@ -286,7 +277,7 @@ if wait_new_tor "$log" "$new" 10; then
   fi
   # Counted from the start of the tor after $early: when $early itself bootstrapped before its SIGKILL,
   # its own "usable again" must not pass for the next tor's.
-  of_check "tor is usable again after two quick deaths" wait_until 60 usable_after "$log" "$early"
+  of_check "tor is usable again after two quick deaths" of_wait_until 60 usable_after "$log" "$early"
 else
   of_fail "no tor started after the second SIGKILL"
 fi
@@ -306,7 +297,7 @@ else
   dump_log "$log" 10
 fi
 of_check "a new tor is started" wait_new_tor "$log" "$stopped" 10
-of_check "the stopped tor (pid $stopped) is gone and reaped" wait_until 5 pid_reaped "$stopped"
+of_check "the stopped tor (pid $stopped) is gone and reaped" of_wait_until 5 pid_reaped "$stopped"
 of_check "onionfront logged how the stopped tor ended" grep -q "previous tor (pid $stopped) killed by signal 9" "$log"
 of_check "tor is usable again after the hang" wait_count "$log" "tor: usable again" $((usable + 1)) 60
 fetch_timed "SIGSTOP of tor" "http://$addr_a/" "$OF_TMP/a2.html" "$t0"
@@ -319,7 +310,7 @@ old=$(last_tor_pid "$log")
 kill -KILL "$OF_PID"
 wait "$OF_PID" 2>/dev/null
 t0=$(of_now)
-if wait_until 10 not_alive "$old"; then
+if of_wait_until 10 not_alive "$old"; then
   of_pass "the orphaned tor (pid $old) exited by itself $(of_elapsed "$t0") s after its owning controller died"
 else
   of_fail "the orphaned tor (pid $old) still runs 10 s after onionfront died"
@@ -350,7 +341,7 @@ of_start_onionfront "$config" "$log"
 t0=$OF_START
 of_check "onionfront finds the tor from the earlier run" \
   of_wait_log "$log" "a tor from an earlier onionfront run \(pid $left\) still uses" 10
-of_check "the leftover tor (pid $left) is ended" wait_until 15 not_alive "$left"
+of_check "the leftover tor (pid $left) is ended" of_wait_until 15 not_alive "$left"
 of_check "a new tor is started" wait_new_tor "$log" "$left" 20
 of_check "tor bootstraps" of_wait_log "$log" "tor: bootstrapped in" 60
 of_check "the service is uploaded again" of_wait_log "$log" "service alpha: descriptor uploaded" 60
@@ -364,7 +355,7 @@ kill -STOP "$left"
 kill -KILL "$OF_PID"
 wait "$OF_PID" 2>/dev/null
 kill -KILL "$left"
-wait_until 5 not_alive "$left"
+of_wait_until 5 not_alive "$left"
 of_check "a stale control socket is left behind" test -S "$ctl"
 of_check "a stale tor.pid is left behind" grep -qx "$left" "$state/tor/tor.pid"
 cat "$log" >>"$log_all"
@@ -393,7 +384,7 @@ of_log "recovery: shutdown with tor hung took $took s"
 of_check "the hung tor ended by SIGTERM (exited), not by the SIGKILL after the grace" \
   of_wait_log "$log" "tor: tor \(pid $last\) exited with status" 5
 of_check "no SIGKILL was needed" bash -c "! grep -q 'tor (pid $last) killed by signal 9' '$log'"
-of_check "its tor (pid $last) is gone and reaped" wait_until 5 pid_reaped "$last"
+of_check "its tor (pid $last) is gone and reaped" of_wait_until 5 pid_reaped "$last"
 of_check "no tor runs on our torrc" test "$(count_tors_on "$torrc")" -eq 0
 cat "$log" >>"$log_all"
 
@@ -402,7 +393,7 @@ exec {lockfd}<"$state/tor/lock"
 flock -x "$lockfd" # this shell now holds the lock as a foreign tor would (tor uses flock(2) too)
 : >"$log"
 of_start_onionfront "$config" "$log"
-wait_until 15 not_alive "$OF_PID"
+of_wait_until 15 not_alive "$OF_PID"
 wait "$OF_PID"
 rc=$?
 exec {lockfd}<&-
@@ -435,7 +426,7 @@ start_ext_tor() {
   tor -f "$ext/torrc" --defaults-torrc /dev/null >>"$ext/tor.log" 2>&1 &
   ext_pid=$!
   of_track_pid "$ext_pid"
-  wait_until 30 test -S "$ext_ctl"
+  of_wait_until 30 test -S "$ext_ctl"
 }
 if ! start_ext_tor; then
   of_fail "the separately started tor did not open its control socket"
@@ -506,7 +497,7 @@ else
   mkdir -m 700 "$sstate"
   fill
   of_start_onionfront "$sconfig" "$slog"
-  wait_until 15 not_alive "$OF_PID"
+  of_wait_until 15 not_alive "$OF_PID"
   wait "$OF_PID"
   rc=$?
   of_check "disk full: onionfront refuses to start (exit $rc)" test "$rc" -eq 1
@@ -557,7 +548,7 @@ else
   cat "$slog" >>"$slog.1"
   : >"$slog"
   of_start_onionfront "$sconfig" "$slog"
-  wait_until 15 not_alive "$OF_PID"
+  of_wait_until 15 not_alive "$OF_PID"
   wait "$OF_PID"
   rc=$?
   of_check "disk full at start: onionfront refuses to start (exit $rc)" test "$rc" -eq 1
@@ -570,7 +561,7 @@ else
   mount -o remount,ro "$MNT"
   : >"$slog"
   of_start_onionfront "$sconfig" "$slog"
-  wait_until 15 not_alive "$OF_PID"
+  of_wait_until 15 not_alive "$OF_PID"
   wait "$OF_PID"
   rc=$?
   of_check "read-only at start: onionfront refuses to start (exit $rc)" test "$rc" -eq 1
