@@ -98,7 +98,7 @@ sleep 1
 series=$OF_TMP/series.txt
 stopfile=$OF_TMP/series.stop
 : >"$series"
-series_worker() { # one request after another; "index start_time curl_rc http_code backend" per line
+series_worker() { # one request after another; "index start_time curl_rc http_code backend end_time" per line
   local i=0 t0 out rc code backend
   while [[ ! -e $stopfile ]]; do
     t0=$(of_now)
@@ -109,7 +109,7 @@ series_worker() { # one request after another; "index start_time curl_rc http_co
     rc=$?
     code=$(awk '/^HTTPCODE/ { print $2 }' <<<"$out")
     backend=$(awk 'tolower($1) == "x-backend:" { sub(/\r$/, "", $2); print $2; exit }' <<<"$out")
-    echo "$i $t0 $rc ${code:-000} ${backend:--}" >>"$series"
+    echo "$i $t0 $rc ${code:-000} ${backend:--} $(of_now)" >>"$series"
     i=$((i + 1))
     sleep 0.1
   done
@@ -138,6 +138,9 @@ of_check "onionfront marks web2 down" of_wait_log "$log" "backend web2: up -> do
 grep -E "backend web2: up -> down .*pool web:80" "$log" | head -n 1 >&2
 wait_series_count 15 60
 sleep 1
+# Answers that came back before this instant cannot be web2's (it was dead); a request that started
+# while web2 was dead may still legitimately reach it after the restart (tor's circuit takes seconds).
+t_restart=$(of_now)
 of_start_backend web2 "${port[web2]}" http || of_fail "web2 did not restart"
 pid[web2]=$OF_LAST_PID
 of_check "onionfront marks web2 up again (active health checks)" \
@@ -155,7 +158,7 @@ after=$(awk -v t="$t_kill" '$2 > t' "$series" | wc -l)
 inflight_failed=$(awk -v t="$t_kill" '$2 <= t && ($3 != 0 || $4 != 200)' "$series" | wc -l)
 of_log "series: $total requests, $failed_all failed in all ($inflight_failed started before the kill), $after started after the kill"
 of_check "zero failed requests among the $after started after the kill" test "$failed_after" -eq 0
-dead_answers=$(awk -v a="$t_kill" -v b="$t_back" '$2 > a && $2 < b && $5 == "web2"' "$series" | wc -l)
+dead_answers=$(awk -v a="$t_kill" -v b="$t_restart" '$2 > a && $6 < b && $5 == "web2"' "$series" | wc -l)
 of_check "no answer from web2 while it was dead" test "$dead_answers" -eq 0
 # onionfront's own record: streams tried on web2 between "up -> down" and "down -> up".
 tried_while_down=$(awk '/backend web2: up -> down .*pool web:80$/ { down = 1; next }
