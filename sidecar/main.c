@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "sidecar/backend.h"
+#include "sidecar/cli.h"
 #include "sidecar/config.h"
 #include "sidecar/descriptor.h"
 #include "sidecar/fsutil.h"
@@ -28,16 +29,11 @@
 #include "sidecar/sdnotify.h"
 #include "sidecar/service.h"
 #include "sidecar/status.h"
-#include "sidecar/status_client.h"
 #include "sidecar/tor.h"
 #include "sidecar/verify.h"
+#include "sidecar/version.h"
 
-#define DEFAULT_CONFIG "/etc/onionfront/onionfront.json"
 #define SHUTDOWN_BOUND_S 20
-
-#ifndef ONIONFRONT_VERSION
-#define ONIONFRONT_VERSION "0.1.0"
-#endif
 
 struct daemon {
     const char *config_path;
@@ -71,20 +67,6 @@ struct daemon {
     bool shutting_down;
     int exit_code;
 };
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: onionfront [-c CONFIG] [run]         run the daemon (default config %s)\n"
-            "       onionfront check-config CONFIG       validate a config file and exit\n"
-            "       onionfront [-c CONFIG] import-key SERVICE DIR\n"
-            "                                            import a tor HiddenServiceDir as SERVICE's key\n"
-            "       onionfront [-c CONFIG] status [--json] [-s SOCKET] [COMMAND]\n"
-            "                                            ask the running daemon (COMMAND: status, services,\n"
-            "                                            backends, circuits, metrics, reload, help)\n"
-            "       onionfront --version | --help\n",
-            DEFAULT_CONFIG);
-}
 
 static void daemon_warn_non_anonymous(const struct config *c)
 {
@@ -932,89 +914,19 @@ static int cmd_run(const char *config_path)
     return code;
 }
 
-/* `onionfront status`: the socket from -s, else from the config's status.socket. */
-static int cmd_status(const char *config_path, int argc, char **argv)
-{
-    bool json = false;
-    const char *socket_path = NULL, *cmd = NULL;
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0) {
-            json = true;
-        } else if ((strcmp(argv[i], "-s") == 0 || strcmp(argv[i], "--socket") == 0) && i + 1 < argc) {
-            socket_path = argv[++i];
-        } else if ((strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0) && i + 1 < argc) {
-            config_path = argv[++i];
-        } else if (argv[i][0] != '-' && !cmd) {
-            cmd = argv[i];
-        } else {
-            usage(stderr);
-            return 2;
-        }
-    }
-    struct config *c = NULL;
-    if (!socket_path) {
-        char err[1024];
-        if (!(c = config_load_file(config_path, err, sizeof(err)))) {
-            fprintf(stderr, "onionfront status: %s: %s (or give the socket with -s SOCKET)\n", config_path, err);
-            return 1;
-        }
-        socket_path = c->status.socket;
-    }
-    int rc = status_client_run(socket_path, cmd, json, stdout, stderr);
-    config_free(c);
-    return rc;
-}
-
-static int cmd_check_config(const char *path)
-{
-    char err[1024];
-    struct config *c = config_load_file(path, err, sizeof(err));
-    if (!c) {
-        fprintf(stderr, "%s: %s\n", path, err);
-        return 1;
-    }
-    printf("%s: OK (%zu service%s, tor %s)\n", path, c->n_services, c->n_services == 1 ? "" : "s",
-           tor_mode_str(c->tor.mode));
-    config_free(c);
-    return 0;
-}
-
-static int cmd_import_key(const char *config_path, const char *service, const char *src)
-{
-    char err[1024], address[64];
-    struct config *c = config_load_file(config_path, err, sizeof(err));
-    if (!c) {
-        fprintf(stderr, "%s: %s\n", config_path, err);
-        return 1;
-    }
-    const struct service_conf *sc = config_find_service(c, service);
-    if (!sc) {
-        fprintf(stderr, "import-key: no service named \"%s\" in %s\n", service, config_path);
-        config_free(c);
-        return 1;
-    }
-    int rc = keys_import(src, sc->key_dir, address, err, sizeof(err));
-    if (rc < 0)
-        fprintf(stderr, "import-key: %s\n", err);
-    else
-        printf("imported %s into %s: %s.onion\n", src, sc->key_dir, address);
-    config_free(c);
-    return rc < 0 ? 1 : 0;
-}
-
 int main(int argc, char **argv)
 {
-    const char *config_path = DEFAULT_CONFIG;
+    const char *config_path = CLI_DEFAULT_CONFIG;
     int i = 1;
     for (; i < argc; i++) {
         if (strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0) {
             if (i + 1 >= argc) {
-                usage(stderr);
+                cli_usage(stderr);
                 return 2;
             }
             config_path = argv[++i];
         } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            usage(stdout);
+            cli_usage(stdout);
             return 0;
         } else if (strcmp(argv[i], "-V") == 0 || strcmp(argv[i], "--version") == 0) {
             printf("onionfront %s\n", ONIONFRONT_VERSION);
@@ -1028,11 +940,11 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "run") == 0 && rest == 0)
         return cmd_run(config_path);
     if (strcmp(cmd, "check-config") == 0 && rest <= 1)
-        return cmd_check_config(rest == 1 ? argv[i] : config_path);
+        return cli_check_config(rest == 1 ? argv[i] : config_path);
     if (strcmp(cmd, "import-key") == 0 && rest == 2)
-        return cmd_import_key(config_path, argv[i], argv[i + 1]);
+        return cli_import_key(config_path, argv[i], argv[i + 1]);
     if (strcmp(cmd, "status") == 0)
-        return cmd_status(config_path, rest, argv + i);
-    usage(stderr);
+        return cli_status(config_path, rest, argv + i);
+    cli_usage(stderr);
     return 2;
 }
