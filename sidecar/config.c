@@ -1577,6 +1577,38 @@ bool service_conf_equal(const struct service_conf *a, const struct service_conf 
     return true;
 }
 
+/* Two optional strings: both unset, or both set and equal. */
+static bool config_str_equal(const char *a, const char *b)
+{
+    return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+const char *config_restart_needed(const struct config *a, const struct config *b)
+{
+    if (!config_str_equal(a->state_dir, b->state_dir))
+        return "state_dir";
+    if (!config_str_equal(a->run_dir, b->run_dir))
+        return "run_dir";
+    if (a->tor.mode != b->tor.mode)
+        return "tor.mode";
+    if (!config_str_equal(a->tor.binary, b->tor.binary))
+        return "tor.binary";
+    if (!config_str_equal(a->tor.control_socket, b->tor.control_socket))
+        return "tor.control_socket";
+    if (!config_str_equal(a->tor.user, b->tor.user))
+        return "tor.user";
+    if (!config_str_equal(a->status.socket, b->status.socket))
+        return "status.socket";
+    if (a->metrics.enabled != b->metrics.enabled || strcmp(a->metrics.listen, b->metrics.listen) != 0)
+        return "metrics.listen";
+    if (a->tor.n_extra_torrc != b->tor.n_extra_torrc)
+        return "tor.extra_torrc";
+    for (size_t i = 0; i < a->tor.n_extra_torrc; i++)
+        if (!config_str_equal(a->tor.extra_torrc[i], b->tor.extra_torrc[i]))
+            return "tor.extra_torrc";
+    return NULL;
+}
+
 /* ---- stringers ----------------------------------------------------------------------------------- */
 
 const char *balance_policy_str(enum balance_policy p)

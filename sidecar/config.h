@@ -211,6 +211,11 @@ bool service_conf_equal(const struct service_conf *a, const struct service_conf 
  * set of virtual ports. Backends, balance, health and the other data-path settings are ignored. */
 bool service_conf_tor_equal(const struct service_conf *a, const struct service_conf *b);
 
+/* A reload from `a` to `b`: the first setting that cannot change without restarting onionfront (and
+ * its tor), as the config file spells it ("tor.binary", "status.socket" ...), or NULL if `b` can be
+ * applied to the running daemon. */
+const char *config_restart_needed(const struct config *a, const struct config *b);
+
 /* Stringers: the config file's spelling of each value ("round_robin", "http", "spawn", ...). */
 const char *balance_policy_str(enum balance_policy p);
 const char *health_type_str(enum health_type t);

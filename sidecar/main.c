@@ -18,6 +18,7 @@
 #include "sidecar/config.h"
 #include "sidecar/descriptor.h"
 #include "sidecar/fsutil.h"
+#include "sidecar/handover.h"
 #include "sidecar/health.h"
 #include "sidecar/keys.h"
 #include "sidecar/log.h"
@@ -175,93 +176,6 @@ static bool daemon_watchdog_healthy(void *arg)
     return now.tv_sec - d->last_poll.tv_sec < 5;
 }
 
-/* Which user tor runs as, when onionfront (as root) must hand its directories over: tor.user in spawn
- * mode; in attach mode the uid the attached tor reported (process/uid), once connected, when it is not
- * root. Return 1 with uid/gid, 0 if there is nothing to hand over, -1 with a message. */
-static int daemon_tor_owner(const struct daemon *d, const struct config *c, uid_t *uid, gid_t *gid, char *err,
-                            size_t errlen)
-{
-    if (c->tor.mode == TOR_MODE_SPAWN) {
-        if (!c->tor.user)
-            return 0;
-        if (geteuid() != 0) {
-            snprintf(err, errlen,
-                     "tor.user is \"%s\", but onionfront runs as uid %lu, not root: tor can switch to another "
-                     "user only when root starts it. Run onionfront as root, or remove tor.user so that tor runs "
-                     "as onionfront's own user",
-                     c->tor.user, (unsigned long)geteuid());
-            return -1;
-        }
-        struct passwd *pw = getpwnam(c->tor.user);
-        if (!pw) {
-            snprintf(err, errlen, "tor.user: there is no user named \"%s\"", c->tor.user);
-            return -1;
-        }
-        *uid = pw->pw_uid;
-        *gid = pw->pw_gid;
-        return 1;
-    }
-    /* attach: another user than ours is refused by tor.c unless we are root */
-    long tor_uid = d->tor ? tor_sup_uid(d->tor) : -1;
-    if (tor_uid <= 0 || geteuid() != 0)
-        return 0;
-    struct passwd *pw = getpwuid((uid_t)tor_uid);
-    *uid = (uid_t)tor_uid;
-    *gid = pw ? pw->pw_gid : (gid_t)tor_uid;
-    return 1;
-}
-
-/* tor.user (spawn mode): tor starts as root and becomes that user before it opens its DataDirectory,
- * control socket and the services' key directories, and checks as that user that each is its own
- * (measured with tor 0.4.9: a root-owned 0700 directory is refused, and the control socket is created
- * after the switch). onionfront, which must then run as root, hands them over: the state and run
- * directories themselves (tor must pass through them), tor's DataDirectory with all it holds (one a
- * root tor used before included), the key, control and proxy directories, and every service's key
- * directory with its files — creating a key that does not exist yet, so a service added by a reload is
- * handed over before tor is told about it. The torrc stays root's: tor reads it before switching.
- * Attach mode with a tor of another user (onionfront as root): the same for the directories tor uses,
- * i.e. all but a DataDirectory and control directory, which are that tor's own.
- * Return 0 (also when there is nothing to hand over), or -1 with a message. */
-static int daemon_give_to_tor_user(const struct daemon *d, const struct config *c, char *err, size_t errlen)
-{
-    uid_t uid;
-    gid_t gid;
-    int owner = daemon_tor_owner(d, c, &uid, &gid, err, errlen);
-    if (owner <= 0)
-        return owner;
-    bool spawn = c->tor.mode == TOR_MODE_SPAWN;
-    char control_dir[PATH_MAX], path[PATH_MAX];
-    snprintf(control_dir, sizeof(control_dir), "%s", c->tor.control_socket);
-    char *slash = strrchr(control_dir, '/');
-    if (slash && slash != control_dir)
-        *slash = '\0';
-    const char *const dirs[][2] = {{c->state_dir, ""}, {c->state_dir, "/keys"}, {c->run_dir, ""},
-                                   {c->run_dir, "/proxy"}, {control_dir, ""}, {c->state_dir, "/tor"}};
-    /* attach: only the first four; the control directory and DataDirectory are the attached tor's own */
-    size_t n_dirs = spawn ? sizeof(dirs) / sizeof(dirs[0]) : 4;
-    for (size_t i = 0; i < n_dirs; i++) {
-        snprintf(path, sizeof(path), "%s%s", dirs[i][0], dirs[i][1]);
-        bool tree = strcmp(dirs[i][1], "/tor") == 0;
-        if (fs_ensure_private_dir(path, NULL, err, errlen) < 0 ||
-            (tree ? fs_chown_tree(path, uid, gid, err, errlen) : fs_set_owner(path, uid, gid, err, errlen)) < 0)
-            return -1;
-    }
-    for (size_t i = 0; i < c->n_services; i++) {
-        const struct service_conf *sc = &c->services[i];
-        struct onion_key k;
-        char kerr[768];
-        int rc = keys_load_or_create(sc->key_dir, &k, NULL, kerr, sizeof(kerr));
-        onion_key_clear(&k);
-        if (rc == 0)
-            rc = fs_chown_tree(sc->key_dir, uid, gid, kerr, sizeof(kerr));
-        if (rc < 0) {
-            snprintf(err, errlen, "service %s: %s", sc->name, kerr);
-            return -1;
-        }
-    }
-    return 0;
-}
-
 /* ---- backend pools: one health checker each (proxy.c owns the pools and calls these) ------------------ */
 
 static void daemon_pool_added(struct backend_pool *pool, void *arg)
@@ -335,38 +249,6 @@ static void daemon_shutdown_bound_cb(evutil_socket_t fd, short what, void *arg)
     daemon_exit_loop(d); /* tor_sup_free kills a tor that is still there */
 }
 
-static bool str_equal(const char *a, const char *b)
-{
-    return (!a && !b) || (a && b && strcmp(a, b) == 0);
-}
-
-/* The first setting that cannot change without restarting onionfront's tor, or NULL. */
-static const char *daemon_restart_needed(const struct config *a, const struct config *b)
-{
-    if (!str_equal(a->state_dir, b->state_dir))
-        return "state_dir";
-    if (!str_equal(a->run_dir, b->run_dir))
-        return "run_dir";
-    if (a->tor.mode != b->tor.mode)
-        return "tor.mode";
-    if (!str_equal(a->tor.binary, b->tor.binary))
-        return "tor.binary";
-    if (!str_equal(a->tor.control_socket, b->tor.control_socket))
-        return "tor.control_socket";
-    if (!str_equal(a->tor.user, b->tor.user))
-        return "tor.user";
-    if (!str_equal(a->status.socket, b->status.socket))
-        return "status.socket";
-    if (a->metrics.enabled != b->metrics.enabled || strcmp(a->metrics.listen, b->metrics.listen) != 0)
-        return "metrics.listen";
-    if (a->tor.n_extra_torrc != b->tor.n_extra_torrc)
-        return "tor.extra_torrc";
-    for (size_t i = 0; i < a->tor.n_extra_torrc; i++)
-        if (!str_equal(a->tor.extra_torrc[i], b->tor.extra_torrc[i]))
-            return "tor.extra_torrc";
-    return NULL;
-}
-
 /* Give the descriptor tracker and the verifier the services' names and addresses and the probe
  * settings: at start-up once the keys are loaded, and after each applied reload. */
 static void daemon_sync_supervision(struct daemon *d)
@@ -397,14 +279,14 @@ static int daemon_reload(struct daemon *d, char *msg, size_t msglen)
         snprintf(msg, msglen, "%s: %s; keeping the running config", d->config_path, err);
         return -1;
     }
-    const char *what = daemon_restart_needed(d->conf, nc);
+    const char *what = config_restart_needed(d->conf, nc);
     if (what) {
         log_error("reload: %s changed, which needs a restart of onionfront; keeping the running config", what);
         snprintf(msg, msglen, "%s changed, which needs a restart of onionfront; keeping the running config", what);
         config_free(nc);
         return -1;
     }
-    if (daemon_give_to_tor_user(d, nc, err, sizeof(err)) < 0) {
+    if (handover_give_to_tor_user(nc, tor_sup_uid(d->tor), err, sizeof(err)) < 0) {
         log_error("reload: %s; keeping the running config", err);
         snprintf(msg, msglen, "%s; keeping the running config", err);
         config_free(nc);
@@ -484,7 +366,7 @@ static void daemon_tor_ready(struct tor_sup *t, struct cp_conn *conn, void *arg)
      * must be that user's before the services' SETCONF (known only now, from process/uid). */
     char err[1024];
     if (!d->shutting_down && d->conf->tor.mode != TOR_MODE_SPAWN &&
-        daemon_give_to_tor_user(d, d->conf, err, sizeof(err)) < 0) {
+        handover_give_to_tor_user(d->conf, tor_sup_uid(d->tor), err, sizeof(err)) < 0) {
         daemon_tor_failed(t, err, d);
         return;
     }
@@ -871,7 +753,7 @@ static int cmd_run(const char *config_path)
         return 1;
     }
     daemon_sync_supervision(&d);
-    if (daemon_give_to_tor_user(&d, d.conf, err, sizeof(err)) < 0) {
+    if (handover_give_to_tor_user(d.conf, tor_sup_uid(d.tor), err, sizeof(err)) < 0) {
         log_error("onionfront: %s", err);
         daemon_free(&d);
         return 1;
