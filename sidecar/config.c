@@ -749,11 +749,19 @@ static int config_check_torrc_line(const char *s, size_t len, char *why, size_t 
     return 0;
 }
 
+/* The config file's names of each enum, in the enum's order: the parse tables (config_get_enum) and the
+ * stringers (config_name) both read these. */
+static const char *const config_tor_modes[] = {"spawn", "attach", NULL};
+static const char *const config_health_types[] = {"tcp", "http", "https", "none", NULL};
+static const char *const config_health_methods[] = {"GET", "HEAD", "OPTIONS", NULL};
+static const char *const config_balance_names[] = {"round_robin", "least_conn", "circuit", NULL};
+static const char *const config_log_level_names[] = {"debug", "info", "notice", "warn", "error", NULL};
+static const char *const config_addr_kinds[] = {"inet", "unix", NULL};
+
 static int config_parse_tor(struct config_ctx *c, json_t *o, struct config *cfg)
 {
     static const char *const keys[] = {"mode", "binary", "control_socket", "user", "bootstrap_timeout",
                                        "command_timeout", "restart_backoff_max", "extra_torrc", NULL};
-    static const char *const modes[] = {"spawn", "attach", NULL};
     struct tor_conf *t = &cfg->tor;
     json_t *empty = NULL;
     int rc = -1;
@@ -770,7 +778,7 @@ static int config_parse_tor(struct config_ctx *c, json_t *o, struct config *cfg)
     if (config_check_object(c, "tor", o) < 0 || config_check_keys(c, "tor", o, keys) < 0)
         goto out;
     int mode = TOR_MODE_SPAWN;
-    if (config_get_enum(c, "tor", o, "mode", modes, &mode) < 0)
+    if (config_get_enum(c, "tor", o, "mode", config_tor_modes, &mode) < 0)
         goto out;
     t->mode = (enum tor_mode)mode;
     bool spawn = t->mode == TOR_MODE_SPAWN;
@@ -885,10 +893,6 @@ out:
 
 /* ---- services ------------------------------------------------------------------------------------ */
 
-static const char *const config_health_types[] = {"tcp", "http", "https", "none", NULL};
-static const char *const config_health_methods[] = {"GET", "HEAD", "OPTIONS", NULL};
-static const char *const config_balance_names[] = {"round_robin", "least_conn", "circuit", NULL};
-static const char *const config_log_level_names[] = {"debug", "info", "notice", "warn", "error", NULL};
 
 /* health.tls_verify and health.ca_file of an https check. */
 static int config_parse_health_tls(struct config_ctx *c, const char *obj, json_t *o, struct health_conf *h)
@@ -1611,63 +1615,41 @@ const char *config_restart_needed(const struct config *a, const struct config *b
 
 /* ---- stringers ----------------------------------------------------------------------------------- */
 
+/* The name of value `v` in a NULL-terminated table, or "unknown". */
+static const char *config_name(const char *const *table, unsigned v)
+{
+    for (unsigned i = 0; table[i]; i++)
+        if (i == v)
+            return table[i];
+    return "unknown";
+}
+
 const char *balance_policy_str(enum balance_policy p)
 {
-    switch (p) {
-    case BALANCE_ROUND_ROBIN: return "round_robin";
-    case BALANCE_LEAST_CONN: return "least_conn";
-    case BALANCE_CIRCUIT: return "circuit";
-    }
-    return "unknown";
+    return config_name(config_balance_names, p);
 }
 
 const char *health_type_str(enum health_type t)
 {
-    switch (t) {
-    case HEALTH_TCP: return "tcp";
-    case HEALTH_HTTP: return "http";
-    case HEALTH_HTTPS: return "https";
-    case HEALTH_NONE: return "none";
-    }
-    return "unknown";
+    return config_name(config_health_types, t);
 }
 
 const char *health_method_str(enum health_method m)
 {
-    switch (m) {
-    case HEALTH_METHOD_GET: return "GET";
-    case HEALTH_METHOD_HEAD: return "HEAD";
-    case HEALTH_METHOD_OPTIONS: return "OPTIONS";
-    }
-    return "unknown";
+    return config_name(config_health_methods, m);
 }
 
 const char *tor_mode_str(enum tor_mode m)
 {
-    switch (m) {
-    case TOR_MODE_SPAWN: return "spawn";
-    case TOR_MODE_ATTACH: return "attach";
-    }
-    return "unknown";
+    return config_name(config_tor_modes, m);
 }
 
 const char *config_log_level_str(enum config_log_level l)
 {
-    switch (l) {
-    case CONFIG_LOG_DEBUG: return "debug";
-    case CONFIG_LOG_INFO: return "info";
-    case CONFIG_LOG_NOTICE: return "notice";
-    case CONFIG_LOG_WARN: return "warn";
-    case CONFIG_LOG_ERROR: return "error";
-    }
-    return "unknown";
+    return config_name(config_log_level_names, l);
 }
 
 const char *backend_addr_kind_str(enum backend_addr_kind k)
 {
-    switch (k) {
-    case BACKEND_ADDR_INET: return "inet";
-    case BACKEND_ADDR_UNIX: return "unix";
-    }
-    return "unknown";
+    return config_name(config_addr_kinds, k);
 }

@@ -24,6 +24,7 @@
 #include "sidecar/report.h"
 #include "sidecar/sdnotify.h"
 #include "sidecar/service.h"
+#include "sidecar/single_onion.h"
 #include "sidecar/status.h"
 #include "sidecar/version.h"
 #include "sidecar/worker.h"
@@ -56,15 +57,6 @@ struct daemon {
     bool shutting_down;
     int exit_code;
 };
-
-static void daemon_warn_non_anonymous(const struct config *c)
-{
-    log_warnx("SINGLE ONION SERVICE MODE: the %zu onion service%s run by onionfront %s NOT location-hidden. "
-              "Their tor makes one-hop circuits, so introduction and rendezvous relays see this server's IP "
-              "address. Use onionfront only for sites whose location is public anyway; this tor has no "
-              "SocksPort and can never be used as a client.",
-              c->n_services, c->n_services == 1 ? "" : "s", c->n_services == 1 ? "is" : "are");
-}
 
 static void daemon_exit_loop_cb(void *arg)
 {
@@ -471,7 +463,7 @@ static int cmd_run(const char *config_path)
     enum log_level lvl;
     if (log_level_parse(config_log_level_str(d.conf->log_level), &lvl) == 0)
         log_set_level(lvl);
-    daemon_warn_non_anonymous(d.conf);
+    single_onion_warn(d.conf->n_services);
     if (daemon_create(&d) < 0) {
         daemon_free(&d);
         return 1;

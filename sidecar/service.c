@@ -304,7 +304,7 @@ static void service_foreign_cb(struct cp_conn *c, const struct cp_reply *r, cons
 static struct service *service_by_address(struct service_mgr *m, const char *addr)
 {
     for (size_t i = 0; i < m->n; i++)
-        if (strcmp(m->services[i].address, addr) == 0)
+        if (onion_address_equal(m->services[i].address, addr))
             return &m->services[i];
     return NULL;
 }
