@@ -21,6 +21,7 @@
 #include "sidecar/onionloc.h"
 #include "sidecar/proc.h"
 #include "sidecar/proxy.h"
+#include "sidecar/reload.h"
 #include "sidecar/report.h"
 #include "sidecar/sdnotify.h"
 #include "sidecar/service.h"
@@ -166,74 +167,8 @@ static void daemon_shutdown_bound_cb(evutil_socket_t fd, short what, void *arg)
 
 /* ---- reload -------------------------------------------------------------------------------------- */
 
-/* Log and return why a reload was refused; the running config stays. */
-static int daemon_reload_refused(char *msg, size_t msglen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int daemon_reload_refused(char *msg, size_t msglen, const char *fmt, ...)
-{
-    char why[1100];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, sizeof(why), fmt, ap);
-    va_end(ap);
-    log_error("reload: %s; keeping the running config", why);
-    snprintf(msg, msglen, "%s; keeping the running config", why);
-    return -1;
-}
-
-/* SIGHUP and the status socket's "reload": read and validate the config again; keep the running one on
- * any problem, else apply only the difference (the data path first, then each worker: one SETCONF if
- * tor's view changed). Return 0 with what was applied in `msg`, or -1 with why not (both also logged). */
-static int daemon_reload(struct daemon *d, char *msg, size_t msglen)
-{
-    char err[1024];
-    const char *what;
-    bool tor_changed = false, changed;
-    struct config *nc = config_load_file(d->config_path, err, sizeof(err));
-    if (!nc)
-        return daemon_reload_refused(msg, msglen, "%s: %s", d->config_path, err);
-    if ((what = config_restart_needed(d->conf, nc))) {
-        config_free(nc);
-        return daemon_reload_refused(msg, msglen, "%s changed, which needs a restart of onionfront", what);
-    }
-    for (size_t k = 0; k < d->n_workers; k++)
-        if (worker_hand_over(d->workers[k], nc, err, sizeof(err)) < 0) {
-            config_free(nc);
-            return daemon_reload_refused(msg, msglen, "%s", err);
-        }
-    /* The data path first: sockets for new ports must exist before tor is told about them. Backend
-     * changes end here and never reach tor (service_conf_tor_equal ignores them). */
-    if (proxy_update(d->proxy, nc, err, sizeof(err)) < 0) {
-        config_free(nc);
-        return daemon_reload_refused(msg, msglen, "%s", err);
-    }
-    for (size_t k = 0; k < d->n_workers; k++) {
-        if (worker_reconfigure(d->workers[k], nc, &changed, err, sizeof(err)) < 0) {
-            char rerr[512];
-            daemon_reload_refused(msg, msglen, "%s", err);
-            if (proxy_update(d->proxy, d->conf, rerr, sizeof(rerr)) < 0)
-                log_error("reload: cannot restore the data path of the running config: %s", rerr);
-            config_free(nc);
-            return -1;
-        }
-        tor_changed = tor_changed || changed;
-    }
-    if (onionloc_set_config(d->onionloc, &nc->onion_location, err, sizeof(err)) < 0)
-        log_error("reload: onion_location: %s", err);
-    if (status_server_set_acl(d->status, &nc->status) < 0)
-        log_error("reload: out of memory; the status socket keeps its old allowed users and groups");
-    enum log_level lvl;
-    if (log_level_parse(config_log_level_str(nc->log_level), &lvl) == 0)
-        log_set_level(lvl);
-    config_free(d->conf);
-    d->conf = nc;
-    snprintf(msg, msglen, "applied %s (%s)", d->config_path,
-             tor_changed ? "services changed in tor" : "no change for tor");
-    log_info("reload: %s", msg);
-    return 0;
-}
-
 /* A reload as systemd sees it (RELOADING=1, then READY=1 again): SIGHUP and the status socket's
- * "reload". Nothing while shutting down. Returns daemon_reload's result and message. */
+ * "reload". Nothing while shutting down. Returns reload_apply's result and message. */
 static int daemon_reload_cb(void *arg, char *msg, size_t msglen)
 {
     struct daemon *d = arg;
@@ -243,7 +178,8 @@ static int daemon_reload_cb(void *arg, char *msg, size_t msglen)
     }
     if (d->ready_sent)
         daemon_notify(d, "RELOADING=1\n", "reloading %s", d->config_path);
-    int rc = daemon_reload(d, msg, msglen);
+    struct reload_parts parts = {d->workers, d->n_workers, d->proxy, d->onionloc, d->status};
+    int rc = reload_apply(&parts, d->config_path, &d->conf, msg, msglen);
     if (d->ready_sent)
         daemon_update_status(d, "READY=1\n");
     return rc;
@@ -460,9 +396,7 @@ static int cmd_run(const char *config_path)
         log_error("onionfront: %s: %s", config_path, err);
         return 1;
     }
-    enum log_level lvl;
-    if (log_level_parse(config_log_level_str(d.conf->log_level), &lvl) == 0)
-        log_set_level(lvl);
+    reload_set_log_level(d.conf);
     single_onion_warn(d.conf->n_services);
     if (daemon_create(&d) < 0) {
         daemon_free(&d);

@@ -1,0 +1,80 @@
+/* reload.c — a reloaded config applied to the running parts, in order (see reload.h). */
+#include "sidecar/reload.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "sidecar/config.h"
+#include "sidecar/log.h"
+#include "sidecar/onionloc.h"
+#include "sidecar/proxy.h"
+#include "sidecar/status.h"
+#include "sidecar/worker.h"
+
+/* Log and return why a reload was refused; the running config stays. */
+static int reload_refused(char *msg, size_t msglen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int reload_refused(char *msg, size_t msglen, const char *fmt, ...)
+{
+    char why[1100];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    log_error("reload: %s; keeping the running config", why);
+    snprintf(msg, msglen, "%s; keeping the running config", why);
+    return -1;
+}
+
+void reload_set_log_level(const struct config *c)
+{
+    enum log_level lvl;
+    if (log_level_parse(config_log_level_str(c->log_level), &lvl) == 0)
+        log_set_level(lvl);
+}
+
+int reload_apply(const struct reload_parts *p, const char *path, struct config **conf, char *msg, size_t msglen)
+{
+    char err[1024];
+    const char *what;
+    bool tor_changed = false, changed;
+    struct config *nc = config_load_file(path, err, sizeof(err));
+    if (!nc)
+        return reload_refused(msg, msglen, "%s: %s", path, err);
+    if ((what = config_restart_needed(*conf, nc))) {
+        config_free(nc);
+        return reload_refused(msg, msglen, "%s changed, which needs a restart of onionfront", what);
+    }
+    for (size_t k = 0; k < p->n_workers; k++)
+        if (worker_hand_over(p->workers[k], nc, err, sizeof(err)) < 0) {
+            config_free(nc);
+            return reload_refused(msg, msglen, "%s", err);
+        }
+    /* The data path first: sockets for new ports must exist before tor is told about them. Backend
+     * changes end here and never reach tor (service_conf_tor_equal ignores them). */
+    if (proxy_update(p->proxy, nc, err, sizeof(err)) < 0) {
+        config_free(nc);
+        return reload_refused(msg, msglen, "%s", err);
+    }
+    for (size_t k = 0; k < p->n_workers; k++) {
+        if (worker_reconfigure(p->workers[k], nc, &changed, err, sizeof(err)) < 0) {
+            char rerr[512];
+            reload_refused(msg, msglen, "%s", err);
+            if (proxy_update(p->proxy, *conf, rerr, sizeof(rerr)) < 0)
+                log_error("reload: cannot restore the data path of the running config: %s", rerr);
+            config_free(nc);
+            return -1;
+        }
+        tor_changed = tor_changed || changed;
+    }
+    if (onionloc_set_config(p->onionloc, &nc->onion_location, err, sizeof(err)) < 0)
+        log_error("reload: onion_location: %s", err);
+    if (status_server_set_acl(p->status, &nc->status) < 0)
+        log_error("reload: out of memory; the status socket keeps its old allowed users and groups");
+    reload_set_log_level(nc);
+    config_free(*conf);
+    *conf = nc;
+    snprintf(msg, msglen, "applied %s (%s)", path, tor_changed ? "services changed in tor" : "no change for tor");
+    log_info("reload: %s", msg);
+    return 0;
+}
