@@ -24,7 +24,7 @@
 #include "sidecar/reload.h"
 #include "sidecar/report.h"
 #include "sidecar/sdnotify.h"
-#include "sidecar/service.h"
+#include "sidecar/service_id.h"
 #include "sidecar/single_onion.h"
 #include "sidecar/status.h"
 #include "sidecar/version.h"
@@ -38,6 +38,7 @@ struct daemon {
     struct event_base *base;
     struct config *conf;
     struct proc_mgr *procs;
+    struct service_ids *ids;                    /* each service's name, key and address, for all tors */
     struct worker *workers[DAEMON_MAX_WORKERS]; /* the tors; workers[0] is the one status shows */
     size_t n_workers, n_stopped;
     struct proxy *proxy;               /* the data path and its backend pools */
@@ -106,18 +107,12 @@ static void daemon_update_status(struct daemon *d, const char *prefix)
 static void daemon_sync_reachability(struct daemon *d)
 {
     struct onionloc_entry entries[CONFIG_MAX_SERVICES];
-    const struct service_mgr *services = worker_services(d->workers[0]);
     size_t n = 0, reachable = 0;
     char err[512];
-    for (size_t i = 0; i < service_mgr_count(services) && n < CONFIG_MAX_SERVICES; i++) {
-        const struct service_conf *sc = config_find_service(d->conf, service_mgr_name(services, i));
-        const char *address = service_mgr_address(services, i);
-        bool up = !d->shutting_down && workers_service_reachable(d->workers, d->n_workers, address);
-        if (!sc)
-            continue;
-        entries[n] = (struct onionloc_entry){sc, address, up};
+    for (const struct service_id *id; n < CONFIG_MAX_SERVICES && (id = service_ids_at(d->ids, n)); n++) {
+        bool up = !d->shutting_down && workers_service_reachable(d->workers, d->n_workers, id->address);
+        entries[n] = (struct onionloc_entry){id->conf, id->address, up};
         reachable += up;
-        n++;
     }
     d->last_reachable = reachable;
     onionloc_sync(d->onionloc, entries, n, err, sizeof(err));
@@ -178,7 +173,7 @@ static int daemon_reload_cb(void *arg, char *msg, size_t msglen)
     }
     if (d->ready_sent)
         daemon_notify(d, "RELOADING=1\n", "reloading %s", d->config_path);
-    struct reload_parts parts = {d->workers, d->n_workers, d->proxy, d->onionloc, d->status};
+    struct reload_parts parts = {d->ids, d->workers, d->n_workers, d->proxy, d->onionloc, d->status};
     int rc = reload_apply(&parts, d->config_path, &d->conf, msg, msglen);
     if (d->ready_sent)
         daemon_update_status(d, "READY=1\n");
@@ -275,6 +270,7 @@ static void daemon_free(struct daemon *d)
     status_server_free(d->status);
     for (size_t k = 0; k < d->n_workers; k++)
         worker_free(d->workers[k]);
+    service_ids_free(d->ids);
     proxy_free(d->proxy); /* calls health_set_pool_removed for each pool: the checkers go first */
     health_set_free(d->health);
     proc_mgr_free(d->procs);
@@ -333,8 +329,10 @@ static int daemon_create(struct daemon *d)
         log_warnx("onionfront: not notifying systemd: %s", nerr);
     if (!(d->procs = proc_mgr_new(d->base)))
         goto oom;
+    if (!(d->ids = service_ids_new(d->conf)))
+        goto oom;
     for (d->n_workers = 0; d->n_workers < DAEMON_MAX_WORKERS; d->n_workers++)
-        if (!(d->workers[d->n_workers] = worker_new(d->base, d->procs, d->conf, &wcbs, d)))
+        if (!(d->workers[d->n_workers] = worker_new(d->base, d->procs, d->conf, d->ids, &wcbs, d)))
             goto oom;
     clock_gettime(CLOCK_MONOTONIC, &d->started);
     d->started_wall = time(NULL);
@@ -369,9 +367,13 @@ static int daemon_start(struct daemon *d, char *err, size_t errlen)
     if (fs_ensure_private_dir(d->conf->state_dir, NULL, err, errlen) < 0 ||
         fs_ensure_private_dir(keys_dir, NULL, err, errlen) < 0)
         return -1;
-    for (size_t k = 0; k < d->n_workers; k++)
-        if (worker_load_keys(d->workers[k], err, errlen) < 0 || worker_hand_over(d->workers[k], d->conf, err, errlen) < 0)
+    if (service_ids_load_keys(d->ids, err, errlen) < 0)
+        return -1;
+    for (size_t k = 0; k < d->n_workers; k++) {
+        worker_sync_services(d->workers[k]);
+        if (worker_hand_over(d->workers[k], d->conf, err, errlen) < 0)
             return -1;
+    }
     if (status_server_listen(d->status, &d->conf->status, d->conf->run_dir, err, errlen) < 0 ||
         (d->conf->metrics.enabled &&
          !(d->metrics_http = metrics_http_new(d->base, &d->conf->metrics, daemon_metrics_text_cb, d, err, errlen))))

@@ -9,6 +9,7 @@
 #include "sidecar/log.h"
 #include "sidecar/onionloc.h"
 #include "sidecar/proxy.h"
+#include "sidecar/service_id.h"
 #include "sidecar/status.h"
 #include "sidecar/worker.h"
 
@@ -56,16 +57,26 @@ int reload_apply(const struct reload_parts *p, const char *path, struct config *
         config_free(nc);
         return reload_refused(msg, msglen, "%s", err);
     }
-    for (size_t k = 0; k < p->n_workers; k++) {
-        if (worker_reconfigure(p->workers[k], nc, &changed, err, sizeof(err)) < 0) {
-            char rerr[512];
-            reload_refused(msg, msglen, "%s", err);
-            if (proxy_update(p->proxy, *conf, rerr, sizeof(rerr)) < 0)
-                log_error("reload: cannot restore the data path of the running config: %s", rerr);
-            config_free(nc);
-            return -1;
-        }
+    /* A new service's key is loaded here, once for every worker. A worker fails only out of memory: the
+     * identities and the workers before it go back to the running config (still alive). */
+    size_t k = 0;
+    int rc = service_ids_reconfigure(p->ids, nc, err, sizeof(err));
+    for (; rc == 0 && k < p->n_workers; k++) {
+        rc = worker_reconfigure(p->workers[k], nc, &changed, err, sizeof(err));
         tor_changed = tor_changed || changed;
+    }
+    if (rc < 0) {
+        char rerr[512];
+        reload_refused(msg, msglen, "%s", err);
+        if (k > 0 && service_ids_reconfigure(p->ids, *conf, rerr, sizeof(rerr)) < 0)
+            log_error("reload: cannot restore the services of the running config: %s", rerr);
+        for (size_t j = 0; j + 1 < k; j++)
+            if (worker_reconfigure(p->workers[j], *conf, NULL, rerr, sizeof(rerr)) < 0)
+                log_error("reload: cannot restore the services of the running config: %s", rerr);
+        if (proxy_update(p->proxy, *conf, rerr, sizeof(rerr)) < 0)
+            log_error("reload: cannot restore the data path of the running config: %s", rerr);
+        config_free(nc);
+        return -1;
     }
     if (onionloc_set_config(p->onionloc, &nc->onion_location, err, sizeof(err)) < 0)
         log_error("reload: onion_location: %s", err);

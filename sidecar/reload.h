@@ -1,7 +1,7 @@
 /* reload.h — applying a reloaded config to the running daemon (SIGHUP, the status socket's "reload"):
  * read and validate it, refuse what needs a restart (config_restart_needed), then apply only the
  * difference in order — the directory hand-over, the data path (new sockets before tor hears of them),
- * each worker (one SETCONF if tor's view changed), Onion-Location, the status socket's ACL, the log
+ * the services' identities (keys of new services), each worker (one SETCONF if tor's view changed), Onion-Location, the status socket's ACL, the log
  * level. A refused or failed reload leaves the running config in place.
  *
  * Owns nothing: the parts are borrowed for one call. Not the decision when to reload (main.c). */
@@ -13,11 +13,13 @@
 struct config;
 struct onionloc;
 struct proxy;
+struct service_ids;
 struct status_server;
 struct worker;
 
 /* The running parts a reload changes (borrowed). */
 struct reload_parts {
+    struct service_ids *ids;
     struct worker *const *workers;
     size_t n_workers;
     struct proxy *proxy;

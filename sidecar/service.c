@@ -14,17 +14,18 @@
 #include "sidecar/log.h"
 #include "sidecar/metrics.h"
 #include "sidecar/proxy.h"
+#include "sidecar/service_id.h"
 
+/* What this tor did with one service (its identity is service_ids' entry at the same index). */
 struct service {
-    const struct service_conf *conf; /* borrowed from the current config */
-    char address[64];                /* without ".onion" */
-    bool uploaded;                   /* first HS_DESC UPLOADED seen */
+    bool uploaded; /* first HS_DESC UPLOADED seen on this connection */
     unsigned uploads;
 };
 
 struct service_mgr {
     const struct config *conf;
-    struct service *services;
+    const struct service_ids *ids; /* the services' identities, in config order (borrowed) */
+    struct service *services;      /* parallel to ids */
     size_t n;
     struct cp_conn *conn;
     struct cp_info foreign; /* the attached tor's own HiddenService* lines, kept in every SETCONF */
@@ -40,20 +41,19 @@ static double service_since(const struct timespec *t0)
     return (double)(now.tv_sec - t0->tv_sec) + (double)(now.tv_nsec - t0->tv_nsec) / 1e9;
 }
 
-struct service_mgr *service_mgr_new(const struct config *conf)
+struct service_mgr *service_mgr_new(const struct config *conf, const struct service_ids *ids)
 {
     struct service_mgr *m = calloc(1, sizeof(*m));
     if (!m)
         return NULL;
     m->conf = conf;
+    m->ids = ids;
     m->n = conf->n_services;
     m->services = calloc(m->n ? m->n : 1, sizeof(*m->services));
     if (!m->services) {
         free(m);
         return NULL;
     }
-    for (size_t i = 0; i < m->n; i++)
-        m->services[i].conf = &conf->services[i];
     return m;
 }
 
@@ -66,30 +66,10 @@ void service_mgr_free(struct service_mgr *m)
     free(m);
 }
 
-/* Load or create the key of `s` and set its address. The secret is wiped at once: tor reads the key
- * files itself, onionfront only needs the address. */
-static int service_load_key(struct service *s, char *err, size_t errlen)
+/* The i-th service's config (its identity's). */
+static const struct service_conf *service_conf_at(const struct service_mgr *m, size_t i)
 {
-    struct onion_key key;
-    bool created = false;
-    char kerr[512];
-    if (keys_load_or_create(s->conf->key_dir, &key, &created, kerr, sizeof(kerr)) < 0) {
-        snprintf(err, errlen, "service %s: %s", s->conf->name, kerr);
-        return -1;
-    }
-    snprintf(s->address, sizeof(s->address), "%s", key.address);
-    onion_key_clear(&key);
-    log_info("service %s: %s key, address %s.onion", s->conf->name, created ? "created a new" : "loaded its",
-             s->address);
-    return 0;
-}
-
-int service_mgr_load_keys(struct service_mgr *m, char *err, size_t errlen)
-{
-    for (size_t i = 0; i < m->n; i++)
-        if (service_load_key(&m->services[i], err, errlen) < 0)
-            return -1;
-    return 0;
+    return service_ids_at(m->ids, i)->conf;
 }
 
 static void service_publish(struct service_mgr *m);
@@ -104,29 +84,17 @@ int service_mgr_reconfigure(struct service_mgr *m, const struct config *conf, bo
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    /* m->conf is still the running config: compare what tor saw with what it is to see. */
     for (size_t i = 0; i < n; i++) {
         const struct service_conf *sc = &conf->services[i];
-        const struct service *old = NULL;
-        for (size_t j = 0; j < m->n; j++)
-            if (strcmp(m->services[j].conf->name, sc->name) == 0)
-                old = &m->services[j];
-        if (old && strcmp(old->conf->key_dir, sc->key_dir) == 0) {
-            next[i] = *old; /* keeps address and upload state */
-            next[i].conf = sc;
-            if (!service_conf_tor_equal(old->conf, sc))
-                changed = true;
-            continue;
-        }
-        next[i].conf = sc;
-        changed = true;
-        if (service_load_key(&next[i], err, errlen) < 0) {
-            free(next);
-            return -1;
+        const struct service_conf *old = config_find_service(m->conf, sc->name);
+        if (old && strcmp(old->key_dir, sc->key_dir) == 0) {
+            next[i] = m->services[old - m->conf->services]; /* keeps the upload state */
+            changed = changed || !service_conf_tor_equal(old, sc);
+        } else {
+            changed = true;
         }
     }
-    for (size_t j = 0; j < m->n; j++)
-        if (!config_find_service(conf, m->services[j].conf->name))
-            log_info("service %s: removed (%s.onion)", m->services[j].conf->name, m->services[j].address);
     free(m->services);
     m->services = next;
     m->n = n;
@@ -160,7 +128,7 @@ static int service_port_line(const struct config *c, const struct service_conf *
 static bool service_owns_dir(const struct service_mgr *m, const char *dir)
 {
     for (size_t i = 0; i < m->n; i++)
-        if (strcmp(m->services[i].conf->key_dir, dir) == 0)
+        if (strcmp(service_conf_at(m, i)->key_dir, dir) == 0)
             return true;
     return false;
 }
@@ -171,7 +139,7 @@ static char *service_setconf_cmd(const struct service_mgr *m, bool ours, char *e
 {
     size_t cap = m->foreign.n + 1;
     for (size_t i = 0; ours && i < m->n; i++)
-        cap += 3 + m->services[i].conf->n_ports; /* Dir, one Port per virtual port, MaxStreams, ExportCircuitID */
+        cap += 3 + service_conf_at(m, i)->n_ports; /* Dir, one Port per virtual port, MaxStreams, ExportCircuitID */
     struct cp_conf_item *items = calloc(cap, sizeof(*items));
     char **owned = calloc(cap, sizeof(*owned));
     char *cmd = NULL;
@@ -187,7 +155,7 @@ static char *service_setconf_cmd(const struct service_mgr *m, bool ours, char *e
         n++;
     }
     for (size_t i = 0; ours && i < m->n; i++) {
-        const struct service_conf *sc = m->services[i].conf;
+        const struct service_conf *sc = service_conf_at(m, i);
         items[n].key = "HiddenServiceDir";
         items[n].value = sc->key_dir;
         n++;
@@ -301,12 +269,11 @@ static void service_foreign_cb(struct cp_conn *c, const struct cp_reply *r, cons
     service_publish(m);
 }
 
-static struct service *service_by_address(struct service_mgr *m, const char *addr)
+/* The index of the service with this address, or m->n. */
+static size_t service_by_address(const struct service_mgr *m, const char *addr)
 {
-    for (size_t i = 0; i < m->n; i++)
-        if (onion_address_equal(m->services[i].address, addr))
-            return &m->services[i];
-    return NULL;
+    const struct service_id *id = service_ids_find(m->ids, addr);
+    return id ? (size_t)(id - service_ids_at(m->ids, 0)) : m->n;
 }
 
 static void service_hs_desc_cb(struct cp_conn *c, const struct cp_reply *ev, void *arg)
@@ -319,17 +286,19 @@ static void service_hs_desc_cb(struct cp_conn *c, const struct cp_reply *ev, voi
         log_debug("services: undecodable HS_DESC event: %s", err);
         return;
     }
-    struct service *s = e.address ? service_by_address(m, e.address) : NULL;
+    size_t i = e.address ? service_by_address(m, e.address) : m->n;
+    const struct service_id *id = service_ids_at(m->ids, i);
+    struct service *s = i < m->n ? &m->services[i] : NULL;
     if (s && e.action == CP_HS_DESC_UPLOADED) {
         s->uploads++;
         if (!s->uploaded) {
             s->uploaded = true;
             log_info("service %s: descriptor uploaded to HSDir $%s~%s, %.1f s after publishing; %s.onion is "
-                     "reachable", s->conf->name, e.hsdir_fp, e.hsdir_nick, service_since(&m->published_at),
-                     s->address);
+                     "reachable", service_id_name(id), e.hsdir_fp, e.hsdir_nick, service_since(&m->published_at),
+                     id->address);
         }
     } else if (s && e.action == CP_HS_DESC_FAILED) {
-        log_debug("service %s: descriptor upload to $%s failed: %s", s->conf->name, e.hsdir_fp,
+        log_debug("service %s: descriptor upload to $%s failed: %s", service_id_name(id), e.hsdir_fp,
                   e.reason ? e.reason : "unknown reason");
     }
     cp_event_hs_desc_clear(&e);
@@ -405,12 +374,12 @@ size_t service_mgr_count(const struct service_mgr *m)
 
 const char *service_mgr_address(const struct service_mgr *m, size_t i)
 {
-    return i < m->n ? m->services[i].address : "";
+    return i < m->n ? service_ids_at(m->ids, i)->address : "";
 }
 
 const char *service_mgr_name(const struct service_mgr *m, size_t i)
 {
-    return i < m->n ? m->services[i].conf->name : "";
+    return i < m->n ? service_conf_at(m, i)->name : "";
 }
 
 bool service_mgr_uploaded(const struct service_mgr *m, size_t i)
@@ -435,16 +404,17 @@ json_t *service_mgr_to_json(const struct service_mgr *m)
     json_t *arr = json_array();
     for (size_t i = 0; arr && i < m->n; i++) {
         const struct service *s = &m->services[i];
+        const struct service_id *id = service_ids_at(m->ids, i);
         json_t *ports = json_array();
-        for (size_t j = 0; ports && j < s->conf->n_ports; j++)
-            if (json_array_append_new(ports, service_port_json(&s->conf->ports[j])) < 0) {
+        for (size_t j = 0; ports && j < id->conf->n_ports; j++)
+            if (json_array_append_new(ports, service_port_json(&id->conf->ports[j])) < 0) {
                 json_decref(ports);
                 ports = NULL;
             }
         char address[80];
-        snprintf(address, sizeof(address), "%s.onion", s->address);
-        json_t *o = ports ? json_pack("{s:s, s:o, s:o, s:b, s:I}", "name", s->conf->name, "address",
-                                      s->address[0] ? json_string(address) : json_null(), "ports", ports,
+        snprintf(address, sizeof(address), "%s.onion", id->address);
+        json_t *o = ports ? json_pack("{s:s, s:o, s:o, s:b, s:I}", "name", id->conf->name, "address",
+                                      id->address[0] ? json_string(address) : json_null(), "ports", ports,
                                       "uploaded", s->uploaded, "uploads", (json_int_t)s->uploads)
                           : NULL;
         if (json_array_append_new(arr, o) < 0) {
@@ -472,7 +442,7 @@ int service_mgr_metrics(const struct service_mgr *m, struct metrics *out)
         return -1;
     for (size_t i = 0; i < m->n; i++)
         if (metrics_sample(out, "onionfront_service_up",
-                           (const char *const[]){"service", m->services[i].conf->name, NULL},
+                           (const char *const[]){"service", service_conf_at(m, i)->name, NULL},
                            m->services[i].uploaded ? 1 : 0) < 0)
             return -1;
     return 0;

@@ -1,9 +1,8 @@
-/* service.h — the onion services onionfront publishes: their keys and addresses, and their
- * HiddenService* lines in tor, applied with one SETCONF of the complete group so adding or removing one
+/* service.h — the onion services onionfront publishes on one tor: their HiddenService* lines in tor, applied with one SETCONF of the complete group so adding or removing one
  * service never disturbs the others (TOR-FACTS: SETCONF replaces the whole group).
  *
- * Owns per-service runtime state (address, first upload). Not the tor process (tor.c) nor descriptor
- * health (later: descriptor.c). In attach mode it keeps the attached tor's own services (HiddenService*
+ * Owns per-tor service state (the SETCONF, first upload on this connection). Not the services' identity
+ * (names, keys, addresses: service_id.c), the tor process (tor.c) nor descriptor health (descriptor.c). In attach mode it keeps the attached tor's own services (HiddenService*
  * lines for directories that are not ours) in every SETCONF it sends. */
 #ifndef ONIONFRONT_SERVICE_H
 #define ONIONFRONT_SERVICE_H
@@ -16,23 +15,22 @@ struct config;
 struct cp_conn;
 struct metrics;
 struct service_conf;
+struct service_ids;
 struct service_mgr;
 
-struct service_mgr *service_mgr_new(const struct config *conf);
+/* `conf` and `ids` (the identities of conf's services, in the same order) are borrowed: replace them
+ * together with service_ids_reconfigure and service_mgr_reconfigure. */
+struct service_mgr *service_mgr_new(const struct config *conf, const struct service_ids *ids);
 /* Free. The connection given to service_mgr_attach must be gone already (free the tor supervisor
  * first): it holds subscriptions that point here. NULL is a no-op. */
 void service_mgr_free(struct service_mgr *m);
 
-/* Load (or create on first run) every service's key. Return 0, or -1 with a message naming the
- * service and file. Logs each service's address. */
-int service_mgr_load_keys(struct service_mgr *m, char *err, size_t errlen);
-
-/* Switch to `conf` (reload): keep the runtime state of services that stay (matched by name), load or
- * create keys for new ones, and if what tor sees changed (a service added or removed, its ports or key
- * directory), send one SETCONF of the complete group; unchanged services get no new descriptor.
- * All or nothing: on error (a new service's key cannot be loaded) return -1 with a message and keep the
- * old state. `conf` must outlive the manager or the next reconfigure; the old config may be freed after
- * a successful return. Sets *tor_changed (if not NULL) to whether a SETCONF was needed. */
+/* Switch to `conf` (reload), after the identities were switched to it (service_ids_reconfigure): keep
+ * the runtime state of services that stay (matched by name), and if what tor sees changed (a service
+ * added or removed, its ports or key directory), send one SETCONF of the complete group; unchanged
+ * services get no new descriptor. On error (out of memory) return -1 with a message and keep the old
+ * state. `conf` must outlive the manager or the next reconfigure; the old config may be freed after a
+ * successful return. Sets *tor_changed (if not NULL) to whether a SETCONF was needed. */
 int service_mgr_reconfigure(struct service_mgr *m, const struct config *conf, bool *tor_changed, char *err,
                             size_t errlen);
 

@@ -27,7 +27,7 @@ struct worker {
 
 /* Give the descriptor tracker and the verifier the services' names and addresses and the probe
  * settings: at start-up once the keys are loaded, and after each applied reload. */
-static void worker_sync_supervision(struct worker *w)
+void worker_sync_services(struct worker *w)
 {
     const char *names[CONFIG_MAX_SERVICES], *addrs[CONFIG_MAX_SERVICES];
     size_t n = service_mgr_count(w->services);
@@ -104,7 +104,7 @@ static void worker_tor_stopped_cb(struct tor_sup *t, void *arg)
 }
 
 struct worker *worker_new(struct event_base *base, struct proc_mgr *procs, const struct config *conf,
-                          const struct worker_callbacks *cbs, void *arg)
+                          const struct service_ids *ids, const struct worker_callbacks *cbs, void *arg)
 {
     struct worker *w = calloc(1, sizeof(*w));
     if (!w)
@@ -119,7 +119,7 @@ struct worker *worker_new(struct event_base *base, struct proc_mgr *procs, const
         .stopped = worker_tor_stopped_cb,
         .bootstrapped = worker_tor_bootstrapped_cb,
     };
-    w->services = service_mgr_new(conf);
+    w->services = service_mgr_new(conf, ids);
     w->descriptors = descriptor_tracker_new(base, &conf->probe);
     w->verify = verify_new(base);
     w->tor = tor_sup_new(base, procs, conf, &tor_cbs, w);
@@ -141,14 +141,6 @@ void worker_free(struct worker *w)
     descriptor_tracker_free(w->descriptors);
     service_mgr_free(w->services);
     free(w);
-}
-
-int worker_load_keys(struct worker *w, char *err, size_t errlen)
-{
-    if (service_mgr_load_keys(w->services, err, errlen) < 0)
-        return -1;
-    worker_sync_supervision(w);
-    return 0;
 }
 
 int worker_hand_over(const struct worker *w, const struct config *conf, char *err, size_t errlen)
@@ -184,7 +176,7 @@ int worker_reconfigure(struct worker *w, const struct config *conf, bool *tor_ch
         return -1;
     tor_sup_set_config(w->tor, conf);
     w->conf = conf;
-    worker_sync_supervision(w);
+    worker_sync_services(w);
     return 0;
 }
 

@@ -17,6 +17,7 @@ struct config;
 struct descriptor_tracker;
 struct event_base;
 struct proc_mgr;
+struct service_ids;
 struct service_mgr;
 struct tor_sup;
 struct verify;
@@ -37,18 +38,19 @@ struct worker_callbacks {
     void (*stopped)(struct worker *w, void *arg);
 };
 
-/* Create a worker for the tor `conf` describes (borrowed until worker_reconfigure replaces it). Nothing
- * starts yet. Returns NULL on allocation failure. */
+/* Create a worker for the tor `conf` describes, running the services `ids` (both borrowed; `conf` until
+ * worker_reconfigure replaces it, `ids` for the worker's life). Nothing starts yet. Returns NULL on
+ * allocation failure. */
 struct worker *worker_new(struct event_base *base, struct proc_mgr *procs, const struct config *conf,
-                          const struct worker_callbacks *cbs, void *arg);
+                          const struct service_ids *ids, const struct worker_callbacks *cbs, void *arg);
 
 /* Free: the tor supervisor (killing a spawned tor still running) first, then what subscribed to its
  * connection. NULL is a no-op. */
 void worker_free(struct worker *w);
 
-/* Load (or create) the services' keys and give the descriptor tracker and the verifier the services.
- * Return 0, or -1 with a message naming the service. */
-int worker_load_keys(struct worker *w, char *err, size_t errlen);
+/* The identities' keys are loaded (service_ids_load_keys): give the descriptor tracker and the
+ * verifier the services' names and addresses. */
+void worker_sync_services(struct worker *w);
 
 /* Hand the directories this worker's tor uses to its user (handover.h) for `conf` (the running or a
  * reloaded one). Return 0, or -1 with a message. */
@@ -61,9 +63,10 @@ int worker_start(struct worker *w, char *err, size_t errlen);
  * becomes ready after this. */
 void worker_stop(struct worker *w);
 
-/* Switch to a reloaded `conf` (service_mgr_reconfigure: one SETCONF if tor's view changed; the tor's
- * borrowed config; the tracker's and verifier's services and probe settings). All or nothing: on error
- * return -1 with a message and keep the old state. Sets *tor_changed as service_mgr_reconfigure. */
+/* Switch to a reloaded `conf`, after the identities were (service_ids_reconfigure): service_mgr_reconfigure
+ * (one SETCONF if tor's view changed), the tor's borrowed config, the tracker's and verifier's services
+ * and probe settings. On error (out of memory) return -1 with a message and keep the old state. Sets
+ * *tor_changed as service_mgr_reconfigure. */
 int worker_reconfigure(struct worker *w, const struct config *conf, bool *tor_changed, char *err, size_t errlen);
 
 /* Is the service with this address (56 characters, no ".onion") verified reachable through this

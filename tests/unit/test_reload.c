@@ -31,6 +31,7 @@
 #include "sidecar/proxy.h"
 #include "sidecar/reload.h"
 #include "sidecar/service.h"
+#include "sidecar/service_id.h"
 #include "sidecar/status.h"
 #include "sidecar/worker.h"
 #include "tests/fake/tmpdir.h"
@@ -43,6 +44,7 @@ struct test {
     struct event_base *base;
     struct proc_mgr *procs;
     struct config *conf;
+    struct service_ids *ids;
     struct worker *w;
     struct proxy *proxy;
     struct onionloc *onionloc;
@@ -102,10 +104,13 @@ static int setup(void **state)
     x->conf = config_load_file(x->path, err, sizeof(err));
     if (!x->conf)
         fail_msg("config: %s", err);
-    x->w = worker_new(x->base, x->procs, x->conf, &cbs, x);
+    x->ids = service_ids_new(x->conf);
+    assert_non_null(x->ids);
+    x->w = worker_new(x->base, x->procs, x->conf, x->ids, &cbs, x);
     assert_non_null(x->w);
-    if (worker_load_keys(x->w, err, sizeof(err)) < 0)
+    if (service_ids_load_keys(x->ids, err, sizeof(err)) < 0)
         fail_msg("keys: %s", err);
+    worker_sync_services(x->w);
     struct proxy_hooks hooks = {0};
     x->proxy = proxy_new(x->base, x->conf, &hooks, err, sizeof(err));
     if (!x->proxy)
@@ -114,7 +119,7 @@ static int setup(void **state)
     struct status_providers providers = {0};
     x->status = status_server_new(x->base, &providers);
     assert_true(x->onionloc && x->status);
-    x->parts = (struct reload_parts){&x->w, 1, x->proxy, x->onionloc, x->status};
+    x->parts = (struct reload_parts){x->ids, &x->w, 1, x->proxy, x->onionloc, x->status};
     *state = x;
     return 0;
 }
@@ -125,6 +130,7 @@ static int teardown(void **state)
     status_server_free(x->status);
     onionloc_free(x->onionloc);
     worker_free(x->w);
+    service_ids_free(x->ids);
     proxy_free(x->proxy);
     config_free(x->conf);
     proc_mgr_free(x->procs);

@@ -35,6 +35,7 @@
 #include "sidecar/proxy.h"
 #include "sidecar/report.h"
 #include "sidecar/service.h"
+#include "sidecar/service_id.h"
 #include "sidecar/status.h"
 #include "sidecar/version.h"
 #include "sidecar/worker.h"
@@ -57,6 +58,7 @@ struct test {
     struct proc_mgr *procs;
     struct fake_ctl *fake;
     struct config *conf;
+    struct service_ids *ids;
     struct worker *w;
     struct proxy *proxy;
     struct status_server *status;
@@ -131,6 +133,7 @@ static int teardown(void **state)
     struct test *x = *state;
     status_server_free(x->status);
     worker_free(x->w);
+    service_ids_free(x->ids);
     proxy_free(x->proxy);
     config_free(x->conf);
     fake_ctl_free(x->fake);
@@ -164,10 +167,13 @@ static void make_parts(struct test *x, const char *services, const struct fake_c
     x->conf = config_load_string(json, strlen(json), err, sizeof(err));
     if (!x->conf)
         fail_msg("config: %s\n  %s", err, json);
-    x->w = worker_new(x->base, x->procs, x->conf, &cbs, x);
+    x->ids = service_ids_new(x->conf);
+    assert_non_null(x->ids);
+    x->w = worker_new(x->base, x->procs, x->conf, x->ids, &cbs, x);
     assert_non_null(x->w);
-    if (worker_load_keys(x->w, err, sizeof(err)) < 0)
+    if (service_ids_load_keys(x->ids, err, sizeof(err)) < 0)
         fail_msg("keys: %s", err);
+    worker_sync_services(x->w);
     struct proxy_hooks hooks = {0};
     x->proxy = proxy_new(x->base, x->conf, &hooks, err, sizeof(err));
     if (!x->proxy)

@@ -42,6 +42,7 @@
 #include "sidecar/log.h"
 #include "sidecar/metrics.h"
 #include "sidecar/service.h"
+#include "sidecar/service_id.h"
 #include "tests/fake/fake_ctl.h"
 #include "tests/fake/tmpdir.h"
 
@@ -83,6 +84,7 @@
 struct ctx {
     char dir[64];
     struct config *conf; /* the manager's config */
+    struct service_ids *ids; /* the services' identities (service_id.c), which the manager borrows */
     struct service_mgr *m;
     struct event_base *base;
     struct fake_ctl *fake;
@@ -115,12 +117,29 @@ static int setup(void **state)
     return 0;
 }
 
+/* The identities and the manager for c->conf (keys not loaded). */
+static void new_mgr(struct ctx *c)
+{
+    c->ids = service_ids_new(c->conf);
+    assert_non_null(c->ids);
+    c->m = service_mgr_new(c->conf, c->ids);
+    assert_non_null(c->m);
+}
+
+static void free_mgr(struct ctx *c)
+{
+    service_mgr_free(c->m);
+    service_ids_free(c->ids);
+    c->m = NULL;
+    c->ids = NULL;
+}
+
 static int teardown(void **state)
 {
     struct ctx *c = *state;
     /* The connection first (service.h): its pending completions still reach the manager. */
     cp_conn_free(c->conn);
-    service_mgr_free(c->m);
+    free_mgr(c);
     config_free(c->conf);
     fake_ctl_free(c->fake);
     event_base_free(c->base);
@@ -154,10 +173,9 @@ static void start_mgr(struct ctx *c, const char *services)
 {
     char err[512] = "";
     c->conf = load_conf(c, services);
-    c->m = service_mgr_new(c->conf);
-    assert_non_null(c->m);
-    if (service_mgr_load_keys(c->m, err, sizeof(err)) < 0)
-        fail_msg("service_mgr_load_keys: %s", err);
+    new_mgr(c);
+    if (service_ids_load_keys(c->ids, err, sizeof(err)) < 0)
+        fail_msg("service_ids_load_keys: %s", err);
 }
 
 /* Switch the manager to `services`, which must succeed; the old config is freed at once, as main.c does,
@@ -167,8 +185,9 @@ static bool reconfigure_ok(struct ctx *c, const char *services)
     char err[512] = "";
     bool changed = false;
     struct config *next = load_conf(c, services);
-    if (service_mgr_reconfigure(c->m, next, &changed, err, sizeof(err)) < 0)
-        fail_msg("service_mgr_reconfigure: %s", err);
+    if (service_ids_reconfigure(c->ids, next, err, sizeof(err)) < 0 ||
+        service_mgr_reconfigure(c->m, next, &changed, err, sizeof(err)) < 0)
+        fail_msg("reconfigure: %s", err);
     config_free(c->conf);
     c->conf = next;
     return changed;
@@ -180,7 +199,8 @@ static void reconfigure_fails(struct ctx *c, const char *services, const char *w
     char err[512] = "";
     bool changed = false;
     struct config *next = load_conf(c, services);
-    assert_int_equal(service_mgr_reconfigure(c->m, next, &changed, err, sizeof(err)), -1);
+    (void)changed;
+    assert_int_equal(service_ids_reconfigure(c->ids, next, err, sizeof(err)), -1); /* before the manager */
     config_free(next); /* the manager must not keep anything of it */
     if (!strstr(err, want))
         fail_msg("reconfigure said \"%s\", expected \"%s\"", err, want);
@@ -436,8 +456,7 @@ static void test_keys_created_on_first_load(void **state)
     struct ctx *c = *state;
     char err[512] = "";
     c->conf = load_conf(c, WEB "," API);
-    c->m = service_mgr_new(c->conf);
-    assert_non_null(c->m);
+    new_mgr(c);
     assert_int_equal(service_mgr_count(c->m), 2);
     assert_string_equal(service_mgr_name(c->m, 0), "web");
     assert_string_equal(service_mgr_name(c->m, 1), "api");
@@ -445,8 +464,8 @@ static void test_keys_created_on_first_load(void **state)
     assert_string_equal(service_mgr_name(c->m, 2), "");    /* out of range */
     assert_string_equal(service_mgr_address(c->m, 2), "");
     assert_false(service_mgr_uploaded(c->m, 2));
-    if (service_mgr_load_keys(c->m, err, sizeof(err)) < 0)
-        fail_msg("service_mgr_load_keys: %s", err);
+    if (service_ids_load_keys(c->ids, err, sizeof(err)) < 0)
+        fail_msg("service_ids_load_keys: %s", err);
     assert_key_dir(c, "web");
     assert_key_dir(c, "api");
     assert_string_not_equal(service_mgr_address(c->m, 0), service_mgr_address(c->m, 1));
@@ -458,9 +477,8 @@ static void test_keys_same_after_restart(void **state)
     struct ctx *c = *state;
     char web[KEYS_ADDRESS_SIZE], api[KEYS_ADDRESS_SIZE], again[KEYS_ADDRESS_SIZE];
     start_web_api(c, web, api);
-    service_mgr_free(c->m);
+    free_mgr(c);
     config_free(c->conf);
-    c->m = NULL;
     c->conf = NULL;
     /* a new process: a new config and manager on the same state_dir, services in another order */
     start_mgr(c, API "," WEB);
@@ -477,9 +495,8 @@ static void test_load_keys_error_names_service(void **state)
     char err[512] = "", path[256];
     block_key_dir(c, "api");
     c->conf = load_conf(c, WEB "," API);
-    c->m = service_mgr_new(c->conf);
-    assert_non_null(c->m);
-    assert_int_equal(service_mgr_load_keys(c->m, err, sizeof(err)), -1);
+    new_mgr(c);
+    assert_int_equal(service_ids_load_keys(c->ids, err, sizeof(err)), -1);
     snprintf(path, sizeof(path), "%s/state/keys/api", c->dir);
     if (strncmp(err, "service api: ", 13) != 0 || !strstr(err, path))
         fail_msg("load_keys said \"%s\"", err);
@@ -533,7 +550,7 @@ static void test_reconfigure_table(void **state)
         const struct reconf_case *rc = &cases[i];
         print_message("case: %s\n", rc->name);
         snprintf(services, sizeof(services), rc->services, c->dir);
-        service_mgr_free(c->m);
+        free_mgr(c);
         config_free(c->conf);
         start_mgr(c, WEB "," API); /* the same keys every time: they are on disk */
         bool changed = reconfigure_ok(c, services);
@@ -593,14 +610,13 @@ static void test_to_json(void **state)
     char err[512] = "", want[128];
     json_error_t jerr;
     c->conf = load_conf(c, WEB "," API);
-    c->m = service_mgr_new(c->conf);
-    assert_non_null(c->m);
+    new_mgr(c);
     /* before the keys: no address */
     json_t *o = service_json(c, 0, NULL);
     assert_true(json_is_null(json_object_get(o, "address")));
     json_decref(o);
-    if (service_mgr_load_keys(c->m, err, sizeof(err)) < 0)
-        fail_msg("service_mgr_load_keys: %s", err);
+    if (service_ids_load_keys(c->ids, err, sizeof(err)) < 0)
+        fail_msg("service_ids_load_keys: %s", err);
 
     static const char *const want_ports[] = {
         "[{\"virtual\": 80, \"targets\": [\"127.0.0.1:8080\"]},"

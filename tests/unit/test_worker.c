@@ -33,6 +33,7 @@
 #include "sidecar/log.h"
 #include "sidecar/proc.h"
 #include "sidecar/service.h"
+#include "sidecar/service_id.h"
 #include "sidecar/tor.h"
 #include "sidecar/verify.h"
 #include "sidecar/worker.h"
@@ -50,6 +51,7 @@ struct test {
     struct proc_mgr *procs;
     struct fake_ctl *fake;
     struct config *conf, *conf2;
+    struct service_ids *ids;
     struct worker *w;
     char dir[64];
     char address[64];               /* service a's, when made before the worker (make_key_a) */
@@ -117,6 +119,7 @@ static int teardown(void **state)
 {
     struct test *x = *state;
     worker_free(x->w);
+    service_ids_free(x->ids);
     config_free(x->conf);
     config_free(x->conf2);
     fake_ctl_free(x->fake);
@@ -174,10 +177,13 @@ static void make_worker(struct test *x, const struct fake_ctl_step *script, size
     if (!x->fake)
         fail_msg("fake: %s", err);
     x->conf = load_conf(x, SVC_A);
-    x->w = worker_new(x->base, x->procs, x->conf, &cbs, x);
+    x->ids = service_ids_new(x->conf);
+    assert_non_null(x->ids);
+    x->w = worker_new(x->base, x->procs, x->conf, x->ids, &cbs, x);
     assert_non_null(x->w);
-    if (worker_load_keys(x->w, err, sizeof(err)) < 0)
-        fail_msg("worker_load_keys: %s", err);
+    if (service_ids_load_keys(x->ids, err, sizeof(err)) < 0)
+        fail_msg("service_ids_load_keys: %s", err);
+    worker_sync_services(x->w);
     assert_int_equal(worker_hand_over(x->w, x->conf, err, sizeof(err)), 0); /* nothing to hand over */
     if (x->address[0])
         assert_string_equal(service_mgr_address(worker_services(x->w), 0), x->address);
@@ -340,7 +346,8 @@ static void test_reconfigure_adds_service(void **state)
     char err[512];
     bool tor_changed = false;
     x->conf2 = load_conf(x, SVC_A "," SVC_B);
-    if (worker_reconfigure(x->w, x->conf2, &tor_changed, err, sizeof(err)) < 0)
+    if (service_ids_reconfigure(x->ids, x->conf2, err, sizeof(err)) < 0 ||
+        worker_reconfigure(x->w, x->conf2, &tor_changed, err, sizeof(err)) < 0)
         fail_msg("worker_reconfigure: %s", err);
     assert_true(tor_changed);
     assert_int_equal(fake_ctl_run_until(x->base, script_done, x, LOOP_BOUND_MS), 0); /* the SETCONF of both */
@@ -357,6 +364,7 @@ static void test_reconfigure_adds_service(void **state)
 
     /* a data-path change only: nothing for tor */
     struct config *c3 = load_conf(x, SVC_A ",{'name':'b','ports':[{'virtual':81,'target':'127.0.0.1:9999'}]}");
+    assert_int_equal(service_ids_reconfigure(x->ids, c3, err, sizeof(err)), 0);
     assert_int_equal(worker_reconfigure(x->w, c3, &tor_changed, err, sizeof(err)), 0);
     assert_false(tor_changed);
     config_free(x->conf2);
