@@ -1,6 +1,7 @@
 /* cli.c — the one-shot subcommands of the onionfront binary (see cli.h). */
 #include "sidecar/cli.h"
 
+#include <limits.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -89,4 +90,35 @@ int cli_import_key(const char *config_path, const char *service, const char *src
         printf("imported %s into %s: %s.onion\n", src, sc->key_dir, address);
     config_free(c);
     return rc < 0 ? 1 : 0;
+}
+
+static int cli_check_config_cmd(const char *config_path, int argc, char **argv)
+{
+    return cli_check_config(argc == 1 ? argv[0] : config_path);
+}
+
+static int cli_import_key_cmd(const char *config_path, int argc, char **argv)
+{
+    (void)argc;
+    return cli_import_key(config_path, argv[0], argv[1]);
+}
+
+/* The subcommands: a new one is a row. */
+static const struct cli_cmd {
+    const char *name;
+    int min_args, max_args;
+    int (*run)(const char *config_path, int argc, char **argv);
+} cli_cmds[] = {
+    {"check-config", 0, 1, cli_check_config_cmd},
+    {"import-key", 2, 2, cli_import_key_cmd},
+    {"status", 0, INT_MAX, cli_status},
+};
+
+int cli_command(const char *config_path, const char *cmd, int argc, char **argv)
+{
+    for (size_t i = 0; i < sizeof(cli_cmds) / sizeof(cli_cmds[0]); i++)
+        if (strcmp(cmd, cli_cmds[i].name) == 0 && argc >= cli_cmds[i].min_args && argc <= cli_cmds[i].max_args)
+            return cli_cmds[i].run(config_path, argc, argv);
+    cli_usage(stderr);
+    return 2;
 }

@@ -12,6 +12,11 @@
 /* Print the usage text to `f`. */
 void cli_usage(FILE *f);
 
+/* Run the subcommand `cmd` ("check-config", "import-key", "status") with its `argc` arguments `argv`.
+ * Return its exit code, or 2 with the usage on stderr for an unknown command or a wrong number of
+ * arguments. */
+int cli_command(const char *config_path, const char *cmd, int argc, char **argv);
+
 /* `onionfront check-config PATH`: validate the file, print "PATH: OK (...)" or the error. Returns 0 or 1. */
 int cli_check_config(const char *path);
 

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <time.h>
 
 #include "sidecar/cli.h"
@@ -31,6 +30,7 @@
 #include "sidecar/worker.h"
 
 #define SHUTDOWN_BOUND_S 20
+static const int daemon_signals[] = {SIGTERM, SIGINT, SIGHUP};
 #define DAEMON_MAX_WORKERS 1 /* one tor today; each worker is a row in d->workers */
 
 struct daemon {
@@ -47,7 +47,7 @@ struct daemon {
     struct metrics_http *metrics_http; /* NULL unless metrics.listen is set */
     struct timespec started;           /* CLOCK_MONOTONIC, for uptime */
     time_t started_wall;
-    struct event *sigterm_ev, *sigint_ev, *sighup_ev;
+    struct event *signal_evs[3];       /* daemon_signals: SIGTERM, SIGINT -> shutdown; SIGHUP -> reload */
     struct event *shutdown_bound_ev;
     struct sdnotify *notify;     /* systemd's notification socket; calls are no-ops outside systemd */
     struct onionloc *onionloc;   /* Onion-Location include files; no-ops unless configured */
@@ -55,7 +55,6 @@ struct daemon {
     struct timespec last_poll;   /* CLOCK_MONOTONIC of the last poll (the watchdog's health check) */
     bool ready_sent;             /* READY=1 sent to systemd */
     size_t last_reachable;       /* services verified reachable at the last poll */
-    char status_text[256];       /* the last STATUS= sent */
     bool shutting_down;
     int exit_code;
 };
@@ -75,31 +74,13 @@ static struct report_src daemon_report_src(const struct daemon *d)
 
 /* ---- systemd notification and Onion-Location files ------------------------------------------------- */
 
-/* Send "STATUS=<text>" after the `prefix` lines ("READY=1\n" ...). systemd's view is informative:
- * onionfront runs on if it cannot be told. */
-static void daemon_notify(struct daemon *d, const char *prefix, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void daemon_notify(struct daemon *d, const char *prefix, const char *fmt, ...)
-{
-    char text[512], err[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof(text), fmt, ap);
-    va_end(ap);
-    if (sdnotify_status(d->notify, prefix, err, sizeof(err), "%s", text) < 0)
-        log_debug("sdnotify: %s", err);
-}
-
 /* Tell systemd the current state in one line, when it changed (or always with a `prefix`). */
 static void daemon_update_status(struct daemon *d, const char *prefix)
 {
-    char text[sizeof(d->status_text)];
+    char text[256];
     struct report_src r = daemon_report_src(d);
     report_status_line(&r, d->last_reachable, text, sizeof(text));
-    if (!prefix && strcmp(text, d->status_text) == 0)
-        return;
-    snprintf(d->status_text, sizeof(d->status_text), "%s", text);
-    daemon_notify(d, prefix, "%s", text);
+    sdnotify_update(d->notify, prefix, "%s", text);
 }
 
 /* Bring the Onion-Location files in line with each service's reachability through any worker (onionloc
@@ -172,7 +153,7 @@ static int daemon_reload_cb(void *arg, char *msg, size_t msglen)
         return -1;
     }
     if (d->ready_sent)
-        daemon_notify(d, "RELOADING=1\n", "reloading %s", d->config_path);
+        sdnotify_update(d->notify, "RELOADING=1\n", "reloading %s", d->config_path);
     struct reload_parts parts = {d->ids, d->workers, d->n_workers, d->proxy, d->onionloc, d->status};
     int rc = reload_apply(&parts, d->config_path, &d->conf, msg, msglen);
     if (d->ready_sent)
@@ -229,7 +210,7 @@ static void daemon_worker_failed(struct worker *w, const char *why, void *arg)
     d->exit_code = 1;
     d->shutting_down = true;
     daemon_sync_reachability(d);
-    daemon_notify(d, "STOPPING=1\n", "failed: %s", why);
+    sdnotify_update(d->notify, "STOPPING=1\n", "failed: %s", why);
     onionloc_flush(d->onionloc, daemon_exit_loop_cb, d); /* let on_change finish for the emptied files */
 }
 
@@ -274,31 +255,14 @@ static void daemon_free(struct daemon *d)
     proxy_free(d->proxy); /* calls health_set_pool_removed for each pool: the checkers go first */
     health_set_free(d->health);
     proc_mgr_free(d->procs);
-    struct event *evs[] = {d->sigterm_ev, d->sigint_ev, d->sighup_ev, d->shutdown_bound_ev};
-    for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
-        if (evs[i])
-            event_free(evs[i]);
+    for (size_t i = 0; i < sizeof(d->signal_evs) / sizeof(d->signal_evs[0]); i++)
+        if (d->signal_evs[i])
+            event_free(d->signal_evs[i]);
+    if (d->shutdown_bound_ev)
+        event_free(d->shutdown_bound_ev);
     config_free(d->conf);
     if (d->base)
         event_base_free(d->base);
-}
-
-/* Set up the process: no core dumps, no SIGPIPE, and the signals onionfront handles unblocked. */
-static void daemon_prepare_process(void)
-{
-    /* Keys pass through this process's memory: keep them out of core dumps and ptrace by other users. */
-    if (prctl(PR_SET_DUMPABLE, 0) < 0)
-        log_warn("onionfront: prctl(PR_SET_DUMPABLE)");
-    signal(SIGPIPE, SIG_IGN);
-    /* A blocked mask survives exec: a parent that left SIGTERM or SIGHUP blocked would make the operator's
-     * stop and reload wait forever, SIGCHLD blocked would leave tor's exit unreaped. */
-    sigset_t ours;
-    sigemptyset(&ours);
-    sigaddset(&ours, SIGCHLD);
-    sigaddset(&ours, SIGTERM);
-    sigaddset(&ours, SIGINT);
-    sigaddset(&ours, SIGHUP);
-    sigprocmask(SIG_UNBLOCK, &ours, NULL);
 }
 
 /* Create the objects that start nothing yet. Return 0, or -1 (out of memory, logged). */
@@ -338,19 +302,17 @@ static int daemon_create(struct daemon *d)
     d->started_wall = time(NULL);
     d->status = status_server_new(d->base, &providers);
     d->health = health_set_new(d->base);
-    d->sigterm_ev = evsignal_new(d->base, SIGTERM, daemon_signal_cb, d);
-    d->sigint_ev = evsignal_new(d->base, SIGINT, daemon_signal_cb, d);
-    d->sighup_ev = evsignal_new(d->base, SIGHUP, daemon_signal_cb, d);
     d->shutdown_bound_ev = evtimer_new(d->base, daemon_shutdown_bound_cb, d);
     d->onionloc = onionloc_new(d->base, d->procs, &d->conf->onion_location);
     d->poll_ev = event_new(d->base, -1, EV_PERSIST, daemon_poll_cb, d);
-    if (!d->status || !d->health || !d->sigterm_ev || !d->sigint_ev || !d->sighup_ev || !d->shutdown_bound_ev ||
-        !d->onionloc || !d->poll_ev)
+    if (!d->status || !d->health || !d->shutdown_bound_ev || !d->onionloc || !d->poll_ev)
         goto oom;
-    if (event_add(d->sigterm_ev, NULL) || event_add(d->sigint_ev, NULL) || event_add(d->sighup_ev, NULL)) {
-        log_error("onionfront: cannot set up signal handling");
-        return -1;
-    }
+    for (size_t i = 0; i < sizeof(daemon_signals) / sizeof(daemon_signals[0]); i++)
+        if (!(d->signal_evs[i] = evsignal_new(d->base, daemon_signals[i], daemon_signal_cb, d)) ||
+            event_add(d->signal_evs[i], NULL) < 0) {
+            log_error("onionfront: cannot set up signal handling");
+            return -1;
+        }
     return 0;
 oom:
     log_error("onionfront: out of memory at start-up");
@@ -392,7 +354,7 @@ static int cmd_run(const char *config_path)
 {
     char err[1024];
     struct daemon d = {.config_path = config_path};
-    daemon_prepare_process();
+    proc_prepare_daemon();
     d.conf = config_load_file(config_path, err, sizeof(err));
     if (!d.conf) {
         log_error("onionfront: %s: %s", config_path, err);
@@ -445,12 +407,5 @@ int main(int argc, char **argv)
     int rest = argc - i;
     if (strcmp(cmd, "run") == 0 && rest == 0)
         return cmd_run(config_path);
-    if (strcmp(cmd, "check-config") == 0 && rest <= 1)
-        return cli_check_config(rest == 1 ? argv[i] : config_path);
-    if (strcmp(cmd, "import-key") == 0 && rest == 2)
-        return cli_import_key(config_path, argv[i], argv[i + 1]);
-    if (strcmp(cmd, "status") == 0)
-        return cli_status(config_path, rest, argv + i);
-    cli_usage(stderr);
-    return 2;
+    return cli_command(config_path, cmd, rest, argv + i);
 }

@@ -191,12 +191,38 @@ static void test_status(void **state)
     assert_non_null(strstr(buf, "status.sock"));
 }
 
+/* The dispatch: argument counts checked before a command runs. */
+static void test_command(void **state)
+{
+    struct ctx *c = *state;
+    char buf[2048], want[1024];
+    char *args[] = {c->conf, "x", "y"};
+    capture_begin(c);
+    int rc = cli_command(c->conf, "check-config", 0, args);
+    capture_end(c, "out", buf, sizeof(buf));
+    assert_int_equal(rc, 0);
+    snprintf(want, sizeof(want), "%s: OK (1 service, tor attach)\n", c->conf);
+    assert_string_equal(buf, want);
+    static const struct {
+        const char *cmd;
+        int argc;
+    } bad[] = {{"check-config", 2}, {"import-key", 1}, {"import-key", 3}, {"frobnicate", 0}, {"run", 0}};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        capture_begin(c);
+        rc = cli_command(c->conf, bad[i].cmd, bad[i].argc, args);
+        capture_end(c, "err", buf, sizeof(buf));
+        assert_int_equal(rc, 2);
+        assert_non_null(strstr(buf, "usage: onionfront"));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_check_config, setup, teardown),
         cmocka_unit_test_setup_teardown(test_import_key, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_command, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
