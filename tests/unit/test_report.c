@@ -11,7 +11,8 @@
  * running with the upload confirmed and every pool up: "ok" with no problems, "running: 0 of 1 services
  * reachable"; "services" with the descriptor and verdict of each service; "circuits" with the mode;
  * "backends" with each pool's streams; the metrics text with every module's families (and without a
- * status server). */
+ * status server); a refused service: its whole refusal once in "problems" instead of its upload, "refused"
+ * in "services", not reachable for Onion-Location. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -31,6 +32,7 @@
 #include "sidecar/config.h"
 #include "sidecar/keys.h"
 #include "sidecar/log.h"
+#include "sidecar/onionloc.h"
 #include "sidecar/proc.h"
 #include "sidecar/proxy.h"
 #include "sidecar/report.h"
@@ -278,6 +280,9 @@ static void test_metrics(void **state)
         "onionfront_services{state=\"pending\"} 1\n",
         "onionfront_service_up{service=\"a\"} 0\n",
         "onionfront_status_connections_total{result=\"accepted\"} 0\n",
+        "onionfront_status_connections_total{result=\"over_uid_limit\"} 0\n",
+        "onionfront_service_reapplied_total{service=\"a\"} 0\n",
+        "# TYPE onionfront_metrics_http_connections_total counter\n",
         "# TYPE onionfront_descriptor_uploads_confirmed_total counter\n",
         "# TYPE onionfront_circuits_total counter\n",
         "# TYPE onionfront_tor_mode_ok gauge\n",
@@ -292,6 +297,39 @@ static void test_metrics(void **state)
         assert_null(strstr(text, "\nonionfront_tor_bootstrap_progress ")); /* no sample while unknown */
         free(text);
     }
+}
+
+/* A known service whose key went away is refused (service_id.c): "status" names it once, whole, instead
+ * of its upload; "services" says why; Onion-Location does not list it as reachable. */
+static void test_refused(void **state)
+{
+    struct test *x = *state;
+    static const struct fake_ctl_step script[] = {{FAKE_CTL_PAUSE, NULL, 1}};
+    make_parts(x, SVC_A, script, ARRAY_LEN(script));
+    char path[256], err[512], problems[4096];
+    snprintf(path, sizeof(path), "%s/state/keys/a", x->dir);
+    assert_int_equal(rename(path, strcat(strcpy(err, path), ".gone")), 0);
+    assert_int_equal(service_ids_reconfigure(x->ids, x->conf, err, sizeof(err)), 0);
+    const char *why = service_id_refusal(service_ids_at(x->ids, 0));
+    assert_non_null(why);
+    assert_true(strlen(why) > 512); /* longer than a formatted problem: it must not be cut */
+
+    json_t *st = report_status_json(&x->src);
+    problems_of(st, problems, sizeof(problems));
+    char want[4096];
+    snprintf(want, sizeof(want), "%s|tor is stopped|service a port 81: no backend is up|", why);
+    assert_string_equal(problems, want);
+    json_decref(st);
+    json_t *svcs = report_services_json(&x->src);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(svcs, 0), "refused")), why);
+    assert_true(json_is_null(json_object_get(json_array_get(svcs, 0), "address")));
+    json_decref(svcs);
+    struct onionloc_entry entries[2];
+    size_t reachable = 9;
+    assert_int_equal(report_reachability(&x->src, entries, 2, &reachable), 1);
+    assert_int_equal(reachable, 0);
+    assert_false(entries[0].reachable);
+    assert_string_equal(entries[0].svc->name, "a");
 }
 
 static bool uploaded(void *arg)
@@ -350,6 +388,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_before_tor, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_running_ok, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
