@@ -159,13 +159,10 @@ ofs -c "$config" >/dev/null 2>"$OF_TMP/down.err"
 rc=$?
 of_check "'onionfront status' exits 1 when onionfront is not running" test "$rc" -eq 1
 of_check "... and says so" grep -q "onionfront is not running" "$OF_TMP/down.err"
-# tor's lines keep tor's level: its deliberate warnings (non-anonymous mode; root, as the test runs it;
-# the private network's DirAuthority and TestingTorNetwork) are expected; the refused reloads above
+# tor's deliberate warnings (lib.sh: OF_TOR_EXPECTED_WARNINGS) are expected; the refused reloads above
 # are logged as errors on purpose.
-tor_expected='HiddenServiceNonAnonymousMode is set|This copy of Tor was compiled or configured to run in a '
-tor_expected+='non-anonymous mode|You are running Tor as root|You have used DirAuthority|TestingTorNetwork is set'
 of_check "no warnings in onionfront's log (besides the non-anonymity ones and the refused reloads)" \
   bash -c "! grep -E '^[0-9-]+ [0-9:.]+ \[(warn|error)\]' '$log' | grep -v 'NOT location-hidden' | grep -v '\] reload: ' |
-    grep -Ev '\] tor: .* \[warn\] ($tor_expected)'"
+    grep -Ev '\] tor: .* \[warn\] ($OF_TOR_EXPECTED_WARNINGS)'"
 of_check "no sanitizer report in onionfront's log" bash -c "! grep -E 'ERROR: (Address|Leak)Sanitizer|runtime error' '$log'"
 of_summary
