@@ -20,8 +20,9 @@
 #     D2 it swaps the data-path and status sockets for symlinks to a root-only file right after bind()
 #        (a preloaded shim, build/test/slowfs.so, widens the window of a chmod/chown by name): the file
 #        keeps its owner, group and mode;
-#     D3 it makes a service's hostname a symlink to a root-only file, then a FIFO: the start is refused
-#        at once, naming the file, without the file's content in the output;
+#     D3 it makes a service's hostname a symlink to a root-only file, then a FIFO: that known service is
+#        refused at once (the address record: never handed to tor, which would make a new key), naming
+#        the file, without the file's content in the log, and onionfront does not block on the FIFO;
 #     D4 it writes into tor.pid the pid of a root process whose command line names the torrc (tail -f
 #        on it, as an editor would): onionfront leaves that process alone.
 #  E. a run_dir with '#' or a space is refused by check-config in attach mode, naming run_dir.
@@ -381,17 +382,19 @@ chown 0:0 "$d/rootonly/secret"
 chmod 600 "$d/rootonly/secret"
 
 # D3. hostname made a symlink to the root-only file, then a FIFO, by tor's user (it owns the key
-# directory). The start is refused, naming the file; the secret never reaches the log; no open blocks.
+# directory). alpha is a known service (the address record has it), so its key is unusable: the service
+# is refused, naming the file; the secret never reaches the log; no open blocks (SIGTERM ends it).
 keydir=$d/state/keys/alpha
 for plant in symlink fifo; do
   "${AS_ATK[@]}" bash -c 'rm -f "$1/hostname"; if [[ $2 == symlink ]]; then ln -s "$3" "$1/hostname"; else mkfifo "$1/hostname"; fi' \
     _ "$keydir" "$plant" "$d/rootonly/secret"
-  out=$(timeout -k 5 60 "$OF_BIN" -c "$d/onionfront.json" run 2>&1) # -k: a blocked open ignores SIGTERM
-  rc=$?
-  of_check "D3: hostname as a $plant: onionfront refuses to start (exit 1, not stuck)" test "$rc" -eq 1
-  of_check "D3: ... naming $keydir/hostname" grep -q "$keydir/hostname" <<<"$out"
-  of_check "D3: ... without the content of the file the $plant leads to" bash -c '! grep -q TOPSECRET <<<"$1"' _ "$out"
-  [[ $rc -eq 1 ]] || printf '%s\n' "$out" | tail -n 5 >&2
+  log_d3=$OF_TMP/d3-$plant.log
+  of_start_onionfront "$d/onionfront.json" "$log_d3"
+  of_check "D3: hostname as a $plant: the service is refused, naming $keydir/hostname" \
+    of_wait_log "$log_d3" "service alpha: REFUSED: .*$keydir/hostname" 30
+  of_stop_onionfront
+  of_check "D3: ... onionfront still answers SIGTERM (exit 0, no open blocked on it)" test $? -eq 0
+  of_check "D3: ... without the content of the file the $plant leads to" bash -c '! grep -q TOPSECRET "$1"' _ "$log_d3"
 done
 "${AS_ATK[@]}" rm -f "$keydir/hostname"
 
