@@ -77,6 +77,7 @@ any_failed=0
 echo "stress-make-test: $RUNS run(s) of 'make $MAKE_TARGET' on fresh clones of $head, each beside $HOG_PROCS busy processes"
 for ((run = 1; run <= RUNS; run++)); do
   work=$(mktemp -d /tmp/onionfront-stress.XXXXXX) || exit 2
+  chmod 755 "$work" # tests run the daemon as other users too (test_privilege C1 as nobody), as in a clone CI makes
   clone=$work/onionfront
   log=$work/make.log
   # A clone of the repository's branches, then HEAD's commit checked out detached (a worktree's HEAD
