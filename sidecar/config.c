@@ -759,11 +759,20 @@ static int config_check_torrc_line(const char *s, size_t len, char *why, size_t 
     return 0;
 }
 
+/* The config file's names of each enum, in the enum's order: the parse tables (config_get_enum) and the
+ * stringers (config_name) both read these. */
+static const char *const config_tor_modes[] = {"spawn", "attach", NULL};
+static const char *const config_health_types[] = {"tcp", "http", "https", "none", NULL};
+static const char *const config_health_methods[] = {"GET", "HEAD", "OPTIONS", NULL};
+static const char *const config_balance_names[] = {"round_robin", "least_conn", "circuit", NULL};
+static const char *const config_log_level_names[] = {"debug", "info", "notice", "warn", "error", NULL};
+static const char *const config_log_format_names[] = {"text", "json", NULL};
+static const char *const config_addr_kinds[] = {"inet", "unix", NULL};
+
 static int config_parse_tor(struct config_ctx *c, json_t *o, struct config *cfg)
 {
     static const char *const keys[] = {"mode", "binary", "control_socket", "user", "bootstrap_timeout",
                                        "command_timeout", "restart_backoff_max", "extra_torrc", NULL};
-    static const char *const modes[] = {"spawn", "attach", NULL};
     struct tor_conf *t = &cfg->tor;
     json_t *empty = NULL;
     int rc = -1;
@@ -780,7 +789,7 @@ static int config_parse_tor(struct config_ctx *c, json_t *o, struct config *cfg)
     if (config_check_object(c, "tor", o) < 0 || config_check_keys(c, "tor", o, keys) < 0)
         goto out;
     int mode = TOR_MODE_SPAWN;
-    if (config_get_enum(c, "tor", o, "mode", modes, &mode) < 0)
+    if (config_get_enum(c, "tor", o, "mode", config_tor_modes, &mode) < 0)
         goto out;
     t->mode = (enum tor_mode)mode;
     bool spawn = t->mode == TOR_MODE_SPAWN;
@@ -895,11 +904,6 @@ out:
 
 /* ---- services ------------------------------------------------------------------------------------ */
 
-static const char *const config_health_types[] = {"tcp", "http", "https", "none", NULL};
-static const char *const config_health_methods[] = {"GET", "HEAD", "OPTIONS", NULL};
-static const char *const config_balance_names[] = {"round_robin", "least_conn", "circuit", NULL};
-static const char *const config_log_level_names[] = {"debug", "info", "notice", "warn", "error", NULL};
-static const char *const config_log_format_names[] = {"text", "json", NULL};
 
 /* health.tls_verify and health.ca_file of an https check. */
 static int config_parse_health_tls(struct config_ctx *c, const char *obj, json_t *o, struct health_conf *h)
@@ -1609,70 +1613,80 @@ bool service_conf_equal(const struct service_conf *a, const struct service_conf 
     return true;
 }
 
+/* Two optional strings: both unset, or both set and equal. */
+static bool config_str_equal(const char *a, const char *b)
+{
+    return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+const char *config_restart_needed(const struct config *a, const struct config *b)
+{
+    if (!config_str_equal(a->state_dir, b->state_dir))
+        return "state_dir";
+    if (!config_str_equal(a->run_dir, b->run_dir))
+        return "run_dir";
+    if (a->tor.mode != b->tor.mode)
+        return "tor.mode";
+    if (!config_str_equal(a->tor.binary, b->tor.binary))
+        return "tor.binary";
+    if (!config_str_equal(a->tor.control_socket, b->tor.control_socket))
+        return "tor.control_socket";
+    if (!config_str_equal(a->tor.user, b->tor.user))
+        return "tor.user";
+    if (!config_str_equal(a->status.socket, b->status.socket))
+        return "status.socket";
+    if (a->metrics.enabled != b->metrics.enabled || strcmp(a->metrics.listen, b->metrics.listen) != 0)
+        return "metrics.listen";
+    if (a->tor.n_extra_torrc != b->tor.n_extra_torrc)
+        return "tor.extra_torrc";
+    for (size_t i = 0; i < a->tor.n_extra_torrc; i++)
+        if (!config_str_equal(a->tor.extra_torrc[i], b->tor.extra_torrc[i]))
+            return "tor.extra_torrc";
+    return NULL;
+}
+
 /* ---- stringers ----------------------------------------------------------------------------------- */
+
+/* The name of value `v` in a NULL-terminated table, or "unknown". */
+static const char *config_name(const char *const *table, unsigned v)
+{
+    for (unsigned i = 0; table[i]; i++)
+        if (i == v)
+            return table[i];
+    return "unknown";
+}
 
 const char *balance_policy_str(enum balance_policy p)
 {
-    switch (p) {
-    case BALANCE_ROUND_ROBIN: return "round_robin";
-    case BALANCE_LEAST_CONN: return "least_conn";
-    case BALANCE_CIRCUIT: return "circuit";
-    }
-    return "unknown";
+    return config_name(config_balance_names, p);
 }
 
 const char *health_type_str(enum health_type t)
 {
-    switch (t) {
-    case HEALTH_TCP: return "tcp";
-    case HEALTH_HTTP: return "http";
-    case HEALTH_HTTPS: return "https";
-    case HEALTH_NONE: return "none";
-    }
-    return "unknown";
+    return config_name(config_health_types, t);
 }
 
 const char *health_method_str(enum health_method m)
 {
-    switch (m) {
-    case HEALTH_METHOD_GET: return "GET";
-    case HEALTH_METHOD_HEAD: return "HEAD";
-    case HEALTH_METHOD_OPTIONS: return "OPTIONS";
-    }
-    return "unknown";
+    return config_name(config_health_methods, m);
 }
 
 const char *tor_mode_str(enum tor_mode m)
 {
-    switch (m) {
-    case TOR_MODE_SPAWN: return "spawn";
-    case TOR_MODE_ATTACH: return "attach";
-    }
-    return "unknown";
+    return config_name(config_tor_modes, m);
 }
 
 const char *config_log_level_str(enum config_log_level l)
 {
-    switch (l) {
-    case CONFIG_LOG_DEBUG: return "debug";
-    case CONFIG_LOG_INFO: return "info";
-    case CONFIG_LOG_NOTICE: return "notice";
-    case CONFIG_LOG_WARN: return "warn";
-    case CONFIG_LOG_ERROR: return "error";
-    }
-    return "unknown";
+    return config_name(config_log_level_names, l);
 }
 
 const char *config_log_format_str(enum config_log_format f)
 {
-    return (unsigned)f <= CONFIG_LOG_FORMAT_JSON ? config_log_format_names[f] : "unknown";
+    return config_name(config_log_format_names, f);
 }
 
 const char *backend_addr_kind_str(enum backend_addr_kind k)
 {
-    switch (k) {
-    case BACKEND_ADDR_INET: return "inet";
-    case BACKEND_ADDR_UNIX: return "unix";
-    }
-    return "unknown";
+    return config_name(config_addr_kinds, k);
 }

@@ -231,6 +231,11 @@ bool service_conf_tor_equal(const struct service_conf *a, const struct service_c
  * at load time, so the data-path sockets under it are always usable. */
 bool config_is_plain_path(const char *s);
 
+/* A reload from `a` to `b`: the first setting that cannot change without restarting onionfront (and
+ * its tor), as the config file spells it ("tor.binary", "status.socket" ...), or NULL if `b` can be
+ * applied to the running daemon. */
+const char *config_restart_needed(const struct config *a, const struct config *b);
+
 /* Stringers: the config file's spelling of each value ("round_robin", "http", "spawn", ...). */
 const char *balance_policy_str(enum balance_policy p);
 const char *health_type_str(enum health_type t);

@@ -16,6 +16,7 @@
 #include "controlproto/cp_event.h"
 #include "controlproto/cp_reply.h"
 #include "sidecar/clock.h"
+#include "sidecar/keys.h"
 #include "sidecar/log.h"
 #include "sidecar/metrics.h"
 
@@ -222,7 +223,7 @@ static struct desc_service *svc_find(const struct descriptor_tracker *t, const c
     if (!address)
         return NULL;
     for (size_t i = 0; i < t->n; i++)
-        if (strcmp(t->svcs[i]->address, address) == 0)
+        if (onion_address_equal(t->svcs[i]->address, address))
             return t->svcs[i];
     return NULL;
 }
@@ -1243,12 +1244,12 @@ int descriptor_tracker_set_services(struct descriptor_tracker *t, const char *co
             continue; /* no key loaded yet */
         bool dup = false;
         for (size_t j = 0; j < k && !dup; j++)
-            dup = strcmp(next[j]->address, addresses[i]) == 0;
+            dup = onion_address_equal(next[j]->address, addresses[i]);
         if (dup)
             continue;
         struct desc_service *s = NULL;
         for (size_t j = 0; j < t->n && !s; j++)
-            if (!kept[j] && strcmp(t->svcs[j]->address, addresses[i]) == 0) {
+            if (!kept[j] && onion_address_equal(t->svcs[j]->address, addresses[i])) {
                 s = t->svcs[j];
                 kept[j] = true;
             }

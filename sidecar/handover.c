@@ -15,7 +15,7 @@
 
 #include "sidecar/config.h"
 #include "sidecar/fsutil.h"
-#include "sidecar/service.h"
+#include "sidecar/service_id.h"
 
 /* Directories tor's User passes through but must not change. */
 #define HANDOVER_PASSAGE_MODE 0710
@@ -88,8 +88,8 @@ int handover_apply(const struct config *c, long attached_uid, char *err, size_t 
         const struct service_conf *sc = &c->services[i];
         char kerr[768];
         /* A key is created only for a service the address record does not know; a known service whose
-         * key is missing or different is refused (0) and not handed over: the service manager says why. */
-        int rc = service_key_prepare(c, sc, kerr, sizeof(kerr));
+         * key is missing or different is refused (0) and not handed over: service_ids says why. */
+        int rc = service_id_prepare_key(c, sc, kerr, sizeof(kerr));
         if (rc == 1)
             rc = fs_chown_tree(sc->key_dir, uid, gid, kerr, sizeof(kerr));
         if (rc < 0) {

@@ -28,7 +28,7 @@ int handover_tor_owner(const struct config *c, long attached_uid, uid_t *uid, gi
 /* Apply the rule above for `c`: create the directories if needed, make the passage directories this
  * user's with tor's group and mode 0710, and give tor's own directories (with all they hold) and every
  * service's key directory to tor's user — creating a key that does not exist yet for a service the
- * address record does not know (service_key_prepare; a refused service is not handed over), so a service
+ * address record does not know (service_id_prepare_key; a refused service is not handed over), so a service
  * added by a reload is tor's before tor hears of it. A layout from an older onionfront, which gave state_dir
  * itself to tor's user, is taken back. Return 0 (also when there is nothing to hand over), or -1 with
  * a message. */

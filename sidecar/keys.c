@@ -63,6 +63,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -147,6 +148,19 @@ void onion_key_forget_secret(struct onion_key *k)
         return;
     OPENSSL_cleanse(k->secret_key, sizeof k->secret_key);
     k->has_secret = false;
+}
+
+/* The length of `a` without a ".onion" suffix. */
+static size_t onion_address_len(const char *a)
+{
+    size_t n = strlen(a);
+    return n >= 6 && strcasecmp(a + n - 6, ".onion") == 0 ? n - 6 : n;
+}
+
+bool onion_address_equal(const char *a, const char *b)
+{
+    size_t n = onion_address_len(a);
+    return n == onion_address_len(b) && strncasecmp(a, b, n) == 0;
 }
 
 void onion_key_clear(struct onion_key *k)

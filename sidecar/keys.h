@@ -84,6 +84,11 @@ int keys_secret_file_decode(const unsigned char *buf, size_t len, const char *wh
 /* Wipe the secret key of `k` (OPENSSL_cleanse) and clear has_secret; the public part stays. */
 void onion_key_forget_secret(struct onion_key *k);
 
+/* True if `a` and `b` are the same onion address: the same characters (base32 is case-insensitive), each
+ * with or without ".onion". The one comparison of addresses: tor's events, the config and the keys meet
+ * here. */
+bool onion_address_equal(const char *a, const char *b);
+
 /* Wipe all of `k`. NULL is a no-op. */
 void onion_key_clear(struct onion_key *k);
 

@@ -11,8 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "sidecar/fdbudget.h"
+#include "sidecar/log.h"
 
 extern char **environ;
 
@@ -297,4 +301,32 @@ void proc_free(struct proc *p)
     if (p->out)
         bufferevent_free(p->out);
     free(p);
+}
+
+void proc_prepare_daemon(void)
+{
+    /* Keys pass through this process's memory: keep them out of core dumps and ptrace by other users. */
+    if (prctl(PR_SET_DUMPABLE, 0) < 0)
+        log_warn("onionfront: prctl(PR_SET_DUMPABLE)");
+    signal(SIGPIPE, SIG_IGN);
+    /* A blocked mask survives exec: a parent that left SIGTERM or SIGHUP blocked would make the operator's
+     * stop and reload wait forever, SIGCHLD blocked would leave tor's exit unreaped. */
+    sigset_t ours;
+    sigemptyset(&ours);
+    sigaddset(&ours, SIGCHLD);
+    sigaddset(&ours, SIGTERM);
+    sigaddset(&ours, SIGINT);
+    sigaddset(&ours, SIGHUP);
+    sigprocmask(SIG_UNBLOCK, &ours, NULL);
+}
+
+void proc_raise_fd_limit(void)
+{
+    char err[256];
+    rlim_t was, now;
+    if (fdbudget_raise_limit(&was, &now, err, sizeof(err)) < 0)
+        log_notice("onionfront: %s", err);
+    else if (now != was)
+        log_info("onionfront: file descriptor limit raised from %llu to %llu", (unsigned long long)was,
+                 (unsigned long long)now);
 }

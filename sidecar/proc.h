@@ -23,6 +23,15 @@ typedef void (*proc_line_cb)(struct proc *p, const char *line, void *arg);
  * proc_free(). */
 typedef void (*proc_exit_cb)(struct proc *p, int wstatus, void *arg);
 
+/* Set up the daemon's process before anything else: not dumpable (keys pass through its memory: keep
+ * them out of core dumps and ptrace by other users), SIGPIPE ignored, and SIGCHLD, SIGTERM, SIGINT and
+ * SIGHUP unblocked (a mask a parent left blocked survives exec). */
+void proc_prepare_daemon(void);
+
+/* Raise RLIMIT_NOFILE's soft limit to its hard limit (fdbudget.h: the descriptor budget is taken from
+ * it); logs the change, or why not. After the log is configured. */
+void proc_raise_fd_limit(void);
+
 struct proc_mgr *proc_mgr_new(struct event_base *base);
 /* Free the manager. Children still running are killed (SIGKILL) and reaped. NULL is a no-op. */
 void proc_mgr_free(struct proc_mgr *m);

@@ -32,6 +32,7 @@ struct sdnotify {
     sdnotify_healthy_fn healthy;
     void *healthy_arg;
     unsigned long pings;
+    char last_status[512];     /* the last text sent by sdnotify_update */
     struct timespec last_tick; /* CLOCK_MONOTONIC of the previous timer run */
     bool ping_failing;         /* log a failing ping once, not every interval */
 };
@@ -181,6 +182,21 @@ int sdnotify_status(struct sdnotify *n, const char *prefix, char *err, size_t er
         if (*p == '\n' || *p == '\r')
             *p = ' ';
     return sdnotify_send(n, msg, err, errlen);
+}
+
+void sdnotify_update(struct sdnotify *n, const char *prefix, const char *fmt, ...)
+{
+    char text[512], err[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    if (n && !prefix && strcmp(text, n->last_status) == 0)
+        return;
+    if (n)
+        memcpy(n->last_status, text, sizeof(text));
+    if (sdnotify_status(n, prefix, err, sizeof(err), "%s", text) < 0)
+        log_debug("sdnotify: %s", err);
 }
 
 uint64_t sdnotify_watchdog_usec(const struct sdnotify *n)

@@ -45,6 +45,11 @@ int sdnotify_send(struct sdnotify *n, const char *msg, char *err, size_t errlen)
 int sdnotify_status(struct sdnotify *n, const char *prefix, char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
+/* Tell systemd the daemon's state: like sdnotify_status, but without a `prefix` only when the text
+ * differs from the last one sent this way (a status line polled every second is sent on change). A
+ * failure is logged at debug: systemd's view is informative, onionfront runs on if it cannot be told. */
+void sdnotify_update(struct sdnotify *n, const char *prefix, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* The watchdog interval systemd asked for in microseconds, 0 if none (or not for this process). */
 uint64_t sdnotify_watchdog_usec(const struct sdnotify *n);
 

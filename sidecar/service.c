@@ -1,4 +1,4 @@
-/* service.c — keys, addresses and SETCONF publication of onionfront's services (see service.h). */
+/* service.c — SETCONF publication of onionfront's services on one tor (see service.h). */
 #include "sidecar/service.h"
 
 #include <stdio.h>
@@ -9,19 +9,16 @@
 #include "controlproto/cp_cmd.h"
 #include "controlproto/cp_conn.h"
 #include "controlproto/cp_event.h"
-#include "sidecar/addrbook.h"
 #include "sidecar/config.h"
 #include "sidecar/keys.h"
 #include "sidecar/log.h"
 #include "sidecar/metrics.h"
 #include "sidecar/proxy.h"
+#include "sidecar/service_id.h"
 
+/* What this tor did with one service (its identity is service_ids' entry at the same index). */
 struct service {
-    const struct service_conf *conf; /* borrowed from the current config */
-    char address[64];                /* without ".onion"; "" while refused */
-    char refused[2048];              /* why the service is not handed to tor (addrbook.h), or "" */
-    bool uploaded;                   /* first HS_DESC UPLOADED seen */
-    bool publication_recorded;       /* its first upload is in the address record */
+    bool uploaded;                   /* first HS_DESC UPLOADED seen on this connection */
     unsigned uploads;
     bool in_tor;                     /* listed in tor's last GETCONF HiddenServiceOptions answer */
     unsigned reapplied;              /* times tor dropped it (a reload) and it was handed back */
@@ -29,7 +26,8 @@ struct service {
 
 struct service_mgr {
     const struct config *conf;
-    struct service *services;
+    struct service_ids *ids;   /* the services' identities, in config order (borrowed) */
+    struct service *services;  /* parallel to ids */
     size_t n;
     struct cp_conn *conn;
     struct cp_info foreign; /* the attached tor's own HiddenService* lines, kept in every SETCONF */
@@ -52,27 +50,32 @@ static double service_since(const struct timespec *t0)
     return (double)(now.tv_sec - t0->tv_sec) + (double)(now.tv_nsec - t0->tv_nsec) / 1e9;
 }
 
-struct service_mgr *service_mgr_new(const struct config *conf)
+struct service_mgr *service_mgr_new(const struct config *conf, struct service_ids *ids)
 {
     struct service_mgr *m = calloc(1, sizeof(*m));
     if (!m)
         return NULL;
     m->conf = conf;
+    m->ids = ids;
     m->n = conf->n_services;
     m->services = calloc(m->n ? m->n : 1, sizeof(*m->services));
     if (!m->services) {
         free(m);
         return NULL;
     }
-    for (size_t i = 0; i < m->n; i++)
-        m->services[i].conf = &conf->services[i];
     return m;
 }
 
-/* Is `s` handed to tor? */
-static bool service_in_tor(const struct service *s)
+/* The i-th service's identity. */
+static const struct service_id *service_id_at(const struct service_mgr *m, size_t i)
 {
-    return !s->refused[0];
+    return service_ids_at(m->ids, i);
+}
+
+/* Is the i-th service handed to tor (not refused)? */
+static bool service_in_tor(const struct service_mgr *m, size_t i)
+{
+    return !service_id_refusal(service_id_at(m, i));
 }
 
 void service_mgr_free(struct service_mgr *m)
@@ -84,103 +87,6 @@ void service_mgr_free(struct service_mgr *m)
     free(m);
 }
 
-/* The one rule for a service's key, against the address record `book` (addrbook.h): a service the record
- * knows must have the recorded key (loaded, never created); a new one gets its key loaded or created,
- * and recorded (*book_changed set). The secret is wiped at once: tor reads the key files itself.
- * Return 1 with the address in `address` (KEYS_ADDRESS_SIZE bytes), 0 if the service is refused (the
- * reason in `refusal`), or -1 with an error naming the service (a new service's key cannot be made). */
-static int service_key_check(struct addrbook *book, const struct service_conf *sc, char *address,
-                             bool *book_changed, char *refusal, size_t refusal_len, char *err, size_t errlen)
-{
-    struct onion_key key;
-    bool created = false;
-    char kerr[768];
-    if (!addrbook_address(book, sc->name)) {
-        if (keys_load_or_create(sc->key_dir, &key, &created, kerr, sizeof(kerr)) < 0) {
-            snprintf(err, errlen, "service %s: %s", sc->name, kerr);
-            return -1;
-        }
-        snprintf(address, KEYS_ADDRESS_SIZE, "%s", key.address);
-        onion_key_clear(&key);
-        if (addrbook_note_key(book, sc->name, address, created ? ADDRBOOK_CREATED : ADDRBOOK_LOADED, time(NULL),
-                              err, errlen) < 0)
-            return -1;
-        *book_changed = true;
-        if (created)
-            log_notice_f(LOG_SERVICE(sc->name), "service %s: created a new key, address %s.onion (a new service; recorded in %s)", sc->name,
-                       address, addrbook_path(book));
-        else
-            log_notice_f(LOG_SERVICE(sc->name), "service %s: found its key, address %s.onion (recorded in %s)", sc->name, address,
-                       addrbook_path(book));
-        return 1;
-    }
-    int rc = keys_load(sc->key_dir, &key, kerr, sizeof(kerr));
-    enum addrbook_verdict v =
-        addrbook_check(book, sc->name, sc->key_dir, rc == 0 ? key.address : NULL, kerr, refusal, refusal_len);
-    if (v == ADDRBOOK_SAME)
-        snprintf(address, KEYS_ADDRESS_SIZE, "%s", key.address);
-    onion_key_clear(&key);
-    return v == ADDRBOOK_SAME ? 1 : 0;
-}
-
-/* Save `book` if `changed`. Return 0, or -1 with a message. */
-static int service_book_save(const struct addrbook *book, bool changed, char *err, size_t errlen)
-{
-    char serr[512];
-    if (!changed || addrbook_save(book, serr, sizeof(serr)) == 0)
-        return 0;
-    snprintf(err, errlen, "cannot record the services' addresses: %s", serr);
-    return -1;
-}
-
-int service_key_prepare(const struct config *conf, const struct service_conf *sc, char *err, size_t errlen)
-{
-    char address[KEYS_ADDRESS_SIZE], refusal[2048];
-    bool changed = false;
-    struct addrbook *book = addrbook_load(conf->state_dir, err, errlen);
-    if (!book)
-        return -1;
-    int rc = service_key_check(book, sc, address, &changed, refusal, sizeof(refusal), err, errlen);
-    if (rc >= 0 && service_book_save(book, changed, err, errlen) < 0)
-        rc = -1;
-    addrbook_free(book);
-    return rc;
-}
-
-/* Check `s`'s key against `book` and set its address, or its refusal (logged). Return 0 (also when
- * refused), or -1 with an error. */
-static int service_load_key(struct service *s, struct addrbook *book, bool *book_changed, char *err, size_t errlen)
-{
-    s->refused[0] = '\0';
-    int rc = service_key_check(book, s->conf, s->address, book_changed, s->refused, sizeof(s->refused), err, errlen);
-    if (rc < 0)
-        return -1;
-    if (rc == 0) {
-        s->address[0] = '\0';
-        log_error_f(LOG_SERVICE(s->conf->name), "%s", s->refused);
-    }
-    return 0;
-}
-
-int service_mgr_load_keys(struct service_mgr *m, char *err, size_t errlen)
-{
-    bool changed = false;
-    int rc = 0;
-    struct addrbook *book = addrbook_load(m->conf->state_dir, err, errlen);
-    if (!book)
-        return -1;
-    for (size_t i = 0; i < m->n && rc == 0; i++) {
-        struct service *s = &m->services[i];
-        rc = service_load_key(s, book, &changed, err, errlen);
-        if (rc == 0 && service_in_tor(s))
-            log_info_f(LOG_SERVICE(s->conf->name), "service %s: loaded its key, address %s.onion", s->conf->name, s->address);
-    }
-    if (service_book_save(book, changed, err, errlen) < 0)
-        rc = -1;
-    addrbook_free(book);
-    return rc;
-}
-
 static void service_publish(struct service_mgr *m);
 
 int service_mgr_reconfigure(struct service_mgr *m, const struct config *conf, bool *tor_changed, char *err,
@@ -188,55 +94,27 @@ int service_mgr_reconfigure(struct service_mgr *m, const struct config *conf, bo
 {
     size_t n = conf->n_services;
     struct service *next = calloc(n ? n : 1, sizeof(*next));
-    bool changed = false, book_changed = false;
-    struct addrbook *book = next ? addrbook_load(conf->state_dir, err, errlen) : NULL;
-    if (!next || !book) {
-        if (!next)
-            snprintf(err, errlen, "out of memory");
-        free(next);
+    bool changed = false;
+    if (!next) {
+        snprintf(err, errlen, "out of memory");
         return -1;
     }
-    /* Every service's key is checked again, kept ones too: a key directory may have gone since, or a key
-     * been replaced on purpose (onionfront new-key), and tor re-reads every key on a SETCONF. */
+    /* m->conf is still the running config: compare what tor saw with what it is to see. A service whose
+     * identity changed (new, another key directory or address, refused or accepted) changes tor's view;
+     * a refused one before and after does not. */
     for (size_t i = 0; i < n; i++) {
         const struct service_conf *sc = &conf->services[i];
-        const struct service *old = NULL;
-        for (size_t j = 0; j < m->n; j++)
-            if (strcmp(m->services[j].conf->name, sc->name) == 0)
-                old = &m->services[j];
-        next[i].conf = sc;
-        if (service_load_key(&next[i], book, &book_changed, err, errlen) < 0) {
-            free(next);
-            addrbook_free(book);
-            return -1;
-        }
-        bool was_in_tor = old && service_in_tor(old), in_tor = service_in_tor(&next[i]);
-        if (was_in_tor && in_tor && strcmp(old->conf->key_dir, sc->key_dir) == 0 &&
-            strcmp(old->address, next[i].address) == 0) {
-            next[i].uploaded = old->uploaded; /* the same service in tor: keeps its upload state */
-            next[i].uploads = old->uploads;
-            next[i].publication_recorded = old->publication_recorded;
-            if (!service_conf_tor_equal(old->conf, sc))
-                changed = true;
+        const struct service_conf *old = config_find_service(m->conf, sc->name);
+        const struct service_id *id = service_ids_at(m->ids, i);
+        if (old && id->kept) {
+            next[i] = m->services[old - m->conf->services]; /* the same service in tor: keeps its state */
+            changed = changed || (!service_id_refusal(id) && !service_conf_tor_equal(old, sc));
         } else {
-            changed = changed || was_in_tor || in_tor;
-            if (in_tor)
-                log_info_f(LOG_SERVICE(sc->name), "service %s: loaded its key, address %s.onion", sc->name, next[i].address);
+            changed = true;
         }
     }
-    if (service_book_save(book, book_changed, err, errlen) < 0) {
-        free(next);
-        addrbook_free(book);
-        return -1;
-    }
-    addrbook_free(book);
-    for (size_t j = 0; j < m->n; j++) {
-        if (!config_find_service(conf, m->services[j].conf->name)) {
-            changed = changed || service_in_tor(&m->services[j]);
-            log_info_f(LOG_SERVICE(m->services[j].conf->name), "service %s: removed (%s.onion)",
-                       m->services[j].conf->name, m->services[j].address);
-        }
-    }
+    for (size_t j = 0; j < m->n; j++)
+        changed = changed || !config_find_service(conf, m->conf->services[j].name);
     free(m->services);
     m->services = next;
     m->n = n;
@@ -267,7 +145,7 @@ static int service_port_line(const struct config *c, const struct service_conf *
 static struct service *service_by_dir(struct service_mgr *m, const char *dir)
 {
     for (size_t i = 0; i < m->n; i++)
-        if (strcmp(m->services[i].conf->key_dir, dir) == 0)
+        if (strcmp(service_id_at(m, i)->conf->key_dir, dir) == 0)
             return &m->services[i];
     return NULL;
 }
@@ -278,7 +156,7 @@ static char *service_setconf_cmd(const struct service_mgr *m, bool ours, char *e
 {
     size_t cap = m->foreign.n + 1;
     for (size_t i = 0; ours && i < m->n; i++)
-        cap += 3 + m->services[i].conf->n_ports; /* Dir, one Port per virtual port, MaxStreams, ExportCircuitID */
+        cap += 3 + service_id_at(m, i)->conf->n_ports; /* Dir, one Port per virtual port, MaxStreams, ExportCircuitID */
     struct cp_conf_item *items = calloc(cap, sizeof(*items));
     char **owned = calloc(cap, sizeof(*owned));
     char *cmd = NULL;
@@ -294,8 +172,8 @@ static char *service_setconf_cmd(const struct service_mgr *m, bool ours, char *e
         n++;
     }
     for (size_t i = 0; ours && i < m->n; i++) {
-        const struct service_conf *sc = m->services[i].conf;
-        if (!service_in_tor(&m->services[i]))
+        const struct service_conf *sc = service_id_at(m, i)->conf;
+        if (!service_in_tor(m, i))
             continue; /* refused: tor would make it a new key */
         items[n].key = "HiddenServiceDir";
         items[n].value = sc->key_dir;
@@ -358,43 +236,12 @@ static void service_setconf_cb(struct cp_conn *c, const struct cp_reply *r, cons
     log_info("services: %zu service%s handed to tor", m->n, m->n == 1 ? "" : "s");
 }
 
-/* Just before `s` is handed to tor (again: a restarted tor, a reload): its key directory must still
- * hold the key of the address onionfront publishes, since tor creates a new key where it finds none.
- * Otherwise refuse the service (logged) until the next reload checks it against the record again. */
-static void service_verify_key(struct service *s)
-{
-    struct onion_key key;
-    char kerr[768];
-    if (!service_in_tor(s))
-        return;
-    int rc = keys_load(s->conf->key_dir, &key, kerr, sizeof(kerr));
-    if (rc == 0 && strcmp(key.address, s->address) == 0) {
-        onion_key_clear(&key);
-        return;
-    }
-    if (rc == 0)
-        snprintf(s->refused, sizeof(s->refused),
-                 "service %s: REFUSED: %s/%s is now the key of %s.onion, not of %s.onion that onionfront publishes. "
-                 "If it was replaced on purpose (onionfront new-key or import-key), reload onionfront to publish "
-                 "it; otherwise put the key of %s.onion back and reload. The other services keep running",
-                 s->conf->name, s->conf->key_dir, KEYS_SECRET_FILE, key.address, s->address, s->address);
-    else
-        snprintf(s->refused, sizeof(s->refused),
-                 "service %s: REFUSED: its key is missing or unusable now (%s); it was published as %s.onion. "
-                 "Restore %s/%s (mount the volume it is on, or copy back a backup; onionfront import-key %s FILE) "
-                 "and reload onionfront. The other services keep running",
-                 s->conf->name, kerr, s->address, s->conf->key_dir, KEYS_SECRET_FILE, s->conf->name);
-    onion_key_clear(&key);
-    log_error_f(LOG_SERVICE(s->conf->name), "%s", s->refused);
-    s->address[0] = '\0';
-    s->uploaded = false;
-}
-
 static void service_publish(struct service_mgr *m)
 {
     char err[512];
     for (size_t i = 0; i < m->n; i++)
-        service_verify_key(&m->services[i]);
+        if (!service_ids_verify_key(m->ids, i))
+            m->services[i].uploaded = false;
     char *cmd = service_setconf_cmd(m, true, err, sizeof(err));
     clock_gettime(CLOCK_MONOTONIC, &m->published_at);
     m->setconfs++;
@@ -546,7 +393,7 @@ static bool service_all_listed(const struct service_mgr *m, const struct cp_info
         bool found = false;
         for (size_t j = 0; j < changed->n && !found; j++)
             found = strcmp(changed->items[j].key, "HiddenServiceDir") == 0 && changed->items[j].value &&
-                    strcmp(changed->items[j].value, m->services[i].conf->key_dir) == 0;
+                    strcmp(changed->items[j].value, service_id_at(m, i)->conf->key_dir) == 0;
         if (!found)
             return false;
     }
@@ -587,23 +434,11 @@ static void service_signal_cb(struct cp_conn *c, const struct cp_reply *ev, void
     service_watch_check(m);
 }
 
-static struct service *service_by_address(struct service_mgr *m, const char *addr)
+/* The index of the service with this address, or m->n. */
+static size_t service_by_address(const struct service_mgr *m, const char *addr)
 {
-    for (size_t i = 0; i < m->n; i++)
-        if (strcmp(m->services[i].address, addr) == 0)
-            return &m->services[i];
-    return NULL;
-}
-
-/* Put the first confirmed upload of `s`'s address into the address record (once per address). */
-static void service_record_publication(const struct service_mgr *m, const struct service *s)
-{
-    char err[768];
-    struct addrbook *book = addrbook_load(m->conf->state_dir, err, sizeof(err));
-    if (!book || (addrbook_note_published(book, s->conf->name, s->address, time(NULL)) == 1 &&
-                  service_book_save(book, true, err, sizeof(err)) < 0))
-        log_error("service %s: cannot record its publication: %s", s->conf->name, err);
-    addrbook_free(book);
+    const struct service_id *id = service_ids_find(m->ids, addr);
+    return id ? (size_t)(id - service_ids_at(m->ids, 0)) : m->n;
 }
 
 static void service_hs_desc_cb(struct cp_conn *c, const struct cp_reply *ev, void *arg)
@@ -616,22 +451,21 @@ static void service_hs_desc_cb(struct cp_conn *c, const struct cp_reply *ev, voi
         log_debug("services: undecodable HS_DESC event: %s", err);
         return;
     }
-    struct service *s = e.address ? service_by_address(m, e.address) : NULL;
+    size_t i = e.address ? service_by_address(m, e.address) : m->n;
+    struct service *s = i < m->n ? &m->services[i] : NULL;
+    const struct service_id *id = service_id_at(m, i);
     if (s && e.action == CP_HS_DESC_UPLOADED) {
         s->uploads++;
-        if (!s->publication_recorded) {
-            s->publication_recorded = true;
-            service_record_publication(m, s);
-        }
+        service_ids_note_published(m->ids, i);
         if (!s->uploaded) {
             s->uploaded = true;
-            log_info_f(LOG_SERVICE(s->conf->name),
+            log_info_f(LOG_SERVICE(id->conf->name),
                        "service %s: descriptor uploaded to HSDir $%s~%s, %.1f s after publishing; %s.onion is "
                        "reachable",
-                       s->conf->name, e.hsdir_fp, e.hsdir_nick, service_since(&m->published_at), s->address);
+                       id->conf->name, e.hsdir_fp, e.hsdir_nick, service_since(&m->published_at), id->address);
         }
     } else if (s && e.action == CP_HS_DESC_FAILED) {
-        log_debug_f(LOG_SERVICE(s->conf->name), "service %s: descriptor upload to $%s failed: %s", s->conf->name,
+        log_debug_f(LOG_SERVICE(id->conf->name), "service %s: descriptor upload to $%s failed: %s", id->conf->name,
                     e.hsdir_fp, e.reason ? e.reason : "unknown reason");
     }
     cp_event_hs_desc_clear(&e);
@@ -713,17 +547,12 @@ size_t service_mgr_count(const struct service_mgr *m)
 
 const char *service_mgr_address(const struct service_mgr *m, size_t i)
 {
-    return i < m->n ? m->services[i].address : "";
+    return i < m->n ? service_id_at(m, i)->address : "";
 }
 
 const char *service_mgr_name(const struct service_mgr *m, size_t i)
 {
-    return i < m->n ? m->services[i].conf->name : "";
-}
-
-const char *service_mgr_refusal(const struct service_mgr *m, size_t i)
-{
-    return i < m->n && !service_in_tor(&m->services[i]) ? m->services[i].refused : NULL;
+    return i < m->n ? service_id_at(m, i)->conf->name : "";
 }
 
 bool service_mgr_uploaded(const struct service_mgr *m, size_t i)
@@ -748,21 +577,22 @@ json_t *service_mgr_to_json(const struct service_mgr *m)
     json_t *arr = json_array();
     for (size_t i = 0; arr && i < m->n; i++) {
         const struct service *s = &m->services[i];
+        const struct service_id *id = service_id_at(m, i);
         json_t *ports = json_array();
-        for (size_t j = 0; ports && j < s->conf->n_ports; j++)
-            if (json_array_append_new(ports, service_port_json(&s->conf->ports[j])) < 0) {
+        for (size_t j = 0; ports && j < id->conf->n_ports; j++)
+            if (json_array_append_new(ports, service_port_json(&id->conf->ports[j])) < 0) {
                 json_decref(ports);
                 ports = NULL;
             }
         char address[80];
-        snprintf(address, sizeof(address), "%s.onion", s->address);
-        json_t *o = ports ? json_pack("{s:s, s:o, s:o, s:b, s:I, s:I}", "name", s->conf->name, "address",
-                                      s->address[0] ? json_string(address) : json_null(), "ports", ports,
+        snprintf(address, sizeof(address), "%s.onion", id->address);
+        json_t *o = ports ? json_pack("{s:s, s:o, s:o, s:b, s:I, s:I}", "name", id->conf->name, "address",
+                                      id->address[0] ? json_string(address) : json_null(), "ports", ports,
                                       "uploaded", s->uploaded, "uploads", (json_int_t)s->uploads,
                                       "reapplied", (json_int_t)s->reapplied)
                           : NULL;
-        if (o && !service_in_tor(s))
-            json_object_set_new(o, "refused", json_string(s->refused));
+        if (o && !service_in_tor(m, i))
+            json_object_set_new(o, "refused", json_string(service_id_refusal(id)));
         if (json_array_append_new(arr, o) < 0) {
             json_decref(arr);
             arr = NULL;
@@ -788,7 +618,7 @@ int service_mgr_metrics(const struct service_mgr *m, struct metrics *out)
         return -1;
     for (size_t i = 0; i < m->n; i++)
         if (metrics_sample(out, "onionfront_service_up",
-                           (const char *const[]){"service", m->services[i].conf->name, NULL},
+                           (const char *const[]){"service", service_id_at(m, i)->conf->name, NULL},
                            m->services[i].uploaded ? 1 : 0) < 0)
             return -1;
     if (metrics_family(out, "onionfront_service_reapplied_total", METRICS_COUNTER,
@@ -797,7 +627,7 @@ int service_mgr_metrics(const struct service_mgr *m, struct metrics *out)
         return -1;
     for (size_t i = 0; i < m->n; i++)
         if (metrics_sample(out, "onionfront_service_reapplied_total",
-                           (const char *const[]){"service", m->services[i].conf->name, NULL},
+                           (const char *const[]){"service", service_id_at(m, i)->conf->name, NULL},
                            (double)m->services[i].reapplied) < 0)
             return -1;
     return 0;

@@ -1,11 +1,11 @@
-/* service.h — the onion services onionfront publishes: their keys and addresses, and their
- * HiddenService* lines in tor, applied with one SETCONF of the complete group so adding or removing one
- * service never disturbs the others (TOR-FACTS: SETCONF replaces the whole group).
+/* service.h — the onion services onionfront publishes on one tor: their HiddenService* lines in tor,
+ * applied with one SETCONF of the complete group so adding or removing one service never disturbs the
+ * others (TOR-FACTS: SETCONF replaces the whole group), and handed back when a reload of tor drops them.
  *
- * Owns per-service runtime state (address, first upload, refusal) and applies the address record's rule
- * (addrbook.h): a known service never gets a new key by accident. Not the tor process (tor.c) nor descriptor
- * health (later: descriptor.c). In attach mode it keeps the attached tor's own services (HiddenService*
- * lines for directories that are not ours) in every SETCONF it sends. */
+ * Owns per-tor service state (the SETCONF, uploads on this connection, re-applications). Not the
+ * services' identity (names, keys, addresses, refusals and the address record: service_id.c), the tor
+ * process (tor.c) nor descriptor health (descriptor.c). In attach mode it keeps the attached tor's own
+ * services (HiddenService* lines for directories that are not ours) in every SETCONF it sends. */
 #ifndef ONIONFRONT_SERVICE_H
 #define ONIONFRONT_SERVICE_H
 
@@ -17,42 +17,30 @@ struct config;
 struct cp_conn;
 struct metrics;
 struct service_conf;
+struct service_ids;
 struct service_mgr;
 
-struct service_mgr *service_mgr_new(const struct config *conf);
+/* `conf` and `ids` (the identities of conf's services, in the same order) are borrowed: replace them
+ * together with service_ids_reconfigure and service_mgr_reconfigure. A refused identity is never handed
+ * to tor; service_ids_verify_key is asked before every SETCONF, and a tor's confirmed upload is noted
+ * there (service_ids_note_published). */
+struct service_mgr *service_mgr_new(const struct config *conf, struct service_ids *ids);
 /* Free. The connection given to service_mgr_attach must be gone already (free the tor supervisor
  * first): it holds subscriptions that point here. NULL is a no-op. */
 void service_mgr_free(struct service_mgr *m);
 
-/* Load every service's key, checked against the address record (addrbook.h, state_dir/addresses.json):
- * a service the record knows must have its recorded key — if it is missing or different, that service
- * is REFUSED (logged with what to do; never handed to tor, since tor would create a new key) and the
- * others go on; a new service gets its key loaded or created (logged at notice with its address) and
- * recorded. Return 0 (also with refused services), or -1 with a message naming the service and file
- * (a new service's key cannot be made, the record is corrupt or cannot be written). */
-int service_mgr_load_keys(struct service_mgr *m, char *err, size_t errlen);
-
-/* The same rule for one service of `conf`, before its key directory is handed to tor's user (main.c):
- * return 1 if the directory holds the key the service may use (created for a new service), 0 if the
- * service is refused (nothing created; the manager reports it), or -1 with a message. */
-int service_key_prepare(const struct config *conf, const struct service_conf *sc, char *err, size_t errlen);
-
-/* Switch to `conf` (reload): check every service's key against the address record again (as
- * service_mgr_load_keys: a known service whose key went missing or changed is refused, one refused
- * before whose key is back is accepted, a key replaced on purpose with `onionfront new-key` is taken),
- * keep the runtime state of services that stay (same name, key directory and address), and if what tor
- * sees changed (a service added, removed, refused or accepted, its ports, key directory or address),
- * send one SETCONF of the complete group; unchanged services get no new descriptor.
- * All or nothing: on error (a new service's key cannot be made, the record is corrupt) return -1 with a
- * message and keep the old state. `conf` must outlive the manager or the next reconfigure; the old config may be freed after
- * a successful return. Sets *tor_changed (if not NULL) to whether a SETCONF was needed. */
+/* Switch to `conf` (reload), after the identities were switched to it (service_ids_reconfigure): keep
+ * the runtime state of services whose identity stayed (service_id.kept), and if what tor sees changed
+ * (a service added, removed, refused or accepted, its ports, key directory or address), send one SETCONF
+ * of the complete group; unchanged services get no new descriptor. On error (out of memory) return -1
+ * with a message and keep the old state. `conf` must outlive the manager or the next reconfigure; the
+ * old config may be freed after a successful return. Sets *tor_changed (if not NULL) to whether a
+ * SETCONF was needed. */
 int service_mgr_reconfigure(struct service_mgr *m, const struct config *conf, bool *tor_changed, char *err,
                             size_t errlen);
 
 /* A new verified control connection: subscribe to HS_DESC, CONF_CHANGED and SIGNAL, and publish every
- * service that is not refused. Before every SETCONF each service's key directory is checked again: one
- * that no longer holds the published key is refused until a reload (tor would create a new key there).
- * The first confirmed upload of each address is put into the address record. From then on, whenever
+ * service that is not refused (service_ids_verify_key before every SETCONF). From then on, whenever
  * tor's HiddenService* group loses one of our services (a reload re-reads the torrc and drops every
  * SETCONF'd service), the complete group is sent again (same keys, so the same addresses), with the tor's
  * own services as tor lists them at that moment. tor.c must subscribe to those events with SETEVENTS. */
@@ -70,8 +58,6 @@ size_t service_mgr_count(const struct service_mgr *m);
 /* The i-th service's onion address without ".onion" ("" until keys are loaded). */
 const char *service_mgr_address(const struct service_mgr *m, size_t i);
 const char *service_mgr_name(const struct service_mgr *m, size_t i);
-/* Why the i-th service is refused (not handed to tor), or NULL if it is not. */
-const char *service_mgr_refusal(const struct service_mgr *m, size_t i);
 /* True once tor confirmed at least one descriptor upload for the i-th service. */
 bool service_mgr_uploaded(const struct service_mgr *m, size_t i);
 

@@ -27,6 +27,7 @@
 #include "sidecar/fsutil.h"
 #include "sidecar/log.h"
 #include "sidecar/proc.h"
+#include "sidecar/single_onion.h"
 #include "sidecar/torrc.h"
 
 /* Events onionfront uses; SETEVENTS replaces the whole set, so one module owns it. CONF_CHANGED and
@@ -245,25 +246,16 @@ static void tor_deadline_cb(evutil_socket_t fd, short what, void *arg)
 
 /* ---- verification ---- */
 
-/* control-spec GETCONF/GETINFO answers checked against what single-onion mode requires. Returns NULL if
- * fine, else a static description of the first problem. */
-static const char *tor_check_mode(const struct cp_info *info)
+/* Why this tor is not fit (single_onion.h's rule), as tor.c has always said it, or NULL. */
+static const char *tor_check_mode(const struct cp_info *conf, const struct cp_info *info)
 {
-    static const char *const must_be_one[] = {"HiddenServiceSingleHopMode", "HiddenServiceNonAnonymousMode"};
-    static const char *const client_listeners[] = {"net/listeners/socks", "net/listeners/trans",
-                                                   "net/listeners/natd", "net/listeners/dns",
-                                                   "net/listeners/httptunnel"};
-    for (size_t i = 0; i < sizeof(must_be_one) / sizeof(must_be_one[0]); i++) {
-        const char *v = cp_info_get(info, must_be_one[i]);
-        if (!v || strcmp(v, "1") != 0)
-            return i == 0 ? "HiddenServiceSingleHopMode is not 1" : "HiddenServiceNonAnonymousMode is not 1";
-    }
-    for (size_t i = 0; i < sizeof(client_listeners) / sizeof(client_listeners[0]); i++) {
-        const char *v = cp_info_get(info, client_listeners[i]);
-        if (v && v[0] != '\0')
-            return "tor has a client port (SocksPort/TransPort/NATDPort/DNSPort/HTTPTunnelPort) open";
-    }
-    return NULL;
+    struct single_onion_problem p;
+    if (single_onion_check(conf, info, &p))
+        return NULL;
+    if (p.listener)
+        return "tor has a client port (SocksPort/TransPort/NATDPort/DNSPort/HTTPTunnelPort) open";
+    return p.key == single_onion_conf_keys[0] ? "HiddenServiceSingleHopMode is not 1"
+                                              : "HiddenServiceNonAnonymousMode is not 1";
 }
 
 /* Attach mode: tor only uses key directories its own user owns (measured: SETCONF HiddenServiceDir of
@@ -323,16 +315,7 @@ static void tor_verify_listeners_cb(struct cp_conn *c, const struct cp_reply *r,
         tor_restart_later(t, "cannot parse GETINFO answer");
         return;
     }
-    /* Merge both answers for one check. */
-    struct cp_info both = {0};
-    size_t n = v->conf.n + info.n;
-    both.items = calloc(n ? n : 1, sizeof(*both.items));
-    if (both.items) {
-        memcpy(both.items, v->conf.items, v->conf.n * sizeof(*both.items));
-        memcpy(both.items + v->conf.n, info.items, info.n * sizeof(*both.items));
-        both.n = n;
-    }
-    const char *problem = both.items ? tor_check_mode(&both) : "out of memory";
+    const char *problem = tor_check_mode(&v->conf, &info);
     const char *ver = cp_info_get(&info, "version");
     if (ver)
         snprintf(t->version, sizeof(t->version), "%s", ver);
@@ -342,7 +325,6 @@ static void tor_verify_listeners_cb(struct cp_conn *c, const struct cp_reply *r,
     if (!uid || end == uid || *end != '\0' || t->uid < 0)
         t->uid = -1;
 
-    free(both.items); /* items are borrowed from the two lists */
     cp_info_clear(&info);
     cp_info_clear(&v->conf);
     free(v);
@@ -386,9 +368,10 @@ static void tor_verify_modeconf_cb(struct cp_conn *c, const struct cp_reply *r, 
         tor_restart_later(t, "cannot parse GETCONF answer");
         return;
     }
-    static const char *const keys[] = {"net/listeners/socks", "net/listeners/trans", "net/listeners/natd",
-                                       "net/listeners/dns", "net/listeners/httptunnel", "version",
-                                       "process/uid"};
+    const char *keys[SINGLE_ONION_N_LISTENERS + 2];
+    memcpy(keys, single_onion_listener_keys, sizeof(single_onion_listener_keys));
+    keys[SINGLE_ONION_N_LISTENERS] = "version";
+    keys[SINGLE_ONION_N_LISTENERS + 1] = "process/uid";
     char *cmd = cp_cmd_getinfo(keys, sizeof(keys) / sizeof(keys[0]), perr, sizeof(perr));
     if (!cmd || cp_conn_send(t->conn, cmd, tor_verify_listeners_cb, v, perr, sizeof(perr)) < 0) {
         free(cmd);
@@ -435,8 +418,7 @@ static void tor_configure(struct tor_sup *t)
         goto fail;
     }
     free(cmd);
-    static const char *const mode_keys[] = {"HiddenServiceSingleHopMode", "HiddenServiceNonAnonymousMode"};
-    cmd = cp_cmd_getconf(mode_keys, 2, err, sizeof(err));
+    cmd = cp_cmd_getconf(single_onion_conf_keys, SINGLE_ONION_N_CONF, err, sizeof(err));
     if (!cmd || cp_conn_send(t->conn, cmd, tor_verify_modeconf_cb, t, err, sizeof(err)) < 0) {
         free(cmd);
         goto fail;

@@ -14,7 +14,9 @@
 #include "controlproto/cp_conn.h"
 #include "controlproto/cp_event.h"
 #include "sidecar/config.h"
+#include "sidecar/keys.h"
 #include "sidecar/log.h"
+#include "sidecar/single_onion.h"
 #include "sidecar/metrics.h"
 
 /* control-spec 4.1.1 purposes; anything else is counted as OTHER so labels stay bounded. */
@@ -114,7 +116,7 @@ static size_t purpose_index(const char *p)
 static struct vsvc *vsvc_find(struct vsvc *const *list, size_t n, const char *address)
 {
     for (size_t i = 0; address && i < n; i++)
-        if (strcmp(list[i]->address, address) == 0)
+        if (onion_address_equal(list[i]->address, address))
             return list[i];
     return NULL;
 }
@@ -226,29 +228,18 @@ void verify_on_circ(struct verify *v, const struct cp_event_circ *c)
 
 enum verify_mode verify_on_mode(struct verify *v, const struct cp_info *conf, const struct cp_info *listeners)
 {
-    static const char *const must_be_one[] = {"HiddenServiceSingleHopMode", "HiddenServiceNonAnonymousMode"};
-    static const char *const client_listeners[] = {"net/listeners/socks", "net/listeners/trans",
-                                                   "net/listeners/natd", "net/listeners/dns",
-                                                   "net/listeners/httptunnel"};
     enum verify_mode mode = VERIFY_MODE_OK;
     char detail[sizeof(v->mode_detail)] = "";
+    struct single_onion_problem p;
     if (!conf || !listeners) {
         mode = VERIFY_MODE_UNKNOWN;
         snprintf(detail, sizeof(detail), "tor did not answer the mode check");
-    }
-    for (size_t i = 0; mode == VERIFY_MODE_OK && i < sizeof(must_be_one) / sizeof(must_be_one[0]); i++) {
-        const char *val = cp_info_get(conf, must_be_one[i]);
-        if (!val || strcmp(val, "1") != 0) {
-            mode = VERIFY_MODE_VIOLATION;
-            snprintf(detail, sizeof(detail), "%s is %s, not 1", must_be_one[i], val ? val : "unset");
-        }
-    }
-    for (size_t i = 0; mode == VERIFY_MODE_OK && i < sizeof(client_listeners) / sizeof(client_listeners[0]); i++) {
-        const char *val = cp_info_get(listeners, client_listeners[i]);
-        if (val && val[0]) {
-            mode = VERIFY_MODE_VIOLATION;
-            snprintf(detail, sizeof(detail), "tor has a client port open (%s=%.60s)", client_listeners[i], val);
-        }
+    } else if (!single_onion_check(conf, listeners, &p)) {
+        mode = VERIFY_MODE_VIOLATION;
+        if (p.listener)
+            snprintf(detail, sizeof(detail), "tor has a client port open (%s=%.60s)", p.key, p.value);
+        else
+            snprintf(detail, sizeof(detail), "%s is %s, not 1", p.key, p.value ? p.value : "unset");
     }
     v->mode_checked = verify_wall();
     if (mode != v->mode || strcmp(detail, v->mode_detail) != 0) {
@@ -304,14 +295,11 @@ static void verify_info_cb(struct cp_conn *c, const struct cp_reply *r, const ch
 
 static void verify_check_start(struct verify *v)
 {
-    static const char *const conf_keys[] = {"HiddenServiceSingleHopMode", "HiddenServiceNonAnonymousMode"};
-    static const char *const info_keys[] = {"net/listeners/socks", "net/listeners/trans", "net/listeners/natd",
-                                            "net/listeners/dns", "net/listeners/httptunnel"};
     char err[256];
     if (!v->conn || v->check)
         return;
-    char *conf = cp_cmd_getconf(conf_keys, 2, err, sizeof(err));
-    char *info = cp_cmd_getinfo(info_keys, sizeof(info_keys) / sizeof(info_keys[0]), err, sizeof(err));
+    char *conf = cp_cmd_getconf(single_onion_conf_keys, SINGLE_ONION_N_CONF, err, sizeof(err));
+    char *info = cp_cmd_getinfo(single_onion_listener_keys, SINGLE_ONION_N_LISTENERS, err, sizeof(err));
     struct verify_check *k = conf && info ? calloc(1, sizeof(*k)) : NULL;
     if (!k) {
         log_error("verify: cannot build the mode check: %s", conf && info ? "out of memory" : err);
@@ -398,14 +386,14 @@ int verify_set_services(struct verify *v, const char *const *names, const char *
             continue;
         struct vsvc *s = NULL;
         for (size_t j = 0; j < v->n_ours && !s; j++)
-            if (!kept[j] && strcmp(v->ours[j]->address, addresses[i]) == 0) {
+            if (!kept[j] && onion_address_equal(v->ours[j]->address, addresses[i])) {
                 s = v->ours[j];
                 kept[j] = true;
             }
         if (!s) {
             /* A service that was "other" (e.g. added before onionfront knew it) keeps its counts. */
             for (size_t j = 0; j < v->n_others && !s; j++)
-                if (strcmp(v->others[j]->address, addresses[i]) == 0) {
+                if (onion_address_equal(v->others[j]->address, addresses[i])) {
                     s = v->others[j];
                     v->others[j] = v->others[--v->n_others];
                 }

@@ -9,6 +9,11 @@ OF_BIN=${OF_BIN:-$OF_ROOT/build/onionfront-san}
 OF_BACKEND_BIN=${OF_BACKEND_BIN:-$OF_ROOT/build/tools/backend}
 OF_TORCTL_BIN=${OF_TORCTL_BIN:-$OF_ROOT/build/tools/torctl}
 OF_SOCKS_ECHO_BIN=$OF_ROOT/build/tools/socks_echo # byte-exact echo streams through a SOCKS5 port
+# tor keeps its own level in onionfront's log: the [warn] lines it writes on purpose in a private
+# network's single-onion tor (non-anonymous mode; root, as the tests run it; DirAuthority and
+# TestingTorNetwork) are expected. An extended regex for the text after "[warn] ".
+OF_TOR_EXPECTED_WARNINGS='HiddenServiceNonAnonymousMode is set|This copy of Tor was compiled or configured to run in a '
+OF_TOR_EXPECTED_WARNINGS+='non-anonymous mode|You are running Tor as root|You have used DirAuthority|TestingTorNetwork is set'
 OF_PIDS=()
 OF_PASSED=0
 OF_FAILED=0
@@ -79,11 +84,6 @@ of_summary() {
   echo "$OF_PASSED passed, $OF_FAILED failed"
   [[ $OF_FAILED -eq 0 ]]
 }
-
-# tor's deliberate warnings, relayed at tor's own level (non-anonymous mode; root, as the tests run it;
-# the private network's DirAuthority and TestingTorNetwork): expected in every test's log.
-OF_TOR_EXPECTED_WARNINGS='HiddenServiceNonAnonymousMode is set|This copy of Tor was compiled or configured to run in a '
-OF_TOR_EXPECTED_WARNINGS+='non-anonymous mode|You are running Tor as root|You have used DirAuthority|TestingTorNetwork is set'
 
 # A TCP port on 127.0.0.1 that no socket uses. Picked below the kernel's ephemeral range (32768+),
 # where outgoing connections could take it between the check and the bind, and below the private

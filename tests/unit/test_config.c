@@ -1260,6 +1260,51 @@ static void test_port_equal_other_service(void **state)
     assert_false(service_conf_tor_equal(&ts->cfg->services[0], &ts->cfg->services[1]));
 }
 
+/* A reload: what needs a restart (config_restart_needed), and that everything else does not. */
+struct restart_case {
+    const char *a, *b;
+    const char *want; /* NULL: can be applied */
+};
+
+#define RS_BASE TOR("'mode':'spawn','binary':'/usr/bin/tor'")
+
+static const struct restart_case restart_cases[] = {
+    {RS_BASE, RS_BASE, NULL},
+    {RS_BASE, TOR("'mode':'spawn','binary':'/usr/bin/tor'"), NULL},
+    {WITH("'log_level':'info'"), WITH("'log_level':'debug'"), NULL},
+    {TOP(SVC1), SERVICES("{'name':'web'," PORTS1 "},{'name':'api','ports':[{'virtual':81,'target':'127.0.0.1:1'}]}"),
+     NULL},
+    {TOP(SVC1), "{'state_dir':'/var/lib/of2','run_dir':'/run/of'," SVC1 "}", "state_dir"},
+    {TOP(SVC1), "{'state_dir':'/var/lib/of','run_dir':'/run/of2'," SVC1 "}", "run_dir"},
+    {RS_BASE, TOR("'mode':'attach','control_socket':'/run/tor/control'"), "tor.mode"},
+    {RS_BASE, TOR("'mode':'spawn','binary':'/usr/local/bin/tor'"), "tor.binary"},
+    {TOR("'mode':'attach','control_socket':'/run/tor/control'"),
+     TOR("'mode':'attach','control_socket':'/run/tor2/control'"), "tor.control_socket"},
+    {RS_BASE, TOR("'mode':'spawn','binary':'/usr/bin/tor','user':'debian-tor'"), "tor.user"},
+    {TOP(SVC1), STATUS("'socket':'/run/x/status.sock'"), "status.socket"},
+    {TOP(SVC1), METRICS("'listen':'127.0.0.1:9100'"), "metrics.listen"},
+    {METRICS("'listen':'127.0.0.1:9100'"), METRICS("'listen':'127.0.0.1:9101'"), "metrics.listen"},
+    {RS_BASE, TOR("'mode':'spawn','binary':'/usr/bin/tor','extra_torrc':['NumCPUs 1']"), "tor.extra_torrc"},
+    {TOR("'extra_torrc':['NumCPUs 1']"), TOR("'extra_torrc':['NumCPUs 2']"), "tor.extra_torrc"},
+};
+
+static void test_restart_needed(void **state)
+{
+    struct test_state *ts = *state;
+    for (size_t i = 0; i < ARRAY_LEN(restart_cases); i++) {
+        const struct restart_case *rc = &restart_cases[i];
+        struct config *a = load_ok(ts, rc->a);
+        struct config *b = load_ok(ts, rc->b);
+        const char *ab = config_restart_needed(a, b), *ba = config_restart_needed(b, a);
+        bool ok = rc->want ? ab && ba && strcmp(ab, rc->want) == 0 && strcmp(ba, rc->want) == 0 : !ab && !ba;
+        config_free(a);
+        config_free(b);
+        if (!ok)
+            fail_msg("case %zu: got %s / %s, want %s\n  a: %s\n  b: %s", i, ab ? ab : "(none)", ba ? ba : "(none)",
+                     rc->want ? rc->want : "(none)", rc->a, rc->b);
+    }
+}
+
 /* Leaf structs hold no pointers: a copy stays valid after the config is freed. */
 static void test_leaf_copy(void **state)
 {
@@ -1293,6 +1338,7 @@ int main(void)
         T(test_small_error_buffer),
         T(test_limits),
         T(test_ca_file),
+        T(test_restart_needed),
         T(test_find),
         T(test_equal),
         T(test_port_equal_other_service),

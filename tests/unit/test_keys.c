@@ -772,10 +772,26 @@ static void test_clear(void **state)
     onion_key_forget_secret(NULL);
 }
 
+/* The one address comparison: case-insensitive, ".onion" optional on either side. */
+static void test_address_equal(void **state)
+{
+    (void)state;
+    static const char a[] = "pg6mmjiyjmcrsslvykfwnntlaru7p5svn6y2ymmju6nubxndf4pscryd";
+    static const char b[] = "sp3k262uwy4r2k3ycr5awluarykdpag6a7y33jxop4cs2lu5uz5sseqd";
+    assert_true(onion_address_equal(a, a));
+    assert_true(onion_address_equal(a, "pg6mmjiyjmcrsslvykfwnntlaru7p5svn6y2ymmju6nubxndf4pscryd.onion"));
+    assert_true(onion_address_equal("PG6MMJIYJMCRSSLVYKFWNNTLARU7P5SVN6Y2YMMJU6NUBXNDF4PSCRYD.ONION", a));
+    assert_false(onion_address_equal(a, b));
+    assert_false(onion_address_equal(a, "pg6mmjiyjmcrsslvykfwnntlaru7p5svn6y2ymmju6nubxndf4pscry"));
+    assert_false(onion_address_equal(a, ""));
+    assert_true(onion_address_equal("", "")); /* two services whose address is not known yet */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_address_vectors),
+        cmocka_unit_test(test_address_equal),
         cmocka_unit_test_setup_teardown(test_create_then_load, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_gives_new_keys, setup, teardown),
         cmocka_unit_test_setup_teardown(test_load_known_keys, setup, teardown),

@@ -181,6 +181,30 @@ static void test_status_is_cut_to_fit(void **state)
     sdnotify_free(n);
 }
 
+/* sdnotify_update: a status line polled every second goes out only on a change, or with a prefix. */
+static void test_update_sends_changes(void **state)
+{
+    struct ctx *c = *state;
+    char err[256], buf[2048];
+    c->rx = rx_bind(c->path);
+    setenv("NOTIFY_SOCKET", c->path, 1);
+    struct sdnotify *n = sdnotify_new(c->base, err, sizeof(err));
+    assert_non_null(n);
+    sdnotify_update(n, NULL, "running: %d of %d", 1, 2);
+    assert_true(rx_recv(c->rx, buf, sizeof(buf), NULL) > 0);
+    assert_string_equal(buf, "STATUS=running: 1 of 2");
+    sdnotify_update(n, NULL, "running: %d of %d", 1, 2);
+    assert_int_equal(rx_recv(c->rx, buf, sizeof(buf), NULL), -1); /* unchanged: nothing */
+    sdnotify_update(n, "READY=1\n", "running: %d of %d", 1, 2);
+    assert_true(rx_recv(c->rx, buf, sizeof(buf), NULL) > 0);
+    assert_string_equal(buf, "READY=1\nSTATUS=running: 1 of 2");
+    sdnotify_update(n, NULL, "running: %d of %d", 2, 2);
+    assert_true(rx_recv(c->rx, buf, sizeof(buf), NULL) > 0);
+    assert_string_equal(buf, "STATUS=running: 2 of 2");
+    sdnotify_free(n);
+    sdnotify_update(NULL, NULL, "no systemd"); /* a no-op */
+}
+
 static void test_send_failure_names_socket(void **state)
 {
     struct ctx *c = *state;
@@ -329,6 +353,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_path_socket, setup, teardown),
         cmocka_unit_test_setup_teardown(test_abstract_socket, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status_is_cut_to_fit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_update_sends_changes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_send_failure_names_socket, setup, teardown),
         cmocka_unit_test_setup_teardown(test_environment_table, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watchdog_pings_at_half_interval, setup, teardown),

@@ -47,6 +47,7 @@
 #include "sidecar/log.h"
 #include "sidecar/metrics.h"
 #include "sidecar/service.h"
+#include "sidecar/service_id.h"
 #include "tests/fake/fake_ctl.h"
 #include "tests/fake/tmpdir.h"
 
@@ -88,6 +89,7 @@
 struct ctx {
     char dir[64];
     struct config *conf; /* the manager's config */
+    struct service_ids *ids; /* the services' identities (service_id.c), which the manager borrows */
     struct service_mgr *m;
     struct event_base *base;
     struct fake_ctl *fake;
@@ -120,12 +122,35 @@ static int setup(void **state)
     return 0;
 }
 
+/* The identities and the manager for c->conf (keys not loaded). */
+static void new_mgr(struct ctx *c)
+{
+    c->ids = service_ids_new(c->conf);
+    assert_non_null(c->ids);
+    c->m = service_mgr_new(c->conf, c->ids);
+    assert_non_null(c->m);
+}
+
+/* Why the i-th service is refused (its identity's word), or NULL. */
+static const char *refusal(const struct ctx *c, size_t i)
+{
+    return service_id_refusal(service_ids_at(c->ids, i));
+}
+
+static void free_mgr(struct ctx *c)
+{
+    service_mgr_free(c->m);
+    service_ids_free(c->ids);
+    c->m = NULL;
+    c->ids = NULL;
+}
+
 static int teardown(void **state)
 {
     struct ctx *c = *state;
     /* The connection first (service.h): its pending completions still reach the manager. */
     cp_conn_free(c->conn);
-    service_mgr_free(c->m);
+    free_mgr(c);
     config_free(c->conf);
     fake_ctl_free(c->fake);
     event_base_free(c->base);
@@ -159,10 +184,9 @@ static void start_mgr(struct ctx *c, const char *services)
 {
     char err[512] = "";
     c->conf = load_conf(c, services);
-    c->m = service_mgr_new(c->conf);
-    assert_non_null(c->m);
-    if (service_mgr_load_keys(c->m, err, sizeof(err)) < 0)
-        fail_msg("service_mgr_load_keys: %s", err);
+    new_mgr(c);
+    if (service_ids_load_keys(c->ids, err, sizeof(err)) < 0)
+        fail_msg("service_ids_load_keys: %s", err);
 }
 
 /* Switch the manager to `services`, which must succeed; the old config is freed at once, as main.c does,
@@ -172,8 +196,9 @@ static bool reconfigure_ok(struct ctx *c, const char *services)
     char err[512] = "";
     bool changed = false;
     struct config *next = load_conf(c, services);
-    if (service_mgr_reconfigure(c->m, next, &changed, err, sizeof(err)) < 0)
-        fail_msg("service_mgr_reconfigure: %s", err);
+    if (service_ids_reconfigure(c->ids, next, err, sizeof(err)) < 0 ||
+        service_mgr_reconfigure(c->m, next, &changed, err, sizeof(err)) < 0)
+        fail_msg("reconfigure: %s", err);
     config_free(c->conf);
     c->conf = next;
     return changed;
@@ -185,7 +210,8 @@ static void reconfigure_fails(struct ctx *c, const char *services, const char *w
     char err[512] = "";
     bool changed = false;
     struct config *next = load_conf(c, services);
-    assert_int_equal(service_mgr_reconfigure(c->m, next, &changed, err, sizeof(err)), -1);
+    (void)changed;
+    assert_int_equal(service_ids_reconfigure(c->ids, next, err, sizeof(err)), -1); /* before the manager */
     config_free(next); /* the manager must not keep anything of it */
     if (!strstr(err, want))
         fail_msg("reconfigure said \"%s\", expected \"%s\"", err, want);
@@ -441,8 +467,7 @@ static void test_keys_created_on_first_load(void **state)
     struct ctx *c = *state;
     char err[512] = "";
     c->conf = load_conf(c, WEB "," API);
-    c->m = service_mgr_new(c->conf);
-    assert_non_null(c->m);
+    new_mgr(c);
     assert_int_equal(service_mgr_count(c->m), 2);
     assert_string_equal(service_mgr_name(c->m, 0), "web");
     assert_string_equal(service_mgr_name(c->m, 1), "api");
@@ -450,8 +475,8 @@ static void test_keys_created_on_first_load(void **state)
     assert_string_equal(service_mgr_name(c->m, 2), "");    /* out of range */
     assert_string_equal(service_mgr_address(c->m, 2), "");
     assert_false(service_mgr_uploaded(c->m, 2));
-    if (service_mgr_load_keys(c->m, err, sizeof(err)) < 0)
-        fail_msg("service_mgr_load_keys: %s", err);
+    if (service_ids_load_keys(c->ids, err, sizeof(err)) < 0)
+        fail_msg("service_ids_load_keys: %s", err);
     assert_key_dir(c, "web");
     assert_key_dir(c, "api");
     assert_string_not_equal(service_mgr_address(c->m, 0), service_mgr_address(c->m, 1));
@@ -463,9 +488,8 @@ static void test_keys_same_after_restart(void **state)
     struct ctx *c = *state;
     char web[KEYS_ADDRESS_SIZE], api[KEYS_ADDRESS_SIZE], again[KEYS_ADDRESS_SIZE];
     start_web_api(c, web, api);
-    service_mgr_free(c->m);
+    free_mgr(c);
     config_free(c->conf);
-    c->m = NULL;
     c->conf = NULL;
     /* a new process: a new config and manager on the same state_dir, services in another order */
     start_mgr(c, API "," WEB);
@@ -482,9 +506,8 @@ static void test_load_keys_error_names_service(void **state)
     char err[512] = "", path[256];
     block_key_dir(c, "api");
     c->conf = load_conf(c, WEB "," API);
-    c->m = service_mgr_new(c->conf);
-    assert_non_null(c->m);
-    assert_int_equal(service_mgr_load_keys(c->m, err, sizeof(err)), -1);
+    new_mgr(c);
+    assert_int_equal(service_ids_load_keys(c->ids, err, sizeof(err)), -1);
     snprintf(path, sizeof(path), "%s/state/keys/api", c->dir);
     if (strncmp(err, "service api: ", 13) != 0 || !strstr(err, path))
         fail_msg("load_keys said \"%s\"", err);
@@ -539,7 +562,7 @@ static void test_reconfigure_table(void **state)
         const struct reconf_case *rc = &cases[i];
         print_message("case: %s\n", rc->name);
         snprintf(services, sizeof(services), rc->services, c->dir);
-        service_mgr_free(c->m);
+        free_mgr(c);
         config_free(c->conf);
         start_mgr(c, WEB "," API); /* the same keys every time: they are on disk */
         bool changed = reconfigure_ok(c, services);
@@ -552,10 +575,10 @@ static void test_reconfigure_table(void **state)
             assert_string_equal(service_mgr_name(c->m, j), name);
             if (rc->refused && strcmp(name, rc->refused) == 0) {
                 assert_string_equal(service_mgr_address(c->m, j), "");
-                assert_non_null(strstr(service_mgr_refusal(c->m, j), api));
+                assert_non_null(strstr(refusal(c, j), api));
                 continue;
             }
-            assert_null(service_mgr_refusal(c->m, j));
+            assert_null(refusal(c, j));
             address_of(c, name, got);
             if (rc->fresh && strcmp(name, rc->fresh) == 0) {
                 assert_string_not_equal(got, web);
@@ -637,9 +660,8 @@ static void test_known_service_refused(void **state)
     start_web_api(c, web, api);
     assert_string_equal(recorded(c, "web", got), web);
     assert_string_equal(recorded(c, "api", got), api);
-    service_mgr_free(c->m);
+    free_mgr(c);
     config_free(c->conf);
-    c->m = NULL;
     c->conf = NULL;
 
     /* move api's key away (a backup, for later), as an unmounted volume leaves it */
@@ -649,7 +671,7 @@ static void test_known_service_refused(void **state)
     assert_int_equal(rename(keys, saved), 0);
     start_mgr(c, WEB "," API);
     size_t ia = find(c, "api"), iw = find(c, "web");
-    const char *why = service_mgr_refusal(c->m, ia);
+    const char *why = refusal(c, ia);
     assert_non_null(why);
     snprintf(path, sizeof(path), "%s/hs_ed25519_secret_key", keys);
     static const char *const must[] = {"service api: REFUSED", "onionfront import-key api", "onionfront new-key api"};
@@ -659,7 +681,7 @@ static void test_known_service_refused(void **state)
     assert_non_null(strstr(why, api));
     assert_non_null(strstr(why, path));
     assert_string_equal(service_mgr_address(c->m, ia), "");
-    assert_null(service_mgr_refusal(c->m, iw));
+    assert_null(refusal(c, iw));
     address_of(c, "web", got);
     assert_string_equal(got, web);
     struct stat st;
@@ -676,7 +698,7 @@ static void test_known_service_refused(void **state)
     char err[512];
     assert_int_equal(keys_load_or_create(keys, &other, NULL, err, sizeof(err)), 0);
     assert_false(reconfigure_ok(c, WEB "," API)); /* still refused: nothing changes for tor */
-    why = service_mgr_refusal(c->m, find(c, "api"));
+    why = refusal(c, find(c, "api"));
     assert_non_null(why);
     assert_non_null(strstr(why, api));
     assert_non_null(strstr(why, other.address));
@@ -686,14 +708,14 @@ static void test_known_service_refused(void **state)
     remove_key_dir(c, "api");
     assert_int_equal(rename(saved, keys), 0);
     assert_true(reconfigure_ok(c, WEB "," API));
-    assert_null(service_mgr_refusal(c->m, find(c, "api")));
+    assert_null(refusal(c, find(c, "api")));
     address_of(c, "api", got);
     assert_string_equal(got, api);
 
     /* and the key going away while running is seen at the next reload */
     remove_key_dir(c, "web");
     assert_true(reconfigure_ok(c, WEB "," API));
-    assert_non_null(service_mgr_refusal(c->m, find(c, "web")));
+    assert_non_null(refusal(c, find(c, "web")));
     assert_int_equal(stat(keys, &st), 0);
 }
 
@@ -716,7 +738,7 @@ static void test_deliberate_change_taken_on_reload(void **state)
     assert_int_equal(addrbook_save(b, err, sizeof(err)), 0);
     addrbook_free(b);
     assert_true(reconfigure_ok(c, WEB "," API));
-    assert_null(service_mgr_refusal(c->m, find(c, "web")));
+    assert_null(refusal(c, find(c, "web")));
     address_of(c, "web", got);
     assert_string_equal(got, k.address);
     assert_string_not_equal(got, web);
@@ -748,8 +770,8 @@ static void test_publish_leaves_out_missing_key(void **state)
     attach_fake(c);
     assert_int_equal(fake_ctl_run_until(c->base, api_uploaded, c, LOOP_BOUND_MS), 0);
     check_fake(c);
-    assert_non_null(service_mgr_refusal(c->m, find(c, "web")));
-    assert_non_null(strstr(service_mgr_refusal(c->m, find(c, "web")), web));
+    assert_non_null(refusal(c, find(c, "web")));
+    assert_non_null(strstr(refusal(c, find(c, "web")), web));
     assert_true(service_mgr_uploaded(c->m, find(c, "api")));
     struct stat st;
     char kd[256];
@@ -782,9 +804,8 @@ static void test_corrupt_record_stops(void **state)
     fputs("{\"format\": \"onionfront-addresses 1\", \"services\": ", f);
     fclose(f);
     c->conf = load_conf(c, WEB);
-    c->m = service_mgr_new(c->conf);
-    assert_non_null(c->m);
-    assert_int_equal(service_mgr_load_keys(c->m, err, sizeof(err)), -1);
+    new_mgr(c);
+    assert_int_equal(service_ids_load_keys(c->ids, err, sizeof(err)), -1);
     assert_non_null(strstr(err, p));
     snprintf(p, sizeof(p), "%s/state/keys/web", c->dir);
     struct stat st;
@@ -799,14 +820,13 @@ static void test_to_json(void **state)
     char err[512] = "", want[128];
     json_error_t jerr;
     c->conf = load_conf(c, WEB "," API);
-    c->m = service_mgr_new(c->conf);
-    assert_non_null(c->m);
+    new_mgr(c);
     /* before the keys: no address */
     json_t *o = service_json(c, 0, NULL);
     assert_true(json_is_null(json_object_get(o, "address")));
     json_decref(o);
-    if (service_mgr_load_keys(c->m, err, sizeof(err)) < 0)
-        fail_msg("service_mgr_load_keys: %s", err);
+    if (service_ids_load_keys(c->ids, err, sizeof(err)) < 0)
+        fail_msg("service_ids_load_keys: %s", err);
 
     static const char *const want_ports[] = {
         "[{\"virtual\": 80, \"targets\": [\"127.0.0.1:8080\"]},"

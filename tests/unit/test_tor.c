@@ -32,45 +32,9 @@
 #include "sidecar/proc.h"
 #include "sidecar/tor.h"
 #include "tests/fake/fake_ctl.h"
+#include "tests/fake/tor_script.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
-
-/* What tor.c sends, in order, after authenticating to an attached tor. */
-#define SETEVENTS_LINE "SETEVENTS STATUS_CLIENT STATUS_GENERAL HS_DESC HS_DESC_CONTENT CIRC CONF_CHANGED SIGNAL"
-#define GETCONF_LINE "GETCONF HiddenServiceSingleHopMode HiddenServiceNonAnonymousMode"
-#define GETINFO_LINE                                                                                         \
-    "GETINFO net/listeners/socks net/listeners/trans net/listeners/natd net/listeners/dns "                 \
-    "net/listeners/httptunnel version process/uid"
-#define BOOTSTRAP_LINE "GETINFO status/bootstrap-phase"
-
-#define GOOD_GETCONF "250-HiddenServiceSingleHopMode=1\r\n250 HiddenServiceNonAnonymousMode=1\r\n"
-#define GOOD_GETINFO                                                                                         \
-    "250-net/listeners/socks=\r\n250-net/listeners/trans=\r\n250-net/listeners/natd=\r\n"                   \
-    "250-net/listeners/dns=\r\n250-net/listeners/httptunnel=\r\n250-version=0.4.9.11\r\n250 OK\r\n"
-#define BOOTSTRAP_DONE                                                                                       \
-    "250-status/bootstrap-phase=NOTICE BOOTSTRAP PROGRESS=100 TAG=done SUMMARY=\"Done\"\r\n250 OK\r\n"
-
-/* NULL authentication (what CP_AUTH_AUTO picks when tor offers only NULL), then the setup commands up
- * to the verification answers. */
-#define PROTOCOLINFO_NULL                                                                                    \
-    "250-PROTOCOLINFO 1\r\n250-AUTH METHODS=NULL\r\n250-VERSION Tor=\"0.4.9.11\"\r\n250 OK\r\n"
-#define AUTH_AND_SETUP(getconf_answer, getinfo_answer)                                                       \
-    {FAKE_CTL_EXPECT, "PROTOCOLINFO 1", 0},                                                                 \
-    {FAKE_CTL_SEND, PROTOCOLINFO_NULL, 0},                                                                  \
-    {FAKE_CTL_EXPECT, "AUTHENTICATE", 0},                                                                   \
-    {FAKE_CTL_SEND, "250 OK\r\n", 0},                                                                       \
-    {FAKE_CTL_EXPECT, SETEVENTS_LINE, 0},                                                                   \
-    {FAKE_CTL_SEND, "250 OK\r\n", 0},                                                                       \
-    {FAKE_CTL_EXPECT, GETCONF_LINE, 0},                                                                     \
-    {FAKE_CTL_SEND, getconf_answer, 0},                                                                     \
-    {FAKE_CTL_EXPECT, GETINFO_LINE, 0},                                                                     \
-    {FAKE_CTL_SEND, getinfo_answer, 0}
-
-/* A good tor up to a finished bootstrap. */
-#define GOOD_SESSION                                                                                         \
-    AUTH_AND_SETUP(GOOD_GETCONF, GOOD_GETINFO),                                                             \
-    {FAKE_CTL_EXPECT, BOOTSTRAP_LINE, 0},                                                                   \
-    {FAKE_CTL_SEND, BOOTSTRAP_DONE, 0}
 
 struct test {
     struct event_base *base;

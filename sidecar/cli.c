@@ -1,0 +1,160 @@
+/* cli.c — the one-shot subcommands of the onionfront binary (see cli.h). */
+#include "sidecar/cli.h"
+
+#include <limits.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "sidecar/config.h"
+#include "sidecar/keycmd.h"
+#include "sidecar/status_client.h"
+#include "sidecar/version.h"
+
+void cli_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: onionfront [-c CONFIG] [run]         run the daemon (default config %s)\n"
+            "       onionfront check-config CONFIG       validate a config file and exit\n"
+            "       onionfront [-c CONFIG] import-key SERVICE DIR|FILE\n"
+            "                                            make a tor HiddenServiceDir or hs_ed25519_secret_key\n"
+            "                                            file SERVICE's key (recorded as deliberate)\n"
+            "       onionfront [-c CONFIG] export-key SERVICE FILE|-\n"
+            "                                            write SERVICE's hs_ed25519_secret_key to a new 0600 FILE\n"
+            "       onionfront [-c CONFIG] new-key SERVICE\n"
+            "                                            give SERVICE a new key and address on purpose\n"
+            "       onionfront [-c CONFIG] status [--json] [-s SOCKET] [COMMAND]\n"
+            "                                            ask the running daemon (COMMAND: status, services,\n"
+            "                                            backends, circuits, metrics, reload, help)\n"
+            "       onionfront [-c CONFIG] log-level [-s SOCKET] LEVEL [SECONDS]\n"
+            "                                            log at LEVEL (debug ... error) for SECONDS or until\n"
+            "                                            changed; LEVEL config: back to the config's level\n"
+            "       onionfront --version | --help\n",
+            CLI_DEFAULT_CONFIG);
+}
+
+int cli_options(int argc, char **argv, const char **config_path, int *next)
+{
+    int i = 1;
+    for (; i < argc; i++) {
+        if (strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0) {
+            if (i + 1 >= argc) {
+                cli_usage(stderr);
+                return 2;
+            }
+            *config_path = argv[++i];
+        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            cli_usage(stdout);
+            return 0;
+        } else if (strcmp(argv[i], "-V") == 0 || strcmp(argv[i], "--version") == 0) {
+            printf("onionfront %s\n", ONIONFRONT_VERSION);
+            return 0;
+        } else {
+            break;
+        }
+    }
+    *next = i;
+    return -1;
+}
+
+int cli_status(const char *config_path, int argc, char **argv)
+{
+    bool json = false;
+    const char *socket_path = NULL, *cmd = NULL;
+    char *args[2];
+    int nargs = 0;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) {
+            json = true;
+        } else if ((strcmp(argv[i], "-s") == 0 || strcmp(argv[i], "--socket") == 0) && i + 1 < argc) {
+            socket_path = argv[++i];
+        } else if ((strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0) && i + 1 < argc) {
+            config_path = argv[++i];
+        } else if (argv[i][0] != '-' && !cmd) {
+            cmd = argv[i];
+        } else if (argv[i][0] != '-' && nargs < 2) {
+            args[nargs++] = argv[i]; /* the command's arguments (log-level LEVEL SECONDS) */
+        } else {
+            cli_usage(stderr);
+            return 2;
+        }
+    }
+    struct config *c = NULL;
+    if (!socket_path) {
+        char err[1024];
+        if (!(c = config_load_file(config_path, err, sizeof(err)))) {
+            fprintf(stderr, "onionfront status: %s: %s (or give the socket with -s SOCKET)\n", config_path, err);
+            return 1;
+        }
+        socket_path = c->status.socket;
+    }
+    int rc = status_client_run(socket_path, cmd, args, nargs, json, stdout, stderr);
+    config_free(c);
+    return rc;
+}
+
+int cli_check_config(const char *path)
+{
+    char err[1024];
+    struct config *c = config_load_file(path, err, sizeof(err));
+    if (!c) {
+        fprintf(stderr, "%s: %s\n", path, err);
+        return 1;
+    }
+    printf("%s: OK (%zu service%s, tor %s)\n", path, c->n_services, c->n_services == 1 ? "" : "s",
+           tor_mode_str(c->tor.mode));
+    config_free(c);
+    return 0;
+}
+
+static int cli_check_config_cmd(const char *config_path, int argc, char **argv)
+{
+    return cli_check_config(argc == 1 ? argv[0] : config_path);
+}
+
+/* The key commands (keycmd.h): SERVICE and a file or directory, or SERVICE alone. */
+static int cli_import_key_cmd(const char *config_path, int argc, char **argv)
+{
+    (void)argc;
+    return keycmd_import_key(config_path, argv[0], argv[1], stdout, stderr);
+}
+
+static int cli_export_key_cmd(const char *config_path, int argc, char **argv)
+{
+    (void)argc;
+    return keycmd_export_key(config_path, argv[0], argv[1], stdout, stderr);
+}
+
+static int cli_new_key_cmd(const char *config_path, int argc, char **argv)
+{
+    (void)argc;
+    return keycmd_new_key(config_path, argv[0], stdout, stderr);
+}
+
+/* `onionfront log-level ...` is `onionfront status log-level ...`: the command word stays first. */
+static int cli_log_level_cmd(const char *config_path, int argc, char **argv)
+{
+    return cli_status(config_path, argc + 1, argv - 1);
+}
+
+/* The subcommands: a new one is a row. */
+static const struct cli_cmd {
+    const char *name;
+    int min_args, max_args;
+    int (*run)(const char *config_path, int argc, char **argv);
+} cli_cmds[] = {
+    {"check-config", 0, 1, cli_check_config_cmd},
+    {"import-key", 2, 2, cli_import_key_cmd},
+    {"export-key", 2, 2, cli_export_key_cmd},
+    {"new-key", 1, 1, cli_new_key_cmd},
+    {"status", 0, INT_MAX, cli_status},
+    {"log-level", 0, INT_MAX, cli_log_level_cmd},
+};
+
+int cli_command(const char *config_path, const char *cmd, int argc, char **argv)
+{
+    for (size_t i = 0; i < sizeof(cli_cmds) / sizeof(cli_cmds[0]); i++)
+        if (strcmp(cmd, cli_cmds[i].name) == 0 && argc >= cli_cmds[i].min_args && argc <= cli_cmds[i].max_args)
+            return cli_cmds[i].run(config_path, argc, argv);
+    cli_usage(stderr);
+    return 2;
+}

@@ -1,0 +1,89 @@
+/* reload.c — a reloaded config applied to the running parts, in order (see reload.h). */
+#include "sidecar/reload.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "sidecar/config.h"
+#include "sidecar/log.h"
+#include "sidecar/onionloc.h"
+#include "sidecar/proxy.h"
+#include "sidecar/service_id.h"
+#include "sidecar/status.h"
+#include "sidecar/worker.h"
+
+/* Log and return why a reload was refused; the running config stays. */
+static int reload_refused(char *msg, size_t msglen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int reload_refused(char *msg, size_t msglen, const char *fmt, ...)
+{
+    char why[1100];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    log_error("reload: %s; keeping the running config", why);
+    snprintf(msg, msglen, "%s; keeping the running config", why);
+    return -1;
+}
+
+void reload_set_log_level(const struct config *c)
+{
+    log_configure(config_log_level_str(c->log_level), config_log_format_str(c->log_format));
+}
+
+int reload_apply(const struct reload_parts *p, const char *path, struct config **conf, char *msg, size_t msglen)
+{
+    char err[1024];
+    const char *what;
+    bool tor_changed = false, changed;
+    struct config *nc = config_load_file(path, err, sizeof(err));
+    if (!nc)
+        return reload_refused(msg, msglen, "%s: %s", path, err);
+    if ((what = config_restart_needed(*conf, nc))) {
+        config_free(nc);
+        return reload_refused(msg, msglen, "%s changed, which needs a restart of onionfront", what);
+    }
+    for (size_t k = 0; k < p->n_workers; k++)
+        if (worker_hand_over(p->workers[k], nc, err, sizeof(err)) < 0) {
+            config_free(nc);
+            return reload_refused(msg, msglen, "%s", err);
+        }
+    /* The data path first: sockets for new ports must exist before tor is told about them. Backend
+     * changes end here and never reach tor (service_conf_tor_equal ignores them). */
+    if (proxy_update(p->proxy, nc, err, sizeof(err)) < 0) {
+        config_free(nc);
+        return reload_refused(msg, msglen, "%s", err);
+    }
+    /* A new service's key is loaded here, once for every worker. A worker fails only out of memory: the
+     * identities and the workers before it go back to the running config (still alive). */
+    size_t k = 0;
+    int rc = service_ids_reconfigure(p->ids, nc, err, sizeof(err));
+    for (; rc == 0 && k < p->n_workers; k++) {
+        rc = worker_reconfigure(p->workers[k], nc, &changed, err, sizeof(err));
+        tor_changed = tor_changed || changed;
+    }
+    if (rc < 0) {
+        char rerr[512];
+        reload_refused(msg, msglen, "%s", err);
+        if (k > 0 && service_ids_reconfigure(p->ids, *conf, rerr, sizeof(rerr)) < 0)
+            log_error("reload: cannot restore the services of the running config: %s", rerr);
+        for (size_t j = 0; j + 1 < k; j++)
+            if (worker_reconfigure(p->workers[j], *conf, NULL, rerr, sizeof(rerr)) < 0)
+                log_error("reload: cannot restore the services of the running config: %s", rerr);
+        if (proxy_update(p->proxy, *conf, rerr, sizeof(rerr)) < 0)
+            log_error("reload: cannot restore the data path of the running config: %s", rerr);
+        config_free(nc);
+        return -1;
+    }
+    if (onionloc_set_config(p->onionloc, &nc->onion_location, err, sizeof(err)) < 0)
+        log_error("reload: onion_location: %s", err);
+    if (status_server_set_acl(p->status, &nc->status) < 0)
+        log_error("reload: out of memory; the status socket keeps its old allowed users and groups");
+    reload_set_log_level(nc);
+    config_free(*conf);
+    *conf = nc;
+    snprintf(msg, msglen, "applied %s (%s)", path, tor_changed ? "services changed in tor" : "no change for tor");
+    log_info("reload: %s", msg);
+    return 0;
+}

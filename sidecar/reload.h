@@ -1,0 +1,39 @@
+/* reload.h — applying a reloaded config to the running daemon (SIGHUP, the status socket's "reload"):
+ * read and validate it, refuse what needs a restart (config_restart_needed), then apply only the
+ * difference in order — the directory hand-over, the data path (new sockets before tor hears of them),
+ * the services' identities (every key checked against the address record), each worker (one SETCONF
+ * if tor's view changed), Onion-Location, the status socket's ACL, the log level and format. A refused or failed reload leaves the running config in place.
+ *
+ * Owns nothing: the parts are borrowed for one call. Not the decision when to reload (main.c). */
+#ifndef ONIONFRONT_RELOAD_H
+#define ONIONFRONT_RELOAD_H
+
+#include <stddef.h>
+
+struct config;
+struct onionloc;
+struct proxy;
+struct service_ids;
+struct status_server;
+struct worker;
+
+/* The running parts a reload changes (borrowed). */
+struct reload_parts {
+    struct service_ids *ids;
+    struct worker *const *workers;
+    size_t n_workers;
+    struct proxy *proxy;
+    struct onionloc *onionloc;
+    struct status_server *status;
+};
+
+/* Reload `path` into the running parts, whose config is *conf. Return 0 with "applied PATH (...)" in
+ * `msg` and *conf replaced by the new config (the old one freed), or -1 with why not in `msg` and *conf
+ * untouched. Both outcomes are logged. */
+int reload_apply(const struct reload_parts *p, const char *path, struct config **conf, char *msg, size_t msglen);
+
+/* Set the process's log level and format from `c` (at start-up and on each applied reload; a timed
+ * `log-level` override keeps running, log.h). */
+void reload_set_log_level(const struct config *c);
+
+#endif

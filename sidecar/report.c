@@ -1,0 +1,278 @@
+/* report.c — the status socket's documents and the metrics text, from borrowed handles (see report.h). */
+#include "sidecar/report.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sidecar/backend.h"
+#include "sidecar/config.h"
+#include "sidecar/descriptor.h"
+#include "sidecar/log.h"
+#include "sidecar/metrics.h"
+#include "sidecar/metrics_http.h"
+#include "sidecar/onionloc.h"
+#include "sidecar/proxy.h"
+#include "sidecar/service.h"
+#include "sidecar/service_id.h"
+#include "sidecar/status.h"
+#include "sidecar/tor.h"
+#include "sidecar/verify.h"
+#include "sidecar/version.h"
+#include "sidecar/worker.h"
+
+static bool report_tor_usable(enum tor_state ts)
+{
+    return ts == TOR_CONFIGURING || ts == TOR_BOOTSTRAPPING || ts == TOR_RUNNING;
+}
+
+/* Append one formatted problem to the "problems" array of "status". */
+static void report_problem(json_t *problems, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void report_problem(json_t *problems, const char *fmt, ...)
+{
+    char text[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    json_array_append_new(problems, json_string(text));
+}
+
+/* The problems of one worker: its tor's state and mode, and each service's upload, HSDirs, probe and
+ * verdict through it (a refused service is reported once, by report_status_json). Counts the services with a confirmed upload in *uploaded (if not NULL). */
+static void report_worker_problems(const struct report_src *r, const struct worker *w, json_t *problems,
+                                   size_t *uploaded)
+{
+    struct tor_sup *tor = worker_tor(w);
+    const struct service_mgr *services = worker_services(w);
+    const struct descriptor_tracker *descriptors = worker_descriptors(w);
+    const struct verify *verify = worker_verify(w);
+    enum tor_state ts = tor_sup_state(tor);
+    int boot = tor_sup_bootstrap_progress(tor);
+    /* while shutting down, report_status_json says so once instead */
+    if (!r->shutting_down && ts == TOR_BOOTSTRAPPING && boot >= 0)
+        report_problem(problems, "tor is bootstrapping (%d %%)", boot);
+    else if (!r->shutting_down && ts != TOR_RUNNING)
+        report_problem(problems, "tor is %s", tor_state_str(ts));
+    if (verify_mode_state(verify) == VERIFY_MODE_VIOLATION)
+        report_problem(problems, "tor is not in single-onion mode: %s", verify_mode_detail(verify));
+    for (size_t i = 0; i < service_mgr_count(services); i++) {
+        const char *name = service_mgr_name(services, i), *address = service_mgr_address(services, i);
+        struct descriptor_counts dc;
+        if (service_id_refusal(service_ids_at(r->ids, i)))
+            continue;
+        if (!service_mgr_uploaded(services, i)) {
+            report_problem(problems, "service %s: no descriptor upload confirmed yet", name);
+        } else {
+            if (uploaded)
+                (*uploaded)++;
+            if (descriptor_service_counts(descriptors, address, &dc) == 0 && dc.hsdirs_failed > 0)
+                report_problem(problems, "service %s: descriptor upload failed on %u of %u HSDirs", name,
+                               dc.hsdirs_failed, dc.hsdirs_total);
+            if (descriptor_service_counts(descriptors, address, &dc) == 0 && dc.probe_served == 0)
+                report_problem(problems, "service %s: the last fetch probe found its descriptor on no HSDir", name);
+        }
+        if (address[0] && verify_service_verdict(verify, address) == VERIFY_NOT_SINGLE_ONION)
+            report_problem(problems, "service %s: not a single onion service (its circuits are mostly multi-hop)",
+                           name);
+    }
+}
+
+/* The pools without a backend up. */
+static void report_pool_problems(const struct report_src *r, json_t *problems)
+{
+    size_t n_pools = proxy_pools(r->proxy, NULL, 0);
+    struct backend_pool **pools = calloc(n_pools ? n_pools : 1, sizeof(*pools));
+    if (pools)
+        proxy_pools(r->proxy, pools, n_pools);
+    for (size_t i = 0; pools && i < n_pools; i++) {
+        if (backend_pool_is_up(pools[i]))
+            continue;
+        report_problem(problems, "service %s port %u: no backend is up", backend_pool_service(pools[i]),
+                       (unsigned)backend_pool_port(pools[i])->virtual_port);
+    }
+    free(pools);
+}
+
+json_t *report_status_json(const struct report_src *r)
+{
+    const struct worker *w0 = r->workers[0];
+    struct tor_sup *tor = worker_tor(w0);
+    enum tor_state ts = tor_sup_state(tor);
+    int boot = tor_sup_bootstrap_progress(tor);
+    const char *tor_version = tor_sup_version(tor);
+    long tor_pid = tor_sup_pid(tor);
+    size_t n = service_mgr_count(worker_services(w0)), uploaded = 0;
+    bool usable = false;
+    json_t *problems = json_array();
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (r->shutting_down)
+        report_problem(problems, "onionfront is shutting down");
+    for (size_t i = 0; i < service_ids_count(r->ids); i++) {
+        const char *refusal = service_id_refusal(service_ids_at(r->ids, i));
+        if (refusal) /* whole: it says what to do */
+            json_array_append_new(problems, json_string(refusal));
+    }
+    for (size_t k = 0; k < r->n_workers; k++) {
+        report_worker_problems(r, r->workers[k], problems, k == 0 ? &uploaded : NULL);
+        usable = usable || report_tor_usable(tor_sup_state(worker_tor(r->workers[k])));
+    }
+    report_pool_problems(r, problems);
+    const char *state = r->shutting_down || !usable ? "down"
+                        : json_array_size(problems) ? "degraded"
+                                                    : "ok";
+    return json_pack("{s:s, s:s, s:I, s:I, s:I, s:o, s:{s:s, s:s, s:o, s:o, s:o, s:I}, s:{s:I, s:I}}", "state",
+                     state, "version", ONIONFRONT_VERSION, "pid", (json_int_t)getpid(), "started",
+                     (json_int_t)r->started_wall, "uptime_seconds", (json_int_t)(now.tv_sec - r->started.tv_sec),
+                     "problems", problems, "tor", "mode", tor_mode_str(r->conf->tor.mode), "state",
+                     tor_state_str(ts), "bootstrap_progress", boot >= 0 ? json_integer(boot) : json_null(),
+                     "version", tor_version[0] ? json_string(tor_version) : json_null(), "pid",
+                     tor_pid > 0 ? json_integer(tor_pid) : json_null(), "restarts",
+                     (json_int_t)tor_sup_restarts(tor), "services", "total", (json_int_t)n, "uploaded",
+                     (json_int_t)uploaded);
+}
+
+json_t *report_services_json(const struct report_src *r)
+{
+    /* The first worker's view of each service (the one tor "status" shows). */
+    const struct worker *w = r->workers[0];
+    json_t *arr = service_mgr_to_json(worker_services(w)), *svc;
+    size_t i;
+    json_array_foreach(arr, i, svc) {
+        const char *address = service_mgr_address(worker_services(w), i);
+        json_t *desc = address[0] ? descriptor_service_to_json(worker_descriptors(w), address) : NULL;
+        json_t *ver = address[0] ? verify_service_to_json(worker_verify(w), address) : NULL;
+        if (desc)
+            json_object_set_new(svc, "descriptor", desc);
+        if (ver) {
+            json_object_set(svc, "verdict", json_object_get(ver, "verdict"));
+            json_object_set_new(svc, "verify", ver);
+        }
+    }
+    return arr;
+}
+
+json_t *report_circuits_json(const struct report_src *r)
+{
+    return verify_to_json(worker_verify(r->workers[0]));
+}
+
+json_t *report_backends_json(const struct report_src *r)
+{
+    json_t *arr = json_array(), *ports = proxy_to_json(r->proxy);
+    size_t n = proxy_pools(r->proxy, NULL, 0);
+    struct backend_pool **all = calloc(n ? n : 1, sizeof(*all));
+    if (!arr || !ports || !all)
+        goto fail;
+    proxy_pools(r->proxy, all, n);
+    for (size_t i = 0; i < n; i++) {
+        json_t *o = backend_pool_to_json(all[i]);
+        if (!o || json_array_append_new(arr, o) < 0)
+            goto fail;
+        size_t k;
+        json_t *p;
+        json_array_foreach(ports, k, p) {
+            if (json_is_true(json_object_get(p, "listening")) &&
+                strcmp(json_string_value(json_object_get(p, "service")), backend_pool_service(all[i])) == 0 &&
+                json_integer_value(json_object_get(p, "virtual_port")) == backend_pool_port(all[i])->virtual_port)
+                json_object_set(o, "streams", p);
+        }
+    }
+    free(all);
+    json_decref(ports);
+    return arr;
+fail:
+    free(all);
+    json_decref(ports);
+    json_decref(arr);
+    return NULL;
+}
+
+char *report_metrics_text(const struct report_src *r)
+{
+    /* The per-tor families are the first worker's: its families carry no worker label yet. */
+    const struct worker *w = r->workers[0];
+    struct metrics *m = metrics_new();
+    struct status_stats st = {0};
+    enum tor_state ts = tor_sup_state(worker_tor(w));
+    int boot = tor_sup_bootstrap_progress(worker_tor(w));
+    if (r->status)
+        status_server_stats(r->status, &st);
+    int rc = !m ||
+             metrics_family(m, "onionfront_build_info", METRICS_GAUGE, "Always 1; the version in a label.") ||
+             metrics_sample(m, "onionfront_build_info", (const char *const[]){"version", ONIONFRONT_VERSION, NULL},
+                            1) ||
+             metrics_family(m, "onionfront_start_time_seconds", METRICS_GAUGE,
+                            "Unix time onionfront started, in seconds.") ||
+             metrics_sample(m, "onionfront_start_time_seconds", NULL, (double)r->started_wall) ||
+             metrics_family(m, "onionfront_tor_up", METRICS_GAUGE,
+                            "1 while onionfront's tor is connected, verified and bootstrapped, else 0.") ||
+             metrics_sample(m, "onionfront_tor_up", NULL, ts == TOR_RUNNING ? 1 : 0) ||
+             metrics_family(m, "onionfront_tor_bootstrap_progress", METRICS_GAUGE,
+                            "tor's bootstrap progress in percent (0-100); no sample while unknown.") ||
+             (boot >= 0 && metrics_sample(m, "onionfront_tor_bootstrap_progress", NULL, boot)) ||
+             metrics_family(m, "onionfront_tor_restarts_total", METRICS_COUNTER,
+                            "Times onionfront restarted its tor or reconnected to it.") ||
+             metrics_sample(m, "onionfront_tor_restarts_total", NULL, tor_sup_restarts(worker_tor(w))) ||
+             service_mgr_metrics(worker_services(w), m) ||
+             metrics_family(m, "onionfront_status_connections_total", METRICS_COUNTER,
+                            "Connections to the status socket by outcome.") ||
+             metrics_sample(m, "onionfront_status_connections_total",
+                            (const char *const[]){"result", "accepted", NULL}, (double)st.accepted) ||
+             metrics_sample(m, "onionfront_status_connections_total",
+                            (const char *const[]){"result", "rejected", NULL}, (double)st.rejected) ||
+             metrics_sample(m, "onionfront_status_connections_total",
+                            (const char *const[]){"result", "over_limit", NULL}, (double)st.over_limit) ||
+             metrics_sample(m, "onionfront_status_connections_total",
+                            (const char *const[]){"result", "over_uid_limit", NULL}, (double)st.over_uid_limit);
+    if (!rc) {
+        size_t n = proxy_pools(r->proxy, NULL, 0);
+        struct backend_pool **pools = calloc(n ? n : 1, sizeof(*pools));
+        if (pools)
+            proxy_pools(r->proxy, pools, n);
+        rc = !pools || backend_pool_metrics(pools, n, m) < 0;
+        free(pools);
+    }
+    rc = rc || proxy_metrics(r->proxy, m) < 0 || metrics_http_metrics(r->metrics_http, m) < 0 ||
+         descriptor_metrics(worker_descriptors(w), m) < 0 ||
+         verify_metrics(worker_verify(w), m) < 0;
+    /* A module with families of its own adds its *_metrics call here. */
+    char *text = rc ? NULL : strdup(metrics_text(m, NULL));
+    if (!text)
+        log_error("metrics: cannot build the metrics text (a family twice, or out of memory)");
+    metrics_free(m);
+    return text;
+}
+
+size_t report_reachability(const struct report_src *r, struct onionloc_entry *out, size_t cap, size_t *reachable)
+{
+    size_t n = 0;
+    *reachable = 0;
+    for (const struct service_id *id; n < cap && (id = service_ids_at(r->ids, n)); n++) {
+        bool up = !r->shutting_down && workers_service_reachable(r->workers, r->n_workers, id->address);
+        out[n] = (struct onionloc_entry){id->conf, id->address, up};
+        *reachable += up;
+    }
+    return n;
+}
+
+void report_status_line(const struct report_src *r, size_t reachable, char *out, size_t len)
+{
+    const struct worker *w = r->workers[0];
+    enum tor_state ts = tor_sup_state(worker_tor(w));
+    int boot = tor_sup_bootstrap_progress(worker_tor(w));
+    if (r->shutting_down)
+        snprintf(out, len, "stopping: removing the services from tor");
+    else if (ts == TOR_RUNNING)
+        snprintf(out, len, "running: %zu of %zu services reachable", reachable,
+                 service_mgr_count(worker_services(w)));
+    else if (ts == TOR_BOOTSTRAPPING)
+        snprintf(out, len, "tor bootstrapping (%d%%); services handed to tor", boot < 0 ? 0 : boot);
+    else if (worker_problem(w)[0])
+        snprintf(out, len, "tor %s: %s", tor_state_str(ts), worker_problem(w));
+    else
+        snprintf(out, len, "tor %s", tor_state_str(ts));
+}

@@ -1,0 +1,222 @@
+/* worker.c — one tor and its per-tor state, wired to each control connection (see worker.h). */
+#include "sidecar/worker.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "sidecar/config.h"
+#include "sidecar/descriptor.h"
+#include "sidecar/handover.h"
+#include "sidecar/log.h"
+#include "sidecar/service.h"
+#include "sidecar/tor.h"
+#include "sidecar/verify.h"
+
+struct worker {
+    const struct config *conf; /* borrowed; replaced by worker_reconfigure */
+    struct worker_callbacks cbs;
+    void *arg;
+    struct tor_sup *tor;
+    struct service_mgr *services;
+    struct descriptor_tracker *descriptors; /* HS_DESC tracking, fetch probe, republishing */
+    struct verify *verify;                  /* single-onion verification (CIRC, mode re-checks) */
+    char problem[200];                      /* why tor was lost or failed, until it bootstraps again */
+    bool stopping;                          /* worker_stop called, or failed: hand nothing to tor */
+};
+
+/* Give the descriptor tracker and the verifier the services' names and addresses and the probe
+ * settings: at start-up once the keys are loaded, and after each applied reload. */
+void worker_sync_services(struct worker *w)
+{
+    const char *names[CONFIG_MAX_SERVICES], *addrs[CONFIG_MAX_SERVICES];
+    size_t n = service_mgr_count(w->services);
+    if (n > CONFIG_MAX_SERVICES)
+        n = CONFIG_MAX_SERVICES;
+    for (size_t i = 0; i < n; i++) {
+        names[i] = service_mgr_name(w->services, i);
+        addrs[i] = service_mgr_address(w->services, i);
+    }
+    descriptor_tracker_set_probe_conf(w->descriptors, &w->conf->probe);
+    if (descriptor_tracker_set_services(w->descriptors, names, addrs, n) < 0 ||
+        verify_set_services(w->verify, names, addrs, n) < 0)
+        log_error("onionfront: out of memory; descriptor tracking and verification keep the old services");
+}
+
+static void worker_fail(struct worker *w, const char *why)
+{
+    w->stopping = true;
+    snprintf(w->problem, sizeof(w->problem), "%.*s", (int)sizeof(w->problem) - 1, why);
+    w->cbs.failed(w, why, w->arg);
+}
+
+static void worker_tor_ready_cb(struct tor_sup *t, struct cp_conn *conn, void *arg)
+{
+    struct worker *w = arg;
+    /* Attach mode, onionfront as root, the attached tor another user: its key and proxy directories
+     * must be that user's before the services' SETCONF (known only now, from process/uid). */
+    char err[1024];
+    if (!w->stopping && w->conf->tor.mode != TOR_MODE_SPAWN && worker_hand_over(w, w->conf, err, sizeof(err)) < 0) {
+        worker_fail(w, err);
+        return;
+    }
+    if (w->conf->tor.mode != TOR_MODE_SPAWN && tor_sup_uid(t) > 0 && (uid_t)tor_sup_uid(t) != geteuid())
+        log_info("tor: the attached tor runs as uid %ld; its key and proxy directories are handed to that user",
+                 tor_sup_uid(t));
+    if (!w->stopping) {
+        service_mgr_attach(w->services, conn);
+        descriptor_tracker_attach(w->descriptors, conn);
+        verify_attach(w->verify, conn);
+    }
+    w->cbs.ready(w, w->arg);
+}
+
+static void worker_tor_bootstrapped_cb(struct tor_sup *t, void *arg)
+{
+    struct worker *w = arg;
+    (void)t;
+    w->problem[0] = '\0';
+    w->cbs.bootstrapped(w, w->arg);
+}
+
+static void worker_tor_lost_cb(struct tor_sup *t, const char *why, void *arg)
+{
+    struct worker *w = arg;
+    (void)t;
+    service_mgr_detach(w->services);
+    descriptor_tracker_detach(w->descriptors);
+    verify_detach(w->verify);
+    snprintf(w->problem, sizeof(w->problem), "%s", why ? why : "lost");
+    w->cbs.lost(w, w->problem, w->arg);
+}
+
+static void worker_tor_failed_cb(struct tor_sup *t, const char *why, void *arg)
+{
+    (void)t;
+    worker_fail(arg, why);
+}
+
+static void worker_tor_stopped_cb(struct tor_sup *t, void *arg)
+{
+    struct worker *w = arg;
+    (void)t;
+    w->cbs.stopped(w, w->arg);
+}
+
+struct worker *worker_new(struct event_base *base, struct proc_mgr *procs, const struct config *conf,
+                          struct service_ids *ids, const struct worker_callbacks *cbs, void *arg)
+{
+    struct worker *w = calloc(1, sizeof(*w));
+    if (!w)
+        return NULL;
+    w->conf = conf;
+    w->cbs = *cbs;
+    w->arg = arg;
+    static const struct tor_callbacks tor_cbs = {
+        .ready = worker_tor_ready_cb,
+        .lost = worker_tor_lost_cb,
+        .failed = worker_tor_failed_cb,
+        .stopped = worker_tor_stopped_cb,
+        .bootstrapped = worker_tor_bootstrapped_cb,
+    };
+    w->services = service_mgr_new(conf, ids);
+    w->descriptors = descriptor_tracker_new(base, &conf->probe);
+    w->verify = verify_new(base);
+    w->tor = tor_sup_new(base, procs, conf, &tor_cbs, w);
+    if (!w->services || !w->descriptors || !w->verify || !w->tor) {
+        worker_free(w);
+        return NULL;
+    }
+    return w;
+}
+
+void worker_free(struct worker *w)
+{
+    if (!w)
+        return;
+    /* The tor supervisor (and its connection) goes before the services that subscribed to that
+     * connection; the verifier and tracker after it: its pending commands complete into them. */
+    tor_sup_free(w->tor);
+    verify_free(w->verify);
+    descriptor_tracker_free(w->descriptors);
+    service_mgr_free(w->services);
+    free(w);
+}
+
+int worker_hand_over(const struct worker *w, const struct config *conf, char *err, size_t errlen)
+{
+    return handover_apply(conf, tor_sup_uid(w->tor), err, errlen);
+}
+
+int worker_start(struct worker *w, char *err, size_t errlen)
+{
+    char terr[900];
+    if (tor_sup_start(w->tor, terr, sizeof(terr)) < 0) {
+        snprintf(err, errlen, "cannot start tor: %s", terr);
+        return -1;
+    }
+    return 0;
+}
+
+static void worker_unpublished_cb(void *arg)
+{
+    struct worker *w = arg;
+    tor_sup_stop(w->tor);
+}
+
+void worker_stop(struct worker *w)
+{
+    w->stopping = true;
+    service_mgr_unpublish(w->services, worker_unpublished_cb, w);
+}
+
+int worker_reconfigure(struct worker *w, const struct config *conf, bool *tor_changed, char *err, size_t errlen)
+{
+    if (service_mgr_reconfigure(w->services, conf, tor_changed, err, errlen) < 0)
+        return -1;
+    tor_sup_set_config(w->tor, conf);
+    w->conf = conf;
+    worker_sync_services(w);
+    return 0;
+}
+
+bool worker_service_reachable(const struct worker *w, const char *address)
+{
+    /* descriptor.c's verdict (the descriptor clients fetch is on an HSDir, and the last fetch probe got
+     * it), on a tor that is up now. */
+    return !w->stopping && tor_sup_state(w->tor) == TOR_RUNNING && address[0] &&
+           descriptor_service_reachable(w->descriptors, address);
+}
+
+bool workers_service_reachable(struct worker *const *ws, size_t n, const char *address)
+{
+    for (size_t k = 0; k < n; k++)
+        if (worker_service_reachable(ws[k], address))
+            return true;
+    return false;
+}
+
+const char *worker_problem(const struct worker *w)
+{
+    return w->problem;
+}
+
+struct tor_sup *worker_tor(const struct worker *w)
+{
+    return w->tor;
+}
+
+struct service_mgr *worker_services(const struct worker *w)
+{
+    return w->services;
+}
+
+struct descriptor_tracker *worker_descriptors(const struct worker *w)
+{
+    return w->descriptors;
+}
+
+struct verify *worker_verify(const struct worker *w)
+{
+    return w->verify;
+}

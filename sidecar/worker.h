@@ -1,0 +1,88 @@
+/* worker.h — one tor and everything onionfront keeps per tor: the tor process (spawned or attached) with
+ * its control connection and supervision (tor.c), the services' SETCONF state on it (service.c), the
+ * descriptor tracker (descriptor.c) and the circuit verifier (verify.c). It wires them to each new
+ * control connection and detaches them when it is lost, and reports up through callbacks.
+ *
+ * Owns those four objects. Not the data path (proxy, pools, health checks: shared by all workers, since
+ * every tor's HiddenServicePort points at the same per-port sockets), the event base, systemd or the
+ * status socket (main.c, report.c). The daemon holds a list of workers; report.c reads them through the
+ * borrowed handles below. */
+#ifndef ONIONFRONT_WORKER_H
+#define ONIONFRONT_WORKER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct config;
+struct descriptor_tracker;
+struct event_base;
+struct proc_mgr;
+struct service_ids;
+struct service_mgr;
+struct tor_sup;
+struct verify;
+struct worker;
+
+struct worker_callbacks {
+    /* The tor is verified and its services are being handed to it (or a stopping worker's tor came
+     * back: nothing was handed over). */
+    void (*ready)(struct worker *w, void *arg);
+    /* The tor bootstrapped to 100 % with the services handed to it. */
+    void (*bootstrapped)(struct worker *w, void *arg);
+    /* The tor (or the connection to it) is gone; the worker restarts or reconnects by itself. Its
+     * services are unreachable through it until it is ready again. */
+    void (*lost)(struct worker *w, const char *why, void *arg);
+    /* Unrecoverable (attach to a tor that is not single-onion, a hand-over that cannot be done). */
+    void (*failed)(struct worker *w, const char *why, void *arg);
+    /* A worker stopped by worker_stop() is gone: services removed, tor ended or connection closed. */
+    void (*stopped)(struct worker *w, void *arg);
+};
+
+/* Create a worker for the tor `conf` describes, running the services `ids` (both borrowed; `conf` until
+ * worker_reconfigure replaces it, `ids` for the worker's life). Nothing starts yet. Returns NULL on
+ * allocation failure. */
+struct worker *worker_new(struct event_base *base, struct proc_mgr *procs, const struct config *conf,
+                          struct service_ids *ids, const struct worker_callbacks *cbs, void *arg);
+
+/* Free: the tor supervisor (killing a spawned tor still running) first, then what subscribed to its
+ * connection. NULL is a no-op. */
+void worker_free(struct worker *w);
+
+/* The identities' keys are loaded (service_ids_load_keys): give the descriptor tracker and the
+ * verifier the services' names and addresses. */
+void worker_sync_services(struct worker *w);
+
+/* Hand the directories this worker's tor uses to its user (handover.h) for `conf` (the running or a
+ * reloaded one). Return 0, or -1 with a message. */
+int worker_hand_over(const struct worker *w, const struct config *conf, char *err, size_t errlen);
+
+/* Start the tor (tor_sup_start). Return 0, or -1 with "cannot start tor: <why>". */
+int worker_start(struct worker *w, char *err, size_t errlen);
+
+/* Remove the services from the tor, then stop it; cbs->stopped follows. Nothing is handed to a tor that
+ * becomes ready after this. */
+void worker_stop(struct worker *w);
+
+/* Switch to a reloaded `conf`, after the identities were (service_ids_reconfigure): service_mgr_reconfigure
+ * (one SETCONF if tor's view changed), the tor's borrowed config, the tracker's and verifier's services
+ * and probe settings. On error (out of memory) return -1 with a message and keep the old state. Sets
+ * *tor_changed as service_mgr_reconfigure. */
+int worker_reconfigure(struct worker *w, const struct config *conf, bool *tor_changed, char *err, size_t errlen);
+
+/* Is the service with this address (56 characters, no ".onion") verified reachable through this
+ * worker: its tor is running, and descriptor.c found the descriptor clients fetch on an HSDir? */
+bool worker_service_reachable(const struct worker *w, const char *address);
+
+/* Is it reachable through any of the `n` workers? */
+bool workers_service_reachable(struct worker *const *ws, size_t n, const char *address);
+
+/* Why the tor was last lost or failed, until it bootstraps again; "" if nothing. Borrowed. */
+const char *worker_problem(const struct worker *w);
+
+/* Borrowed handles for reports (report.c); valid until worker_free. */
+struct tor_sup *worker_tor(const struct worker *w);
+struct service_mgr *worker_services(const struct worker *w);
+struct descriptor_tracker *worker_descriptors(const struct worker *w);
+struct verify *worker_verify(const struct worker *w);
+
+#endif

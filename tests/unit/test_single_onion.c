@@ -1,0 +1,92 @@
+/* test_single_onion.c — unit tests for sidecar/single_onion.c, the rule for a tor fit for onionfront.
+ *
+ * Why: tor.c refuses a tor and verify.c flags a changed one by this rule; a hole in it would run a
+ * service as a location-hidden one is expected not to be, or a tor usable as a client.
+ *
+ * Covers (table): both conf keys 1 and every listener empty -> fit; a conf key 0, missing or "yes"
+ * -> that key named with its value; a listener open -> that listener named with its value; the first
+ * problem wins (conf before listeners); keys not part of the rule are ignored; the warning names the
+ * number of services. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "controlproto/cp_event.h"
+#include "sidecar/single_onion.h"
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+struct case_ {
+    const char *single_hop, *non_anonymous; /* NULL: not in the answer */
+    const char *socks, *dns;                /* NULL: not in the answer */
+    bool fit;
+    const char *key, *value;                /* the problem */
+};
+
+static const struct case_ cases[] = {
+    {"1", "1", "", "", true, NULL, NULL},
+    {"1", "1", NULL, NULL, true, NULL, NULL},
+    {"0", "1", "", "", false, "HiddenServiceSingleHopMode", "0"},
+    {"1", "0", "", "", false, "HiddenServiceNonAnonymousMode", "0"},
+    {NULL, "1", "", "", false, "HiddenServiceSingleHopMode", NULL},
+    {"yes", "1", "", "", false, "HiddenServiceSingleHopMode", "yes"},
+    {"1", "1", "\"127.0.0.1:9050\"", "", false, "net/listeners/socks", "\"127.0.0.1:9050\""},
+    {"1", "1", "", "\"127.0.0.1:53\"", false, "net/listeners/dns", "\"127.0.0.1:53\""},
+    {"0", "1", "\"127.0.0.1:9050\"", "", false, "HiddenServiceSingleHopMode", "0"},
+};
+
+static void test_rule(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        const struct case_ *c = &cases[i];
+        struct cp_kv conf_items[3], info_items[3];
+        struct cp_info conf = {0, conf_items}, info = {0, info_items};
+        conf_items[conf.n++] = (struct cp_kv){"SocksPort", "0"}; /* not part of the rule */
+        if (c->single_hop)
+            conf_items[conf.n++] = (struct cp_kv){"HiddenServiceSingleHopMode", (char *)c->single_hop};
+        if (c->non_anonymous)
+            conf_items[conf.n++] = (struct cp_kv){"HiddenServiceNonAnonymousMode", (char *)c->non_anonymous};
+        info_items[info.n++] = (struct cp_kv){"version", "0.4.9.11"};
+        if (c->socks)
+            info_items[info.n++] = (struct cp_kv){"net/listeners/socks", (char *)c->socks};
+        if (c->dns)
+            info_items[info.n++] = (struct cp_kv){"net/listeners/dns", (char *)c->dns};
+        struct single_onion_problem p = {0};
+        bool fit = single_onion_check(&conf, &info, &p);
+        if (fit != c->fit)
+            fail_msg("case %zu: fit %d, want %d", i, fit, c->fit);
+        if (fit)
+            continue;
+        assert_string_equal(p.key, c->key);
+        assert_int_equal(p.listener, strncmp(c->key, "net/", 4) == 0);
+        if (c->value)
+            assert_string_equal(p.value, c->value);
+        else
+            assert_null(p.value);
+    }
+}
+
+static void test_keys(void **state)
+{
+    (void)state;
+    assert_string_equal(single_onion_conf_keys[0], "HiddenServiceSingleHopMode");
+    assert_string_equal(single_onion_conf_keys[1], "HiddenServiceNonAnonymousMode");
+    assert_string_equal(single_onion_listener_keys[SINGLE_ONION_N_LISTENERS - 1], "net/listeners/httptunnel");
+    single_onion_warn(2); /* logs; nothing to assert but that it does not crash */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rule),
+        cmocka_unit_test(test_keys),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
