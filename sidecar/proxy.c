@@ -60,6 +60,7 @@ struct proxy_port {
     unsigned streams_active;
     uint64_t streams_total, rejected_header, rejected_circuit_limit, rejected_no_backend, connect_failures;
     uint64_t rejected_stream_limit;
+    uint64_t streams_spliced; /* streams that moved to splice pumps */
     uint64_t bytes_to_backend, bytes_to_tor; /* counted as read, while streams run */
     bool warned_foreign_line;
 };
@@ -639,6 +640,7 @@ static void stream_try_splice(struct proxy_stream *s)
         bufferevent_disable(s->bev[i], EV_READ | EV_WRITE);
     s->spliced = true;
     px->spliced++;
+    s->port->streams_spliced++;
     for (int from = 0; from < 2; from++)
         if (s->pipe[from].pump && splice_pump_start(s->pipe[from].pump) < 0) {
             stream_close(s);
@@ -1260,7 +1262,7 @@ json_t *proxy_to_json(const struct proxy *px)
         return NULL;
     for (const struct proxy_port *pp = px ? px->ports : NULL; pp; pp = pp->next) {
         size_t buffered = proxy_port_buffered(pp);
-        json_t *o = json_pack("{s:s, s:i, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "service",
+        json_t *o = json_pack("{s:s, s:i, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "service",
                               pp->service, "virtual_port", (int)pp->virtual_port, "socket", pp->path, "listening",
                               !pp->removed, "streams_active", (json_int_t)pp->streams_active, "streams_total",
                               (json_int_t)pp->streams_total, "circuits_active", (json_int_t)pp->circuits,
@@ -1269,7 +1271,8 @@ json_t *proxy_to_json(const struct proxy *px)
                               (json_int_t)pp->rejected_no_backend, "rejected_stream_limit",
                               (json_int_t)pp->rejected_stream_limit, "connect_failures", (json_int_t)pp->connect_failures,
                               "bytes_to_backend", (json_int_t)pp->bytes_to_backend, "bytes_to_tor",
-                              (json_int_t)pp->bytes_to_tor, "buffered_bytes", (json_int_t)buffered);
+                              (json_int_t)pp->bytes_to_tor, "buffered_bytes", (json_int_t)buffered, "streams_spliced",
+                              (json_int_t)pp->streams_spliced);
         if (!o || json_array_append_new(arr, o) < 0) {
             json_decref(arr);
             return NULL;

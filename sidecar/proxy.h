@@ -119,7 +119,8 @@ size_t proxy_pools(struct proxy *px, struct backend_pool **out, size_t max);
  *  "rejected_no_backend", "rejected_stream_limit", "connect_failures" (failed attempts, each followed by a retry
  *  when a usable backend is left), "bytes_to_backend", "bytes_to_tor" (read from tor for the backend and
  *  from the backend for tor, counted as they are read, unlike backend.c's bytes, which count at a
- *  stream's end), "buffered_bytes"}. */
+ *  stream's end), "buffered_bytes" (in buffers and splice pipes), "streams_spliced" (streams that moved
+ *  to splice)}. */
 json_t *proxy_to_json(const struct proxy *px);
 
 /* Append the per-port families, labels service and port, for the ports still listening (a port removed

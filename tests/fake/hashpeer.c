@@ -7,7 +7,9 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <openssl/evp.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 
 #define HASHPEER_CHUNK (64 * 1024)
@@ -198,6 +200,25 @@ void hashpeer_expect(size_t n, uint64_t seed, uint8_t out[32])
     }
     EVP_DigestFinal_ex(c, out, &len);
     EVP_MD_CTX_free(c);
+}
+
+int hashpeer_check(const struct hashpeer *p, size_t n, uint64_t seed)
+{
+    uint8_t want[32], got[32];
+    hashpeer_expect(n, seed, want);
+    hashpeer_digest(p, got);
+    if (p->received == n && memcmp(got, want, 32) == 0)
+        return 0;
+    fprintf(stderr, "hashpeer: %zu bytes received, %zu expected%s\n", p->received, n,
+            p->received == n ? ", and they differ" : "");
+    return -1;
+}
+
+void hashpeer_reset(struct hashpeer *p)
+{
+    struct linger lg = {1, 0};
+    setsockopt(bufferevent_getfd(p->bev), SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+    hashpeer_free(p);
 }
 
 void hashpeer_free(struct hashpeer *p)

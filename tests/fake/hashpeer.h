@@ -36,6 +36,13 @@ void hashpeer_digest(const struct hashpeer *p, uint8_t out[32]);
 /* The SHA-256 of the first `n` bytes of the stream seeded with `seed`. */
 void hashpeer_expect(size_t n, uint64_t seed, uint8_t out[32]);
 
+/* 0 if exactly `n` bytes were received and they are the stream seeded with `seed`, else -1 (and a
+ * line on stderr saying how many bytes came). */
+int hashpeer_check(const struct hashpeer *p, size_t n, uint64_t seed);
+
+/* Reset the connection (SO_LINGER 0, then close) and free. */
+void hashpeer_reset(struct hashpeer *p);
+
 /* Close the socket and free. NULL is a no-op. */
 void hashpeer_free(struct hashpeer *p);
 
