@@ -525,8 +525,11 @@ static void stream_pass_eof(struct proxy_stream *s, enum stream_side from)
     enum stream_side to = from == SIDE_CLIENT ? SIDE_SERVER : SIDE_CLIENT;
     if (!s->eof[from] || s->shut[to] || evbuffer_get_length(bufferevent_get_output(s->bev[to])) > 0)
         return;
-    /* ENOTCONN when the peer is fully gone already: nothing left to tell it. */
-    shutdown(bufferevent_getfd(s->bev[to]), SHUT_WR);
+    /* The last step of the stream (`to` has ended and was told `from`'s end): the close that follows at
+     * once sends the same FIN, since nothing of `to` is left unread; a short stream saves a system
+     * call. Otherwise ENOTCONN when the peer is fully gone already: nothing left to tell it. */
+    if (!(s->eof[to] && s->shut[from]))
+        shutdown(bufferevent_getfd(s->bev[to]), SHUT_WR);
     s->shut[to] = true;
     stream_maybe_done(s);
 }
@@ -907,6 +910,24 @@ static void proxy_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct
     struct timeval tv = proxy_ms(px->header_timeout_ms);
     evtimer_add(s->ev, &tv);
     bufferevent_enable(c, EV_READ);
+    /* tor writes its line as soon as it is connected, so it is usually here already: take it now rather
+     * than on the next turn of the loop (which would also cost libevent's FIONREAD probe). Last step:
+     * the line may start the connect or close the stream. */
+    char line[PROXYPROTO_V1_MAX];
+    ssize_t n = recv(fd, line, sizeof(line), 0);
+    if (n <= 0)
+        return; /* nothing yet, or an EOF or error the bufferevent meets again */
+    /* A bufferevent's input only takes bytes from the bufferevent itself, which unfreezes it to read. */
+    struct evbuffer *in = bufferevent_get_input(c);
+    evbuffer_unfreeze(in, 0);
+    int rc = evbuffer_add(in, line, (size_t)n);
+    evbuffer_freeze(in, 0);
+    if (rc < 0) {
+        log_error("proxy %s: out of memory for a new stream", pp->label);
+        stream_close(s);
+        return;
+    }
+    stream_header_read_cb(c, s);
 }
 
 /* ---- ports ---- */
