@@ -503,7 +503,9 @@ syscalls_per_conn() {
 	wait "$st" 2> /dev/null
 	req=$(sed -n 's/.*requests=\([0-9]*\).*/\1/p' <<< "$out")
 	[[ -n $req && $req -gt 0 && -s $W/strace_$name.txt ]] || { say "no system call counts for $name"; return 0; }
-	awk -v r="$req" '$NF == "total" { printf "%.1f\n", $3 / r }' "$W/strace_$name.txt" > "$RAW/syscalls_$name.txt"
+	# strace -c lines: % time, seconds, usecs/call, calls, [errors,] name; the total line lacks usecs/call.
+	awk -v r="$req" '$1 ~ /^[0-9.]+$/ && NF >= 5 && $NF != "total" { n += $4 } END { printf "%.1f\n", n / r }' \
+		"$W/strace_$name.txt" > "$RAW/syscalls_$name.txt"
 	awk -v r="$req" '$1 ~ /^[0-9.]+$/ && NF >= 5 && $NF != "total" && $4 / r >= 0.5 { printf "%s %.1f\n", $NF, $4 / r }' \
 		"$W/strace_$name.txt" | sort -k2,2gr > "$RAW/syscalls_${name}_detail.txt"
 	say "system calls per connection, $name: $(cat "$RAW/syscalls_$name.txt") ($(paste -sd' ' "$RAW/syscalls_${name}_detail.txt"))"
@@ -651,7 +653,7 @@ report_b() {
 	local t
 	for t in haproxy onionfront; do
 		[[ -s $RAW/syscalls_${t}_detail.txt ]] &&
-			echo "System calls per connection, $t: $(awk '{ printf "%s%s %s", NR > 1 ? ", " : "", $1, $2 }' "$RAW/syscalls_${t}_detail.txt")." && echo
+			echo "System calls per connection, $t: $(awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $2 }' "$RAW/syscalls_${t}_detail.txt")." && echo
 	done
 	echo "Request errors (all runs): direct $(sum errors_direct), HAProxy $(sum errors_haproxy), onionfront $(sum errors_onionfront)."
 	echo
