@@ -31,9 +31,11 @@ int fdbudget_raise_limit(rlim_t *before, rlim_t *after, char *err, size_t errlen
     return 0;
 }
 
+#define FDBUDGET_OTHERS ((rlim_t)FDBUDGET_RESERVE + METRICS_HTTP_MAX_CLIENTS + STATUS_MAX_CLIENTS)
+
 unsigned fdbudget_stream_cap_for(unsigned configured, rlim_t nofile)
 {
-    const rlim_t others = FDBUDGET_RESERVE + METRICS_HTTP_MAX_CLIENTS + STATUS_MAX_CLIENTS;
+    const rlim_t others = FDBUDGET_OTHERS;
     if (configured > 0)
         return configured;
     rlim_t cap = nofile > others ? (nofile - others) / 2 : 0;
@@ -44,12 +46,29 @@ unsigned fdbudget_stream_cap_for(unsigned configured, rlim_t nofile)
     return (unsigned)cap;
 }
 
-unsigned fdbudget_stream_cap(unsigned configured)
+static rlim_t fdbudget_nofile(void)
 {
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
         rl.rlim_cur = 1024; /* the usual default */
-    return fdbudget_stream_cap_for(configured, rl.rlim_cur);
+    return rl.rlim_cur;
+}
+
+unsigned fdbudget_stream_cap(unsigned configured)
+{
+    return fdbudget_stream_cap_for(configured, fdbudget_nofile());
+}
+
+unsigned fdbudget_splice_cap_for(unsigned streams, rlim_t nofile)
+{
+    rlim_t used = FDBUDGET_OTHERS + 2 * (rlim_t)streams;
+    rlim_t cap = nofile > used ? (nofile - used) / FDBUDGET_PIPE_FDS : 0;
+    return cap < streams ? (unsigned)cap : streams;
+}
+
+unsigned fdbudget_splice_cap(unsigned streams)
+{
+    return fdbudget_splice_cap_for(streams, fdbudget_nofile());
 }
 
 int fd_reserve_init(struct fd_reserve *r, unsigned want)

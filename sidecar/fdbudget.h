@@ -7,6 +7,8 @@
  *                                                   connection + the backend's)
  *                   + METRICS_HTTP_MAX_CLIENTS      (metrics_http.h; beyond it the listener pauses)
  *                   + STATUS_MAX_CLIENTS            (status.h; per-uid limit and reserved slots inside)
+ *                   + 4 x spliced streams         (two pipes each; only what is left over: see
+ *                                                   fdbudget_splice_cap_for)
  *                   + FDBUDGET_RESERVE              (everything else: listeners, tor's control
  *                                                   connection, health checks, DNS, log, children's
  *                                                   pipes, the status socket's spare descriptor)
@@ -32,6 +34,7 @@
                                            about 2 x PROXY_HIGH_WATER of buffers (512 KiB) */
 #define FDBUDGET_STREAMS_MIN 16         /* "auto" never picks fewer, however low the limit */
 #define FD_RESERVE_MAX 4
+#define FDBUDGET_PIPE_FDS 4             /* a spliced stream's two pipes */
 
 /* Raise RLIMIT_NOFILE's soft limit to its hard limit. Return 0 and the limits before and after in
  * *before / *after (equal when nothing changed), or -1 with the reason in `err` (the limit stays). */
@@ -44,6 +47,14 @@ unsigned fdbudget_stream_cap_for(unsigned configured, rlim_t nofile);
 
 /* As fdbudget_stream_cap_for, with the process's current soft limit. */
 unsigned fdbudget_stream_cap(unsigned configured);
+
+/* How many of `streams` streams may hold splice pipes (FDBUDGET_PIPE_FDS more descriptors each) at once
+ * under a soft limit of `nofile`: what the budget above leaves after 2 x streams, at most `streams`
+ * (0 when nothing is left: those streams copy through buffers). Pure. */
+unsigned fdbudget_splice_cap_for(unsigned streams, rlim_t nofile);
+
+/* As fdbudget_splice_cap_for, with the process's current soft limit. */
+unsigned fdbudget_splice_cap(unsigned streams);
 
 /* Descriptors opened on /dev/null and held, to be given back when the process has run out: close one
  * (fd_reserve_release), open what is needed with it, and fd_reserve_refill once descriptors are free

@@ -27,6 +27,7 @@
 #include "sidecar/log.h"
 #include "sidecar/metrics.h"
 #include "sidecar/proxyproto.h"
+#include "sidecar/splice_pump.h"
 
 #define PROXY_CIRC_BUCKETS 256
 #define PROXY_LISTEN_BACKLOG 511
@@ -59,6 +60,7 @@ struct proxy_port {
     unsigned streams_active;
     uint64_t streams_total, rejected_header, rejected_circuit_limit, rejected_no_backend, connect_failures;
     uint64_t rejected_stream_limit;
+    uint64_t streams_spliced; /* streams that moved to splice pumps */
     uint64_t bytes_to_backend, bytes_to_tor; /* counted as read, while streams run */
     bool warned_foreign_line;
 };
@@ -74,6 +76,10 @@ struct proxy {
     unsigned max_open_streams; /* over all ports (limits.max_open_streams, resolved by fdbudget) */
     unsigned streams_open;     /* over all ports, removed ones included */
     bool at_cap;               /* logged that the cap was reached; cleared well below it */
+    bool splice_on;            /* splice(2) works here and is not switched off (ONIONFRONT_SPLICE=0) */
+    size_t splice_min;         /* bytes a stream copies through buffers before it switches to splice */
+    unsigned max_spliced;      /* streams holding pipes at once (fdbudget_splice_cap) */
+    unsigned spliced;          /* streams holding pipes now */
 };
 
 enum stream_state {
@@ -84,6 +90,12 @@ enum stream_state {
 };
 
 enum stream_side { SIDE_CLIENT, SIDE_SERVER };
+
+struct stream_pipe { /* one direction's splice pump, with what its callbacks need */
+    struct proxy_stream *s;
+    enum stream_side from;
+    struct splice_pump *pump; /* NULL: copied through the bufferevents (or already ended) */
+};
 
 struct proxy_stream {
     struct proxy_port *port;
@@ -105,6 +117,8 @@ struct proxy_stream {
     bool shut[2];   /* shutdown(SHUT_WR) done towards that side */
     bool paused[2]; /* reading from that side paused: the other side has too much unsent */
     bool server_spoke;
+    bool spliced;                 /* the bufferevents are idle, s->pipe[] copy (counted in px->spliced) */
+    struct stream_pipe pipe[2];   /* [from]: the direction read from that side */
     uint64_t bytes_in, bytes_out; /* from / to the backend */
 };
 
@@ -188,6 +202,10 @@ static void stream_free(struct proxy_stream *s, bool may_free_port)
 {
     struct proxy_port *pp = s->port;
     for (int i = 0; i < 2; i++)
+        splice_pump_free(s->pipe[i].pump); /* before the sockets it watches are closed */
+    if (s->spliced)
+        pp->px->spliced--;
+    for (int i = 0; i < 2; i++)
         if (s->bev[i])
             bufferevent_free(s->bev[i]);
     if (s->ev)
@@ -228,6 +246,9 @@ static void stream_close(struct proxy_stream *s)
         bufferevent_setcb(s->bev[i], NULL, NULL, NULL, NULL);
         bufferevent_disable(s->bev[i], EV_READ | EV_WRITE);
     }
+    for (int i = 0; i < 2; i++)
+        if (s->pipe[i].pump)
+            splice_pump_stop(s->pipe[i].pump);
     event_del(s->ev);
     event_active(s->ev, EV_TIMEOUT, 1);
 }
@@ -261,6 +282,7 @@ static enum check_result stream_connect_error(struct bufferevent *bev, char *det
 static void stream_connect_next(struct proxy_stream *s);
 
 static void stream_read_cb(struct bufferevent *bev, void *arg);
+static void stream_try_splice(struct proxy_stream *s);
 static void stream_write_cb(struct bufferevent *bev, void *arg);
 static void stream_event_cb(struct bufferevent *bev, short what, void *arg);
 
@@ -337,6 +359,7 @@ static void stream_connected(struct proxy_stream *s)
     /* Bytes that came after tor's PROXY line are waiting already; no read event will announce them. */
     if (evbuffer_get_length(bufferevent_get_input(s->bev[SIDE_CLIENT])) > 0)
         stream_read_cb(s->bev[SIDE_CLIENT], s);
+    stream_try_splice(s); /* with splice_min 0 (tests), from the first byte */
 }
 
 static void stream_connect_event_cb(struct bufferevent *bev, short what, void *arg)
@@ -502,14 +525,158 @@ static void stream_pass_eof(struct proxy_stream *s, enum stream_side from)
     enum stream_side to = from == SIDE_CLIENT ? SIDE_SERVER : SIDE_CLIENT;
     if (!s->eof[from] || s->shut[to] || evbuffer_get_length(bufferevent_get_output(s->bev[to])) > 0)
         return;
-    /* ENOTCONN when the peer is fully gone already: nothing left to tell it. */
-    shutdown(bufferevent_getfd(s->bev[to]), SHUT_WR);
+    /* The last step of the stream (`to` has ended and was told `from`'s end): the close that follows at
+     * once sends the same FIN, since nothing of `to` is left unread; a short stream saves a system
+     * call. Otherwise ENOTCONN when the peer is fully gone already: nothing left to tell it. */
+    if (!(s->eof[to] && s->shut[from]))
+        shutdown(bufferevent_getfd(s->bev[to]), SHUT_WR);
     s->shut[to] = true;
     stream_maybe_done(s);
 }
 
+/* Count `n` bytes read from side `from` (as they are read, for the port's counters). */
+static void stream_count(struct proxy_stream *s, enum stream_side from, size_t n)
+{
+    if (from == SIDE_SERVER) {
+        s->bytes_in += n;
+        s->port->bytes_to_tor += n;
+        s->server_spoke = true;
+    } else {
+        s->bytes_out += n;
+        s->port->bytes_to_backend += n;
+    }
+}
+
+/* Side `side` ended (EOF read). tor never half-closes: its side is gone for good, and the backend gets
+ * a bounded time to finish (a stalled one would otherwise hold the stream forever). */
+static void stream_side_ended(struct proxy_stream *s, enum stream_side side)
+{
+    s->eof[side] = true;
+    if (side == SIDE_CLIENT && s->state == STREAM_OPEN) {
+        struct timeval tv = proxy_ms(s->port->px->fin_timeout_ms);
+        evtimer_add(s->ev, &tv);
+    }
+}
+
+/* An error or reset (errno `e`) on side `side`: close both sides at once. */
+static void stream_side_failed(struct proxy_stream *s, enum stream_side side, int e)
+{
+    if (side == SIDE_SERVER && !s->server_spoke && e == ECONNRESET)
+        backend_passive_failure(s->backend, CHECK_RESET, "connection reset before any byte was sent");
+    log_debug("proxy %s: stream %llu: %s side: %s; closing both sides", s->port->label, (unsigned long long)s->id,
+              stream_side_str(side), strerror(e));
+    stream_close(s);
+}
+
+/* ---- splice: bulk streams copy socket -> pipe -> socket in the kernel ----
+ * A stream starts on the bufferevents (the PROXY line, the v2 header and short streams, where two pipes
+ * would cost more system calls than they save) and moves to a splice pump per direction once it has
+ * copied px->splice_min bytes, at a moment when every buffer of it is empty, so no byte can be
+ * overtaken. A pump the kernel refuses hands the bytes in its pipe back, and the stream goes on
+ * through the bufferevents. */
+
+static bool stream_wants_splice(const struct proxy_stream *s)
+{
+    const struct proxy *px = s->port->px;
+    return px->splice_on && !s->spliced && s->state == STREAM_OPEN && s->bytes_in + s->bytes_out >= px->splice_min &&
+           px->spliced < px->max_spliced;
+}
+
+static size_t proxy_stream_buffered(const struct proxy_stream *s);
+
+static void stream_pipe_moved_cb(size_t n, void *arg)
+{
+    struct stream_pipe *sp = arg;
+    stream_count(sp->s, sp->from, n);
+}
+
+static void stream_pipe_done_cb(void *arg)
+{
+    struct stream_pipe *sp = arg;
+    stream_side_ended(sp->s, sp->from);
+    stream_pass_eof(sp->s, sp->from); /* nothing is buffered towards the other side: shut it now */
+}
+
+static void stream_unsplice(struct proxy_stream *s);
+
+static void stream_pipe_failed_cb(int err, bool at_source, void *arg)
+{
+    struct stream_pipe *sp = arg;
+    struct proxy_stream *s = sp->s;
+    struct proxy *px = s->port->px;
+    if (splice_pump_is_refusal(err)) {
+        log_info("proxy %s: splice refused (%s); copying through buffers from now on", s->port->label,
+                 strerror(err));
+        px->splice_on = false;
+        stream_unsplice(s);
+        return;
+    }
+    stream_side_failed(s, at_source ? sp->from : !sp->from, err);
+}
+
+static const struct splice_pump_cbs stream_pipe_cbs = {stream_pipe_moved_cb, stream_pipe_done_cb,
+                                                       stream_pipe_failed_cb};
+
+/* Move the stream to splice pumps if it is due and nothing of it is buffered; otherwise leave it. */
+static void stream_try_splice(struct proxy_stream *s)
+{
+    struct proxy *px = s->port->px;
+    if (!stream_wants_splice(s) || proxy_stream_buffered(s) > 0)
+        return;
+    for (int from = 0; from < 2; from++) {
+        struct stream_pipe *sp = &s->pipe[from];
+        sp->s = s;
+        sp->from = (enum stream_side)from;
+        if (s->eof[from]) /* that direction is over (its EOF was passed on: nothing is buffered) */
+            continue;
+        sp->pump = splice_pump_new(px->base, bufferevent_getfd(s->bev[from]), bufferevent_getfd(s->bev[!from]),
+                                   &stream_pipe_cbs, sp);
+        if (!sp->pump) { /* no descriptor for a pipe, say: stay on the bufferevents */
+            log_debug("proxy %s: stream %llu: no splice: %s", s->port->label, (unsigned long long)s->id,
+                      strerror(errno));
+            splice_pump_free(s->pipe[0].pump);
+            s->pipe[0].pump = NULL;
+            return;
+        }
+    }
+    for (int i = 0; i < 2; i++)
+        bufferevent_disable(s->bev[i], EV_READ | EV_WRITE);
+    s->spliced = true;
+    px->spliced++;
+    s->port->streams_spliced++;
+    for (int from = 0; from < 2; from++)
+        if (s->pipe[from].pump && splice_pump_start(s->pipe[from].pump) < 0) {
+            stream_close(s);
+            return;
+        }
+}
+
+/* Back to the bufferevents, the bytes in the pipes first (they were read before anything the
+ * bufferevents will read). */
+static void stream_unsplice(struct proxy_stream *s)
+{
+    for (int from = 0; from < 2; from++) {
+        struct stream_pipe *sp = &s->pipe[from];
+        if (!sp->pump)
+            continue;
+        struct bufferevent *to = s->bev[!from];
+        stream_enable_write(to);
+        int rc = splice_pump_take(sp->pump, bufferevent_get_output(to));
+        splice_pump_free(sp->pump); /* splice_pump.h: it touches nothing after its callback */
+        sp->pump = NULL;
+        if (rc < 0) {
+            stream_close(s);
+            return;
+        }
+        if (!s->eof[from])
+            bufferevent_enable(s->bev[from], EV_READ);
+    }
+    s->spliced = false;
+    s->port->px->spliced--;
+}
+
 /* Everything queued towards `to` is written (or its queue is below the low watermark): resume reading the
- * other side if it was paused, pass its EOF on. */
+ * other side if it was paused, pass its EOF on, move to splice when due. */
 static void stream_write_done(struct proxy_stream *s, enum stream_side to)
 {
     enum stream_side from = to == SIDE_CLIENT ? SIDE_SERVER : SIDE_CLIENT;
@@ -520,6 +687,7 @@ static void stream_write_done(struct proxy_stream *s, enum stream_side to)
             bufferevent_enable(s->bev[from], EV_READ);
     }
     stream_pass_eof(s, from);
+    stream_try_splice(s);
 }
 
 static void stream_read_cb(struct bufferevent *bev, void *arg)
@@ -532,14 +700,7 @@ static void stream_read_cb(struct bufferevent *bev, void *arg)
     size_t n = evbuffer_get_length(in);
     if (n == 0)
         return;
-    if (from == SIDE_SERVER) {
-        s->bytes_in += n;
-        s->port->bytes_to_tor += n;
-        s->server_spoke = true;
-    } else {
-        s->bytes_out += n;
-        s->port->bytes_to_backend += n;
-    }
+    stream_count(s, from, n);
     if (evbuffer_get_length(out) == 0 && !s->shut[to]) {
         /* Nothing queued towards `to`: write now, as HAProxy does, rather than register for
          * writability and write on the next turn of the loop (two epoll_ctl calls and a wake-up per
@@ -553,9 +714,11 @@ static void stream_read_cb(struct bufferevent *bev, void *arg)
     }
     stream_enable_write(s->bev[to]);
     evbuffer_add_buffer(out, in);
-    /* le-proxy.c: too much unsent towards `to`: stop reading `from` until it drains to half. */
+    /* le-proxy.c: too much unsent towards `to`: stop reading `from` until it drains to half (to empty
+     * when the stream is due for splice, which needs every buffer empty). */
     if (evbuffer_get_length(out) >= PROXY_HIGH_WATER) {
-        bufferevent_setwatermark(s->bev[to], EV_WRITE, PROXY_HIGH_WATER / 2, PROXY_HIGH_WATER);
+        bufferevent_setwatermark(s->bev[to], EV_WRITE, stream_wants_splice(s) ? 0 : PROXY_HIGH_WATER / 2,
+                                 PROXY_HIGH_WATER);
         bufferevent_disable(bev, EV_READ);
         s->paused[from] = true;
     }
@@ -572,25 +735,13 @@ static void stream_event_cb(struct bufferevent *bev, short what, void *arg)
     struct proxy_stream *s = arg;
     enum stream_side side = stream_side_of(s, bev);
     if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_WRITING)) {
-        s->eof[side] = true;
-        if (side == SIDE_CLIENT && s->state == STREAM_OPEN) {
-            /* tor never half-closes: its side is gone for good. The backend gets a bounded time to
-             * finish (a stalled one would otherwise hold the stream forever). */
-            struct timeval tv = proxy_ms(s->port->px->fin_timeout_ms);
-            evtimer_add(s->ev, &tv);
-        }
+        stream_side_ended(s, side);
         stream_read_cb(bev, s); /* anything still buffered goes first */
         stream_pass_eof(s, side);
         return;
     }
-    if (what & (BEV_EVENT_ERROR | BEV_EVENT_EOF)) { /* EOF while writing: the peer is gone */
-        int e = EVUTIL_SOCKET_ERROR();
-        if (side == SIDE_SERVER && !s->server_spoke && e == ECONNRESET)
-            backend_passive_failure(s->backend, CHECK_RESET, "connection reset before any byte was sent");
-        log_debug("proxy %s: stream %llu: %s side: %s; closing both sides", s->port->label,
-                  (unsigned long long)s->id, stream_side_str(side), strerror(e));
-        stream_close(s);
-    }
+    if (what & (BEV_EVENT_ERROR | BEV_EVENT_EOF)) /* EOF while writing: the peer is gone */
+        stream_side_failed(s, side, EVUTIL_SOCKET_ERROR());
 }
 
 /* ---- the PROXY line ---- */
@@ -759,6 +910,24 @@ static void proxy_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct
     struct timeval tv = proxy_ms(px->header_timeout_ms);
     evtimer_add(s->ev, &tv);
     bufferevent_enable(c, EV_READ);
+    /* tor writes its line as soon as it is connected, so it is usually here already: take it now rather
+     * than on the next turn of the loop (which would also cost libevent's FIONREAD probe). Last step:
+     * the line may start the connect or close the stream. */
+    char line[PROXYPROTO_V1_MAX];
+    ssize_t n = recv(fd, line, sizeof(line), 0);
+    if (n <= 0)
+        return; /* nothing yet, or an EOF or error the bufferevent meets again */
+    /* A bufferevent's input only takes bytes from the bufferevent itself, which unfreezes it to read. */
+    struct evbuffer *in = bufferevent_get_input(c);
+    evbuffer_unfreeze(in, 0);
+    int rc = evbuffer_add(in, line, (size_t)n);
+    evbuffer_freeze(in, 0);
+    if (rc < 0) {
+        log_error("proxy %s: out of memory for a new stream", pp->label);
+        stream_close(s);
+        return;
+    }
+    stream_header_read_cb(c, s);
 }
 
 /* ---- ports ---- */
@@ -914,6 +1083,7 @@ static void proxy_set_stream_cap(struct proxy *px, const struct config *conf)
         log_info("proxy: at most %u streams open at once%s", cap,
                  conf->limits.max_open_streams ? "" : " (limits.max_open_streams: auto, from the file descriptor limit)");
     px->max_open_streams = cap;
+    px->max_spliced = fdbudget_splice_cap(cap);
 }
 
 struct proxy *proxy_new(struct event_base *base, const struct config *conf, const struct proxy_hooks *hooks,
@@ -930,6 +1100,11 @@ struct proxy *proxy_new(struct event_base *base, const struct config *conf, cons
         px->hooks = *hooks;
     px->header_timeout_ms = PROXY_HEADER_TIMEOUT_MS;
     px->fin_timeout_ms = PROXY_FIN_TIMEOUT_MS;
+    const char *sp = getenv("ONIONFRONT_SPLICE");
+    px->splice_on = !(sp && strcmp(sp, "0") == 0) && splice_pump_supported();
+    px->splice_min = PROXY_SPLICE_MIN;
+    log_debug("proxy: splice %s", px->splice_on ? "on" : sp && strcmp(sp, "0") == 0 ? "off (ONIONFRONT_SPLICE=0)"
+                                                                                    : "not supported here");
     proxy_set_stream_cap(px, conf);
     if (strlen(conf->run_dir) > CONFIG_RUN_DIR_MAX) {
         snprintf(err, errlen, "run_dir is longer than %d bytes", CONFIG_RUN_DIR_MAX);
@@ -1055,6 +1230,12 @@ void proxy_set_timeouts(struct proxy *px, unsigned header_ms, unsigned fin_ms)
     px->fin_timeout_ms = fin_ms;
 }
 
+void proxy_set_splice(struct proxy *px, bool on, size_t min_bytes)
+{
+    px->splice_on = on && splice_pump_supported();
+    px->splice_min = min_bytes;
+}
+
 struct backend_pool *proxy_find_pool(struct proxy *px, const char *service, uint16_t virtual_port)
 {
     struct proxy_port *pp = proxy_find_port(px, service, virtual_port);
@@ -1078,6 +1259,9 @@ static size_t proxy_stream_buffered(const struct proxy_stream *s)
 {
     size_t n = 0;
     for (int i = 0; i < 2; i++)
+        if (s->pipe[i].pump)
+            n += splice_pump_pending(s->pipe[i].pump);
+    for (int i = 0; i < 2; i++)
         if (s->bev[i])
             n += evbuffer_get_length(bufferevent_get_input(s->bev[i])) +
                  evbuffer_get_length(bufferevent_get_output(s->bev[i]));
@@ -1099,7 +1283,7 @@ json_t *proxy_to_json(const struct proxy *px)
         return NULL;
     for (const struct proxy_port *pp = px ? px->ports : NULL; pp; pp = pp->next) {
         size_t buffered = proxy_port_buffered(pp);
-        json_t *o = json_pack("{s:s, s:i, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "service",
+        json_t *o = json_pack("{s:s, s:i, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "service",
                               pp->service, "virtual_port", (int)pp->virtual_port, "socket", pp->path, "listening",
                               !pp->removed, "streams_active", (json_int_t)pp->streams_active, "streams_total",
                               (json_int_t)pp->streams_total, "circuits_active", (json_int_t)pp->circuits,
@@ -1108,7 +1292,8 @@ json_t *proxy_to_json(const struct proxy *px)
                               (json_int_t)pp->rejected_no_backend, "rejected_stream_limit",
                               (json_int_t)pp->rejected_stream_limit, "connect_failures", (json_int_t)pp->connect_failures,
                               "bytes_to_backend", (json_int_t)pp->bytes_to_backend, "bytes_to_tor",
-                              (json_int_t)pp->bytes_to_tor, "buffered_bytes", (json_int_t)buffered);
+                              (json_int_t)pp->bytes_to_tor, "buffered_bytes", (json_int_t)buffered, "streams_spliced",
+                              (json_int_t)pp->streams_spliced);
         if (!o || json_array_append_new(arr, o) < 0) {
             json_decref(arr);
             return NULL;

@@ -25,6 +25,13 @@
  *  - Copying: each direction stops reading when the other side has PROXY_HIGH_WATER bytes unsent and
  *    resumes below half of it (libevent's le-proxy), so a stream holds at most about 2 x (high water +
  *    one read) bytes however fast one side is and however slow the other.
+ *  - Bulk streams: once a stream has copied PROXY_SPLICE_MIN bytes, at a moment when none of its buffers
+ *    holds a byte, it moves to splice(2) (splice_pump.c: socket -> pipe -> socket in the kernel, one
+ *    pipe per direction, the pipe the only buffer, reading paused while it holds bytes). The PROXY line
+ *    and the v2 header are always handled before. Pipes cost four descriptors per stream: at most
+ *    fdbudget_splice_cap streams hold them, the others stay on the buffers. Off where the kernel refuses
+ *    splice (probed at start, and on a refusal at run time the stream takes its pipes' bytes back and
+ *    goes on through the buffers) and with ONIONFRONT_SPLICE=0 in the environment.
  *  - EOF from one side: what was read is flushed to the other side, then shutdown(SHUT_WR) there; the
  *    other direction goes on. The stream ends when both directions are done. tor itself never
  *    half-closes (an EOF from it means its stream is gone), so after tor's EOF the backend has
@@ -40,6 +47,7 @@
 #define ONIONFRONT_PROXY_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,6 +62,7 @@ struct proxy;
 #endif
 #define PROXY_HEADER_TIMEOUT_MS 10000  /* tor sends its PROXY line at once; spec: allow >= 3 s */
 #define PROXY_FIN_TIMEOUT_MS 60000     /* after tor's side ended, for the backend to finish */
+#define PROXY_SPLICE_MIN (64u * 1024)  /* bytes copied through buffers before a stream moves to splice */
 
 /* Pool lifecycle, for main.c's health checkers. Each hook may be NULL. */
 struct proxy_hooks {
@@ -91,6 +100,11 @@ void proxy_free(struct proxy *px);
 /* Override PROXY_HEADER_TIMEOUT_MS and PROXY_FIN_TIMEOUT_MS (tests). */
 void proxy_set_timeouts(struct proxy *px, unsigned header_ms, unsigned fin_ms);
 
+/* Switch splice on or off (on only where supported) and set the bytes a stream copies through buffers
+ * before it moves to splice (PROXY_SPLICE_MIN; 0: from the first byte). Streams already open keep
+ * their way of copying. For tests and the bench. */
+void proxy_set_splice(struct proxy *px, bool on, size_t min_bytes);
+
 /* The pool of service `service`'s `virtual_port`, or NULL. Borrowed. */
 struct backend_pool *proxy_find_pool(struct proxy *px, const char *service, uint16_t virtual_port);
 
@@ -105,7 +119,8 @@ size_t proxy_pools(struct proxy *px, struct backend_pool **out, size_t max);
  *  "rejected_no_backend", "rejected_stream_limit", "connect_failures" (failed attempts, each followed by a retry
  *  when a usable backend is left), "bytes_to_backend", "bytes_to_tor" (read from tor for the backend and
  *  from the backend for tor, counted as they are read, unlike backend.c's bytes, which count at a
- *  stream's end), "buffered_bytes"}. */
+ *  stream's end), "buffered_bytes" (in buffers and splice pipes), "streams_spliced" (streams that moved
+ *  to splice)}. */
 json_t *proxy_to_json(const struct proxy *px);
 
 /* Append the per-port families, labels service and port, for the ports still listening (a port removed

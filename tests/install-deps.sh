@@ -12,7 +12,7 @@ build="build-essential pkg-config libevent-dev libjansson-dev libcurl4-openssl-d
 # nginx, apache2-bin: the Onion-Location snippets against real web servers (test_onion_location).
 # python3: JSON checks and a signal-mask wrapper in the integration scripts.
 test="$build libcmocka-dev clang curl iproute2 tor valgrind procps python3 systemd groff-base man-db nginx apache2-bin"
-bench="$test haproxy gnuplot-nox"
+bench="$test haproxy gnuplot-nox strace"
 
 case "$what" in
   runtime) pkgs=$runtime ;;

@@ -24,7 +24,7 @@
 # (tracked by PID, ended by PID at exit). Writes build/bench/results.md, build/bench/bench.svg and the raw
 # samples in build/bench/raw/. Environment: BENCH_REPS (10), BENCH_PARTS ("A B"), BENCH_DELAY_MS (10),
 # BENCH_BASE_PORT (30000: A uses base..base+99, B base+100..), BENCH_DOWNLOAD_BYTES (50000000),
-# BENCH_DOWNLOAD_REPS (3), BENCH_BULK_BYTES (1000000000), BENCH_RATE_SECONDS (3), BENCH_CONC (32), BENCH_KEEP=1 keeps the temp dir,
+# BENCH_DOWNLOAD_REPS (3), BENCH_BULK_BYTES (1000000000), BENCH_RATE_SECONDS (3), BENCH_CONC (32), BENCH_B_REPS (2 x BENCH_REPS: part B's rate rounds), BENCH_KEEP=1 keeps the temp dir,
 # BENCH_NET_DIR=DIR uses (and leaves running) a latency network already started with testnet.sh.
 
 set -u -o pipefail
@@ -50,6 +50,9 @@ DL_BYTES=${BENCH_DOWNLOAD_BYTES:-50000000}
 DL_REPS=${BENCH_DOWNLOAD_REPS:-3}
 BULK_BYTES=${BENCH_BULK_BYTES:-1000000000}
 RATE_SECONDS=${BENCH_RATE_SECONDS:-3}
+# Part B's rate runs are short and noisy: twice as many rounds, each round all three paths back to
+# back (rotated), so a round's ratio compares runs under the same load (its spread is reported).
+B_REPS=${BENCH_B_REPS:-$((REPS * 2))}
 CONC=${BENCH_CONC:-32}
 KILL_REQUESTS=20
 PROXY_LINE='PROXY TCP6 fc00:dead:beef:4dad::0:1 ::1 1 80\r\n' # what tor sends (TOR-FACTS.md)
@@ -478,9 +481,40 @@ part_a() {
 
 # ---------------------------------------------------------------- part B: data path vs HAProxy
 
+# record ratio_NAME A/B for one round (nothing when either run failed or B is 0).
+round_ratio() {
+	[[ -n $2 && -n $3 ]] || return 0
+	local x
+	x=$(awk -v a="$2" -v b="$3" 'BEGIN { if (b > 0) printf "%.3f", a / b }')
+	[[ -n $x ]] && record "ratio_$1" "$x"
+}
+
+# One more rate run against proxy NAME (PID, TARGET) under `strace -c -f`: system calls per connection
+# (raw/syscalls_NAME.txt) and the calls that make them up (raw/syscalls_NAME_detail.txt). strace slows
+# the proxy down; the counts per connection are what is read, not the rate.
+syscalls_per_conn() {
+	local name=$1 pid=$2 target=$3 st out req
+	command -v strace > /dev/null || { say "strace not installed: no system call counts"; return 0; }
+	strace -c -f -p "$pid" -o "$W/strace_$name.txt" 2> "$W/strace_$name.err" &
+	st=$!
+	sleep 0.5
+	out=$("$LOADGEN" rate "$target" -c "$CONC" -d "$RATE_SECONDS" -s 1024 -p "$PROXY_LINE") || say "loadgen rate $name under strace failed: $out"
+	kill -INT "$st" 2> /dev/null
+	wait "$st" 2> /dev/null
+	req=$(sed -n 's/.*requests=\([0-9]*\).*/\1/p' <<< "$out")
+	[[ -n $req && $req -gt 0 && -s $W/strace_$name.txt ]] || { say "no system call counts for $name"; return 0; }
+	# strace -c lines: % time, seconds, usecs/call, calls, [errors,] name; the total line lacks usecs/call.
+	awk -v r="$req" '$1 ~ /^[0-9.]+$/ && NF >= 5 && $NF != "total" { n += $4 } END { printf "%.1f\n", n / r }' \
+		"$W/strace_$name.txt" > "$RAW/syscalls_$name.txt"
+	awk -v r="$req" '$1 ~ /^[0-9.]+$/ && NF >= 5 && $NF != "total" && $4 / r >= 0.5 { printf "%s %.1f\n", $NF, $4 / r }' \
+		"$W/strace_$name.txt" | sort -k2,2gr > "$RAW/syscalls_${name}_detail.txt"
+	say "system calls per connection, $name: $(cat "$RAW/syscalls_$name.txt") ($(paste -sd' ' "$RAW/syscalls_${name}_detail.txt"))"
+}
+
 part_b() {
 	local port=$((BASE + 100)) r t prefix out req cpu
-	say "part B: loopback, $CONC connections, ${RATE_SECONDS} s per run, new connection per 1 KB request"
+	local -A RND
+	say "part B: loopback, $CONC connections, ${RATE_SECONDS} s per run, new connection per 1 KB request, $B_REPS rounds"
 	"$LOADGEN" serve "127.0.0.1:$port" > "$W/serve.log" 2>&1 &
 	local srv=$!
 	track "$srv"
@@ -514,21 +548,29 @@ EOF
 	local -A TGT=([direct]="127.0.0.1:$port" [haproxy]="unix:$W/haproxy.sock" [onionfront]="$(sed -n 's/^ready //p' "$W/proxybench.log")")
 	local -A WATCH=([direct]=$srv [haproxy]=$hp [onionfront]=$pb)
 	local paths=(direct haproxy onionfront)
-	for ((r = 1; r <= REPS; r++)); do
+	for ((r = 1; r <= B_REPS; r++)); do
+		RND=()
 		for t in "${paths[@]:r % 3}" "${paths[@]:0:r % 3}"; do
 			prefix=()
 			[[ $t != direct ]] && prefix=(-p "$PROXY_LINE")
 			out=$("$LOADGEN" rate "${TGT[$t]}" -c "$CONC" -d "$RATE_SECONDS" -s 1024 "${prefix[@]}" -w "${WATCH[$t]}") ||
 				{ say "loadgen rate $t failed: $out"; continue; }
 			req=$(sed -n 's/.*requests=\([0-9]*\).*/\1/p' <<< "$out")
-			record "rps_$t" "$(sed -n 's/.*rps=\([0-9.]*\).*/\1/p' <<< "$out")"
+			RND[rps_$t]=$(sed -n 's/.*rps=\([0-9.]*\).*/\1/p' <<< "$out")
+			record "rps_$t" "${RND[rps_$t]}"
 			record "errors_$t" "$(sed -n 's/.*errors=\([0-9]*\).*/\1/p' <<< "$out")"
 			cpu=$(sed -n 's/.*cpu_s=\([0-9.]*\).*/\1/p' <<< "$out")
-			[[ $t != direct ]] && record "cpuconn_$t" "$(awk -v c="$cpu" -v n="$req" 'BEGIN { printf "%.2f", c / n * 1e6 }')"
+			RND[cpu_$t]=$(awk -v c="$cpu" -v n="$req" 'BEGIN { printf "%.2f", c / n * 1e6 }')
+			[[ $t != direct ]] && record "cpuconn_$t" "${RND[cpu_$t]}"
 		done
-		say "rate run $r/$REPS: req/s direct/haproxy/onionfront $(tail -qn1 "$RAW"/rps_{direct,haproxy,onionfront}.txt | paste -sd/ -)"
+		round_ratio rps "${RND[rps_onionfront]:-}" "${RND[rps_haproxy]:-}"
+		round_ratio cpuconn "${RND[cpu_onionfront]:-}" "${RND[cpu_haproxy]:-}"
+		say "rate run $r/$B_REPS: req/s direct/haproxy/onionfront $(tail -qn1 "$RAW"/rps_{direct,haproxy,onionfront}.txt | paste -sd/ -)"
 	done
+	syscalls_per_conn haproxy "$hp" "${TGT[haproxy]}"
+	syscalls_per_conn onionfront "$pb" "${TGT[onionfront]}"
 	for ((r = 1; r <= REPS; r++)); do
+		RND=()
 		for t in "${paths[@]:r % 3}" "${paths[@]:0:r % 3}"; do
 			prefix=()
 			[[ $t != direct ]] && prefix=(-p "$PROXY_LINE")
@@ -536,8 +578,10 @@ EOF
 				{ say "loadgen bulk $t failed: $out"; record "fail_bulk_$t" 1; continue; }
 			record "bulk_$t" "$(sed -n 's/.*mbps=\([0-9.]*\).*/\1/p' <<< "$out")"
 			cpu=$(sed -n 's/.*cpu_s=\([0-9.]*\).*/\1/p' <<< "$out")
-			[[ $t != direct ]] && record "bulkcpu_$t" "$(awk -v c="$cpu" -v b="$BULK_BYTES" 'BEGIN { printf "%.3f", c / b * 1e9 }')"
+			RND[$t]=$(awk -v c="$cpu" -v b="$BULK_BYTES" 'BEGIN { printf "%.3f", c / b * 1e9 }')
+			[[ $t != direct ]] && record "bulkcpu_$t" "${RND[$t]}"
 		done
+		round_ratio bulkcpu "${RND[onionfront]:-}" "${RND[haproxy]:-}"
 		say "bulk run $r/$REPS: MB/s direct/haproxy/onionfront $(tail -qn1 "$RAW"/bulk_{direct,haproxy,onionfront}.txt | paste -sd/ -)"
 	done
 	of_stop_pid "$hp"
@@ -591,18 +635,26 @@ report_b() {
 	local x y z
 	echo "### Part B — onionfront's data path vs HAProxy (loopback, no tor)"
 	echo
-	echo "Same server (loadgen serve) for all three; HAProxy 2.6 (Debian) in TCP mode, nbthread 1, unix socket with accept-proxy; onionfront's data path = sidecar/proxy.c in build/bench/proxybench. $CONC concurrent clients, a new connection per 1 KB request (as tor delivers streams), ${RATE_SECONDS} s per run; CPU = utime+stime of the proxy process. Medians in bold, (min–max), $REPS runs each."
+	echo "Same server (loadgen serve) for all three; HAProxy 2.6 (Debian) in TCP mode, nbthread 1, unix socket with accept-proxy; onionfront's data path = sidecar/proxy.c in build/bench/proxybench. $CONC concurrent clients, a new connection per 1 KB request (as tor delivers streams), ${RATE_SECONDS} s per run; CPU = utime+stime of the proxy process. Medians in bold, (min–max), $B_REPS rate rounds and $REPS bulk rounds, each round the three paths back to back; \"per round\": the ratio within each round, median (min–max), which shows the run-to-run spread. Goals from issue 16; onionfront copies bulk streams with splice(2) once they passed $((64)) KiB."
 	echo
 	echo "| measure | direct | HAProxy | onionfront | onionfront/HAProxy | goal |"
 	echo "|---|---|---|---|---|---|"
 	x=$(ratio "$RAW/rps_onionfront.txt" "$RAW/rps_haproxy.txt")
-	echo "| requests/s, 1 KB, new connection per request | $(cell "$RAW/rps_direct.txt" %.0f) | $(cell "$RAW/rps_haproxy.txt" %.0f) | $(cell "$RAW/rps_onionfront.txt" %.0f) | $x | ≥ 0.90: $(mark "$x" 'x >= 0.90') |"
+	echo "| requests/s, 1 KB, new connection per request ($B_REPS rounds) | $(cell "$RAW/rps_direct.txt" %.0f) | $(cell "$RAW/rps_haproxy.txt" %.0f) | $(cell "$RAW/rps_onionfront.txt" %.0f) | $x; per round $(cell "$RAW/ratio_rps.txt" %.2f) | ≥ 1.0: $(mark "$x" 'x >= 1.0') |"
 	y=$(ratio "$RAW/cpuconn_onionfront.txt" "$RAW/cpuconn_haproxy.txt")
-	echo "| proxy CPU per connection, µs | — | $(cell "$RAW/cpuconn_haproxy.txt" %.1f) | $(cell "$RAW/cpuconn_onionfront.txt" %.1f) | $y | ≤ 1.00: $(mark "$y" 'x <= 1.00') |"
+	echo "| proxy CPU per connection, µs | — | $(cell "$RAW/cpuconn_haproxy.txt" %.1f) | $(cell "$RAW/cpuconn_onionfront.txt" %.1f) | $y; per round $(cell "$RAW/ratio_cpuconn.txt" %.2f) | ≤ 0.9: $(mark "$y" 'x <= 0.9') |"
+	x=$(ratio "$RAW/syscalls_onionfront.txt" "$RAW/syscalls_haproxy.txt")
+	echo "| system calls per connection (strace -c -f, one more rate run each) | — | $(cell "$RAW/syscalls_haproxy.txt" %.1f) | $(cell "$RAW/syscalls_onionfront.txt" %.1f) | $x | — |"
 	z=$(ratio "$RAW/bulk_onionfront.txt" "$RAW/bulk_haproxy.txt")
 	echo "| bulk $((BULK_BYTES / 1000000)) MB on one connection, MB/s | $(cell "$RAW/bulk_direct.txt" %.0f) | $(cell "$RAW/bulk_haproxy.txt" %.0f) | $(cell "$RAW/bulk_onionfront.txt" %.0f) | $z | — |"
-	echo "| proxy CPU per GB (bulk), s | — | $(cell "$RAW/bulkcpu_haproxy.txt" %.2f) | $(cell "$RAW/bulkcpu_onionfront.txt" %.2f) | $(ratio "$RAW/bulkcpu_onionfront.txt" "$RAW/bulkcpu_haproxy.txt") | — |"
+	z=$(ratio "$RAW/bulkcpu_onionfront.txt" "$RAW/bulkcpu_haproxy.txt")
+	echo "| proxy CPU per GB (bulk), s | — | $(cell "$RAW/bulkcpu_haproxy.txt" %.2f) | $(cell "$RAW/bulkcpu_onionfront.txt" %.2f) | $z; per round $(cell "$RAW/ratio_bulkcpu.txt" %.2f) | ≤ 0.5: $(mark "$z" 'x <= 0.5') |"
 	echo
+	local t
+	for t in haproxy onionfront; do
+		[[ -s $RAW/syscalls_${t}_detail.txt ]] &&
+			echo "System calls per connection, $t: $(awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $2 }' "$RAW/syscalls_${t}_detail.txt")." && echo
+	done
 	echo "Request errors (all runs): direct $(sum errors_direct), HAProxy $(sum errors_haproxy), onionfront $(sum errors_onionfront)."
 	echo
 }

@@ -115,6 +115,25 @@ static void test_is_exhaustion(void **state)
     assert_false(fdbudget_is_exhaustion(EAGAIN));
 }
 
+/* Pipes only from what the budget leaves: 4 descriptors per spliced stream, never more streams than
+ * the cap, none when nothing is left. */
+static void test_splice_cap(void **state)
+{
+    (void)state;
+    const rlim_t others = FDBUDGET_RESERVE + METRICS_HTTP_MAX_CLIENTS + STATUS_MAX_CLIENTS;
+    assert_int_equal(fdbudget_splice_cap_for(1024, 1048576), 1024);
+    assert_int_equal(fdbudget_splice_cap_for(100, others + 200 + 40), 10);
+    assert_int_equal(fdbudget_splice_cap_for(100, others + 200 + 3), 0);
+    assert_int_equal(fdbudget_splice_cap_for(100, others), 0);
+    assert_int_equal(fdbudget_splice_cap_for(fdbudget_stream_cap_for(0, 1024), 1024), 0); /* auto at 1024 */
+    for (rlim_t n = 64; n < 20000; n += 97) {
+        unsigned streams = fdbudget_stream_cap_for(0, n);
+        unsigned spliced = fdbudget_splice_cap_for(streams, n);
+        assert_true(spliced <= streams);
+        assert_true(spliced == 0 || 2 * (rlim_t)streams + FDBUDGET_PIPE_FDS * (rlim_t)spliced + others <= n);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -122,6 +141,7 @@ int main(void)
         cmocka_unit_test(test_raise_limit),
         cmocka_unit_test(test_reserve),
         cmocka_unit_test(test_is_exhaustion),
+        cmocka_unit_test(test_splice_cap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

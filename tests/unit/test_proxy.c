@@ -6,8 +6,11 @@
  * per-circuit stream limit, the PROXY v2 header, bounded buffers in both directions, half-close in both
  * directions, resets, reload (ports added and removed while a stream is open), host-name and unix
  * backends, the counters handed to backend.c, and the port's Prometheus families after real streams
- * (checked line by line and by tests/tools/promcheck). No health checker runs here: backends start up
- * and only passive failures take them down. */
+ * (checked line by line and by tests/tools/promcheck). The splice path (issue 16): byte-exact random
+ * data both ways checked by SHA-256 (0 B to 50 MB) with splice from the first byte, at the default
+ * threshold and switched off (proxy_set_splice and ONIONFRONT_SPLICE=0), and the half-close, reset,
+ * backpressure and echo tests again with splice from the first byte. No health checker runs here:
+ * backends start up and only passive failures take them down. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -39,6 +42,7 @@
 #include "sidecar/metrics.h"
 #include "sidecar/proxy.h"
 #include "sidecar/proxyproto.h"
+#include "tests/fake/hashpeer.h"
 #include "tests/fake/tmpdir.h"
 
 #define LINE59 "PROXY TCP6 fc00:dead:beef:4dad::0:3b ::1 59 80\r\n"
@@ -56,6 +60,7 @@ enum tb_mode {
     TB_GREET_HALF,  /* write "hello", half-close at once, keep reading; close on EOF */
     TB_RESET,       /* reset at once (SO_LINGER 0) */
     TB_SPEAK_RESET, /* write "x", then reset once it is out */
+    TB_HASH,        /* a hashpeer: send tb->flood seeded bytes, hash what arrives (one connection) */
 };
 
 struct tb {
@@ -68,6 +73,7 @@ struct tb {
     size_t flood;
     struct bufferevent *conns[MAX_CONNS];
     int n_conns;
+    struct hashpeer *peer; /* TB_HASH */
 };
 
 struct tc { /* a client playing tor */
@@ -87,6 +93,7 @@ struct ctx {
     char path80[108];
     int added, updated, removed;
     const char *top; /* more top-level config members for start_proxy, ending in a comma, or NULL */
+    enum { SPLICE_DEFAULT, SPLICE_ALWAYS, SPLICE_OFF } splice; /* applied by start_proxy */
 };
 
 static void tb_reset_close(struct bufferevent *bev)
@@ -147,6 +154,11 @@ static void tb_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct so
     (void)sa;
     (void)len;
     t->accepted++;
+    if (t->mode == TB_HASH) {
+        assert_null(t->peer);
+        t->peer = hashpeer_new(evconnlistener_get_base(l), fd, t->flood, 22);
+        return;
+    }
     if (t->mode == TB_GREET_HALF) { /* a new socket takes 5 bytes at once; then the half-close */
         assert_int_equal(send(fd, "hello", 5, 0), 5);
         shutdown(fd, SHUT_WR);
@@ -441,6 +453,10 @@ static void start_proxy(struct ctx *c, const char *ports_json)
     c->px = proxy_new(c->base, c->conf, &hooks, err, sizeof(err));
     if (!c->px)
         fail_msg("proxy_new: %s", err);
+    if (c->splice == SPLICE_ALWAYS)
+        proxy_set_splice(c->px, true, 0);
+    else if (c->splice == SPLICE_OFF)
+        proxy_set_splice(c->px, false, PROXY_SPLICE_MIN);
     assert_int_equal(proxy_socket_path(c->conf->run_dir, "web", 80, c->path80, sizeof(c->path80)), 0);
 }
 
@@ -552,6 +568,7 @@ static int teardown(void **state)
             if (c->tb[i].conns[k])
                 bufferevent_free(c->tb[i].conns[k]);
         evconnlistener_free(c->tb[i].l);
+        hashpeer_free(c->tb[i].peer);
         evbuffer_free(c->tb[i].received);
     }
     config_free(c->conf);
@@ -1481,6 +1498,201 @@ static void test_default_limits(void **state)
     echo_stream(c, c->path80, LINE59, "works");
 }
 
+/* ---- splice (issue 16) ---- */
+
+/* tor's side as a hashpeer: connect, the PROXY line, then `n` seeded bytes (seed 11). */
+static struct hashpeer *hp_open(struct ctx *c, size_t n)
+{
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", c->path80);
+    assert_int_equal(connect(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+    assert_int_equal(write(fd, LINE59, strlen(LINE59)), (ssize_t)strlen(LINE59));
+    struct hashpeer *p = hashpeer_new(c->base, fd, n, 11);
+    assert_non_null(p);
+    return p;
+}
+
+struct hp_pair {
+    struct hashpeer *client;
+    struct tb *backend;
+};
+
+static bool hp_both_eof(void *arg)
+{
+    struct hp_pair *p = arg;
+    return hashpeer_got_eof(p->client) && p->backend->peer && hashpeer_got_eof(p->backend->peer);
+}
+
+/* One stream: `up` bytes from tor's side, `down` from the backend, at the same time, both half-closed
+ * after; both arrive exactly and the stream ends. */
+static void hp_transfer(struct ctx *c, struct tb *b, size_t up, size_t down)
+{
+    b->flood = down;
+    struct hp_pair p = {hp_open(c, up), b};
+    assert_true(run_until(c, hp_both_eof, &p, 120));
+    assert_int_equal(hashpeer_check(b->peer, up, 11), 0);
+    assert_int_equal(hashpeer_check(p.client, down, 22), 0);
+    struct stat_wait sw = {c, "streams_active", 0};
+    assert_true(run_until(c, stat_is, &sw, 5));
+    hashpeer_free(p.client);
+    hashpeer_free(b->peer);
+    b->peer = NULL;
+}
+
+/* Every pair of sizes (0, 1, 64 KiB - 1, 64 KiB, 64 KiB + 1, both ways) and 50 MB both ways, on one
+ * port; returns how many streams there were. The byte counters match. */
+static json_int_t hp_all_sizes(struct ctx *c)
+{
+    static const size_t sizes[] = {0, 1, 65535, 65536, 65537};
+    struct tb *b = start_proxy_to(c, TB_HASH, "");
+    json_int_t streams = 0;
+    uint64_t up = 0, down = 0;
+    for (size_t i = 0; i < 5; i++) {
+        hp_transfer(c, b, sizes[i], sizes[(i + 2) % 5]);
+        up += sizes[i];
+        down += sizes[(i + 2) % 5];
+        streams++;
+    }
+    hp_transfer(c, b, 50u << 20, 50u << 20);
+    up += 50u << 20;
+    down += 50u << 20;
+    streams++;
+    assert_int_equal(port_stat(c, 80, "bytes_to_backend"), up);
+    assert_int_equal(port_stat(c, 80, "bytes_to_tor"), down);
+    struct backend *b0 = backend_named(c, "b0");
+    assert_int_equal(b0->bytes_out, up);
+    assert_int_equal(b0->bytes_in, down);
+    assert_int_equal(port_stat(c, 80, "buffered_bytes"), 0);
+    print_message("    %lld of %lld streams spliced\n", (long long)port_stat(c, 80, "streams_spliced"),
+                  (long long)streams);
+    return streams;
+}
+
+static void test_exact_spliced(void **state)
+{
+    struct ctx *c = *state;
+    c->splice = SPLICE_ALWAYS;
+    json_int_t n = hp_all_sizes(c);
+    assert_int_equal(port_stat(c, 80, "streams_spliced"), n); /* every one, from its first byte */
+}
+
+static void test_exact_default_threshold(void **state)
+{
+    struct ctx *c = *state;
+    hp_all_sizes(c); /* which ones move to splice depends on timing (every buffer empty): printed */
+}
+
+static void test_exact_splice_off(void **state)
+{
+    struct ctx *c = *state;
+    c->splice = SPLICE_OFF;
+    hp_all_sizes(c);
+    assert_int_equal(port_stat(c, 80, "streams_spliced"), 0);
+}
+
+static void test_splice_off_by_environment(void **state)
+{
+    struct ctx *c = *state;
+    setenv("ONIONFRONT_SPLICE", "0", 1);
+    struct tb *b = start_proxy_to(c, TB_HASH, "");
+    unsetenv("ONIONFRONT_SPLICE");
+    hp_transfer(c, b, 1u << 20, 4u << 20);
+    assert_int_equal(port_stat(c, 80, "streams_spliced"), 0);
+}
+
+/* A slow reader on either side of a spliced stream: everything arrives, and the proxy holds at most
+ * its two pipes' worth (printed: the most it held). */
+static void splice_slow_reader(struct ctx *c, bool slow_client)
+{
+    c->splice = SPLICE_ALWAYS;
+    struct tb *b = start_proxy_to(c, TB_HASH, "");
+    size_t n = 4u << 20;
+    b->flood = slow_client ? n : 0;
+    struct hp_pair p = {hp_open(c, slow_client ? 0 : n), b};
+    json_int_t max_seen = 0;
+    while (!b->peer)
+        event_base_loop(c->base, EVLOOP_ONCE);
+    hashpeer_set_slow(slow_client ? p.client : b->peer, 16 * 1024, 2);
+    for (int i = 0; i < 6000 && !hp_both_eof(&p); i++) {
+        event_base_loop(c->base, EVLOOP_ONCE);
+        json_int_t buffered = port_stat(c, 80, "buffered_bytes");
+        if (buffered > max_seen)
+            max_seen = buffered;
+    }
+    assert_true(run_until(c, hp_both_eof, &p, 60));
+    assert_int_equal(hashpeer_check(slow_client ? p.client : b->peer, n, slow_client ? 22 : 11), 0);
+    print_message("    slow %s: the proxy held at most %lld bytes\n", slow_client ? "tor side" : "backend",
+                  (long long)max_seen);
+    assert_true(max_seen <= 2 * 65536);
+    assert_int_equal(port_stat(c, 80, "streams_spliced"), 1);
+    hashpeer_free(p.client);
+}
+
+static void test_splice_slow_client(void **state)
+{
+    splice_slow_reader(*state, true);
+}
+
+static void test_splice_slow_backend(void **state)
+{
+    splice_slow_reader(*state, false);
+}
+
+struct hp_got {
+    struct tb *b;
+    size_t n;
+};
+
+static bool hp_backend_has(void *arg)
+{
+    struct hp_got *g = arg;
+    return g->b->peer && hashpeer_received(g->b->peer) >= g->n;
+}
+
+static bool hp_closed(void *arg)
+{
+    struct hashpeer *p = arg;
+    return hashpeer_got_eof(p) || hashpeer_failed(p, NULL);
+}
+
+/* The backend resets a spliced stream mid-transfer: tor's side is closed, the stream ends. */
+static void test_splice_backend_reset_mid_transfer(void **state)
+{
+    struct ctx *c = *state;
+    c->splice = SPLICE_ALWAYS;
+    struct tb *b = start_proxy_to(c, TB_HASH, "");
+    struct hashpeer *client = hp_open(c, 64u << 20);
+    struct hp_got g = {b, 1u << 20};
+    assert_true(run_until(c, hp_backend_has, &g, 20));
+    hashpeer_reset(b->peer);
+    b->peer = NULL;
+    assert_true(run_until(c, hp_closed, client, 10));
+    struct stat_wait sw = {c, "streams_active", 0};
+    assert_true(run_until(c, stat_is, &sw, 5));
+    assert_int_equal(port_stat(c, 80, "streams_spliced"), 1);
+    assert_int_equal(backend_named(c, "b0")->active, 0);
+    hashpeer_free(client);
+}
+
+/* The older tests again, with splice from the first byte. */
+#define SPLICED(name)                                                                                          \
+    static void name##_spliced(void **state)                                                                   \
+    {                                                                                                          \
+        ((struct ctx *)*state)->splice = SPLICE_ALWAYS;                                                        \
+        name(state);                                                                                           \
+        assert_true(port_stat(*state, 80, "streams_spliced") >= 1);                                            \
+    }
+SPLICED(test_echo_roundtrip)
+SPLICED(test_backpressure_to_backend)
+SPLICED(test_backpressure_to_client)
+SPLICED(test_half_close_from_backend)
+SPLICED(test_half_close_from_client)
+SPLICED(test_fin_timeout)
+SPLICED(test_reset_after_first_byte)
+SPLICED(test_proxy_protocol_v2)
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN); /* as the daemon does: a peer gone mid-write is an error, not a signal */
@@ -1513,6 +1725,21 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_metrics_after_streams, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics_port_readded, setup, teardown),
         cmocka_unit_test(test_metrics_no_proxy),
+        cmocka_unit_test_setup_teardown(test_exact_spliced, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exact_default_threshold, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exact_splice_off, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_splice_off_by_environment, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_splice_slow_client, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_splice_slow_backend, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_splice_backend_reset_mid_transfer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_echo_roundtrip_spliced, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_backpressure_to_backend_spliced, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_backpressure_to_client_spliced, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_half_close_from_backend_spliced, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_half_close_from_client_spliced, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fin_timeout_spliced, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reset_after_first_byte_spliced, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_proxy_protocol_v2_spliced, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
