@@ -144,8 +144,19 @@ struct dos_conf {
     unsigned num_intro_points;  /* HiddenServiceNumIntroductionPoints, 1-CONFIG_MAX_INTRO_POINTS, 3 */
 };
 
+#define CONFIG_MAX_CLIENTS 256   /* client_auth entries per service */
+#define CONFIG_X25519_B32_LEN 52 /* a 32-byte x25519 key in base32 without padding */
+
+/* One client of a service with client authorization ("restricted discovery"). */
+struct client_auth_conf {
+    char name[CONFIG_SERVICE_NAME_MAX + 1];        /* ^[a-z0-9][a-z0-9_-]{0,31}$, unique in the service */
+    char public_key[CONFIG_X25519_B32_LEN + 1];    /* base32, upper case (as tor writes it) */
+};
+
 struct service_conf {
     char name[CONFIG_SERVICE_NAME_MAX + 1];
+    struct client_auth_conf *clients; /* <key_dir>/authorized_clients/<name>.auth (clientauth.c) */
+    size_t n_clients;                 /* 0 = no client authorization */
     char *key_dir;        /* always set: absolute, default <state_dir>/keys/<name> */
     unsigned max_streams; /* HiddenServiceMaxStreams, 0-65535, 0 = unlimited ("max_streams" or
                              "dos.max_streams") */
@@ -245,6 +256,10 @@ bool service_conf_equal(const struct service_conf *a, const struct service_conf 
 bool service_conf_tor_equal(const struct service_conf *a, const struct service_conf *b);
 
 bool dos_conf_equal(const struct dos_conf *a, const struct dos_conf *b);
+
+/* Decode a base32 x25519 key (52 characters, either case, the unused low bits of the last one zero) into
+ * `out` (32 bytes) if not NULL. Return 0, or -1 if `s` (`len` bytes) is not one. */
+int config_x25519_b32_decode(const char *s, size_t len, unsigned char out[32]);
 
 /* The first service with proof-of-work enabled, or NULL. Borrowed from `cfg`. */
 const struct service_conf *config_first_pow_service(const struct config *cfg);

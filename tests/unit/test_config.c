@@ -315,6 +315,22 @@ static const struct bad_case bad_cases[] = {
     BAD(SERVICES("{'name':'a','key_dir':'/k/a'," PORTS1 "},{'name':'b','key_dir':'/k/b'," PORTS1
                  ",'dos':{'pow':{'queue_burst':-5}}}"),
         "services[1].dos.pow.queue_burst: must be 0-2147483647"),
+    /* services[].client_auth */
+    BAD(SVC(",'client_auth':{}"), "services[0].client_auth: must be an array"),
+    BAD(SVC(",'client_auth':[]"), "services[0].client_auth: must have 1-256 entries"),
+    BAD(SVC(",'client_auth':[{'name':'a'}]"), "services[0].client_auth[0].public_key: is required"),
+    BAD(SVC(",'client_auth':[{'name':'A b','public_key':'x'}]"),
+        "services[0].client_auth[0].name: must match ^[a-z0-9][a-z0-9_-]{0,31}$"),
+    BAD(SVC(",'client_auth':[{'name':'a','public_key':'N2NU7BSRL6YODZCYPN4CREB54TYLKGIE2KYOQWLFYC23ZJVCE5D'}]"),
+        "services[0].client_auth[0].public_key: must be an x25519 public key in base32 (52 characters A-Z 2-7)"),
+    BAD(SVC(",'client_auth':[{'name':'a','public_key':'N2NU7BSRL6YODZCYPN4CREB54TYLKGIE2KYOQWLFYC23ZJVCE5DQ'},"
+            "{'name':'a','public_key':'N2NU7BSRL6YODZCYPN4CREB54TYLKGIE2KYOQWLFYC23ZJVCE5DQ'}]"),
+        "services[0].client_auth[1].name: duplicate client name \"a\""),
+    BAD(SVC(",'client_auth':[{'name':'a','public_key':'N2NU7BSRL6YODZCYPN4CREB54TYLKGIE2KYOQWLFYC23ZJVCE5DQ'},"
+            "{'name':'b','public_key':'n2nu7bsrl6yodzcypn4creb54tylkgie2kyoqwlfyc23zjvce5dq'}]"),
+        "services[0].client_auth[1].public_key: the same key as client \"a\""),
+    BAD(SVC(",'client_auth':[{'name':'a','public_key':'N2NU7BSRL6YODZCYPN4CREB54TYLKGIE2KYOQWLFYC23ZJVCE5DQ','x':1}]"),
+        "services[0].client_auth[0].x: unknown key"),
     BAD(SERVICES("{'name':'web'}"), "services[0].ports: is required"),
     BAD(SERVICES("{'name':'web','ports':[]}"), "services[0].ports: must have 1-64 entries"),
     BAD(SERVICES("{'name':'web','ports':{}}"), "services[0].ports: must be an array"),
