@@ -8,6 +8,7 @@
 #include "sidecar/config.h"
 #include "sidecar/keycmd.h"
 #include "sidecar/status_client.h"
+#include "sidecar/torcaps.h"
 #include "sidecar/version.h"
 
 void cli_usage(FILE *f)
@@ -98,6 +99,11 @@ int cli_check_config(const char *path)
     struct config *c = config_load_file(path, err, sizeof(err));
     if (!c) {
         fprintf(stderr, "%s: %s\n", path, err);
+        return 1;
+    }
+    if (torcaps_check_config(c, err, sizeof(err)) < 0) {
+        fprintf(stderr, "%s: %s\n", path, err);
+        config_free(c);
         return 1;
     }
     printf("%s: OK (%zu service%s, tor %s)\n", path, c->n_services, c->n_services == 1 ? "" : "s",

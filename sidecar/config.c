@@ -1194,9 +1194,168 @@ static int config_check_key_dir(struct config_ctx *c, const char *path, const st
     return 0;
 }
 
+/* A rate/burst pair of one defence: both within tor's bounds (the rate from `rate_min`), burst >= rate
+ * (tor refuses a smaller burst once the defence is on; we refuse it always, so turning the defence on
+ * later cannot fail at tor). */
+static int config_parse_rate_burst(struct config_ctx *c, const char *obj, json_t *o, const char *rate_key,
+                                   const char *burst_key, unsigned rate_min, unsigned *rate, unsigned *burst)
+{
+    char p[FIELD_PATH_LEN];
+    if (config_get_uint(c, obj, o, rate_key, false, rate_min, CONFIG_DOS_RATE_MAX, rate) < 0 ||
+        config_get_uint(c, obj, o, burst_key, false, rate_min, CONFIG_DOS_RATE_MAX, burst) < 0)
+        return -1;
+    config_sub(p, obj, burst_key);
+    if (*burst < *rate)
+        return config_fail(c, p, "must be at least %s (%u); tor refuses a smaller burst", rate_key, *rate);
+    return 0;
+}
+
+/* One defence object of "dos": {"enabled", rate, burst}. */
+struct config_defence {
+    const char *key;
+    const char *const *keys;
+    const char *rate_key, *burst_key;
+    unsigned rate_min;
+};
+
+/* services[i].dos: proof-of-work, intro-point rate limits, stream limits (tor's per-service options). */
+static int config_parse_dos(struct config_ctx *c, const char *svc_obj, json_t *svc_o, struct service_conf *svc)
+{
+    static const char *const keys[] = {"pow", "intro", "max_streams", "max_streams_close_circuit",
+                                       "num_intro_points", NULL};
+    static const char *const pow_keys[] = {"enabled", "queue_rate", "queue_burst", NULL};
+    static const char *const intro_keys[] = {"enabled", "rate_per_sec", "burst_per_sec", NULL};
+    struct dos_conf *d = &svc->dos;
+    char obj[FIELD_PATH_LEN], p[FIELD_PATH_LEN];
+    *d = (struct dos_conf){.pow_queue_rate = 250, .pow_queue_burst = 2500, .intro_rate_per_sec = 25,
+                           .intro_burst_per_sec = 200, .num_intro_points = 3};
+    json_t *o = json_object_get(svc_o, "dos");
+    if (!o)
+        return 0;
+    config_sub(obj, svc_obj, "dos");
+    if (config_check_object(c, obj, o) < 0 || config_check_keys(c, obj, o, keys) < 0)
+        return -1;
+    if (json_object_get(o, "max_streams") && json_object_get(svc_o, "max_streams")) {
+        config_sub(p, obj, "max_streams");
+        return config_fail(c, p, "set it here or as %s.max_streams, not both", svc_obj);
+    }
+    if (config_get_uint(c, obj, o, "max_streams", false, 0, 65535, &svc->max_streams) < 0 ||
+        config_get_bool(c, obj, o, "max_streams_close_circuit", &d->max_streams_close_circuit) < 0 ||
+        config_get_uint(c, obj, o, "num_intro_points", false, 1, CONFIG_MAX_INTRO_POINTS, &d->num_intro_points) < 0)
+        return -1;
+    if (d->max_streams_close_circuit && svc->max_streams == 0) {
+        config_sub(p, obj, "max_streams_close_circuit");
+        return config_fail(c, p, "needs a max_streams above 0 (0 = unlimited, nothing to exceed)");
+    }
+    /* An intro rate of 0 means "infinite" to tor, which silently turns an enabled defence off: refused. */
+    static const struct config_defence defences[] = {
+        {"pow", pow_keys, "queue_rate", "queue_burst", 0},
+        {"intro", intro_keys, "rate_per_sec", "burst_per_sec", 1},
+    };
+    bool *enabled[] = {&d->pow_enabled, &d->intro_enabled};
+    unsigned *rates[] = {&d->pow_queue_rate, &d->intro_rate_per_sec};
+    unsigned *bursts[] = {&d->pow_queue_burst, &d->intro_burst_per_sec};
+    for (size_t i = 0; i < 2; i++) {
+        const struct config_defence *df = &defences[i];
+        json_t *v = json_object_get(o, df->key);
+        if (!v)
+            continue;
+        config_sub(p, obj, df->key);
+        if (config_check_object(c, p, v) < 0 || config_check_keys(c, p, v, df->keys) < 0 ||
+            config_get_bool(c, p, v, "enabled", enabled[i]) < 0 ||
+            config_parse_rate_burst(c, p, v, df->rate_key, df->burst_key, df->rate_min, rates[i], bursts[i]) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+int config_x25519_b32_decode(const char *s, size_t len, unsigned char out[32])
+{
+    unsigned char buf[33] = {0};
+    unsigned bits = 0, acc = 0;
+    size_t o = 0;
+    if (len != CONFIG_X25519_B32_LEN)
+        return -1;
+    for (size_t i = 0; i < len; i++) {
+        char ch = s[i];
+        unsigned v;
+        if (ch >= 'a' && ch <= 'z')
+            v = (unsigned)(ch - 'a');
+        else if (ch >= 'A' && ch <= 'Z')
+            v = (unsigned)(ch - 'A');
+        else if (ch >= '2' && ch <= '7')
+            v = (unsigned)(ch - '2') + 26;
+        else
+            return -1;
+        acc = (acc << 5) | v;
+        bits += 5;
+        if (bits >= 8) {
+            buf[o++] = (unsigned char)(acc >> (bits - 8));
+            bits -= 8;
+            acc &= (1u << bits) - 1;
+        }
+    }
+    if (acc != 0) /* 52 * 5 = 260 bits: the last 4 must be zero, or it is not a canonical 32-byte key */
+        return -1;
+    if (out)
+        memcpy(out, buf, 32);
+    return 0;
+}
+
+/* services[i].client_auth: [{name, public_key}], names unique, keys valid x25519 base32. */
+static int config_parse_clients(struct config_ctx *c, const char *obj, json_t *o, struct service_conf *svc)
+{
+    static const char *const keys[] = {"name", "public_key", NULL};
+    char p[FIELD_PATH_LEN], q[FIELD_PATH_LEN];
+    json_t *arr = NULL;
+    if (config_get_array(c, obj, o, "client_auth", false, 1, CONFIG_MAX_CLIENTS, &arr) < 0)
+        return -1;
+    if (!arr)
+        return 0;
+    size_t n = json_array_size(arr);
+    if (!(svc->clients = calloc(n, sizeof(*svc->clients)))) {
+        config_sub(p, obj, "client_auth");
+        return config_oom(c, p);
+    }
+    svc->n_clients = n;
+    for (size_t i = 0; i < n; i++) {
+        struct client_auth_conf *cl = &svc->clients[i];
+        json_t *e = json_array_get(arr, i);
+        const char *s = NULL;
+        size_t len = 0;
+        config_subi(p, obj, "client_auth", i);
+        if (config_check_object(c, p, e) < 0 || config_check_keys(c, p, e, keys) < 0 ||
+            config_get_str(c, p, e, "name", true, &s, &len) < 0)
+            return -1;
+        config_sub(q, p, "name");
+        if (!config_is_service_name(s, len))
+            return config_fail(c, q, "must match ^[a-z0-9][a-z0-9_-]{0,31}$");
+        memcpy(cl->name, s, len + 1);
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(svc->clients[j].name, cl->name) == 0)
+                return config_fail(c, q, "duplicate client name \"%s\"", cl->name);
+        if (config_get_str(c, p, e, "public_key", true, &s, &len) < 0)
+            return -1;
+        config_sub(q, p, "public_key");
+        /* tor's own "descriptor:x25519:" prefix is accepted, so a line from a .auth file can be pasted. */
+        if (len > strlen("descriptor:x25519:") && strncmp(s, "descriptor:x25519:", strlen("descriptor:x25519:")) == 0) {
+            s += strlen("descriptor:x25519:");
+            len -= strlen("descriptor:x25519:");
+        }
+        if (config_x25519_b32_decode(s, len, NULL) < 0)
+            return config_fail(c, q, "must be an x25519 public key in base32 (52 characters A-Z 2-7)");
+        for (size_t k = 0; k < len; k++)
+            cl->public_key[k] = (char)(s[k] >= 'a' && s[k] <= 'z' ? s[k] - 'a' + 'A' : s[k]);
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(svc->clients[j].public_key, cl->public_key) == 0)
+                return config_fail(c, q, "the same key as client \"%s\"", svc->clients[j].name);
+    }
+    return 0;
+}
+
 static int config_parse_service(struct config_ctx *c, const char *obj, json_t *o, struct config *cfg, size_t idx)
 {
-    static const char *const keys[] = {"name", "key_dir", "max_streams", "ports", NULL};
+    static const char *const keys[] = {"name", "key_dir", "max_streams", "dos", "client_auth", "ports", NULL};
     struct service_conf *svc = &cfg->services[idx];
     char p[FIELD_PATH_LEN];
     const char *s = NULL;
@@ -1227,7 +1386,8 @@ static int config_parse_service(struct config_ctx *c, const char *obj, json_t *o
     if (config_check_key_dir(c, p, cfg, idx) < 0)
         return -1;
 
-    if (config_get_uint(c, obj, o, "max_streams", false, 0, 65535, &svc->max_streams) < 0)
+    if (config_get_uint(c, obj, o, "max_streams", false, 0, 65535, &svc->max_streams) < 0 ||
+        config_parse_dos(c, obj, o, svc) < 0 || config_parse_clients(c, obj, o, svc) < 0)
         return -1;
 
     json_t *arr;
@@ -1513,6 +1673,7 @@ void config_free(struct config *cfg)
         for (size_t j = 0; j < svc->n_ports; j++)
             free(svc->ports[j].backends);
         free(svc->ports);
+        free(svc->clients);
         free(svc->key_dir);
     }
     free(cfg->services);
@@ -1591,11 +1752,33 @@ bool port_conf_equal(const struct port_conf *a, const struct port_conf *b)
     return true;
 }
 
+bool dos_conf_equal(const struct dos_conf *a, const struct dos_conf *b)
+{
+    return a->pow_enabled == b->pow_enabled && a->pow_queue_rate == b->pow_queue_rate &&
+           a->pow_queue_burst == b->pow_queue_burst && a->intro_enabled == b->intro_enabled &&
+           a->intro_rate_per_sec == b->intro_rate_per_sec && a->intro_burst_per_sec == b->intro_burst_per_sec &&
+           a->max_streams_close_circuit == b->max_streams_close_circuit &&
+           a->num_intro_points == b->num_intro_points;
+}
+
+const struct service_conf *config_first_pow_service(const struct config *cfg)
+{
+    for (size_t i = 0; i < cfg->n_services; i++)
+        if (cfg->services[i].dos.pow_enabled)
+            return &cfg->services[i];
+    return NULL;
+}
+
 bool service_conf_tor_equal(const struct service_conf *a, const struct service_conf *b)
 {
     if (strcmp(a->name, b->name) != 0 || strcmp(a->key_dir, b->key_dir) != 0 || a->max_streams != b->max_streams ||
-        a->n_ports != b->n_ports)
+        !dos_conf_equal(&a->dos, &b->dos) || a->n_ports != b->n_ports || a->n_clients != b->n_clients)
         return false;
+    /* A changed client list must reach tor: any successful SETCONF makes it re-read authorized_clients. */
+    for (size_t i = 0; i < a->n_clients; i++)
+        if (strcmp(a->clients[i].name, b->clients[i].name) != 0 ||
+            strcmp(a->clients[i].public_key, b->clients[i].public_key) != 0)
+            return false;
     /* Virtual ports are unique within a service: equal counts and a ⊆ b mean the same set. */
     for (size_t i = 0; i < a->n_ports; i++)
         if (!service_conf_find_port(b, a->ports[i].virtual_port))

@@ -128,10 +128,39 @@ struct port_conf {
     struct health_conf health;
 };
 
+#define CONFIG_DOS_RATE_MAX 2147483647u /* tor's bound on every PoW queue and intro DoS rate and burst */
+#define CONFIG_MAX_INTRO_POINTS 20      /* tor: "You can't have more than 20" */
+
+/* A service's denial-of-service defences in tor (the service's "dos" object). Every field is set: tor's
+ * defaults where the file says nothing. Sent in the service's SETCONF group (service.c). */
+struct dos_conf {
+    bool pow_enabled;           /* HiddenServicePoWDefensesEnabled (proposal 327) */
+    unsigned pow_queue_rate;    /* HiddenServicePoWQueueRate, 0-CONFIG_DOS_RATE_MAX (0 = no limit), 250 */
+    unsigned pow_queue_burst;   /* HiddenServicePoWQueueBurst, >= pow_queue_rate, 2500 */
+    bool intro_enabled;         /* HiddenServiceEnableIntroDoSDefense */
+    unsigned intro_rate_per_sec;  /* HiddenServiceEnableIntroDoSRatePerSec, 1-CONFIG_DOS_RATE_MAX, 25 */
+    unsigned intro_burst_per_sec; /* HiddenServiceEnableIntroDoSBurstPerSec, >= intro_rate_per_sec, 200 */
+    bool max_streams_close_circuit; /* HiddenServiceMaxStreamsCloseCircuit */
+    unsigned num_intro_points;  /* HiddenServiceNumIntroductionPoints, 1-CONFIG_MAX_INTRO_POINTS, 3 */
+};
+
+#define CONFIG_MAX_CLIENTS 256   /* client_auth entries per service */
+#define CONFIG_X25519_B32_LEN 52 /* a 32-byte x25519 key in base32 without padding */
+
+/* One client of a service with client authorization ("restricted discovery"). */
+struct client_auth_conf {
+    char name[CONFIG_SERVICE_NAME_MAX + 1];        /* ^[a-z0-9][a-z0-9_-]{0,31}$, unique in the service */
+    char public_key[CONFIG_X25519_B32_LEN + 1];    /* base32, upper case (as tor writes it) */
+};
+
 struct service_conf {
     char name[CONFIG_SERVICE_NAME_MAX + 1];
+    struct client_auth_conf *clients; /* <key_dir>/authorized_clients/<name>.auth (clientauth.c) */
+    size_t n_clients;                 /* 0 = no client authorization */
     char *key_dir;        /* always set: absolute, default <state_dir>/keys/<name> */
-    unsigned max_streams; /* HiddenServiceMaxStreams, 0-65535, 0 = unlimited */
+    unsigned max_streams; /* HiddenServiceMaxStreams, 0-65535, 0 = unlimited ("max_streams" or
+                             "dos.max_streams") */
+    struct dos_conf dos;
     struct port_conf *ports;
     size_t n_ports; /* >= 1 */
 };
@@ -222,9 +251,18 @@ bool port_conf_equal(const struct port_conf *a, const struct port_conf *b);
  * reordering of "ports" alone is no difference. */
 bool service_conf_equal(const struct service_conf *a, const struct service_conf *b);
 
-/* True if tor would be given the same HiddenService* lines for both: same name, key_dir, max_streams and
- * set of virtual ports. Backends, balance, health and the other data-path settings are ignored. */
+/* True if tor would be given the same HiddenService* lines for both: same name, key_dir, max_streams, dos
+ * settings and set of virtual ports. Backends, balance, health and the other data-path settings are ignored. */
 bool service_conf_tor_equal(const struct service_conf *a, const struct service_conf *b);
+
+bool dos_conf_equal(const struct dos_conf *a, const struct dos_conf *b);
+
+/* Decode a base32 x25519 key (52 characters, either case, the unused low bits of the last one zero) into
+ * `out` (32 bytes) if not NULL. Return 0, or -1 if `s` (`len` bytes) is not one. */
+int config_x25519_b32_decode(const char *s, size_t len, unsigned char out[32]);
+
+/* The first service with proof-of-work enabled, or NULL. Borrowed from `cfg`. */
+const struct service_conf *config_first_pow_service(const struct config *cfg);
 
 /* True if `s` has only the characters a path in tor's HiddenServicePort "unix:PATH" target may carry
  * (tor splits the value at spaces and would unquote it): A-Z a-z 0-9 / . _ - +. run_dir is held to it

@@ -167,12 +167,33 @@ void proc_mgr_free(struct proc_mgr *m)
     free(m);
 }
 
+int proc_spawn_fd(const char *const argv[], int out_fd, pid_t *pid)
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+    posix_spawn_file_actions_adddup2(&fa, out_fd, 2);
+    posix_spawnattr_init(&attr);
+    /* The child must not inherit our blocked/handled signal state (libevent's handlers are reset on
+     * exec, but a blocked mask would be inherited). */
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &all);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    int rc = posix_spawn(pid, argv[0], &fa, &attr, (char *const *)argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+    return rc;
+}
+
 struct proc *proc_spawn(struct proc_mgr *m, const char *const argv[], proc_line_cb line_cb,
                         proc_exit_cb exit_cb, void *arg, char *err, size_t errlen)
 {
     int fds[2] = {-1, -1};
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t attr;
     struct proc *p = calloc(1, sizeof(*p));
     if (!p) {
         snprintf(err, errlen, "spawn %s: out of memory", argv[0]);
@@ -183,22 +204,7 @@ struct proc *proc_spawn(struct proc_mgr *m, const char *const argv[], proc_line_
         free(p);
         return NULL;
     }
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
-    posix_spawnattr_init(&attr);
-    /* The child must not inherit our blocked/handled signal state (libevent's handlers are reset on
-     * exec, but a blocked mask would be inherited). */
-    sigset_t none, all;
-    sigemptyset(&none);
-    sigfillset(&all);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &all);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    int rc = posix_spawn(&p->pid, argv[0], &fa, &attr, (char *const *)argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&attr);
+    int rc = proc_spawn_fd(argv, fds[1], &p->pid);
     close(fds[1]);
     if (rc != 0) {
         snprintf(err, errlen, "spawn %s: %s", argv[0], strerror(rc));

@@ -41,6 +41,11 @@ void proc_mgr_free(struct proc_mgr *m);
 struct proc *proc_spawn(struct proc_mgr *m, const char *const argv[], proc_line_cb line_cb,
                         proc_exit_cb exit_cb, void *arg, char *err, size_t errlen);
 
+/* The spawn behind proc_spawn, for a caller that waits for the child itself (a short probe): run
+ * argv[0] (absolute) with stdin from /dev/null, stdout and stderr on `out_fd`, a clean signal mask and
+ * default dispositions. Return 0 with *pid set, or an errno value. The child is not tracked here. */
+int proc_spawn_fd(const char *const argv[], int out_fd, pid_t *pid);
+
 pid_t proc_pid(const struct proc *p);
 bool proc_is_running(const struct proc *p);
 

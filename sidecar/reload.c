@@ -11,6 +11,7 @@
 #include "sidecar/proxy.h"
 #include "sidecar/service_id.h"
 #include "sidecar/status.h"
+#include "sidecar/torcaps.h"
 #include "sidecar/worker.h"
 
 /* Log and return why a reload was refused; the running config stays. */
@@ -43,6 +44,10 @@ int reload_apply(const struct reload_parts *p, const char *path, struct config *
     if ((what = config_restart_needed(*conf, nc))) {
         config_free(nc);
         return reload_refused(msg, msglen, "%s changed, which needs a restart of onionfront", what);
+    }
+    if (torcaps_check_config(nc, err, sizeof(err)) < 0) {
+        config_free(nc);
+        return reload_refused(msg, msglen, "%s", err);
     }
     for (size_t k = 0; k < p->n_workers; k++)
         if (worker_hand_over(p->workers[k], nc, err, sizeof(err)) < 0) {

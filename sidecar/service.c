@@ -150,13 +150,58 @@ static struct service *service_by_dir(struct service_mgr *m, const char *dir)
     return NULL;
 }
 
+/* Append `key` = `value` (decimal) to items, the string to owned. Return 0 or -1 (OOM). */
+static int service_add_uint(struct cp_conf_item *items, size_t *n, char **owned, size_t *n_owned, const char *key,
+                            unsigned value)
+{
+    char v[16];
+    snprintf(v, sizeof(v), "%u", value);
+    if (!(owned[*n_owned] = strdup(v)))
+        return -1;
+    items[*n].key = key;
+    items[*n].value = owned[(*n_owned)++];
+    (*n)++;
+    return 0;
+}
+
+#define SERVICE_DOS_ITEMS_MAX 9
+
+/* A service's stream limit and DoS defences (config.h struct dos_conf) as its HiddenService* lines. Only
+ * what differs from tor's defaults is sent, so turning a defence off removes its lines and GETCONF shows
+ * what the config asks for. At most SERVICE_DOS_ITEMS_MAX items. Return 0 or -1 (OOM). */
+static int service_dos_items(const struct service_conf *sc, struct cp_conf_item *items, size_t *n, char **owned,
+                             size_t *n_owned)
+{
+    const struct dos_conf *d = &sc->dos;
+    int rc = 0;
+    if (sc->max_streams > 0)
+        rc |= service_add_uint(items, n, owned, n_owned, "HiddenServiceMaxStreams", sc->max_streams);
+    if (d->max_streams_close_circuit)
+        rc |= service_add_uint(items, n, owned, n_owned, "HiddenServiceMaxStreamsCloseCircuit", 1);
+    if (d->num_intro_points != 3)
+        rc |= service_add_uint(items, n, owned, n_owned, "HiddenServiceNumIntroductionPoints", d->num_intro_points);
+    if (d->pow_enabled) {
+        rc |= service_add_uint(items, n, owned, n_owned, "HiddenServicePoWDefensesEnabled", 1);
+        rc |= service_add_uint(items, n, owned, n_owned, "HiddenServicePoWQueueRate", d->pow_queue_rate);
+        rc |= service_add_uint(items, n, owned, n_owned, "HiddenServicePoWQueueBurst", d->pow_queue_burst);
+    }
+    if (d->intro_enabled) {
+        rc |= service_add_uint(items, n, owned, n_owned, "HiddenServiceEnableIntroDoSDefense", 1);
+        rc |= service_add_uint(items, n, owned, n_owned, "HiddenServiceEnableIntroDoSRatePerSec",
+                               d->intro_rate_per_sec);
+        rc |= service_add_uint(items, n, owned, n_owned, "HiddenServiceEnableIntroDoSBurstPerSec",
+                               d->intro_burst_per_sec);
+    }
+    return rc ? -1 : 0;
+}
+
 /* Build the SETCONF that sets the complete HiddenService* group: the attached tor's own services first,
  * then ours (all of them, or none with `ours` false). Returns a new command, or NULL with err. */
 static char *service_setconf_cmd(const struct service_mgr *m, bool ours, char *err, size_t errlen)
 {
     size_t cap = m->foreign.n + 1;
     for (size_t i = 0; ours && i < m->n; i++)
-        cap += 3 + service_id_at(m, i)->conf->n_ports; /* Dir, one Port per virtual port, MaxStreams, ExportCircuitID */
+        cap += 2 + SERVICE_DOS_ITEMS_MAX + service_id_at(m, i)->conf->n_ports; /* Dir, ports, dos, ExportCircuitID */
     struct cp_conf_item *items = calloc(cap, sizeof(*items));
     char **owned = calloc(cap, sizeof(*owned));
     char *cmd = NULL;
@@ -190,16 +235,9 @@ static char *service_setconf_cmd(const struct service_mgr *m, bool ours, char *e
             items[n].value = owned[n_owned++];
             n++;
         }
-        if (sc->max_streams > 0) {
-            char v[16];
-            snprintf(v, sizeof(v), "%u", sc->max_streams);
-            if (!(owned[n_owned] = strdup(v))) {
-                snprintf(err, errlen, "out of memory");
-                goto done;
-            }
-            items[n].key = "HiddenServiceMaxStreams";
-            items[n].value = owned[n_owned++];
-            n++;
+        if (service_dos_items(sc, items, &n, owned, &n_owned) < 0) {
+            snprintf(err, errlen, "out of memory");
+            goto done;
         }
         /* tor's first line on every stream names the circuit (PROXY v1); proxy.c reads and drops it. */
         items[n].key = "HiddenServiceExportCircuitID";

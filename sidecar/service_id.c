@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "sidecar/addrbook.h"
+#include "sidecar/clientauth.h"
 #include "sidecar/config.h"
 #include "sidecar/log.h"
 
@@ -50,8 +51,8 @@ void service_ids_free(struct service_ids *s)
  * and recorded (*book_changed set). The secret is wiped at once: tor reads the key files itself.
  * Return 1 with the address in `address` (KEYS_ADDRESS_SIZE bytes), 0 if the service is refused (the
  * reason in `refusal`), or -1 with an error naming the service (a new service's key cannot be made). */
-static int service_id_key_check(struct addrbook *book, const struct service_conf *sc, char *address,
-                                bool *book_changed, char *refusal, size_t refusal_len, char *err, size_t errlen)
+static int service_id_key_only(struct addrbook *book, const struct service_conf *sc, char *address,
+                               bool *book_changed, char *refusal, size_t refusal_len, char *err, size_t errlen)
 {
     struct onion_key key;
     bool created = false;
@@ -83,6 +84,22 @@ static int service_id_key_check(struct addrbook *book, const struct service_conf
         snprintf(address, KEYS_ADDRESS_SIZE, "%s", key.address);
     onion_key_clear(&key);
     return v == ADDRBOOK_SAME ? 1 : 0;
+}
+
+/* The key rule above, then the service's client authorization files (clientauth.h): a service whose
+ * authorized_clients directory cannot be brought in line, or holds a file onionfront did not write, is
+ * refused, since tor would ignore a malformed file and might publish it without authorization. */
+static int service_id_key_check(struct addrbook *book, const struct service_conf *sc, char *address,
+                                bool *book_changed, char *refusal, size_t refusal_len, char *err, size_t errlen)
+{
+    char cerr[1024];
+    int rc = service_id_key_only(book, sc, address, book_changed, refusal, refusal_len, err, errlen);
+    if (rc == 1 && clientauth_sync(sc, cerr, sizeof(cerr)) < 0) {
+        snprintf(refusal, refusal_len, "service %s: REFUSED: client authorization: %s. The other services keep "
+                 "running", sc->name, cerr);
+        return 0;
+    }
+    return rc;
 }
 
 /* Save `book` if `changed`. Return 0, or -1 with a message. */
@@ -215,11 +232,17 @@ bool service_ids_verify_key(struct service_ids *s, size_t i)
     if (id->refused[0])
         return false;
     int rc = keys_load(id->conf->key_dir, &key, kerr, sizeof(kerr));
-    if (rc == 0 && strcmp(key.address, id->address) == 0) {
+    char cerr[1024];
+    bool auth_ok = rc == 0 && clientauth_check(id->conf, cerr, sizeof(cerr)) == 0;
+    if (rc == 0 && strcmp(key.address, id->address) == 0 && auth_ok) {
         onion_key_clear(&key);
         return true;
     }
-    if (rc == 0)
+    if (rc == 0 && !auth_ok)
+        snprintf(id->refused, sizeof(id->refused),
+                 "service %s: REFUSED: client authorization: %s. Reload onionfront once it is fixed. The other "
+                 "services keep running", id->conf->name, cerr);
+    else if (rc == 0)
         snprintf(id->refused, sizeof(id->refused),
                  "service %s: REFUSED: %s/%s is now the key of %s.onion, not of %s.onion that onionfront publishes. "
                  "If it was replaced on purpose (onionfront new-key or import-key), reload onionfront to publish "

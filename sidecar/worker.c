@@ -11,6 +11,7 @@
 #include "sidecar/log.h"
 #include "sidecar/service.h"
 #include "sidecar/tor.h"
+#include "sidecar/torcaps.h"
 #include "sidecar/verify.h"
 
 struct worker {
@@ -151,6 +152,11 @@ int worker_hand_over(const struct worker *w, const struct config *conf, char *er
 int worker_start(struct worker *w, char *err, size_t errlen)
 {
     char terr[900];
+    /* A spawned tor that cannot run the configured PoW defence is refused before it starts. */
+    if (torcaps_check_config(w->conf, terr, sizeof(terr)) < 0) {
+        snprintf(err, errlen, "%s", terr);
+        return -1;
+    }
     if (tor_sup_start(w->tor, terr, sizeof(terr)) < 0) {
         snprintf(err, errlen, "cannot start tor: %s", terr);
         return -1;

@@ -282,6 +282,55 @@ static const struct bad_case bad_cases[] = {
         "services[0].key_dir: \"/var/lib\" overlaps tor's DataDirectory \"/var/lib/of/tor\""),
     BAD(SVC(",'max_streams':65536"), "services[0].max_streams: must be 0-65535"),
     BAD(SVC(",'max_streams':-1"), "services[0].max_streams: must be 0-65535"),
+    /* services[].dos */
+    BAD(SVC(",'dos':[]"), "services[0].dos: must be an object"),
+    BAD(SVC(",'dos':{'powx':{}}"), "services[0].dos.powx: unknown key"),
+    BAD(SVC(",'dos':{'pow':true}"), "services[0].dos.pow: must be an object"),
+    BAD(SVC(",'dos':{'pow':{'enabled':1}}"), "services[0].dos.pow.enabled: must be true or false"),
+    BAD(SVC(",'dos':{'pow':{'effort':1}}"), "services[0].dos.pow.effort: unknown key"),
+    BAD(SVC(",'dos':{'pow':{'queue_rate':'250'}}"), "services[0].dos.pow.queue_rate: must be an integer"),
+    BAD(SVC(",'dos':{'pow':{'queue_rate':-1}}"), "services[0].dos.pow.queue_rate: must be 0-2147483647"),
+    BAD(SVC(",'dos':{'pow':{'queue_rate':1.5}}"), "services[0].dos.pow.queue_rate: must be an integer"),
+    BAD(SVC(",'dos':{'pow':{'queue_burst':2147483648}}"), "services[0].dos.pow.queue_burst: must be 0-2147483647"),
+    BAD(SVC(",'dos':{'pow':{'queue_rate':3000}}"),
+        "services[0].dos.pow.queue_burst: must be at least queue_rate (3000); tor refuses a smaller burst"),
+    BAD(SVC(",'dos':{'pow':{'enabled':true,'queue_rate':10,'queue_burst':9}}"),
+        "services[0].dos.pow.queue_burst: must be at least queue_rate (10); tor refuses a smaller burst"),
+    BAD(SVC(",'dos':{'intro':{'enabled':'yes'}}"), "services[0].dos.intro.enabled: must be true or false"),
+    BAD(SVC(",'dos':{'intro':{'rate_per_sec':0}}"), "services[0].dos.intro.rate_per_sec: must be 1-2147483647"),
+    BAD(SVC(",'dos':{'intro':{'burst_per_sec':0}}"), "services[0].dos.intro.burst_per_sec: must be 1-2147483647"),
+    BAD(SVC(",'dos':{'intro':{'rate_per_sec':300}}"),
+        "services[0].dos.intro.burst_per_sec: must be at least rate_per_sec (300); tor refuses a smaller burst"),
+    BAD(SVC(",'dos':{'intro':[]}"), "services[0].dos.intro: must be an object"),
+    BAD(SVC(",'dos':{'num_intro_points':0}"), "services[0].dos.num_intro_points: must be 1-20"),
+    BAD(SVC(",'dos':{'num_intro_points':21}"), "services[0].dos.num_intro_points: must be 1-20"),
+    BAD(SVC(",'dos':{'num_intro_points':'3'}"), "services[0].dos.num_intro_points: must be an integer"),
+    BAD(SVC(",'dos':{'max_streams':65536}"), "services[0].dos.max_streams: must be 0-65535"),
+    BAD(SVC(",'max_streams':5,'dos':{'max_streams':5}"),
+        "services[0].dos.max_streams: set it here or as services[0].max_streams, not both"),
+    BAD(SVC(",'dos':{'max_streams_close_circuit':1}"),
+        "services[0].dos.max_streams_close_circuit: must be true or false"),
+    BAD(SVC(",'dos':{'max_streams_close_circuit':true}"),
+        "services[0].dos.max_streams_close_circuit: needs a max_streams above 0 (0 = unlimited, nothing to exceed)"),
+    BAD(SERVICES("{'name':'a','key_dir':'/k/a'," PORTS1 "},{'name':'b','key_dir':'/k/b'," PORTS1
+                 ",'dos':{'pow':{'queue_burst':-5}}}"),
+        "services[1].dos.pow.queue_burst: must be 0-2147483647"),
+    /* services[].client_auth */
+    BAD(SVC(",'client_auth':{}"), "services[0].client_auth: must be an array"),
+    BAD(SVC(",'client_auth':[]"), "services[0].client_auth: must have 1-256 entries"),
+    BAD(SVC(",'client_auth':[{'name':'a'}]"), "services[0].client_auth[0].public_key: is required"),
+    BAD(SVC(",'client_auth':[{'name':'A b','public_key':'x'}]"),
+        "services[0].client_auth[0].name: must match ^[a-z0-9][a-z0-9_-]{0,31}$"),
+    BAD(SVC(",'client_auth':[{'name':'a','public_key':'N2NU7BSRL6YODZCYPN4CREB54TYLKGIE2KYOQWLFYC23ZJVCE5D'}]"),
+        "services[0].client_auth[0].public_key: must be an x25519 public key in base32 (52 characters A-Z 2-7)"),
+    BAD(SVC(",'client_auth':[{'name':'a','public_key':'N2NU7BSRL6YODZCYPN4CREB54TYLKGIE2KYOQWLFYC23ZJVCE5DQ'},"
+            "{'name':'a','public_key':'N2NU7BSRL6YODZCYPN4CREB54TYLKGIE2KYOQWLFYC23ZJVCE5DQ'}]"),
+        "services[0].client_auth[1].name: duplicate client name \"a\""),
+    BAD(SVC(",'client_auth':[{'name':'a','public_key':'N2NU7BSRL6YODZCYPN4CREB54TYLKGIE2KYOQWLFYC23ZJVCE5DQ'},"
+            "{'name':'b','public_key':'n2nu7bsrl6yodzcypn4creb54tylkgie2kyoqwlfyc23zjvce5dq'}]"),
+        "services[0].client_auth[1].public_key: the same key as client \"a\""),
+    BAD(SVC(",'client_auth':[{'name':'a','public_key':'N2NU7BSRL6YODZCYPN4CREB54TYLKGIE2KYOQWLFYC23ZJVCE5DQ','x':1}]"),
+        "services[0].client_auth[0].x: unknown key"),
     BAD(SERVICES("{'name':'web'}"), "services[0].ports: is required"),
     BAD(SERVICES("{'name':'web','ports':[]}"), "services[0].ports: must have 1-64 entries"),
     BAD(SERVICES("{'name':'web','ports':{}}"), "services[0].ports: must be an array"),
@@ -509,6 +558,16 @@ static void test_minimal_defaults(void **state)
     assert_string_equal(s->name, "web");
     assert_string_equal(s->key_dir, "/var/lib/of/keys/web");
     assert_int_equal(s->max_streams, 0);
+    /* tor's own defaults: nothing different is sent to tor */
+    assert_false(s->dos.pow_enabled);
+    assert_int_equal(s->dos.pow_queue_rate, 250);
+    assert_int_equal(s->dos.pow_queue_burst, 2500);
+    assert_false(s->dos.intro_enabled);
+    assert_int_equal(s->dos.intro_rate_per_sec, 25);
+    assert_int_equal(s->dos.intro_burst_per_sec, 200);
+    assert_false(s->dos.max_streams_close_circuit);
+    assert_int_equal(s->dos.num_intro_points, 3);
+    assert_null(config_first_pow_service(c));
     assert_int_equal(s->n_ports, 1);
     const struct port_conf *p = &s->ports[0];
     assert_int_equal(p->virtual_port, 80);
@@ -568,7 +627,10 @@ static void test_full_config(void **state)
         "             'path':'/health?full=1','host':'shop.example','expect_status':[204,200,301],"
         "             'tls_verify':false}},"
         "  {'virtual':80,'target':'/run/redirect.sock','health':{'type':'none'}}]},"
-        " {'name':'api','ports':[{'virtual':8080,'target':'api.internal:9000','balance':'least_conn'}]}],"
+        " {'name':'api','ports':[{'virtual':8080,'target':'api.internal:9000','balance':'least_conn'}],"
+        "  'dos':{'pow':{'enabled':true,'queue_rate':0,'queue_burst':0},"
+        "         'intro':{'enabled':true,'rate_per_sec':2147483647,'burst_per_sec':2147483647},"
+        "         'max_streams':20,'max_streams_close_circuit':true,'num_intro_points':20}}],"
         "'status':{'socket':'/run/of/st.sock','allowed_uids':[0,1000],'allowed_gids':[4294967294]},"
         "'metrics':{'listen':'127.0.0.2:9464'},"
         "'limits':{'max_open_streams':5000},"
@@ -594,6 +656,17 @@ static void test_full_config(void **state)
     assert_string_equal(s->name, "shop");
     assert_string_equal(s->key_dir, "/etc/of/keys/shop");
     assert_int_equal(s->max_streams, 100);
+    const struct service_conf *api = &c->services[1];
+    assert_int_equal(api->max_streams, 20);
+    assert_true(api->dos.pow_enabled);
+    assert_int_equal(api->dos.pow_queue_rate, 0);
+    assert_int_equal(api->dos.pow_queue_burst, 0);
+    assert_true(api->dos.intro_enabled);
+    assert_int_equal(api->dos.intro_rate_per_sec, 2147483647u);
+    assert_int_equal(api->dos.intro_burst_per_sec, 2147483647u);
+    assert_true(api->dos.max_streams_close_circuit);
+    assert_int_equal(api->dos.num_intro_points, 20);
+    assert_ptr_equal(config_first_pow_service(c), api);
     assert_int_equal(s->n_ports, 2);
     const struct port_conf *p = &s->ports[0];
     assert_int_equal(p->virtual_port, 443);
@@ -1191,6 +1264,18 @@ static const struct equal_case equal_cases[] = {
     {EQ_PORT1, "'ports':[{'virtual':81,'target':'127.0.0.1:8080'}]", false, false},
     {EQ_PORT1, EQ_PORT1 ",'max_streams':10", false, false},
     {EQ_PORT1, EQ_PORT1 ",'key_dir':'/keys/web'", false, false},
+    /* every dos setting is tor's business; the same values spelled out are no change */
+    {EQ_PORT1, EQ_PORT1 ",'dos':{'pow':{'enabled':true}}", false, false},
+    {EQ_PORT1, EQ_PORT1 ",'dos':{'pow':{'queue_rate':250,'queue_burst':2500},'num_intro_points':3}", true, true},
+    {EQ_PORT1 ",'dos':{'pow':{'enabled':true}}", EQ_PORT1 ",'dos':{'pow':{'enabled':true,'queue_rate':251}}", false,
+     false},
+    {EQ_PORT1, EQ_PORT1 ",'dos':{'pow':{'queue_burst':2501}}", false, false},
+    {EQ_PORT1, EQ_PORT1 ",'dos':{'intro':{'enabled':true}}", false, false},
+    {EQ_PORT1, EQ_PORT1 ",'dos':{'intro':{'rate_per_sec':26}}", false, false},
+    {EQ_PORT1, EQ_PORT1 ",'dos':{'intro':{'burst_per_sec':201}}", false, false},
+    {EQ_PORT1, EQ_PORT1 ",'dos':{'num_intro_points':5}", false, false},
+    {EQ_PORT1 ",'max_streams':4", EQ_PORT1 ",'dos':{'max_streams':4}", true, true},
+    {EQ_PORT1 ",'max_streams':4", EQ_PORT1 ",'dos':{'max_streams':4,'max_streams_close_circuit':true}", false, false},
     {EQ_PORT1, "'ports':[{'virtual':80,'target':'127.0.0.1:8080'},{'virtual':81,'target':'127.0.0.1:8080'}]", false,
      false},
     /* a target is a pool of one with the default name and weight */

@@ -10,10 +10,10 @@
  * address that matches the public key and the hostname file) and the same address on the next start; a
  * key that cannot be loaded names the service; reconfigure (table): tor_changed false for data-path
  * changes (backends, health, order) and true for a service added or removed, a port added or renumbered,
- * max_streams or key_dir changed, with addresses kept by name; all-or-nothing on error; the status JSON
+ * max_streams, dos settings or key_dir changed, with addresses kept by name; all-or-nothing on error; the status JSON
  * and the metrics; attach: GETCONF HiddenServiceOptions, then one SETCONF of the complete group (the
  * tor's own services first, a leftover directory of ours replaced, then HiddenServiceDir/Port/MaxStreams/
- * ExportCircuitID per service), HS_DESC UPLOADED counted per service and kept across reloads; a SETCONF
+ * the dos lines/ExportCircuitID per service, a reload changing only the dos settings re-sending the group), HS_DESC UPLOADED counted per service and kept across reloads; a SETCONF
  * after a reload only when tor's view changed; unpublish (the tor's own services kept; done() after tor's
  * answer, a refusal or a closed connection, at once without a connection); detach; and no SETCONF at all
  * while the tor's own services are unknown (GETCONF refused or not answered yet); a tor reload that dropped
@@ -552,6 +552,9 @@ static void test_reconfigure_table(void **state)
          "{'name':'web','max_streams':11,'ports':[{'virtual':80,'target':'127.0.0.1:8080'},"
          "{'virtual':443,'target':'127.0.0.1:8443'}]}," API,
          true, NULL, NULL},
+        {"dos settings changed",
+         WEB ",{'name':'api','dos':{'intro':{'enabled':true}},'ports':[{'virtual':8000,'target':'127.0.0.1:9000'}]}",
+         true, NULL, NULL},
         {"key_dir moved: never a new key for a known service", WEB ",{'name':'api','key_dir':'%s/state/keys/api2',"
                           "'ports':[{'virtual':8000,'target':'127.0.0.1:9000'}]}",
          true, NULL, "api"},
@@ -961,6 +964,57 @@ static void test_attach_publishes_complete_group(void **state)
     assert_int_equal(c->n_done, 1);
 }
 
+/* The dos settings are tor's: a reload that changes only them sends one SETCONF with the same key
+ * directory (same address), the lines only differing from tor's defaults; turning them off sends the
+ * group without them. */
+#define API_DOS                                                                                              \
+    "{'name':'api','dos':{'pow':{'enabled':true,'queue_rate':5,'queue_burst':50},'intro':{'enabled':true},"  \
+    "'max_streams':7,'max_streams_close_circuit':true,'num_intro_points':5},"                                \
+    "'ports':[{'virtual':8000,'target':'127.0.0.1:9000'}]}"
+#define API_DOS_TOR                                                                                          \
+    "HiddenServiceDir=\"%s/state/keys/api\" HiddenServicePort=\"8000 unix:%s/run/proxy/api-8000.sock\" "    \
+    "HiddenServiceMaxStreams=\"7\" HiddenServiceMaxStreamsCloseCircuit=\"1\" "                               \
+    "HiddenServiceNumIntroductionPoints=\"5\" HiddenServicePoWDefensesEnabled=\"1\" "                        \
+    "HiddenServicePoWQueueRate=\"5\" HiddenServicePoWQueueBurst=\"50\" "                                     \
+    "HiddenServiceEnableIntroDoSDefense=\"1\" HiddenServiceEnableIntroDoSRatePerSec=\"25\" "                 \
+    "HiddenServiceEnableIntroDoSBurstPerSec=\"200\" HiddenServiceExportCircuitID=\"haproxy\""
+
+static bool web_uploaded(void *arg);
+
+static void test_dos_reload_resends_group(void **state)
+{
+    struct ctx *c = *state;
+    const char *d = c->dir;
+    char web[KEYS_ADDRESS_SIZE], api[KEYS_ADDRESS_SIZE], got[KEYS_ADDRESS_SIZE];
+    start_web_api(c, web, api);
+    script_attach(c);
+    step(c, FAKE_CTL_SEND, 0, NO_HS_GETCONF);
+    step(c, FAKE_CTL_EXPECT, 0, "SETCONF " WEB_TOR " " API_TOR, d, d, d, d, d);
+    step(c, FAKE_CTL_SEND, 0, "250 OK\r\n650 HS_DESC UPLOADED %s UNKNOWN $" FP1 "~relay1\r\n", web);
+    script_sync(c);
+    step(c, FAKE_CTL_EXPECT, 0, "SETCONF " WEB_TOR " " API_DOS_TOR, d, d, d, d, d);
+    step(c, FAKE_CTL_SEND, 0, "250 OK\r\n");
+    script_sync(c);
+    step(c, FAKE_CTL_EXPECT, 0, "SETCONF " WEB_TOR " " API_TOR, d, d, d, d, d);
+    step(c, FAKE_CTL_SEND, 0, "250 OK\r\n");
+    script_sync(c);
+    attach_fake(c);
+    assert_int_equal(fake_ctl_run_until(c->base, web_uploaded, c, LOOP_BOUND_MS), 0);
+    sync_fake(c);
+    assert_true(reconfigure_ok(c, WEB "," API_DOS));
+    sync_fake(c);
+    address_of(c, "api", got);
+    assert_string_equal(got, api);
+    /* the same dos settings again: nothing for tor (a SETCONF would not match the script) */
+    assert_false(reconfigure_ok(c, WEB "," API_DOS));
+    assert_true(reconfigure_ok(c, WEB "," API));
+    sync_fake(c);
+    assert_int_equal(fake_ctl_run_until(c->base, fake_finished, c, LOOP_BOUND_MS), 0);
+    check_fake(c);
+    address_of(c, "api", got);
+    assert_string_equal(got, api);
+}
+
 static bool web_uploaded(void *arg)
 {
     struct ctx *c = arg;
@@ -1197,6 +1251,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_to_json, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics_pending, setup, teardown),
         cmocka_unit_test_setup_teardown(test_attach_publishes_complete_group, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dos_reload_resends_group, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fresh_tor_unpublish_and_detach, setup, teardown),
         cmocka_unit_test_setup_teardown(test_getconf_refused_sends_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reload_before_getconf_answer, setup, teardown),

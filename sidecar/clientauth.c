@@ -1,0 +1,224 @@
+/* clientauth.c — a service's authorized_clients directory, owned and checked (see clientauth.h). */
+#include "sidecar/clientauth.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sidecar/config.h"
+#include "sidecar/fsutil.h"
+
+#define CLIENTAUTH_FILE_MAX 256
+#define CLIENTAUTH_LIST_MAX (CONFIG_MAX_CLIENTS * (CONFIG_SERVICE_NAME_MAX + 1) + 1)
+
+/* "descriptor:x25519:<key>\n" */
+static void clientauth_line(const struct client_auth_conf *cl, char *out, size_t len)
+{
+    snprintf(out, len, "descriptor:x25519:%s\n", cl->public_key);
+}
+
+/* Write `len` bytes as `name` in the open directory `dfd`, atomically: a new 0600 temporary file
+ * (O_EXCL|O_NOFOLLOW), fsync, renameat, fsync of the directory. */
+static int clientauth_write_at(int dfd, const char *dir, const char *name, const char *data, size_t len, char *err,
+                               size_t errlen)
+{
+    char tmp[64];
+    snprintf(tmp, sizeof(tmp), ".tmp-%ld", (long)getpid());
+    unlinkat(dfd, tmp, 0);
+    int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s/%s: cannot create: %s", dir, tmp, strerror(errno));
+        return -1;
+    }
+    bool ok = write(fd, data, len) == (ssize_t)len && fsync(fd) == 0;
+    int e = errno;
+    close(fd);
+    if (!ok || renameat(dfd, tmp, dfd, name) < 0) {
+        e = ok ? errno : e;
+        unlinkat(dfd, tmp, 0);
+        snprintf(err, errlen, "%s/%s: cannot write: %s", dir, name, strerror(e));
+        return -1;
+    }
+    fsync(dfd);
+    return 0;
+}
+
+/* The configured client whose file is `fname` ("<name>.auth"), or NULL. */
+static const struct client_auth_conf *clientauth_find(const struct service_conf *sc, const char *fname)
+{
+    size_t n = strlen(fname);
+    if (n < 6 || strcmp(fname + n - 5, ".auth") != 0)
+        return NULL;
+    for (size_t i = 0; i < sc->n_clients; i++)
+        if (strlen(sc->clients[i].name) == n - 5 && strncmp(sc->clients[i].name, fname, n - 5) == 0)
+            return &sc->clients[i];
+    return NULL;
+}
+
+/* Is `name` a line of onionfront's list `list`? */
+static bool clientauth_listed(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0)
+            return true;
+        p += len + (e ? 1 : 0);
+    }
+    return false;
+}
+
+/* Check every entry of the open directory `dfd` (named `dir`); with `fix`, first remove the .auth files
+ * of clients in `list` (written by onionfront before) that the config no longer names. */
+static int clientauth_scan(const struct service_conf *sc, int dfd, const char *dir, const char *list, bool fix,
+                           char *err, size_t errlen)
+{
+    int dup_fd = dup(dfd);
+    DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+    int rc = 0;
+    if (!d) {
+        if (dup_fd >= 0)
+            close(dup_fd);
+        snprintf(err, errlen, "%s: cannot list: %s", dir, strerror(errno));
+        return -1;
+    }
+    struct dirent *de;
+    while (rc == 0 && (de = readdir(d))) {
+        const char *f = de->d_name;
+        if (strcmp(f, ".") == 0 || strcmp(f, "..") == 0 || strcmp(f, CLIENTAUTH_LIST) == 0)
+            continue;
+        const struct client_auth_conf *cl = clientauth_find(sc, f);
+        size_t n = strlen(f);
+        if (!cl && fix && n > 5 && strcmp(f + n - 5, ".auth") == 0) {
+            char name[CONFIG_SERVICE_NAME_MAX + 2];
+            snprintf(name, sizeof(name), "%.*s", (int)(n - 5 < sizeof(name) - 1 ? n - 5 : sizeof(name) - 1), f);
+            if (clientauth_listed(list, name)) {
+                if (unlinkat(dfd, f, 0) < 0) {
+                    snprintf(err, errlen, "%s/%s: cannot remove a client no longer configured: %s", dir, f,
+                             strerror(errno));
+                    rc = -1;
+                }
+                continue;
+            }
+        }
+        if (!cl) {
+            snprintf(err, errlen, "%s/%s: unknown file (not a client in services.client_auth); tor would read "
+                     "it: remove it, or add the client to the config", dir, f);
+            rc = -1;
+            break;
+        }
+        char buf[CLIENTAUTH_FILE_MAX], want[CLIENTAUTH_FILE_MAX], rerr[512];
+        size_t len = 0;
+        struct stat st;
+        int r = fs_read_small_at(dfd, dir, f, buf, sizeof(buf) - 1, &len, &st, rerr, sizeof(rerr));
+        if (r != 0) {
+            snprintf(err, errlen, "%s", r > 0 ? "vanished while checked" : rerr);
+            rc = -1;
+            break;
+        }
+        buf[len] = '\0';
+        clientauth_line(cl, want, sizeof(want));
+        if (strcmp(buf, want) != 0) {
+            snprintf(err, errlen, "%s/%s: malformed or not the configured key (tor would silently ignore a "
+                     "malformed file)", dir, f);
+            rc = -1;
+        } else if ((st.st_mode & 077) != 0) {
+            snprintf(err, errlen, "%s/%s: readable or writable by others (mode %o)", dir, f, st.st_mode & 0777);
+            rc = -1;
+        }
+    }
+    closedir(d);
+    return rc;
+}
+
+static int clientauth_run(const struct service_conf *sc, bool fix, char *err, size_t errlen)
+{
+    char dir[CONFIG_PATH_MAX + sizeof(CLIENTAUTH_DIR) + 2];
+    char oerr[512];
+    snprintf(dir, sizeof(dir), "%s/%s", sc->key_dir, CLIENTAUTH_DIR);
+    int kfd = fs_open_dir(sc->key_dir, false, oerr, sizeof(oerr));
+    if (kfd < 0) {
+        snprintf(err, errlen, "%s", oerr);
+        return -1;
+    }
+    if (fix && sc->n_clients > 0 && mkdirat(kfd, CLIENTAUTH_DIR, 0700) < 0 && errno != EEXIST) {
+        snprintf(err, errlen, "%s: cannot create: %s", dir, strerror(errno));
+        close(kfd);
+        return -1;
+    }
+    int dfd = openat(kfd, CLIENTAUTH_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    close(kfd);
+    if (dfd < 0) {
+        if (errno == ENOENT && sc->n_clients == 0)
+            return 0;
+        snprintf(err, errlen, "%s: cannot open (a symlink is refused): %s", dir, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(dfd, &st) < 0 || (st.st_mode & 077) != 0 || (st.st_uid != geteuid() && geteuid() != 0)) {
+        snprintf(err, errlen, "%s: must be a directory private to its owner (mode 0700)", dir);
+        close(dfd);
+        return -1;
+    }
+    char list[CLIENTAUTH_LIST_MAX] = "";
+    size_t len = 0;
+    int r = fs_read_small_at(dfd, dir, CLIENTAUTH_LIST, list, sizeof(list) - 1, &len, NULL, oerr, sizeof(oerr));
+    if (r < 0) {
+        snprintf(err, errlen, "%s", oerr);
+        close(dfd);
+        return -1;
+    }
+    list[r == 0 ? len : 0] = '\0';
+    int rc = 0;
+    if (fix) {
+        /* The list first, with old and new names: a crash between the steps leaves files it may remove. */
+        char *next = malloc(CLIENTAUTH_LIST_MAX * 2);
+        size_t o = 0;
+        if (!next) {
+            snprintf(err, errlen, "out of memory");
+            close(dfd);
+            return -1;
+        }
+        o += (size_t)snprintf(next, CLIENTAUTH_LIST_MAX * 2, "%s", list);
+        for (size_t i = 0; i < sc->n_clients; i++)
+            if (!clientauth_listed(list, sc->clients[i].name))
+                o += (size_t)snprintf(next + o, CLIENTAUTH_LIST_MAX * 2 - o, "%s\n", sc->clients[i].name);
+        rc = clientauth_write_at(dfd, dir, CLIENTAUTH_LIST, next, o, err, errlen);
+        for (size_t i = 0; rc == 0 && i < sc->n_clients; i++) {
+            char fname[CONFIG_SERVICE_NAME_MAX + 8], line[CLIENTAUTH_FILE_MAX];
+            snprintf(fname, sizeof(fname), "%s.auth", sc->clients[i].name);
+            clientauth_line(&sc->clients[i], line, sizeof(line));
+            rc = clientauth_write_at(dfd, dir, fname, line, strlen(line), err, errlen);
+        }
+        if (rc == 0)
+            rc = clientauth_scan(sc, dfd, dir, next, true, err, errlen);
+        /* Now only the configured clients remain: the list says so. */
+        o = 0;
+        for (size_t i = 0; rc == 0 && i < sc->n_clients; i++)
+            o += (size_t)snprintf(next + o, CLIENTAUTH_LIST_MAX * 2 - o, "%s\n", sc->clients[i].name);
+        if (rc == 0)
+            rc = clientauth_write_at(dfd, dir, CLIENTAUTH_LIST, next, o, err, errlen);
+        free(next);
+    } else {
+        rc = clientauth_scan(sc, dfd, dir, list, false, err, errlen);
+    }
+    close(dfd);
+    return rc;
+}
+
+int clientauth_sync(const struct service_conf *sc, char *err, size_t errlen)
+{
+    return clientauth_run(sc, true, err, errlen);
+}
+
+int clientauth_check(const struct service_conf *sc, char *err, size_t errlen)
+{
+    return clientauth_run(sc, false, err, errlen);
+}

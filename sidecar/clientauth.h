@@ -1,0 +1,33 @@
+/* clientauth.h — v3 client authorization ("restricted discovery") files of one service:
+ * <key_dir>/authorized_clients/<name>.auth, one line "descriptor:x25519:<base32 public key>".
+ *
+ * tor reads that directory whenever its configuration is set (any successful SETCONF), silently
+ * ignores a malformed file and enforces authorization only if at least one file loads: a typo would
+ * make a private service public. So onionfront owns the directory: it writes each configured client's
+ * file (0600, atomically), removes the files of clients it wrote before and the config no longer lists
+ * (its list: ".onionfront-clients" in the same directory, which tor ignores: not ".auth"), and refuses
+ * the service, naming the file, when anything else is there or a file is not exactly what it wrote.
+ * Every open is relative to a directory descriptor with O_NOFOLLOW: tor's user may write key_dir.
+ *
+ * Owns nothing beyond one call. Does not log; errors name the file. */
+#ifndef ONIONFRONT_CLIENTAUTH_H
+#define ONIONFRONT_CLIENTAUTH_H
+
+#include <stddef.h>
+
+struct service_conf;
+
+#define CLIENTAUTH_DIR "authorized_clients"
+#define CLIENTAUTH_LIST ".onionfront-clients"
+
+/* Bring <sc->key_dir>/authorized_clients in line with sc->clients (see above), then check every entry.
+ * A service without clients needs no directory; one that exists must then hold nothing but onionfront's
+ * list (an .auth file would make tor enforce a client the config does not name). Return 0, or -1 with
+ * why in `err` (naming the file: "unknown file", "not what onionfront wrote", ...). */
+int clientauth_sync(const struct service_conf *sc, char *err, size_t errlen);
+
+/* Only check, writing nothing (before each SETCONF: a file planted since the last sync). Return 0 or -1
+ * as clientauth_sync. */
+int clientauth_check(const struct service_conf *sc, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,226 @@
+/* test_clientauth.c — unit tests for sidecar/clientauth.c on a real private directory: configured
+ * clients' files written (content, 0600) with onionfront's list; a client removed from the config has
+ * its file removed; a planted unknown file, a malformed or changed file, a group-readable file and a
+ * symlinked authorized_clients directory are refused with the file named; without clients nothing is
+ * created, and a leftover .auth file is refused (tor would still enforce it). Plus the config side: the
+ * key is validated and upper-cased, a pasted "descriptor:x25519:" prefix accepted.
+ *
+ * Why: tor silently ignores a malformed .auth file and enforces authorization only if one loads, so a
+ * mistake here makes a private service public. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sidecar/clientauth.h"
+#include "sidecar/config.h"
+#include "tests/fake/tmpdir.h"
+
+#define K1 "N2NU7BSRL6YODZCYPN4CREB54TYLKGIE2KYOQWLFYC23ZJVCE5DQ"
+#define K2 "qyw6t6pnbw6z6jx5iiamilhjwwmsxz5gcfvjrdxkagpokvbl7yha" /* lower case: upper-cased */
+
+struct ctx {
+    char dir[64];
+    struct config *conf;
+    char err[1024];
+};
+
+static int setup(void **state)
+{
+    struct ctx *c = calloc(1, sizeof(*c));
+    if (!c || tmpdir_make(c->dir, sizeof(c->dir), "test_clientauth") < 0)
+        return -1;
+    *state = c;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct ctx *c = *state;
+    config_free(c->conf);
+    int rc = tmpdir_remove(c->dir);
+    free(c);
+    return rc;
+}
+
+/* Load a config whose one service has key_dir <dir>/keys and the client_auth `clients` (JSON, or "" for
+ * none). */
+static const struct service_conf *load(struct ctx *c, const char *clients)
+{
+    char json[2048];
+    snprintf(json, sizeof(json),
+             "{\"state_dir\":\"%s/state\",\"run_dir\":\"%s/run\",\"services\":[{\"name\":\"web\",\"key_dir\":"
+             "\"%s/keys\",%s%s\"ports\":[{\"virtual\":80,\"target\":\"127.0.0.1:1\"}]}]}",
+             c->dir, c->dir, c->dir, clients[0] ? "\"client_auth\":" : "", clients[0] ? clients : "");
+    config_free(c->conf);
+    char fixed[2100];
+    /* the client list needs a comma after it */
+    if (clients[0]) {
+        const char *p = strstr(json, "\"ports\"");
+        snprintf(fixed, sizeof(fixed), "%.*s,%s", (int)(p - json), json, p);
+    } else {
+        snprintf(fixed, sizeof(fixed), "%s", json);
+    }
+    c->conf = config_load_string(fixed, strlen(fixed), c->err, sizeof(c->err));
+    if (!c->conf)
+        fail_msg("%s\n%s", c->err, fixed);
+    return &c->conf->services[0];
+}
+
+static void path(const struct ctx *c, const char *name, char *out, size_t len)
+{
+    snprintf(out, len, "%s/keys/authorized_clients%s%s", c->dir, name[0] ? "/" : "", name);
+}
+
+static void read_file(const char *p, char *buf, size_t cap, mode_t *mode)
+{
+    FILE *f = fopen(p, "r");
+    assert_non_null(f);
+    size_t n = fread(buf, 1, cap - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    struct stat st;
+    assert_int_equal(lstat(p, &st), 0);
+    *mode = st.st_mode & 07777;
+}
+
+static void write_file(const char *p, const char *data)
+{
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs(data, f);
+    fclose(f);
+    chmod(p, 0600);
+}
+
+static void mkkeys(struct ctx *c)
+{
+    char p[128];
+    snprintf(p, sizeof(p), "%s/keys", c->dir);
+    assert_int_equal(mkdir(p, 0700), 0);
+}
+
+static void test_write_and_remove(void **state)
+{
+    struct ctx *c = *state;
+    char p[256], buf[256];
+    mode_t mode;
+    mkkeys(c);
+    const struct service_conf *sc =
+        load(c, "[{\"name\":\"alice\",\"public_key\":\"" K1 "\"},{\"name\":\"bob\",\"public_key\":\"descriptor:x25519:" K2 "\"}]");
+    assert_string_equal(sc->clients[1].public_key, "QYW6T6PNBW6Z6JX5IIAMILHJWWMSXZ5GCFVJRDXKAGPOKVBL7YHA");
+    assert_int_equal(clientauth_sync(sc, c->err, sizeof(c->err)), 0);
+    path(c, "alice.auth", p, sizeof(p));
+    read_file(p, buf, sizeof(buf), &mode);
+    assert_string_equal(buf, "descriptor:x25519:" K1 "\n");
+    assert_int_equal(mode, 0600);
+    path(c, "bob.auth", p, sizeof(p));
+    read_file(p, buf, sizeof(buf), &mode);
+    assert_string_equal(buf, "descriptor:x25519:QYW6T6PNBW6Z6JX5IIAMILHJWWMSXZ5GCFVJRDXKAGPOKVBL7YHA\n");
+    path(c, "", p, sizeof(p));
+    struct stat st;
+    assert_int_equal(stat(p, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0700);
+    assert_int_equal(clientauth_check(sc, c->err, sizeof(c->err)), 0);
+
+    /* bob removed from the config: his file goes */
+    sc = load(c, "[{\"name\":\"alice\",\"public_key\":\"" K1 "\"}]");
+    assert_int_equal(clientauth_sync(sc, c->err, sizeof(c->err)), 0);
+    path(c, "bob.auth", p, sizeof(p));
+    assert_int_equal(access(p, F_OK), -1);
+    path(c, "alice.auth", p, sizeof(p));
+    assert_int_equal(access(p, F_OK), 0);
+
+    /* no clients any more: alice's file goes too, and the service is public on purpose */
+    sc = load(c, "");
+    assert_int_equal(clientauth_sync(sc, c->err, sizeof(c->err)), 0);
+    assert_int_equal(access(p, F_OK), -1);
+}
+
+static void test_refused(void **state)
+{
+    struct ctx *c = *state;
+    char p[256], q[256];
+    mkkeys(c);
+    const struct service_conf *sc = load(c, "[{\"name\":\"alice\",\"public_key\":\"" K1 "\"}]");
+    assert_int_equal(clientauth_sync(sc, c->err, sizeof(c->err)), 0);
+
+    /* a planted file: refused by the check before a SETCONF and by the next sync, named */
+    path(c, "mallory.auth", p, sizeof(p));
+    write_file(p, "descriptor:x25519:" K2 "\n");
+    assert_int_equal(clientauth_check(sc, c->err, sizeof(c->err)), -1);
+    assert_non_null(strstr(c->err, "/keys/authorized_clients/mallory.auth: unknown file"));
+    assert_int_equal(clientauth_sync(sc, c->err, sizeof(c->err)), -1);
+    assert_non_null(strstr(c->err, "mallory.auth: unknown file"));
+    unlink(p);
+
+    /* a configured client's file changed to something malformed */
+    path(c, "alice.auth", p, sizeof(p));
+    write_file(p, "descriptor:x25519:" K1 "X\n");
+    assert_int_equal(clientauth_check(sc, c->err, sizeof(c->err)), -1);
+    assert_non_null(strstr(c->err, "alice.auth: malformed or not the configured key"));
+    /* the sync rewrites it */
+    assert_int_equal(clientauth_sync(sc, c->err, sizeof(c->err)), 0);
+    chmod(p, 0644);
+    assert_int_equal(clientauth_check(sc, c->err, sizeof(c->err)), -1);
+    assert_non_null(strstr(c->err, "alice.auth: readable or writable by others"));
+    chmod(p, 0600);
+
+    /* authorized_clients replaced by a symlink to elsewhere */
+    path(c, "", p, sizeof(p));
+    snprintf(q, sizeof(q), "%s/elsewhere", c->dir);
+    assert_int_equal(rename(p, q), 0);
+    assert_int_equal(symlink(q, p), 0);
+    assert_int_equal(clientauth_sync(sc, c->err, sizeof(c->err)), -1);
+    assert_non_null(strstr(c->err, "authorized_clients: cannot open (a symlink is refused)"));
+    unlink(p);
+
+    /* no clients configured, but a .auth file there: tor would enforce it */
+    sc = load(c, "");
+    assert_int_equal(mkdir(p, 0700), 0);
+    path(c, "old.auth", q, sizeof(q));
+    write_file(q, "descriptor:x25519:" K1 "\n");
+    assert_int_equal(clientauth_sync(sc, c->err, sizeof(c->err)), -1);
+    assert_non_null(strstr(c->err, "old.auth: unknown file"));
+}
+
+static void test_no_clients_no_dir(void **state)
+{
+    struct ctx *c = *state;
+    char p[256];
+    mkkeys(c);
+    const struct service_conf *sc = load(c, "");
+    assert_int_equal(clientauth_sync(sc, c->err, sizeof(c->err)), 0);
+    path(c, "", p, sizeof(p));
+    assert_int_equal(access(p, F_OK), -1);
+}
+
+static void test_config_keys(void **state)
+{
+    (void)state;
+    unsigned char k[32];
+    assert_int_equal(config_x25519_b32_decode(K1, 52, k), 0);
+    assert_int_equal(config_x25519_b32_decode(K1, 51, k), -1);
+    assert_int_equal(config_x25519_b32_decode("N2NU7BSRL6YODZCYPN4CREB54TYLKGIE2KYOQWLFYC23ZJVCE5D1", 52, k), -1);
+    /* the last character's unused bits set: not a canonical key */
+    assert_int_equal(config_x25519_b32_decode("N2NU7BSRL6YODZCYPN4CREB54TYLKGIE2KYOQWLFYC23ZJVCE5DR", 52, k), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_write_and_remove, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_clients_no_dir, setup, teardown),
+        cmocka_unit_test(test_config_keys),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
