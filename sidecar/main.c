@@ -336,6 +336,7 @@ static int daemon_start(struct daemon *d, char *err, size_t errlen)
             return -1;
     }
     if (status_server_listen(d->status, &d->conf->status, d->conf->run_dir, err, errlen) < 0 ||
+        onionloc_listen(d->onionloc, &d->conf->onion_location, err, errlen) < 0 ||
         (d->conf->metrics.enabled &&
          !(d->metrics_http = metrics_http_new(d->base, &d->conf->metrics, daemon_metrics_text_cb, d, err, errlen))))
         return -1;

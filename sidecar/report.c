@@ -290,8 +290,11 @@ size_t report_reachability(const struct report_src *r, struct onionloc_entry *ou
         /* The end-to-end probe's verdict once it has one (advertised unless down), else the descriptor's;
          * never for a service whose single-onion verdict failed. */
         enum ladder_state st;
+        bool running = false;
+        for (size_t k = 0; k < r->n_workers; k++)
+            running = running || tor_sup_state(worker_tor(r->workers[k])) == TOR_RUNNING;
         bool up = r->probe && probe_verdict(r->probe, id->address, &st)
-                      ? st != LADDER_DOWN
+                      ? st != LADDER_DOWN && running /* a lost tor withdraws it at once, as before */
                       : workers_service_reachable(r->workers, r->n_workers, id->address);
         up = up && !r->shutting_down && id->address[0] &&
              verify_service_verdict(worker_verify(r->workers[0]), id->address) != VERIFY_NOT_SINGLE_ONION;
