@@ -426,9 +426,11 @@ int status_client_check(const char *path, FILE *out)
     const json_t *services = json_object_get(st, "services");
     const char *first = json_string_value(json_array_get(problems, 0));
     /* Nagios plugin output: one line, "STATUS - text | perfdata". */
-    fprintf(out, "ONIONFRONT %s - %s%s | problems=%zu services=%lld uploaded=%lld\n", words[rc],
-            first ? first : "all services up", json_array_size(problems) > 1 ? " (and more)" : "",
-            json_array_size(problems), jint(services, "total"), jint(services, "uploaded"));
+    fprintf(out, "ONIONFRONT %s - %s%s | problems=%zu", words[rc], first ? first : "all services up",
+            json_array_size(problems) > 1 ? " (and more)" : "", json_array_size(problems));
+    if (jint(services, "total") >= 0) /* perfdata the daemon reports */
+        fprintf(out, " services=%lld uploaded=%lld", jint(services, "total"), jint(services, "uploaded"));
+    fputc('\n', out);
     json_decref(st);
     return rc;
 }

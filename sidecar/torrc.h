@@ -12,11 +12,11 @@
 struct torrc_params {
     const char *data_dir;       /* absolute */
     const char *control_socket; /* absolute unix socket path */
-    const char *socks_socket;   /* torrc_client_template only: the SocksPort's absolute unix socket path */
     pid_t controller_pid;       /* onionfront's pid: tor exits when it dies */
     const char *user;           /* tor's User option, or NULL */
     const char *const *extra;   /* extra lines (already validated by config.c) */
     size_t n_extra;
+    const char *socks_socket;   /* torrc_client_template only: the SocksPort's absolute unix socket path */
 };
 
 /* The built-in template (templates/torrc.in). */
