@@ -10,8 +10,9 @@ runtime="tor libevent-2.1-7 libevent-openssl-2.1-7 libjansson4 libcurl4 ca-certi
 build="build-essential pkg-config libevent-dev libjansson-dev libcurl4-openssl-dev libssl-dev"
 # systemd: systemd-analyze/systemd-sysusers for test_systemd; groff-base, man-db: the man pages (test_install);
 # nginx, apache2-bin: the Onion-Location snippets against real web servers (test_onion_location).
-# python3: JSON checks and a signal-mask wrapper in the integration scripts.
-test="$build libcmocka-dev clang curl iproute2 tor valgrind procps python3 systemd groff-base man-db nginx apache2-bin"
+# python3: JSON checks and a signal-mask wrapper in the integration scripts; jq: test_probe.
+# prometheus: promtool checks and unit-tests templates/prometheus-alerts.yml (test_prometheus_rules).
+test="$build libcmocka-dev clang curl iproute2 tor valgrind procps python3 systemd groff-base man-db nginx apache2-bin jq prometheus"
 bench="$test haproxy gnuplot-nox"
 
 case "$what" in

@@ -134,4 +134,5 @@ of_stop_onionfront
 of_check "onionfront exits 0" test $? -eq 0
 of_check "with onionfront gone nginx still serves the page, without the header" \
   bash -c "[[ \$(curl -s http://127.0.0.1:$nginx_port/page) == clearnet && -z \$(curl -s -D - -o /dev/null http://127.0.0.1:$nginx_port/page | grep -i '^onion-location') ]]"
+((OF_FAILED)) && grep -E '\] probe: |repair|restarting tor' "$log" | tail -n 40 >&2
 of_summary
