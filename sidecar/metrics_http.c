@@ -140,7 +140,7 @@ static void metrics_http_request_cb(struct evhttp_request *req, void *arg)
             metrics_http_reply_text(req, HTTP_NOTFOUND, "Not Found", "");
         else
             evhttp_send_reply(req, code, code == HTTP_OK ? "OK" : code == HTTP_NOCONTENT ? "No Content" : "Error",
-                              code == HTTP_NOCONTENT || method == EVHTTP_REQ_HEAD ? NULL : out);
+                              method == EVHTTP_REQ_HEAD ? NULL : out);
         if (out)
             evbuffer_free(out);
         return;
@@ -430,8 +430,11 @@ static struct metrics_http *metrics_http_start(struct event_base *base, const st
     evconnlistener_set_error_cb(l, metrics_http_accept_error_cb);
     metrics_http_resume_cb(-1, 0, h); /* parks the resume timer */
     evhttp_set_bevcb(h->http, metrics_http_bev_cb, h);
-    /* A bound per read and write (the deadline bounds the whole connection, which is shorter). */
-    evhttp_set_timeout(h->http, (METRICS_HTTP_DEADLINE_MS + 999) / 1000);
+    /* No per-read/write timeout from evhttp: the deadline bounds the whole connection. libevent 2.1.12
+     * arms evhttp's timeout on the filter bufferevent, and a connection the client closed (HTTP/1.0,
+     * "Connection: close") then crashed the loop when that timeout came due after the filter was freed
+     * (SEGV in bufferevent_decref_and_unlock_ ~10 s later; tests/integration/test_probe.sh). */
+    evhttp_set_timeout(h->http, -1);
     evhttp_set_max_headers_size(h->http, METRICS_HTTP_MAX_HEADERS);
     evhttp_set_max_body_size(h->http, METRICS_HTTP_MAX_BODY);
     /* The methods evhttp passes on: GET and HEAD are served, the other usual ones get our 405 with Allow;
