@@ -375,6 +375,7 @@ static void probe_begin(struct probe_svc *s)
     s->phase = PHASE_DESCRIPTOR;
     /* At most half the probe's time for the descriptor; then the stream goes ahead. */
     s->desc_deadline_ms = s->started_ms + (uint64_t)p->conf->probe.timeout * 500;
+    log_debug("probe: service %s: fetching its descriptor (HSFETCH) through the client tor", s->name);
     char *cmd = cp_cmd_hsfetch(s->address, NULL, 0, err, sizeof(err));
     if (!cmd || cp_conn_send(p->conn, cmd, probe_hsfetch_reply_cb, s, err, sizeof(err)) < 0)
         probe_fetch(s);

@@ -37,7 +37,9 @@ mkdir -p "$ngx/www"
 echo clearnet >"$ngx/www/page" # a file: "return" would answer before auth_request runs
 sed -e "s|10\.0\.0\.5:8081|127.0.0.1:$ol_port|" -e "s|/onion-location/web;|/onion-location/alpha;|" \
   "$OF_ROOT/templates/nginx-onion-location-farm.conf" >"$ngx/onion-location-farm.conf"
+# Its workers read the page under the test's 0700 directory: as root, keep them root.
 cat >"$ngx/nginx.conf" <<EOF
+$( ((EUID == 0)) && echo 'user root;')
 pid $ngx/nginx.pid;
 error_log $ngx/error.log;
 events { worker_connections 64; }
@@ -92,6 +94,7 @@ of_check "check says OK in one line" grep -qE '^ONIONFRONT OK' "$OF_TMP/check.ou
 addr=$(jq -r '.services | .[0].address' "$OF_TMP/status-reachable.json")
 of_check "the include file carries the header" of_wait_until 10 grep -q "$addr" "$ol_dir/alpha.conf"
 of_check "the endpoint serves the header (200)" test "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$ol_port/onion-location/alpha")" = 200
+of_check "nginx serves the page" test "$(curl -s "http://127.0.0.1:$nginx_port/page")" = clearnet
 of_check "nginx sends the Onion-Location header from the endpoint" of_wait_until 10 \
   bash -c "[[ \$(curl -s -D - -o /dev/null 'http://127.0.0.1:$nginx_port/page?x=1' | tr -d '\r' | sed -n 's/^[Oo]nion-[Ll]ocation: //p') == http://$addr/page?x=1 ]]"
 of_check "the metrics have onionfront_service_reachable 1" bash -c "'$OF_BIN' -c '$config' status metrics | grep -q '^onionfront_service_reachable{service=\"alpha\"} 1'"
