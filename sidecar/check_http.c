@@ -41,6 +41,7 @@ struct check_http {
     bool body_cut; /* we stopped the transfer after CHECK_HTTP_BODY_MAX bytes */
     char errbuf[CURL_ERROR_SIZE];
     check_done_cb cb;
+    check_http_raw_cb raw_cb; /* a caller's transfer (check_http_run): reported through this instead */
     void *arg;
 };
 
@@ -90,10 +91,19 @@ static bool check_http_connected(struct check_http *c)
     return c->fd != CURL_SOCKET_BAD && getpeername(c->fd, (struct sockaddr *)&peer, &len) == 0;
 }
 
+/* The one completion of a caller's transfer: report with the handle still there, then free. */
+static void check_http_raw_finish(struct check_http *c, CURLcode rc)
+{
+    c->raw_cb(c->easy, rc, c->errbuf, c->arg);
+    check_http_release(c);
+}
+
 /* A timeout: ours (detail "") or libcurl's safety net (detail: libcurl's message). */
 static void check_http_timed_out(struct check_http *c, const char *detail)
 {
-    if (check_http_connected(c))
+    if (c->raw_cb)
+        check_http_raw_finish(c, CURLE_OPERATION_TIMEDOUT);
+    else if (check_http_connected(c))
         check_http_finish(c, c->type == HEALTH_TCP ? CHECK_CONNECT_TIMEOUT : CHECK_READ_TIMEOUT, detail);
     else
         check_http_finish(c, CHECK_CONNECT_TIMEOUT, detail);
@@ -187,7 +197,9 @@ static void check_http_harvest(struct check_http_loop *l)
         struct check_http *c = NULL;
         CURLcode rc = msg->data.result; /* msg does not survive curl_multi_remove_handle */
         curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&c);
-        if (c)
+        if (c && c->raw_cb)
+            check_http_raw_finish(c, rc);
+        else if (c)
             check_http_done(c, rc);
     }
 }
@@ -465,55 +477,90 @@ static void check_http_deadline_cb(evutil_socket_t fd, short what, void *arg)
     check_http_expire(l);
 }
 
-struct check_http *check_http_start(struct check_http_loop *l, const struct backend_addr *addr,
-                                    const struct health_conf *hc, check_done_cb cb, void *arg, char *err,
-                                    size_t errlen)
+/* A check on `l` with its easy handle and deadline timer, not yet running; NULL if out of memory. */
+static struct check_http *check_http_alloc(struct check_http_loop *l, CURL *easy, void *arg, uint64_t timeout_ms)
 {
     struct check_http *c = calloc(1, sizeof(*c));
     if (!c) {
-        snprintf(err, errlen, "check_http: %s: out of memory", addr->text);
+        curl_easy_cleanup(easy);
         return NULL;
     }
     c->loop = l;
-    c->cb = cb;
     c->arg = arg;
-    c->type = hc->type;
     c->fd = CURL_SOCKET_BAD;
-    c->n_expect_status = hc->n_expect_status < CONFIG_MAX_EXPECT_STATUS ? hc->n_expect_status
-                                                                          : CONFIG_MAX_EXPECT_STATUS;
-    memcpy(c->expect_status, hc->expect_status, c->n_expect_status * sizeof(c->expect_status[0]));
-    c->deadline_ms = clock_now_ms() + hc->timeout_ms;
-    c->easy = curl_easy_init();
+    c->deadline_ms = clock_now_ms() + timeout_ms;
+    c->easy = easy;
     c->deadline_ev = evtimer_new(l->base, check_http_deadline_cb, c);
     if (!c->easy || !c->deadline_ev) {
-        snprintf(err, errlen, "check_http: %s: out of memory", addr->text);
         check_http_release(c);
         return NULL;
     }
-    if (check_http_setup(c, addr, hc, err, errlen) != 0) {
-        check_http_release(c);
-        return NULL;
-    }
+    return c;
+}
+
+/* Arm the deadline and hand the transfer to curl. Return 0, or -1 with a message (`c` is freed then). */
+static int check_http_launch(struct check_http *c, const char *what, char *err, size_t errlen)
+{
+    struct check_http_loop *l = c->loop;
     struct timeval tv = clock_until(c->deadline_ms);
     if (evtimer_add(c->deadline_ev, &tv) != 0) {
-        snprintf(err, errlen, "check_http: %s: cannot add the deadline timer", addr->text);
+        snprintf(err, errlen, "check_http: %s: cannot add the deadline timer", what);
         check_http_release(c);
-        return NULL;
+        return -1;
     }
     /* Adding the handle only arms curl's timer: the transfer starts from the loop. */
     CURLMcode mrc = curl_multi_add_handle(l->multi, c->easy);
     if (mrc != CURLM_OK) {
-        snprintf(err, errlen, "check_http: %s: %s", addr->text, curl_multi_strerror(mrc));
+        snprintf(err, errlen, "check_http: %s: %s", what, curl_multi_strerror(mrc));
         curl_easy_cleanup(c->easy);
         c->easy = NULL;
         check_http_release(c);
-        return NULL;
+        return -1;
     }
     c->next = l->checks;
     if (l->checks)
         l->checks->prev = c;
     l->checks = c;
-    return c;
+    return 0;
+}
+
+struct check_http *check_http_start(struct check_http_loop *l, const struct backend_addr *addr,
+                                    const struct health_conf *hc, check_done_cb cb, void *arg, char *err,
+                                    size_t errlen)
+{
+    struct check_http *c = check_http_alloc(l, curl_easy_init(), arg, hc->timeout_ms);
+    if (!c) {
+        snprintf(err, errlen, "check_http: %s: out of memory", addr->text);
+        return NULL;
+    }
+    c->cb = cb;
+    c->type = hc->type;
+    c->n_expect_status = hc->n_expect_status < CONFIG_MAX_EXPECT_STATUS ? hc->n_expect_status
+                                                                          : CONFIG_MAX_EXPECT_STATUS;
+    memcpy(c->expect_status, hc->expect_status, c->n_expect_status * sizeof(c->expect_status[0]));
+    if (check_http_setup(c, addr, hc, err, errlen) != 0) {
+        check_http_release(c);
+        return NULL;
+    }
+    return check_http_launch(c, addr->text, err, errlen) < 0 ? NULL : c;
+}
+
+struct check_http *check_http_run(struct check_http_loop *l, CURL *easy, unsigned timeout_ms, check_http_raw_cb cb,
+                                  void *arg, char *err, size_t errlen)
+{
+    struct check_http *c = check_http_alloc(l, easy, arg, timeout_ms);
+    if (!c) {
+        snprintf(err, errlen, "check_http: out of memory");
+        return NULL;
+    }
+    c->raw_cb = cb;
+    if (curl_easy_setopt(easy, CURLOPT_PRIVATE, (char *)c) != CURLE_OK ||
+        curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, c->errbuf) != CURLE_OK) {
+        snprintf(err, errlen, "check_http: cannot set up the transfer");
+        check_http_release(c);
+        return NULL;
+    }
+    return check_http_launch(c, "transfer", err, errlen) < 0 ? NULL : c;
 }
 
 void check_http_cancel(struct check_http *c)

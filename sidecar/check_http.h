@@ -15,6 +15,7 @@
 #ifndef ONIONFRONT_CHECK_HTTP_H
 #define ONIONFRONT_CHECK_HTTP_H
 
+#include <curl/curl.h>
 #include <stddef.h>
 
 #include "sidecar/backend.h"
@@ -40,6 +41,17 @@ void check_http_loop_free(struct check_http_loop *l);
 struct check_http *check_http_start(struct check_http_loop *l, const struct backend_addr *addr,
                                     const struct health_conf *hc, check_done_cb cb, void *arg, char *err,
                                     size_t errlen);
+
+/* A caller's transfer is over: `rc` is curl's result (CURLE_OPERATION_TIMEDOUT also for our deadline),
+ * `errbuf` curl's message ("" if none). `easy` may be read (curl_easy_getinfo) during the call only. */
+typedef void (*check_http_raw_cb)(CURL *easy, CURLcode rc, const char *errbuf, void *arg);
+
+/* Run a transfer the caller set up on `easy` (URL, proxy, write callback ...) on the loop, bounded by
+ * `timeout_ms` from now: the loop takes `easy` (also on failure), uses its CURLOPT_PRIVATE and
+ * CURLOPT_ERRORBUFFER, calls `cb` exactly once from the loop and frees `easy` after it. Return the
+ * transfer (check_http_cancel abandons it), or NULL with a message. */
+struct check_http *check_http_run(struct check_http_loop *l, CURL *easy, unsigned timeout_ms, check_http_raw_cb cb,
+                                  void *arg, char *err, size_t errlen);
 
 /* Abandon a check that has not completed: `cb` is not called. NULL is a no-op. */
 void check_http_cancel(struct check_http *c);

@@ -26,6 +26,9 @@ void cli_usage(FILE *f)
             "       onionfront [-c CONFIG] status [--json] [-s SOCKET] [COMMAND]\n"
             "                                            ask the running daemon (COMMAND: status, services,\n"
             "                                            backends, circuits, metrics, reload, help)\n"
+            "                                            without COMMAND: exit 0 ok, 1 degraded, 2 down\n"
+            "       onionfront [-c CONFIG] check [-s SOCKET]\n"
+            "                                            one Nagios line; exit 0 OK, 1 WARNING, 2 CRITICAL\n"
             "       onionfront [-c CONFIG] log-level [-s SOCKET] LEVEL [SECONDS]\n"
             "                                            log at LEVEL (debug ... error) for SECONDS or until\n"
             "                                            changed; LEVEL config: back to the config's level\n"
@@ -57,6 +60,18 @@ int cli_options(int argc, char **argv, const char **config_path, int *next)
     return -1;
 }
 
+/* The status socket of the config at `path` (loaded into *c, freed by the caller), or NULL (said on
+ * stderr for command `what`). */
+static const char *cli_status_socket(const char *path, const char *what, struct config **c)
+{
+    char err[1024];
+    if (!(*c = config_load_file(path, err, sizeof(err)))) {
+        fprintf(stderr, "onionfront %s: %s: %s (or give the socket with -s SOCKET)\n", what, path, err);
+        return NULL;
+    }
+    return (*c)->status.socket;
+}
+
 int cli_status(const char *config_path, int argc, char **argv)
 {
     bool json = false;
@@ -80,15 +95,29 @@ int cli_status(const char *config_path, int argc, char **argv)
         }
     }
     struct config *c = NULL;
-    if (!socket_path) {
-        char err[1024];
-        if (!(c = config_load_file(config_path, err, sizeof(err)))) {
-            fprintf(stderr, "onionfront status: %s: %s (or give the socket with -s SOCKET)\n", config_path, err);
-            return 1;
-        }
-        socket_path = c->status.socket;
-    }
+    if (!socket_path && !(socket_path = cli_status_socket(config_path, "status", &c)))
+        return 1;
     int rc = status_client_run(socket_path, cmd, args, nargs, json, stdout, stderr);
+    config_free(c);
+    return rc;
+}
+
+/* `onionfront check [-s SOCKET]`: one Nagios line. */
+static int cli_check_cmd(const char *config_path, int argc, char **argv)
+{
+    struct config *c = NULL;
+    const char *socket_path = argc == 2 && (strcmp(argv[0], "-s") == 0 || strcmp(argv[0], "--socket") == 0)
+                                  ? argv[1]
+                                  : NULL;
+    if (argc != 0 && !socket_path) {
+        cli_usage(stderr);
+        return 2;
+    }
+    if (!socket_path && !(socket_path = cli_status_socket(config_path, "check", &c))) {
+        printf("ONIONFRONT CRITICAL - cannot read %s\n", config_path);
+        return STATUS_EXIT_DOWN;
+    }
+    int rc = status_client_check(socket_path, stdout);
     config_free(c);
     return rc;
 }
@@ -153,6 +182,7 @@ static const struct cli_cmd {
     {"export-key", 2, 2, cli_export_key_cmd},
     {"new-key", 1, 1, cli_new_key_cmd},
     {"status", 0, INT_MAX, cli_status},
+    {"check", 0, 2, cli_check_cmd},
     {"log-level", 0, INT_MAX, cli_log_level_cmd},
 };
 

@@ -767,6 +767,7 @@ static const char *const config_health_methods[] = {"GET", "HEAD", "OPTIONS", NU
 static const char *const config_balance_names[] = {"round_robin", "least_conn", "circuit", NULL};
 static const char *const config_log_level_names[] = {"debug", "info", "notice", "warn", "error", NULL};
 static const char *const config_log_format_names[] = {"text", "json", NULL};
+static const char *const config_probe_types[] = {"http", "connect", NULL};
 static const char *const config_addr_kinds[] = {"inet", "unix", NULL};
 
 static int config_parse_tor(struct config_ctx *c, json_t *o, struct config *cfg)
@@ -928,6 +929,55 @@ static int config_parse_health_tls(struct config_ctx *c, const char *obj, json_t
     return rc;
 }
 
+/* "path" of an HTTP check or probe: starts with "/", printable ASCII; into `out` (CONFIG_HTTP_PATH_MAX + 1
+ * bytes) if present. */
+static int config_get_http_path(struct config_ctx *c, const char *obj, json_t *o, char *out)
+{
+    char p[FIELD_PATH_LEN];
+    const char *s = NULL;
+    size_t len = 0;
+    if (config_get_str(c, obj, o, "path", false, &s, &len) < 0)
+        return -1;
+    if (!s)
+        return 0;
+    config_sub(p, obj, "path");
+    if (len == 0 || s[0] != '/')
+        return config_fail(c, p, "must start with \"/\"");
+    if (len > CONFIG_HTTP_PATH_MAX)
+        return config_fail(c, p, "must be at most %d bytes", CONFIG_HTTP_PATH_MAX);
+    if (!config_is_visible_ascii(s, len))
+        return config_fail(c, p, "must be printable ASCII without spaces");
+    memcpy(out, s, len + 1);
+    return 0;
+}
+
+/* "expect_status": 1-CONFIG_MAX_EXPECT_STATUS distinct codes 100-599, if present (else *n unchanged). */
+static int config_get_statuses(struct config_ctx *c, const char *obj, json_t *o, uint16_t *out, size_t *n_out)
+{
+    char p[FIELD_PATH_LEN];
+    json_t *arr;
+    if (config_get_array(c, obj, o, "expect_status", false, 1, CONFIG_MAX_EXPECT_STATUS, &arr) < 0)
+        return -1;
+    if (!arr)
+        return 0;
+    size_t n = json_array_size(arr);
+    for (size_t i = 0; i < n; i++) {
+        json_t *v = json_array_get(arr, i);
+        config_subi(p, obj, "expect_status", i);
+        if (!json_is_integer(v))
+            return config_fail(c, p, "must be an integer");
+        long long x = json_integer_value(v);
+        if (x < 100 || x > 599)
+            return config_fail(c, p, "must be 100-599");
+        out[i] = (uint16_t)x;
+        for (size_t j = 0; j < i; j++)
+            if (out[j] == out[i])
+                return config_fail(c, p, "duplicate status %lld", x);
+    }
+    *n_out = n;
+    return 0;
+}
+
 static int config_parse_health(struct config_ctx *c, const char *port_path, json_t *o, struct health_conf *h)
 {
     static const char *const keys[] = {"type", "interval_ms", "timeout_ms", "rise", "fall", "method", "path",
@@ -984,20 +1034,10 @@ static int config_parse_health(struct config_ctx *c, const char *port_path, json
         return -1;
     h->method = (enum health_method)method;
 
+    if (config_get_http_path(c, obj, o, h->path) < 0)
+        return -1;
     const char *s = NULL;
     size_t len = 0;
-    if (config_get_str(c, obj, o, "path", false, &s, &len) < 0)
-        return -1;
-    if (s) {
-        config_sub(p, obj, "path");
-        if (len == 0 || s[0] != '/')
-            return config_fail(c, p, "must start with \"/\"");
-        if (len > CONFIG_HTTP_PATH_MAX)
-            return config_fail(c, p, "must be at most %d bytes", CONFIG_HTTP_PATH_MAX);
-        if (!config_is_visible_ascii(s, len))
-            return config_fail(c, p, "must be printable ASCII without spaces");
-        memcpy(h->path, s, len + 1);
-    }
 
     json_t *hv = json_object_get(o, "host");
     if (hv && !json_is_null(hv)) {
@@ -1015,26 +1055,8 @@ static int config_parse_health(struct config_ctx *c, const char *port_path, json
         memcpy(h->host, s, len + 1);
     }
 
-    json_t *arr;
-    if (config_get_array(c, obj, o, "expect_status", false, 1, CONFIG_MAX_EXPECT_STATUS, &arr) < 0)
+    if (config_get_statuses(c, obj, o, h->expect_status, &h->n_expect_status) < 0)
         return -1;
-    if (arr) {
-        size_t n = json_array_size(arr);
-        for (size_t i = 0; i < n; i++) {
-            json_t *v = json_array_get(arr, i);
-            config_subi(p, obj, "expect_status", i);
-            if (!json_is_integer(v))
-                return config_fail(c, p, "must be an integer");
-            long long x = json_integer_value(v);
-            if (x < 100 || x > 599)
-                return config_fail(c, p, "must be 100-599");
-            h->expect_status[i] = (uint16_t)x;
-            for (size_t j = 0; j < i; j++)
-                if (h->expect_status[j] == h->expect_status[i])
-                    return config_fail(c, p, "duplicate status %lld", x);
-        }
-        h->n_expect_status = n;
-    }
     return h->type == HEALTH_HTTPS ? config_parse_health_tls(c, obj, o, h) : 0;
 }
 
@@ -1353,9 +1375,52 @@ static int config_parse_clients(struct config_ctx *c, const char *obj, json_t *o
     return 0;
 }
 
+/* "services[i].probe": what the end-to-end probe fetches (struct probe_target_conf); defaults when absent. */
+static int config_parse_probe_target(struct config_ctx *c, const char *obj, json_t *o, struct service_conf *svc)
+{
+    static const char *const keys[] = {"port", "type", "path", "expect_status", "body_contains", NULL};
+    static const char *const http_only[] = {"path", "expect_status", "body_contains", NULL};
+    struct probe_target_conf *pt = &svc->probe;
+    char p[FIELD_PATH_LEN];
+    pt->port = service_conf_find_port(svc, 80) ? 80 : svc->ports[0].virtual_port;
+    snprintf(pt->path, sizeof pt->path, "/");
+    if (o && (config_check_object(c, obj, o) < 0 || config_check_keys(c, obj, o, keys) < 0))
+        return -1;
+    unsigned port = pt->port;
+    if (o && config_get_uint(c, obj, o, "port", false, 1, 65535, &port) < 0)
+        return -1;
+    pt->port = (uint16_t)port;
+    if (!service_conf_find_port(svc, pt->port)) {
+        config_sub(p, obj, "port");
+        return config_fail(c, p, "must be one of the service's virtual ports");
+    }
+    int type = pt->port == 80 ? PROBE_TARGET_HTTP : PROBE_TARGET_CONNECT;
+    if (o && config_get_enum(c, obj, o, "type", config_probe_types, &type) < 0)
+        return -1;
+    pt->type = (enum probe_target_type)type;
+    if (!o)
+        return 0;
+    if (pt->type != PROBE_TARGET_HTTP)
+        return config_refuse_keys(c, obj, o, http_only, "only allowed for http probes");
+    if (config_get_http_path(c, obj, o, pt->path) < 0 ||
+        config_get_statuses(c, obj, o, pt->expect_status, &pt->n_expect_status) < 0)
+        return -1;
+    const char *s = NULL;
+    size_t len = 0;
+    if (config_get_str(c, obj, o, "body_contains", false, &s, &len) < 0)
+        return -1;
+    if (s) {
+        config_sub(p, obj, "body_contains");
+        if (len == 0 || len > CONFIG_PROBE_BODY_MAX)
+            return config_fail(c, p, "must be 1-%d bytes", CONFIG_PROBE_BODY_MAX);
+        memcpy(pt->body_contains, s, len + 1);
+    }
+    return 0;
+}
+
 static int config_parse_service(struct config_ctx *c, const char *obj, json_t *o, struct config *cfg, size_t idx)
 {
-    static const char *const keys[] = {"name", "key_dir", "max_streams", "dos", "client_auth", "ports", NULL};
+    static const char *const keys[] = {"name", "key_dir", "max_streams", "dos", "client_auth", "ports", "probe", NULL};
     struct service_conf *svc = &cfg->services[idx];
     char p[FIELD_PATH_LEN];
     const char *s = NULL;
@@ -1405,7 +1470,8 @@ static int config_parse_service(struct config_ctx *c, const char *obj, json_t *o
         if (config_parse_port(c, p, json_array_get(arr, i), svc, i) < 0)
             return -1;
     }
-    return 0;
+    config_sub(p, obj, "probe");
+    return config_parse_probe_target(c, p, json_object_get(o, "probe"), svc);
 }
 
 /* ---- status, metrics, probe, onion_location ------------------------------------------------------ */
@@ -1440,23 +1506,27 @@ static int config_parse_status(struct config_ctx *c, json_t *o, struct config *c
     return rc;
 }
 
-static int config_parse_metrics(struct config_ctx *c, json_t *o, struct metrics_conf *m)
+/* obj.listen: an IP literal and port (loopback only if `loopback_only`), or null/absent (disabled). */
+static int config_parse_listen(struct config_ctx *c, const char *obj, json_t *o, bool loopback_only,
+                               struct metrics_conf *m)
 {
-    static const char *const keys[] = {"listen", NULL};
-    if (!o)
-        return 0;
-    if (config_check_object(c, "metrics", o) < 0 || config_check_keys(c, "metrics", o, keys) < 0)
-        return -1;
+    char p[FIELD_PATH_LEN];
+    config_sub(p, obj, "listen");
     json_t *v = json_object_get(o, "listen");
     if (!v || json_is_null(v))
         return 0;
     if (!json_is_string(v))
-        return config_fail(c, "metrics.listen", "must be a string or null");
+        return config_fail(c, p, "must be a string or null");
     struct backend_addr a;
     char why[160];
     int rc = config_parse_addr(json_string_value(v), json_string_length(v), &a, why, sizeof why);
     if (rc == -2)
-        return config_fail(c, "metrics.listen", "%s", why);
+        return config_fail(c, p, "%s", why);
+    if (!loopback_only) {
+        if (rc != 0 || a.kind != BACKEND_ADDR_INET || a.family == AF_UNSPEC || strlen(a.text) >= sizeof m->listen)
+            return config_fail(c, p, "must be an IP address and port, e.g. \"10.0.0.5:8081\" or \"[::1]:8081\"");
+        goto take;
+    }
     bool loopback = false;
     if (rc == 0 && a.family == AF_INET) {
         struct in_addr in4;
@@ -1465,16 +1535,26 @@ static int config_parse_metrics(struct config_ctx *c, json_t *o, struct metrics_
         struct in6_addr in6;
         loopback = inet_pton(AF_INET6, a.host, &in6) == 1 && IN6_IS_ADDR_LOOPBACK(&in6);
     }
-    /* The metrics endpoint has no authentication: it must not be reachable from other hosts. */
     if (!loopback || a.kind != BACKEND_ADDR_INET || strlen(a.text) >= sizeof m->listen)
-        return config_fail(c, "metrics.listen",
-                           "must be a loopback address and port: 127.0.0.0/8 or [::1], e.g. \"127.0.0.1:9464\"");
+        return config_fail(c, p, "must be a loopback address and port: 127.0.0.0/8 or [::1], e.g. \"127.0.0.1:9464\"");
+take:
     m->enabled = true;
     memcpy(m->listen, a.text, strlen(a.text) + 1);
     memcpy(m->host, a.host, strlen(a.host) + 1);
     m->family = a.family;
     m->port = a.port;
     return 0;
+}
+
+static int config_parse_metrics(struct config_ctx *c, json_t *o, struct metrics_conf *m)
+{
+    static const char *const keys[] = {"listen", NULL};
+    if (!o)
+        return 0;
+    if (config_check_object(c, "metrics", o) < 0 || config_check_keys(c, "metrics", o, keys) < 0)
+        return -1;
+    /* The metrics endpoint has no authentication: it must not be reachable from other hosts. */
+    return config_parse_listen(c, "metrics", o, true, m);
 }
 
 static int config_parse_limits(struct config_ctx *c, json_t *o, struct limits_conf *l)
@@ -1489,29 +1569,44 @@ static int config_parse_limits(struct config_ctx *c, json_t *o, struct limits_co
                            &l->max_open_streams);
 }
 
-static int config_parse_probe(struct config_ctx *c, json_t *o, struct probe_conf *pr)
+static int config_parse_probe(struct config_ctx *c, json_t *o, struct probe_conf *pr, enum tor_mode mode)
 {
-    static const char *const keys[] = {"hsfetch_interval", "republish_deadline", NULL};
+    static const char *const keys[] = {"hsfetch_interval", "republish_deadline", "client_tor", "interval",
+                                       "timeout", "window", "down_after", NULL};
     pr->hsfetch_interval = 300;
     pr->republish_deadline = 120;
+    pr->client_tor = mode == TOR_MODE_SPAWN;
+    pr->interval = 60;
+    pr->timeout = 60;
+    pr->window = 5;
+    pr->down_after = 2;
     if (!o)
         return 0;
     if (config_check_object(c, "probe", o) < 0 || config_check_keys(c, "probe", o, keys) < 0)
         return -1;
     if (config_get_uint(c, "probe", o, "hsfetch_interval", false, 10, 86400, &pr->hsfetch_interval) < 0 ||
-        config_get_uint(c, "probe", o, "republish_deadline", false, 10, 3600, &pr->republish_deadline) < 0)
+        config_get_uint(c, "probe", o, "republish_deadline", false, 10, 3600, &pr->republish_deadline) < 0 ||
+        config_get_bool(c, "probe", o, "client_tor", &pr->client_tor) < 0 ||
+        config_get_uint(c, "probe", o, "interval", false, 5, 86400, &pr->interval) < 0 ||
+        config_get_uint(c, "probe", o, "timeout", false, 5, 600, &pr->timeout) < 0 ||
+        config_get_uint(c, "probe", o, "window", false, 1, 100, &pr->window) < 0)
         return -1;
-    return 0;
+    if (pr->down_after > pr->window)
+        pr->down_after = pr->window;
+    return config_get_uint(c, "probe", o, "down_after", false, 1, pr->window, &pr->down_after);
 }
 
 static int config_parse_onion_location(struct config_ctx *c, json_t *o, struct onion_location_conf *ol)
 {
-    static const char *const keys[] = {"dir", "on_change", NULL};
+    static const char *const keys[] = {"dir", "on_change", "listen", NULL};
     if (!o)
         return 0;
     if (config_check_object(c, "onion_location", o) < 0 || config_check_keys(c, "onion_location", o, keys) < 0)
         return -1;
     ol->enabled = true;
+    /* Serves only public data (the onion addresses): a farm-facing address is allowed. */
+    if (config_parse_listen(c, "onion_location", o, false, &ol->listen) < 0)
+        return -1;
     if (config_get_path(c, "onion_location", o, "dir", true, CONFIG_PATH_MAX, NULL, &ol->dir) < 0)
         return -1;
     json_t *arr;
@@ -1597,7 +1692,7 @@ static int config_parse_root(struct config_ctx *c, json_t *root, struct config *
     if (config_parse_status(c, json_object_get(root, "status"), cfg) < 0 ||
         config_parse_metrics(c, json_object_get(root, "metrics"), &cfg->metrics) < 0 ||
         config_parse_limits(c, json_object_get(root, "limits"), &cfg->limits) < 0 ||
-        config_parse_probe(c, json_object_get(root, "probe"), &cfg->probe) < 0 ||
+        config_parse_probe(c, json_object_get(root, "probe"), &cfg->probe, cfg->tor.mode) < 0 ||
         config_parse_onion_location(c, json_object_get(root, "onion_location"), &cfg->onion_location) < 0)
         return -1;
     return 0;
@@ -1820,6 +1915,11 @@ const char *config_restart_needed(const struct config *a, const struct config *b
         return "status.socket";
     if (a->metrics.enabled != b->metrics.enabled || strcmp(a->metrics.listen, b->metrics.listen) != 0)
         return "metrics.listen";
+    if (a->onion_location.listen.enabled != b->onion_location.listen.enabled ||
+        strcmp(a->onion_location.listen.listen, b->onion_location.listen.listen) != 0)
+        return "onion_location.listen";
+    if (a->probe.client_tor != b->probe.client_tor)
+        return "probe.client_tor";
     if (a->tor.n_extra_torrc != b->tor.n_extra_torrc)
         return "tor.extra_torrc";
     for (size_t i = 0; i < a->tor.n_extra_torrc; i++)
@@ -1872,4 +1972,9 @@ const char *config_log_format_str(enum config_log_format f)
 const char *backend_addr_kind_str(enum backend_addr_kind k)
 {
     return config_name(config_addr_kinds, k);
+}
+
+const char *probe_target_type_str(enum probe_target_type t)
+{
+    return config_name(config_probe_types, t);
 }

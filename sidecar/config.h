@@ -153,6 +153,23 @@ struct client_auth_conf {
     char public_key[CONFIG_X25519_B32_LEN + 1];    /* base32, upper case (as tor writes it) */
 };
 
+enum probe_target_type {
+    PROBE_TARGET_HTTP,    /* GET path, expect a status (and optionally a body substring) */
+    PROBE_TARGET_CONNECT, /* the stream opens (the service and its proxy accepted it) */
+};
+
+#define CONFIG_PROBE_BODY_MAX 256
+
+/* What the end-to-end probe (probe.h) fetches from one service: "services[i].probe". */
+struct probe_target_conf {
+    enum probe_target_type type; /* default: http when `port` is 80, else connect */
+    uint16_t port;               /* a virtual port of the service; default 80 if it has one, else the first */
+    char path[CONFIG_HTTP_PATH_MAX + 1]; /* http: default "/" */
+    uint16_t expect_status[CONFIG_MAX_EXPECT_STATUS];
+    size_t n_expect_status;                    /* 0 = any 2xx or 3xx */
+    char body_contains[CONFIG_PROBE_BODY_MAX + 1]; /* "" = not checked */
+};
+
 struct service_conf {
     char name[CONFIG_SERVICE_NAME_MAX + 1];
     struct client_auth_conf *clients; /* <key_dir>/authorized_clients/<name>.auth (clientauth.c) */
@@ -163,6 +180,7 @@ struct service_conf {
     struct dos_conf dos;
     struct port_conf *ports;
     size_t n_ports; /* >= 1 */
+    struct probe_target_conf probe;
 };
 
 struct tor_conf {
@@ -201,10 +219,18 @@ struct limits_conf {
 struct probe_conf {
     unsigned hsfetch_interval;   /* seconds, 10-86400 */
     unsigned republish_deadline; /* seconds, 10-3600 */
+    /* The end-to-end probe (probe.h): */
+    bool client_tor;   /* run onionfront's own client tor and probe through it; default: on in spawn mode */
+    unsigned interval; /* seconds between probes of a service, 5-86400 (default 60; each wait jittered +-10 %) */
+    unsigned timeout;  /* seconds one probe may take, 5-600 (default 60) */
+    unsigned window;   /* the last N probes a service's state is judged from, 1-100 (default 5) */
+    unsigned down_after; /* consecutive failed probes that make it down, 1-window (default 2) */
 };
 
 struct onion_location_conf {
     bool enabled;     /* the "onion_location" object is present */
+    struct metrics_conf listen; /* "listen": the HTTP endpoint /onion-location/<service> for a farm's web
+                                   servers (any IP address; enabled false when absent or null) */
     char *dir;        /* enabled: absolute directory for the per-service include files */
     char **on_change; /* NULL-terminated argv (on_change[0] absolute), or NULL for no command */
     size_t n_on_change;
@@ -282,5 +308,6 @@ const char *tor_mode_str(enum tor_mode m);
 const char *config_log_level_str(enum config_log_level l);
 const char *config_log_format_str(enum config_log_format f);
 const char *backend_addr_kind_str(enum backend_addr_kind k);
+const char *probe_target_type_str(enum probe_target_type t);
 
 #endif

@@ -692,18 +692,25 @@ static void desc_cmd_unlink(struct desc_cmd *c)
     c->prev = c->next = NULL;
 }
 
+/* Put `c` on t's list of commands in flight (descriptor_tracker_free turns them into stubs). */
+static void desc_cmd_link(struct descriptor_tracker *t, struct desc_cmd *c)
+{
+    c->t = t;
+    c->gen = t->gen;
+    c->prev = NULL;
+    c->next = t->cmds;
+    if (t->cmds)
+        t->cmds->prev = c;
+    t->cmds = c;
+}
+
 static struct desc_cmd *desc_cmd_new(struct descriptor_tracker *t, const struct desc_service *s)
 {
     struct desc_cmd *c = calloc(1, sizeof(*c));
     if (!c)
         return NULL;
-    c->t = t;
-    c->gen = t->gen;
     snprintf(c->address, sizeof(c->address), "%s", s->address);
-    c->next = t->cmds;
-    if (t->cmds)
-        t->cmds->prev = c;
-    t->cmds = c;
+    desc_cmd_link(t, c);
     return c;
 }
 
@@ -938,6 +945,67 @@ static void republish_post(struct descriptor_tracker *t, struct desc_service *s,
     h->republishes++;
     s->republishes++;
     s->last_republish_at = now;
+}
+
+/* The answer to the repair ladder's HSPOST of the whole descriptor (descriptor_repost). */
+static void repost_reply_cb(struct cp_conn *conn, const struct cp_reply *r, const char *err, void *arg)
+{
+    struct desc_cmd *c = arg;
+    (void)conn;
+    desc_cmd_unlink(c);
+    if (!r || !cp_reply_is_ok(r))
+        log_notice("service %.8s...: tor refused to re-post the descriptor: %s", c->address, r ? cp_reply_message(r) : err);
+    free(c);
+}
+
+/* The service's own current descriptor from tor (GETINFO hs/service/desc/id/<addr>): post it to every
+ * responsible HSDir (one +HSPOST HSADDRESS=<addr>; HSDirs that hold it answer UPLOAD_REJECTED). */
+static void repost_desc_cb(struct cp_conn *conn, const struct cp_reply *r, const char *err, void *arg)
+{
+    struct desc_cmd *c = arg;
+    struct descriptor_tracker *t = c->t;
+    char key[80], perr[256];
+    struct cp_info info = {0};
+    (void)conn;
+    desc_cmd_unlink(c);
+    snprintf(key, sizeof(key), "hs/service/desc/id/%s", c->address);
+    const char *body = r && cp_reply_is_ok(r) && cp_info_parse(r, &info, perr, sizeof(perr)) == 0
+                           ? cp_info_get(&info, key) : NULL;
+    char *cmd = body && t ? cp_cmd_hspost(NULL, 0, c->address, body, strlen(body), perr, sizeof(perr)) : NULL;
+    if (!cmd) {
+        log_notice("service %.8s...: cannot re-post the descriptor: %s", c->address,
+                   !r ? err : !cp_reply_is_ok(r) ? cp_reply_message(r) : "tor has no current descriptor for it");
+    } else if (t->send(t->send_arg, cmd, repost_reply_cb, c) == 0) {
+        desc_cmd_link(t, c);
+        cp_info_clear(&info);
+        free(cmd);
+        return; /* c travels on with the HSPOST */
+    }
+    cp_info_clear(&info);
+    free(cmd);
+    free(c);
+}
+
+int descriptor_repost(struct descriptor_tracker *t, const char *address)
+{
+    struct desc_service *s = svc_find(t, address);
+    char key[80], err[256];
+    if (!s || !t->online)
+        return -1;
+    snprintf(key, sizeof(key), "hs/service/desc/id/%s", s->address);
+    const char *k = key;
+    char *cmd = cp_cmd_getinfo(&k, 1, err, sizeof(err));
+    struct desc_cmd *c = cmd ? desc_cmd_new(t, s) : NULL;
+    if (!c || t->send(t->send_arg, cmd, repost_desc_cb, c) < 0) {
+        if (c) {
+            desc_cmd_unlink(c);
+            free(c);
+        }
+        free(cmd);
+        return -1;
+    }
+    free(cmd);
+    return 0;
 }
 
 /* Re-post the descriptor clients fetch to its responsible HSDirs that lack it, or fetch a copy first. */

@@ -126,6 +126,11 @@ void descriptor_on_hs_desc_content(struct descriptor_tracker *t, const struct cp
  * republishing. Does nothing to tor unless attached (online). */
 void descriptor_tick(struct descriptor_tracker *t, double now);
 
+/* The repair ladder's first step: fetch the service's current descriptor from its own tor (GETINFO
+ * hs/service/desc/id/<addr>) and post it to every responsible HSDir (+HSPOST HSADDRESS=<addr>). Return 0
+ * if the commands went out (their outcome is logged), or -1 (unknown address, not attached, OOM). */
+int descriptor_repost(struct descriptor_tracker *t, const char *address);
+
 /* True if `address` has at least one HSDir holding the descriptor clients fetch (the one the last probe
  * saw; before any probe, the current one) in the latest upload round, and the last probe, if there was
  * one, got it from at least one HSDir. False for unknown addresses. */

@@ -18,6 +18,7 @@
 #include "sidecar/log.h"
 #include "sidecar/metrics_http.h"
 #include "sidecar/onionloc.h"
+#include "sidecar/probe.h"
 #include "sidecar/proc.h"
 #include "sidecar/proxy.h"
 #include "sidecar/reload.h"
@@ -40,6 +41,8 @@ struct daemon {
     struct service_ids *ids;                    /* each service's name, key and address, for all tors */
     struct worker *workers[DAEMON_MAX_WORKERS]; /* the tors; workers[0] is the one status shows */
     size_t n_workers, n_stopped;
+    struct worker_list worker_list; /* the workers as the probe's repairs see them */
+    struct probe *probe;            /* the end-to-end probe and its client tor */
     struct proxy *proxy;               /* the data path and its backend pools */
     struct health_set *health;         /* one active health checker per live pool */
     struct status_server *status;
@@ -67,8 +70,8 @@ static void daemon_exit_loop_cb(void *arg)
 /* Borrowed handles for report.c: the status socket's documents, metrics and the systemd status line. */
 static struct report_src daemon_report_src(const struct daemon *d)
 {
-    return (struct report_src){d->conf,    d->ids,          d->workers, d->n_workers,   d->proxy,
-                               d->status,  d->metrics_http, d->started_wall, d->started, d->shutting_down};
+    return (struct report_src){d->conf,   d->ids,          d->workers, d->n_workers,   d->proxy,      d->status,
+                               d->metrics_http, d->probe, d->started_wall, d->started, d->shutting_down};
 }
 
 /* ---- systemd notification and Onion-Location files ------------------------------------------------- */
@@ -148,7 +151,7 @@ static int daemon_reload_cb(void *arg, char *msg, size_t msglen)
     }
     if (d->ready_sent)
         sdnotify_update(d->notify, "RELOADING=1\n", "reloading %s", d->config_path);
-    struct reload_parts parts = {d->ids, d->workers, d->n_workers, d->proxy, d->onionloc, d->status};
+    struct reload_parts parts = {d->ids, d->workers, d->n_workers, d->proxy, d->onionloc, d->status, d->probe};
     int rc = reload_apply(&parts, d->config_path, &d->conf, msg, msglen);
     if (d->ready_sent)
         daemon_update_status(d, "READY=1\n");
@@ -243,6 +246,7 @@ static void daemon_free(struct daemon *d)
     sdnotify_free(d->notify);
     metrics_http_free(d->metrics_http);
     status_server_free(d->status);
+    probe_free(d->probe); /* before the workers its repairs act on */
     for (size_t k = 0; k < d->n_workers; k++)
         worker_free(d->workers[k]);
     service_ids_free(d->ids);
@@ -293,6 +297,8 @@ static int daemon_create(struct daemon *d)
     for (d->n_workers = 0; d->n_workers < DAEMON_MAX_WORKERS; d->n_workers++)
         if (!(d->workers[d->n_workers] = worker_new(d->base, d->procs, d->conf, d->ids, &wcbs, d)))
             goto oom;
+    struct probe_actions actions = worker_probe_actions(&d->worker_list, d->workers, &d->n_workers);
+    d->probe = probe_new(d->base, d->procs, d->conf, d->ids, &actions);
     clock_gettime(CLOCK_MONOTONIC, &d->started);
     d->started_wall = time(NULL);
     d->status = status_server_new(d->base, &providers);
@@ -300,7 +306,7 @@ static int daemon_create(struct daemon *d)
     d->shutdown_bound_ev = evtimer_new(d->base, daemon_shutdown_bound_cb, d);
     d->onionloc = onionloc_new(d->base, d->procs, &d->conf->onion_location);
     d->poll_ev = event_new(d->base, -1, EV_PERSIST, daemon_poll_cb, d);
-    if (!d->status || !d->health || !d->shutdown_bound_ev || !d->onionloc || !d->poll_ev)
+    if (!d->probe || !d->status || !d->health || !d->shutdown_bound_ev || !d->onionloc || !d->poll_ev)
         goto oom;
     for (size_t i = 0; i < sizeof(daemon_signals) / sizeof(daemon_signals[0]); i++)
         if (!(d->signal_evs[i] = evsignal_new(d->base, daemon_signals[i], daemon_signal_cb, d)) ||
@@ -322,9 +328,7 @@ static int daemon_start(struct daemon *d, char *err, size_t errlen)
     char keys_dir[PATH_MAX];
     snprintf(keys_dir, sizeof(keys_dir), "%s/keys", d->conf->state_dir);
     if (fs_ensure_private_dir(d->conf->state_dir, NULL, err, errlen) < 0 ||
-        fs_ensure_private_dir(keys_dir, NULL, err, errlen) < 0)
-        return -1;
-    if (service_ids_load_keys(d->ids, err, errlen) < 0)
+        fs_ensure_private_dir(keys_dir, NULL, err, errlen) < 0 || service_ids_load_keys(d->ids, err, errlen) < 0)
         return -1;
     for (size_t k = 0; k < d->n_workers; k++) {
         worker_sync_services(d->workers[k]);
@@ -332,6 +336,7 @@ static int daemon_start(struct daemon *d, char *err, size_t errlen)
             return -1;
     }
     if (status_server_listen(d->status, &d->conf->status, d->conf->run_dir, err, errlen) < 0 ||
+        onionloc_listen(d->onionloc, &d->conf->onion_location, err, errlen) < 0 ||
         (d->conf->metrics.enabled &&
          !(d->metrics_http = metrics_http_new(d->base, &d->conf->metrics, daemon_metrics_text_cb, d, err, errlen))))
         return -1;
@@ -342,7 +347,7 @@ static int daemon_start(struct daemon *d, char *err, size_t errlen)
     for (size_t k = 0; k < d->n_workers; k++)
         if (worker_start(d->workers[k], err, errlen) < 0)
             return -1;
-    return 0;
+    return probe_start(d->probe, err, errlen);
 }
 
 static int cmd_run(const char *config_path)

@@ -51,7 +51,9 @@ struct metrics_http {
     struct evhttp *http;
     struct evconnlistener *listener; /* owned by http once bound */
     struct event *resume_ev;         /* ends an accept-error pause; always pending (see find_cb) */
-    char *(*render)(void *arg);
+    char *(*render)(void *arg);       /* GET /metrics (metrics_http_new) */
+    metrics_http_answer_fn answer;    /* or any GET under `prefix` (metrics_http_serve) */
+    const char *prefix, *what;        /* "/metrics" or the prefix; "metrics" or the caller's name for logs */
     void *arg;
     uint16_t port;
     char addr[64]; /* for logs */
@@ -115,16 +117,32 @@ static void metrics_http_request_cb(struct evhttp_request *req, void *arg)
     enum evhttp_cmd_type method = evhttp_request_get_command(req);
     struct evkeyvalq *headers = evhttp_request_get_output_headers(req);
 
+    char hint[80];
+    snprintf(hint, sizeof(hint), ": use GET %s%s", h->prefix, h->answer ? "<name>" : "");
     if (c)
         c->served = true;
-    if (!path || strcmp(path, "/metrics") != 0) {
-        metrics_http_reply_text(req, HTTP_NOTFOUND, "Not Found", ": use GET /metrics");
+    size_t plen = strlen(h->prefix);
+    if (!path || (h->answer ? strncmp(path, h->prefix, plen) != 0 : strcmp(path, h->prefix) != 0)) {
+        metrics_http_reply_text(req, HTTP_NOTFOUND, "Not Found", hint);
         return;
     }
     if (method != EVHTTP_REQ_GET && method != EVHTTP_REQ_HEAD) {
         /* Not evhttp_send_error: it drops our headers, and a 405 must carry Allow (RFC 9110 15.5.6). */
         evhttp_add_header(headers, "Allow", "GET, HEAD");
-        metrics_http_reply_text(req, 405, "Method Not Allowed", ": use GET /metrics");
+        metrics_http_reply_text(req, 405, "Method Not Allowed", hint);
+        return;
+    }
+    if (h->answer) {
+        struct evbuffer *out = evbuffer_new();
+        int code = out ? h->answer(h->arg, path + plen, evhttp_request_get_input_headers(req), headers, out) : HTTP_INTERNAL;
+        evhttp_add_header(headers, "Cache-Control", "no-store");
+        if (code == HTTP_NOTFOUND)
+            metrics_http_reply_text(req, HTTP_NOTFOUND, "Not Found", "");
+        else
+            evhttp_send_reply(req, code, code == HTTP_OK ? "OK" : code == HTTP_NOCONTENT ? "No Content" : "Error",
+                              method == EVHTTP_REQ_HEAD ? NULL : out);
+        if (out)
+            evbuffer_free(out);
         return;
     }
     char *text = h->render(h->arg);
@@ -337,7 +355,8 @@ static void metrics_http_accept_error_cb(struct evconnlistener *l, void *arg)
 
 /* A listener on conf's address, disabled until evhttp_bind_listener gives it a callback. Returns it, or
  * NULL with err. */
-static struct evconnlistener *metrics_http_listen(struct event_base *base, const struct metrics_conf *conf,
+static struct evconnlistener *metrics_http_listen(struct event_base *base, const char *what,
+                                                  const struct metrics_conf *conf,
                                                   uint16_t *bound_port, char *err, size_t errlen)
 {
     struct sockaddr_storage ss = {0};
@@ -355,7 +374,7 @@ static struct evconnlistener *metrics_http_listen(struct event_base *base, const
         sslen = sizeof(*s4);
     }
     if (!ok) {
-        snprintf(err, errlen, "metrics.listen: %s is not an IP address", conf->host);
+        snprintf(err, errlen, "%s.listen: %s is not an IP address", what, conf->host);
         return NULL;
     }
     unsigned flags = LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC |
@@ -363,7 +382,7 @@ static struct evconnlistener *metrics_http_listen(struct event_base *base, const
     struct evconnlistener *l =
         evconnlistener_new_bind(base, NULL, NULL, flags, METRICS_HTTP_BACKLOG, (struct sockaddr *)&ss, (int)sslen);
     if (!l || getsockname(evconnlistener_get_fd(l), (struct sockaddr *)&ss, &sslen) < 0) {
-        snprintf(err, errlen, "metrics.listen: cannot listen on %s%s%s:%u: %s", conf->family == AF_INET6 ? "[" : "",
+        snprintf(err, errlen, "%s.listen: cannot listen on %s%s%s:%u: %s", what, conf->family == AF_INET6 ? "[" : "",
                  conf->host, conf->family == AF_INET6 ? "]" : "", (unsigned)conf->port, strerror(errno));
         if (l)
             evconnlistener_free(l);
@@ -373,20 +392,25 @@ static struct evconnlistener *metrics_http_listen(struct event_base *base, const
     return l;
 }
 
-struct metrics_http *metrics_http_new(struct event_base *base, const struct metrics_conf *conf,
-                                      char *(*render)(void *arg), void *arg, char *err, size_t errlen)
+/* The server of metrics_http_new and metrics_http_serve: `render` or `answer` is set. */
+static struct metrics_http *metrics_http_start(struct event_base *base, const struct metrics_conf *conf,
+                                               const char *what, const char *prefix, char *(*render)(void *arg),
+                                               metrics_http_answer_fn answer, void *arg, char *err, size_t errlen)
 {
     struct metrics_http *h = calloc(1, sizeof(*h));
     if (!h) {
-        snprintf(err, errlen, "metrics.listen: out of memory");
+        snprintf(err, errlen, "%s.listen: out of memory", what);
         return NULL;
     }
     h->render = render;
+    h->answer = answer;
+    h->prefix = prefix;
+    h->what = what;
     h->arg = arg;
     h->max_clients = METRICS_HTTP_MAX_CLIENTS;
     h->deadline_ms = METRICS_HTTP_DEADLINE_MS;
     LIST_INIT(&h->conns);
-    struct evconnlistener *l = metrics_http_listen(base, conf, &h->port, err, errlen);
+    struct evconnlistener *l = metrics_http_listen(base, what, conf, &h->port, err, errlen);
     if (!l) {
         free(h);
         return NULL;
@@ -399,15 +423,18 @@ struct metrics_http *metrics_http_new(struct event_base *base, const struct metr
         h->listener = l; /* evhttp_free frees it from now on */
     } else {
         evconnlistener_free(l);
-        snprintf(err, errlen, "metrics.listen: cannot serve HTTP on %s: out of memory", conf->listen);
+        snprintf(err, errlen, "%s.listen: cannot serve HTTP on %s: out of memory", what, conf->listen);
         metrics_http_free(h);
         return NULL;
     }
     evconnlistener_set_error_cb(l, metrics_http_accept_error_cb);
     metrics_http_resume_cb(-1, 0, h); /* parks the resume timer */
     evhttp_set_bevcb(h->http, metrics_http_bev_cb, h);
-    /* A bound per read and write (the deadline bounds the whole connection, which is shorter). */
-    evhttp_set_timeout(h->http, (METRICS_HTTP_DEADLINE_MS + 999) / 1000);
+    /* No per-read/write timeout from evhttp: the deadline bounds the whole connection. libevent 2.1.12
+     * arms evhttp's timeout on the filter bufferevent, and a connection the client closed (HTTP/1.0,
+     * "Connection: close") then crashed the loop when that timeout came due after the filter was freed
+     * (SEGV in bufferevent_decref_and_unlock_ ~10 s later; tests/integration/test_probe.sh). */
+    evhttp_set_timeout(h->http, -1);
     evhttp_set_max_headers_size(h->http, METRICS_HTTP_MAX_HEADERS);
     evhttp_set_max_body_size(h->http, METRICS_HTTP_MAX_BODY);
     /* The methods evhttp passes on: GET and HEAD are served, the other usual ones get our 405 with Allow;
@@ -415,8 +442,21 @@ struct metrics_http *metrics_http_new(struct event_base *base, const struct metr
     evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
                                             EVHTTP_REQ_DELETE | EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS);
     evhttp_set_gencb(h->http, metrics_http_request_cb, h);
-    log_info("metrics: serving http://%s/metrics", h->addr);
+    log_info("%s: serving http://%s%s", what, h->addr, prefix);
     return h;
+}
+
+struct metrics_http *metrics_http_new(struct event_base *base, const struct metrics_conf *conf,
+                                      char *(*render)(void *arg), void *arg, char *err, size_t errlen)
+{
+    return metrics_http_start(base, conf, "metrics", "/metrics", render, NULL, arg, err, errlen);
+}
+
+struct metrics_http *metrics_http_serve(struct event_base *base, const struct metrics_conf *conf, const char *what,
+                                        const char *prefix, metrics_http_answer_fn answer, void *arg, char *err,
+                                        size_t errlen)
+{
+    return metrics_http_start(base, conf, what, prefix, NULL, answer, arg, err, errlen);
 }
 
 uint16_t metrics_http_port(const struct metrics_http *h)

@@ -38,6 +38,20 @@ struct metrics_http;
 struct metrics_http *metrics_http_new(struct event_base *base, const struct metrics_conf *conf,
                                       char *(*render)(void *arg), void *arg, char *err, size_t errlen);
 
+/* The answer of a metrics_http_serve server to GET or HEAD <prefix><rest> with the request's headers `in`:
+ * fill `headers` and `body`, return the status (200, 204: body not sent, 404: a plain "not found"). */
+struct evkeyvalq;
+struct evbuffer;
+typedef int (*metrics_http_answer_fn)(void *arg, const char *rest, const struct evkeyvalq *in,
+                                      struct evkeyvalq *headers, struct evbuffer *body);
+
+/* The same server with the same bounds for another use: GET or HEAD of any path under `prefix` goes to
+ * `answer`; other paths 404, other methods 405. `what` names it in messages and logs ("onion_location":
+ * "onion_location.listen: cannot listen on ..."); `what` and `prefix` must outlive the server. */
+struct metrics_http *metrics_http_serve(struct event_base *base, const struct metrics_conf *conf, const char *what,
+                                        const char *prefix, metrics_http_answer_fn answer, void *arg, char *err,
+                                        size_t errlen);
+
 /* The port listened on. */
 uint16_t metrics_http_port(const struct metrics_http *h);
 

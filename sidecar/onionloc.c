@@ -6,7 +6,9 @@
 #include "sidecar/onionloc.h"
 
 #include <errno.h>
+#include <event2/buffer.h>
 #include <event2/event.h>
+#include <event2/http.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,7 @@
 #include "sidecar/config.h"
 #include "sidecar/fsutil.h"
 #include "sidecar/log.h"
+#include "sidecar/metrics_http.h"
 #include "sidecar/proc.h"
 
 #define ONIONLOC_FILE_MAX 1024 /* our own files are < 300 bytes; anything longer is not ours as-is */
@@ -27,6 +30,7 @@ struct onionloc_svc {
     char name[CONFIG_SERVICE_NAME_MAX + 1];
     char *content[ONIONLOC_KINDS]; /* what the file holds, as far as we know; NULL = not read yet */
     bool on;                       /* the header is being advertised (for the log) */
+    char url[128];                 /* what GET /onion-location/<name> answers: the URL, "" when withdrawn */
     bool seen;                     /* reported in the current sync */
 };
 
@@ -43,6 +47,7 @@ struct onionloc {
     struct event *run_ev;     /* deferred start of on_change */
     struct event *timeout_ev; /* bound on one run */
     struct proc *child;
+    struct metrics_http *http; /* onion_location.listen's endpoint, or NULL */
     bool want_run;            /* a change happened that on_change has not seen yet */
     unsigned runs;
     char last_err[512];       /* the last error logged, so a persistent one is logged once */
@@ -219,6 +224,9 @@ static int onionloc_apply(struct onionloc *ol, struct onionloc_svc *s, const str
             changed = 1;
         }
     }
+    /* The endpoint follows the verdict even when a file cannot be written. */
+    if (!e || !e->reachable || !e->address || !e->address[0] || onionloc_url(e->svc, e->address, s->url, sizeof(s->url)) < 0)
+        s->url[0] = '\0';
     bool on = s->content[ONIONLOC_NGINX] && s->content[ONIONLOC_NGINX][0] != '\0';
     if (changed && on != s->on)
         log_info("onion-location: service %s: %s", s->name,
@@ -430,6 +438,7 @@ void onionloc_free(struct onionloc *ol)
         return;
     if (ol->child)
         proc_free(ol->child);
+    metrics_http_free(ol->http);
     if (ol->run_ev)
         event_free(ol->run_ev);
     if (ol->timeout_ev)
@@ -440,6 +449,48 @@ void onionloc_free(struct onionloc *ol)
     free(ol->dir);
     onionloc_free_argv(ol->argv);
     free(ol);
+}
+
+/* X-Onion-Location-Path, the web server's request target, if it is one: "/" and then printable ASCII
+ * without spaces (it goes into a header), at most ONIONLOC_PATH_MAX bytes; else "". */
+#define ONIONLOC_PATH_MAX 4096
+static const char *onionloc_request_path(const struct evkeyvalq *in)
+{
+    const char *p = evhttp_find_header(in, "X-Onion-Location-Path");
+    if (!p || p[0] != '/' || strlen(p) > ONIONLOC_PATH_MAX)
+        return "";
+    for (const char *c = p; *c; c++)
+        if (*c <= ' ' || *c >= 0x7f)
+            return "";
+    return p;
+}
+
+/* GET /onion-location/<service>: 200 with the header (and its value as the body), 204 when withdrawn,
+ * 404 for a name it does not know. */
+static int onionloc_answer_cb(void *arg, const char *rest, const struct evkeyvalq *in, struct evkeyvalq *headers,
+                              struct evbuffer *body)
+{
+    struct onionloc *ol = arg;
+    struct onionloc_svc *s = onionloc_find(ol, rest, false);
+    char value[sizeof(s->url) + ONIONLOC_PATH_MAX + 1];
+    if (!s)
+        return HTTP_NOTFOUND;
+    if (!s->url[0])
+        return HTTP_NOCONTENT;
+    snprintf(value, sizeof(value), "%s%s", s->url, onionloc_request_path(in));
+    evhttp_add_header(headers, "Content-Type", "text/plain; charset=utf-8");
+    evhttp_add_header(headers, "Onion-Location", value);
+    evbuffer_add_printf(body, "%s\n", value);
+    return HTTP_OK;
+}
+
+int onionloc_listen(struct onionloc *ol, const struct onion_location_conf *conf, char *err, size_t errlen)
+{
+    if (!conf->enabled || !conf->listen.enabled)
+        return 0;
+    ol->http = metrics_http_serve(ol->base, &conf->listen, "onion_location", "/onion-location/", onionloc_answer_cb, ol,
+                                  err, errlen);
+    return ol->http ? 0 : -1;
 }
 
 int onionloc_set_config(struct onionloc *ol, const struct onion_location_conf *conf, char *err, size_t errlen)

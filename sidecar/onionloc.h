@@ -57,6 +57,13 @@ void onionloc_free(struct onionloc *ol);
 int onionloc_sync(struct onionloc *ol, const struct onionloc_entry *entries, size_t n, char *err,
                   size_t errlen);
 
+/* Serve GET /onion-location/<service> on conf->listen if set (metrics_http_serve's bounds): 200 with an
+ * "Onion-Location: <url>" header (onionloc_url, no path: the web server appends the request's) and the
+ * URL as the body while the service's header is on, an empty 204 while it is withdrawn, 404 for an
+ * unknown name. It follows onionloc_sync's entries even when a file cannot be written. Return 0, or -1
+ * with a message naming the address. */
+int onionloc_listen(struct onionloc *ol, const struct onion_location_conf *conf, char *err, size_t errlen);
+
 /* Switch to new settings (reload). If the directory changed or the feature was turned off, the files
  * in the old directory are emptied first (and the old command runs). Return 0, or -1 with a message
  * (the new settings are taken anyway). */

@@ -12,6 +12,7 @@
 
 struct config;
 struct onionloc;
+struct probe;
 struct proxy;
 struct service_ids;
 struct status_server;
@@ -25,6 +26,7 @@ struct reload_parts {
     struct proxy *proxy;
     struct onionloc *onionloc;
     struct status_server *status;
+    struct probe *probe; /* NULL when no end-to-end probe runs */
 };
 
 /* Reload `path` into the running parts, whose config is *conf. Return 0 with "applied PATH (...)" in

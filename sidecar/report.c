@@ -14,6 +14,7 @@
 #include "sidecar/metrics.h"
 #include "sidecar/metrics_http.h"
 #include "sidecar/onionloc.h"
+#include "sidecar/probe.h"
 #include "sidecar/proxy.h"
 #include "sidecar/service.h"
 #include "sidecar/service_id.h"
@@ -96,6 +97,37 @@ static void report_pool_problems(const struct report_src *r, json_t *problems)
     free(pools);
 }
 
+/* The services the end-to-end probe finds degraded or down, with the repairs tried. Return whether one
+ * is down. */
+static bool report_probe_problems(const struct report_src *r, json_t *problems)
+{
+    bool down = false;
+    for (size_t i = 0; r->probe && i < service_ids_count(r->ids); i++) {
+        const struct service_id *id = service_ids_at(r->ids, i);
+        enum ladder_state st;
+        if (!probe_verdict(r->probe, id->address, &st) || st == LADDER_REACHABLE)
+            continue;
+        json_t *j = probe_service_to_json(r->probe, id->address);
+        json_t *last = json_object_get(j, "last"), *repairs = json_object_get(j, "repairs"), *rep;
+        char tried[256] = "";
+        size_t k, used = 0;
+        json_array_foreach(repairs, k, rep) {
+            int w = snprintf(tried + used, sizeof(tried) - used, "%s%s at %s", k ? ", " : "; tried ",
+                             json_string_value(json_object_get(rep, "step")),
+                             json_string_value(json_object_get(rep, "time")));
+            if (w < 0 || (size_t)w >= sizeof(tried) - used)
+                break;
+            used += (size_t)w;
+        }
+        report_problem(problems, "service %s: %s end to end (last probe: %s: %s)%s", service_id_name(id),
+                       ladder_state_str(st), json_string_value(json_object_get(last, "stage")),
+                       json_string_value(json_object_get(last, "detail")), tried);
+        json_decref(j);
+        down = down || st == LADDER_DOWN;
+    }
+    return down;
+}
+
 json_t *report_status_json(const struct report_src *r)
 {
     const struct worker *w0 = r->workers[0];
@@ -121,7 +153,8 @@ json_t *report_status_json(const struct report_src *r)
         usable = usable || report_tor_usable(tor_sup_state(worker_tor(r->workers[k])));
     }
     report_pool_problems(r, problems);
-    const char *state = r->shutting_down || !usable ? "down"
+    bool probe_down = report_probe_problems(r, problems);
+    const char *state = r->shutting_down || !usable || probe_down ? "down"
                         : json_array_size(problems) ? "degraded"
                                                     : "ok";
     return json_pack("{s:s, s:s, s:I, s:I, s:I, s:o, s:{s:s, s:s, s:o, s:o, s:o, s:I}, s:{s:I, s:I}}", "state",
@@ -145,8 +178,10 @@ json_t *report_services_json(const struct report_src *r)
         const char *address = service_mgr_address(worker_services(w), i);
         json_t *desc = address[0] ? descriptor_service_to_json(worker_descriptors(w), address) : NULL;
         json_t *ver = address[0] ? verify_service_to_json(worker_verify(w), address) : NULL;
+        json_t *probe = address[0] && r->probe ? probe_service_to_json(r->probe, address) : NULL;
         if (desc)
             json_object_set_new(svc, "descriptor", desc);
+        json_object_set_new(svc, "probe", probe ? probe : json_null());
         if (ver) {
             json_object_set(svc, "verdict", json_object_get(ver, "verdict"));
             json_object_set_new(svc, "verify", ver);
@@ -238,7 +273,7 @@ char *report_metrics_text(const struct report_src *r)
     }
     rc = rc || proxy_metrics(r->proxy, m) < 0 || metrics_http_metrics(r->metrics_http, m) < 0 ||
          descriptor_metrics(worker_descriptors(w), m) < 0 ||
-         verify_metrics(worker_verify(w), m) < 0;
+         verify_metrics(worker_verify(w), m) < 0 || (r->probe && probe_metrics(r->probe, m) < 0);
     /* A module with families of its own adds its *_metrics call here. */
     char *text = rc ? NULL : strdup(metrics_text(m, NULL));
     if (!text)
@@ -252,7 +287,17 @@ size_t report_reachability(const struct report_src *r, struct onionloc_entry *ou
     size_t n = 0;
     *reachable = 0;
     for (const struct service_id *id; n < cap && (id = service_ids_at(r->ids, n)); n++) {
-        bool up = !r->shutting_down && workers_service_reachable(r->workers, r->n_workers, id->address);
+        /* The end-to-end probe's verdict once it has one (advertised unless down), else the descriptor's;
+         * never for a service whose single-onion verdict failed. */
+        enum ladder_state st;
+        bool running = false;
+        for (size_t k = 0; k < r->n_workers; k++)
+            running = running || tor_sup_state(worker_tor(r->workers[k])) == TOR_RUNNING;
+        bool up = r->probe && probe_verdict(r->probe, id->address, &st)
+                      ? st != LADDER_DOWN && running /* a lost tor withdraws it at once, as before */
+                      : workers_service_reachable(r->workers, r->n_workers, id->address);
+        up = up && !r->shutting_down && id->address[0] &&
+             verify_service_verdict(worker_verify(r->workers[0]), id->address) != VERIFY_NOT_SINGLE_ONION;
         out[n] = (struct onionloc_entry){id->conf, id->address, up};
         *reachable += up;
     }

@@ -15,6 +15,7 @@
 struct config;
 struct onionloc_entry;
 struct metrics_http;
+struct probe;
 struct proxy;
 struct service_ids;
 struct status_server;
@@ -29,6 +30,7 @@ struct report_src {
     struct proxy *proxy;
     const struct status_server *status; /* may be NULL: no status connection counters */
     const struct metrics_http *metrics_http; /* NULL without metrics.listen: its families stay empty */
+    const struct probe *probe;               /* the end-to-end probe (its verdicts, repairs, metrics) */
     time_t started_wall;                /* Unix time onionfront started */
     struct timespec started;            /* CLOCK_MONOTONIC, for uptime */
     bool shutting_down;

@@ -401,6 +401,40 @@ static int status_client_one(int fd, const char *cmd, char *const *args, int nar
     return 0;
 }
 
+int status_client_exit_code(const json_t *status)
+{
+    const char *state = jstr(status, "state");
+    return !state || strcmp(state, "down") == 0 ? STATUS_EXIT_DOWN
+           : strcmp(state, "ok") == 0          ? STATUS_EXIT_OK
+                                               : STATUS_EXIT_DEGRADED;
+}
+
+int status_client_check(const char *path, FILE *out)
+{
+    static const char *const words[] = {"OK", "WARNING", "CRITICAL"};
+    char err[1024];
+    int fd = status_client_connect(path, err, sizeof(err));
+    json_t *st = fd >= 0 ? status_client_call(fd, "status", STATUS_CLIENT_TIMEOUT_MS, err, sizeof(err)) : NULL;
+    if (fd >= 0)
+        close(fd);
+    if (!st) {
+        fprintf(out, "ONIONFRONT CRITICAL - %s\n", err);
+        return STATUS_EXIT_DOWN;
+    }
+    int rc = status_client_exit_code(st);
+    json_t *problems = json_object_get(st, "problems");
+    const json_t *services = json_object_get(st, "services");
+    const char *first = json_string_value(json_array_get(problems, 0));
+    /* Nagios plugin output: one line, "STATUS - text | perfdata". */
+    fprintf(out, "ONIONFRONT %s - %s%s | problems=%zu", words[rc], first ? first : "all services up",
+            json_array_size(problems) > 1 ? " (and more)" : "", json_array_size(problems));
+    if (jint(services, "total") >= 0) /* perfdata the daemon reports */
+        fprintf(out, " services=%lld uploaded=%lld", jint(services, "total"), jint(services, "uploaded"));
+    fputc('\n', out);
+    json_decref(st);
+    return rc;
+}
+
 int status_client_run(const char *path, const char *cmd, char *const *args, int nargs, bool json, FILE *out,
                       FILE *errf)
 {
@@ -408,7 +442,7 @@ int status_client_run(const char *path, const char *cmd, char *const *args, int 
     int fd = status_client_connect(path, err, sizeof(err));
     if (fd < 0) {
         fprintf(errf, "onionfront status: %s\n", err);
-        return 1;
+        return cmd ? 1 : STATUS_EXIT_DOWN;
     }
     if (cmd) {
         int rc = status_client_one(fd, cmd, args, nargs, json, out, errf);
@@ -444,6 +478,8 @@ int status_client_run(const char *path, const char *cmd, char *const *args, int 
             rc = 1;
         free(text);
     }
+    if (rc == 0)
+        rc = status_client_exit_code(res[0]);
     for (size_t i = 0; i < 4; i++)
         json_decref(res[i]);
     return rc;

@@ -38,12 +38,26 @@ json_t *status_client_send(int fd, json_t *req, int timeout_ms, char *err, size_
  * that part is left out). Returns malloc'd text ending in "\n", or NULL on OOM. */
 char *status_client_summary(const json_t *status, const json_t *services, const json_t *backends);
 
+/* `onionfront status` and `check` exit codes, Nagios/monit style. */
+#define STATUS_EXIT_OK 0       /* "state": "ok" */
+#define STATUS_EXIT_DEGRADED 1 /* "degraded" (or an error talking to a running onionfront) */
+#define STATUS_EXIT_DOWN 2     /* "down" (no usable tor, a service down end to end), or not running */
+
+/* The exit code for a "status" result. */
+int status_client_exit_code(const json_t *status);
+
+/* `onionfront check`: one Nagios-plugin line on `out`, "ONIONFRONT OK|WARNING|CRITICAL - <the first
+ * problem, or all services up> | problems=N services=N uploaded=N"; returns the exit code as above
+ * (CRITICAL with the reason when onionfront is not running). */
+int status_client_check(const char *path, FILE *out);
+
 /* `onionfront status`: connect to `path`; with cmd NULL ask status, services, backends and circuits and
  * print the summary (or, with `json`, one object {"status", "services", "backends", "circuits"}, where
  * a command the daemon could not answer is null); with a command, send only that one with its `nargs`
  * arguments (log-level LEVEL [SECONDS]; others take none) and print its result (metrics as text,
- * reload and log-level as a line, others as JSON). Errors go to `errf`. Returns the exit code: 0, or 1
- * (not running, refused, bad arguments, or an error reply). */
+ * reload and log-level as a line, others as JSON). Errors go to `errf`. Returns the exit code: without a
+ * command status_client_exit_code of the status (2 when not running, 1 on an error reply); with one 0,
+ * or 1 (not running, refused, bad arguments, or an error reply). */
 int status_client_run(const char *path, const char *cmd, char *const *args, int nargs, bool json, FILE *out,
                       FILE *errf);
 

@@ -49,6 +49,8 @@ struct tor_sup {
     struct tor_callbacks cbs;
     void *arg;
 
+    enum tor_role role;
+    const char *name;        /* "tor" or "probe tor": the prefix of this supervisor's log lines */
     enum tor_state state;
     bool stopping;
     bool handed_over;        /* ready() was called for the current connection */
@@ -68,6 +70,7 @@ struct tor_sup {
     char control_dir[PATH_MAX];
     char control_socket[PATH_MAX];
     char torrc_path[PATH_MAX];
+    char socks_socket[PATH_MAX]; /* TOR_ROLE_PROBE_CLIENT: its SocksPort */
 
     struct event *retry_ev;     /* connect retry while STARTING, and restart after BACKOFF */
     struct event *deadline_ev;  /* bootstrap deadline */
@@ -91,9 +94,16 @@ const char *tor_state_str(enum tor_state s)
     return "unknown";
 }
 
+/* The probe client tor is always onionfront's own; the service tor is spawned or attached. */
 static bool tor_is_spawn(const struct tor_sup *t)
 {
-    return t->conf->tor.mode == TOR_MODE_SPAWN;
+    return t->role == TOR_ROLE_PROBE_CLIENT || t->conf->tor.mode == TOR_MODE_SPAWN;
+}
+
+/* tor.binary, or Debian's tor for a probe client beside an attached tor (tor.binary is then unset). */
+static const char *tor_binary(const struct tor_sup *t)
+{
+    return t->conf->tor.binary ? t->conf->tor.binary : "/usr/bin/tor";
 }
 
 static double tor_since_s(const struct timespec *t0)
@@ -106,7 +116,7 @@ static double tor_since_s(const struct timespec *t0)
 static void tor_set_state(struct tor_sup *t, enum tor_state s)
 {
     if (t->state != s)
-        log_debug("tor: %s -> %s", tor_state_str(t->state), tor_state_str(s));
+        log_debug("%s: %s -> %s", t->name, tor_state_str(t->state), tor_state_str(s));
     t->state = s;
 }
 
@@ -151,7 +161,7 @@ static void tor_note_progress(struct tor_sup *t, int progress, const char *summa
         return;
     if (progress != t->progress) {
         t->progress = progress;
-        log_debug("tor: bootstrap %d%%%s%s", progress, summary ? ": " : "", summary ? summary : "");
+        log_debug("%s: bootstrap %d%%%s%s", t->name, progress, summary ? ": " : "", summary ? summary : "");
     }
     /* Not only on a change: a restarted tor with a warm DataDirectory can reach 100 % while we are still
      * CONFIGURING, and then only the GETINFO after the handover reports it again. */
@@ -159,10 +169,10 @@ static void tor_note_progress(struct tor_sup *t, int progress, const char *summa
         event_del(t->deadline_ev);
         tor_set_state(t, TOR_RUNNING);
         t->backoff_s = 0; /* a tor that got this far was a success: the next failure starts again at 1 s */
-        log_info("tor: bootstrapped in %.1f s", tor_since_s(&t->started_at));
+        log_info("%s: bootstrapped in %.1f s", t->name, tor_since_s(&t->started_at));
         if (t->outage) {
             t->outage = false;
-            log_notice("tor: usable again %.1f s after the loss (%u restart%s so far)", tor_since_s(&t->lost_at),
+            log_notice("%s: usable again %.1f s after the loss (%u restart%s so far)", t->name, tor_since_s(&t->lost_at),
                        t->restarts, t->restarts == 1 ? "" : "s");
         }
         if (t->cbs.bootstrapped)
@@ -177,7 +187,7 @@ static void tor_status_event_cb(struct cp_conn *c, const struct cp_reply *ev, vo
     char err[256];
     (void)c;
     if (cp_event_status_parse(ev, &st, err, sizeof(err)) < 0) {
-        log_debug("tor: ignoring undecodable status event: %s", err);
+        log_debug("%s: ignoring undecodable status event: %s", t->name, err);
         return;
     }
     if (st.action && strcmp(st.action, "BOOTSTRAP") == 0)
@@ -190,7 +200,7 @@ static void tor_bootstrap_phase_cb(struct cp_conn *c, const struct cp_reply *r, 
     struct tor_sup *t = arg;
     (void)c;
     if (!r) {
-        log_debug("tor: GETINFO status/bootstrap-phase failed: %s", err);
+        log_debug("%s: GETINFO status/bootstrap-phase failed: %s", t->name, err);
         return;
     }
     struct cp_info info = {0};
@@ -213,7 +223,7 @@ static void tor_send_getinfo(struct tor_sup *t, const char *key, cp_conn_reply_c
     char err[256];
     char *cmd = cp_cmd_getinfo(&key, 1, err, sizeof(err));
     if (!cmd || cp_conn_send(t->conn, cmd, cb, t, err, sizeof(err)) < 0)
-        log_warnx("tor: cannot send GETINFO %s: %s", key, err);
+        log_warnx("%s: cannot send GETINFO %s: %s", t->name, key, err);
     free(cmd);
 }
 
@@ -344,7 +354,7 @@ static void tor_verify_listeners_cb(struct cp_conn *c, const struct cp_reply *r,
         tor_fail(t, uid_problem);
         return;
     }
-    log_info("tor: verified single-hop, non-anonymous mode with no client ports (tor %s)", t->version);
+    log_info("%s: verified single-hop, non-anonymous mode with no client ports (tor %s)", t->name, t->version);
     tor_handover(t);
 }
 
@@ -418,6 +428,11 @@ static void tor_configure(struct tor_sup *t)
         goto fail;
     }
     free(cmd);
+    if (t->role == TOR_ROLE_PROBE_CLIENT) {
+        /* An ordinary client: nothing to verify, and it never runs a service. */
+        tor_handover(t);
+        return;
+    }
     cmd = cp_cmd_getconf(single_onion_conf_keys, SINGLE_ONION_N_CONF, err, sizeof(err));
     if (!cmd || cp_conn_send(t->conn, cmd, tor_verify_modeconf_cb, t, err, sizeof(err)) < 0) {
         free(cmd);
@@ -489,7 +504,7 @@ static void tor_try_connect(struct tor_sup *t)
         }
         if (tor_is_spawn(t)) {
             /* our tor has not created its socket yet: poll quickly (bounded by the deadline) */
-            log_debug("tor: connect to %s: %s", t->control_socket, err);
+            log_debug("%s: connect to %s: %s", t->name, t->control_socket, err);
             event_add(t->retry_ev, &(struct timeval){0, TOR_CONNECT_RETRY_MS * 1000});
         } else {
             /* an attached tor that is down (restarting, stopped): reconnect with backoff */
@@ -520,10 +535,10 @@ enum log_level tor_line_level(const char *line)
 static void tor_line_cb(struct proc *p, const char *line, void *arg)
 {
     (void)p;
-    (void)arg;
     /* tor's own log at its own level, so its warnings are warnings (the non-anonymous-mode warnings at
      * start too: onionfront's own start warning says the same). */
-    log_relay(tor_line_level(line), "tor", line);
+    struct tor_sup *t = arg;
+    log_relay(tor_line_level(line), t->role == TOR_ROLE_PROBE_CLIENT ? "probe-tor" : "tor", line);
 }
 
 static void tor_exit_cb(struct proc *p, int wstatus, void *arg)
@@ -540,7 +555,7 @@ static void tor_exit_cb(struct proc *p, int wstatus, void *arg)
     t->reap_waits = 0;
     proc_free(p);
     if (t->stopping) {
-        log_info("tor: %s", why);
+        log_info("%s: %s", t->name, why);
         tor_drop_conn(t, "stopping");
         tor_set_state(t, TOR_STOPPED);
         if (t->cbs.stopped)
@@ -551,7 +566,7 @@ static void tor_exit_cb(struct proc *p, int wstatus, void *arg)
         return;
     if (t->state == TOR_BACKOFF) {
         /* the tor given up on (connection lost, hung, killed by us) is gone: the relaunch may go ahead */
-        log_info("tor: previous %s", why);
+        log_info("%s: previous %s", t->name, why);
         return;
     }
     tor_restart_later(t, why);
@@ -570,7 +585,7 @@ static void tor_retry_cb(evutil_socket_t fd, short what, void *arg)
          * normally handled within milliseconds; this only waits (without blocking the loop). */
         if (t->child && !proc_poll(t->child)) {
             if (++t->reap_waits == TOR_REAP_WARN_MS / TOR_CONNECT_RETRY_MS)
-                log_warnx("tor: pid %ld has not ended %d s after SIGKILL; not starting another tor yet",
+                log_warnx("%s: pid %ld has not ended %d s after SIGKILL; not starting another tor yet", t->name,
                           (long)proc_pid(t->child), TOR_REAP_WARN_MS / 1000);
             event_add(t->retry_ev, &(struct timeval){0, TOR_CONNECT_RETRY_MS * 1000});
             return;
@@ -593,7 +608,7 @@ static void tor_restart_later(struct tor_sup *t, const char *why)
     if (t->stopping || t->state == TOR_FAILED)
         return;
     if (t->state == TOR_BACKOFF) {
-        log_debug("tor: %s (already restarting)", why);
+        log_debug("%s: %s (already restarting)", t->name, why);
         return;
     }
     tor_drop_conn(t, why);
@@ -608,7 +623,7 @@ static void tor_restart_later(struct tor_sup *t, const char *why)
     unsigned max = (unsigned)t->conf->tor.restart_backoff_max;
     t->backoff_s = t->backoff_s == 0 ? 1 : (t->backoff_s * 2 > max ? max : t->backoff_s * 2);
     t->restarts++;
-    log_warnx("tor: %s; %s in %u s", why, tor_is_spawn(t) ? "restarting tor" : "reconnecting", t->backoff_s);
+    log_warnx("%s: %s; %s in %u s", t->name, why, tor_is_spawn(t) ? "restarting tor" : "reconnecting", t->backoff_s);
     tor_set_state(t, TOR_BACKOFF);
     event_add(t->retry_ev, &(struct timeval){t->backoff_s, 0});
 }
@@ -617,7 +632,7 @@ static void tor_restart_later(struct tor_sup *t, const char *why)
  * recognising a tor left by an earlier run. */
 static void tor_argv(const struct tor_sup *t, const char *argv[6])
 {
-    argv[0] = t->conf->tor.binary;
+    argv[0] = tor_binary(t);
     argv[1] = "-f";
     argv[2] = t->torrc_path;
     argv[3] = "--defaults-torrc";
@@ -639,7 +654,7 @@ static bool tor_leftover_is_ours(const struct tor_sup *t, int pidfd, long pid)
     char path[64], buf[4096];
     struct stat exe, bin;
     snprintf(path, sizeof(path), "/proc/%ld/exe", pid);
-    if (stat(path, &exe) < 0 || stat(t->conf->tor.binary, &bin) < 0 || exe.st_dev != bin.st_dev ||
+    if (stat(path, &exe) < 0 || stat(tor_binary(t), &bin) < 0 || exe.st_dev != bin.st_dev ||
         exe.st_ino != bin.st_ino)
         return false;
 
@@ -663,7 +678,7 @@ static bool tor_leftover_is_ours(const struct tor_sup *t, int pidfd, long pid)
         return false;
 
     uid_t tor_uid = geteuid();
-    if (t->conf->tor.user) {
+    if (t->conf->tor.user && t->role == TOR_ROLE_SERVICE) {
         const struct passwd *pw = getpwnam(t->conf->tor.user);
         if (!pw)
             return false;
@@ -714,12 +729,12 @@ static int tor_replace_leftover(struct tor_sup *t, char *err, size_t errlen)
     }
     int pidfd = pid > 1 && pid != (long)getpid() ? (int)syscall(SYS_pidfd_open, (pid_t)pid, 0) : -1;
     if (pidfd >= 0 && !tor_wait_gone(pidfd, 0) && tor_leftover_is_ours(t, pidfd, pid)) {
-        log_notice("tor: a tor from an earlier onionfront run (pid %ld) still uses %s; stopping it", pid,
+        log_notice("%s: a tor from an earlier onionfront run (pid %ld) still uses %s; stopping it", t->name, pid,
                    t->data_dir);
         tor_pidfd_signal(pidfd, SIGTERM);
         tor_pidfd_signal(pidfd, SIGCONT); /* a stopped tor acts on SIGTERM only once it runs */
         if (!tor_wait_gone(pidfd, TOR_LEFTOVER_TERM_MS)) {
-            log_warnx("tor: pid %ld ignored SIGTERM for %d s; killing it", pid, TOR_LEFTOVER_TERM_MS / 1000);
+            log_warnx("%s: pid %ld ignored SIGTERM for %d s; killing it", t->name, pid, TOR_LEFTOVER_TERM_MS / 1000);
             tor_pidfd_signal(pidfd, SIGKILL);
             tor_pidfd_signal(pidfd, SIGCONT);
             if (!tor_wait_gone(pidfd, TOR_LEFTOVER_KILL_MS)) {
@@ -729,9 +744,9 @@ static int tor_replace_leftover(struct tor_sup *t, char *err, size_t errlen)
                 return -1;
             }
         }
-        log_info("tor: the earlier tor (pid %ld) is gone", pid);
+        log_info("%s: the earlier tor (pid %ld) is gone", t->name, pid);
     } else if (pid > 1 && pidfd >= 0) {
-        log_info("tor: %s/tor.pid names pid %ld, which is not a tor this onionfront started; leaving it alone",
+        log_info("%s: %s/tor.pid names pid %ld, which is not a tor this onionfront started; leaving it alone", t->name,
                  t->data_dir, pid);
     }
     if (pidfd >= 0)
@@ -758,15 +773,19 @@ static int tor_write_torrc(struct tor_sup *t, char *err, size_t errlen)
     struct torrc_params p = {
         .data_dir = t->data_dir,
         .control_socket = t->control_socket,
+        .socks_socket = t->socks_socket,
         .controller_pid = getpid(),
-        .user = t->conf->tor.user,
+        /* The probe client runs as onionfront's user: its SocksPort lies in onionfront's 0700 run_dir. */
+        .user = t->role == TOR_ROLE_SERVICE ? t->conf->tor.user : NULL,
         .extra = (const char *const *)t->conf->tor.extra_torrc,
         .n_extra = t->conf->tor.n_extra_torrc,
     };
-    char *text = torrc_render(torrc_template, &p, err, errlen);
+    bool client = t->role == TOR_ROLE_PROBE_CLIENT;
+    char *text = torrc_render(client ? torrc_client_template : torrc_template, &p, err, errlen);
     if (!text)
         return -1;
-    int rc = fs_write_atomic(t->conf->state_dir, "torrc", text, strlen(text), 0600, err, errlen);
+    int rc = fs_write_atomic(t->conf->state_dir, client ? "probe-torrc" : "torrc", text, strlen(text), 0600,
+                             err, errlen);
     free(text);
     return rc;
 }
@@ -791,7 +810,7 @@ static int tor_launch(struct tor_sup *t, char *err, size_t errlen)
     t->child = proc_spawn(t->procs, argv, tor_line_cb, tor_exit_cb, t, err, errlen);
     if (!t->child)
         return -1;
-    log_info("tor: started %s (pid %ld)", t->conf->tor.binary, (long)proc_pid(t->child));
+    log_info("%s: started %s (pid %ld)", t->name, tor_binary(t), (long)proc_pid(t->child));
     event_add(t->retry_ev, &(struct timeval){0, TOR_CONNECT_RETRY_MS * 1000});
     return 0;
 }
@@ -811,6 +830,8 @@ struct tor_sup *tor_sup_new(struct event_base *base, struct proc_mgr *procs, con
     t->arg = arg;
     t->progress = -1;
     t->uid = -1;
+    t->role = TOR_ROLE_SERVICE;
+    t->name = "tor";
     t->retry_ev = evtimer_new(base, tor_retry_cb, t);
     t->deadline_ev = evtimer_new(base, tor_deadline_cb, t);
     t->keepalive_ev = evtimer_new(base, tor_keepalive_cb, t);
@@ -821,14 +842,30 @@ struct tor_sup *tor_sup_new(struct event_base *base, struct proc_mgr *procs, con
     return t;
 }
 
+void tor_sup_set_role(struct tor_sup *t, enum tor_role role)
+{
+    t->role = role;
+    t->name = role == TOR_ROLE_PROBE_CLIENT ? "probe tor" : "tor";
+}
+
 int tor_sup_start(struct tor_sup *t, char *err, size_t errlen)
 {
     const struct config *c = t->conf;
+    bool client = t->role == TOR_ROLE_PROBE_CLIENT;
     snprintf(t->control_socket, sizeof(t->control_socket), "%s", c->tor.control_socket);
+    /* The probe client's sockets: run_dir/probe/, 0700 like the control socket's directory. */
+    if (client && (snprintf(t->control_socket, sizeof(t->control_socket), "%s/probe/control.sock", c->run_dir) >=
+                       (int)sizeof(t->control_socket) ||
+                   snprintf(t->socks_socket, sizeof(t->socks_socket), "%s/probe/socks.sock", c->run_dir) >=
+                       (int)sizeof(t->socks_socket))) {
+        snprintf(err, errlen, "run_dir is too long");
+        return -1;
+    }
     if (tor_is_spawn(t)) {
         char *slash;
-        if (snprintf(t->data_dir, sizeof(t->data_dir), "%s/tor", c->state_dir) >= (int)sizeof(t->data_dir) ||
-            snprintf(t->torrc_path, sizeof(t->torrc_path), "%s/torrc", c->state_dir) >=
+        if (snprintf(t->data_dir, sizeof(t->data_dir), "%s/%s", c->state_dir, client ? "probe-tor" : "tor") >=
+                (int)sizeof(t->data_dir) ||
+            snprintf(t->torrc_path, sizeof(t->torrc_path), "%s/%s", c->state_dir, client ? "probe-torrc" : "torrc") >=
                 (int)sizeof(t->torrc_path)) {
             snprintf(err, errlen, "state_dir is too long");
             return -1;
@@ -900,6 +937,16 @@ unsigned tor_sup_restarts(const struct tor_sup *t)
 long tor_sup_uid(const struct tor_sup *t)
 {
     return t->uid;
+}
+
+const char *tor_sup_socks_socket(const struct tor_sup *t)
+{
+    return t->socks_socket;
+}
+
+void tor_sup_restart(struct tor_sup *t, const char *why)
+{
+    tor_restart_later(t, why);
 }
 
 long tor_sup_pid(const struct tor_sup *t)

@@ -36,6 +36,14 @@ enum tor_state {
 };
 const char *tor_state_str(enum tor_state s);
 
+enum tor_role {
+    TOR_ROLE_SERVICE,      /* the single-onion tor (the default): verified single-hop, never a SocksPort */
+    TOR_ROLE_PROBE_CLIENT, /* onionfront's own ordinary client tor for the end-to-end probe (probe.h): always
+                              spawned (tor.binary, else /usr/bin/tor), DataDirectory <state_dir>/probe-tor,
+                              torrc <state_dir>/probe-torrc, control and SocksPort sockets in <run_dir>/probe/,
+                              tor.extra_torrc, no User (it runs as onionfront's user), no ORPort */
+};
+
 /* The level of one line of tor's own log ("Dec 03 10:00:00.000 [warn] ..."): its "[err]", "[warn]",
  * "[notice]", "[info]" or "[debug]" tag; notice for a line without one. Pure. */
 enum log_level tor_line_level(const char *line);
@@ -58,6 +66,9 @@ struct tor_callbacks {
 struct tor_sup *tor_sup_new(struct event_base *base, struct proc_mgr *procs, const struct config *conf,
                             const struct tor_callbacks *cbs, void *arg);
 
+/* Make `t` a tor of this role (before tor_sup_start; the default is TOR_ROLE_SERVICE). */
+void tor_sup_set_role(struct tor_sup *t, enum tor_role role);
+
 /* Prepare directories and start (spawn or attach). In spawn mode a tor left running on our DataDirectory
  * by an earlier run of onionfront (found through its tor.pid and command line) is ended first: this may
  * block for up to 15 s, and is the only place that blocks; restarts later never do. Return 0 (progress
@@ -79,6 +90,13 @@ const char *tor_sup_version(const struct tor_sup *t);    /* "" until known */
 unsigned tor_sup_restarts(const struct tor_sup *t);
 long tor_sup_pid(const struct tor_sup *t);               /* spawn mode: tor's pid, else -1 */
 long tor_sup_uid(const struct tor_sup *t);               /* the verified tor's uid (process/uid), -1 unknown */
+/* TOR_ROLE_PROBE_CLIENT: the SocksPort's unix socket path (set by tor_sup_start); "" otherwise. */
+const char *tor_sup_socks_socket(const struct tor_sup *t);
+
+/* Give up on the current tor as if it had hung: kill (spawn) or disconnect (attach), then start again
+ * with the usual backoff (logged once at warning with `why`). Nothing while stopping or in backoff. */
+void tor_sup_restart(struct tor_sup *t, const char *why);
+
 /* The current control connection when CONFIGURING/BOOTSTRAPPING/RUNNING, else NULL. */
 struct cp_conn *tor_sup_conn(const struct tor_sup *t);
 

@@ -7,6 +7,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char torrc_client_template[] =
+    "## torrc for onionfront's probe client tor, written by onionfront at every start: an ordinary tor\n"
+    "## client (never the single-onion tor) that fetches the services through real circuits.\n"
+    "## IsolateSOCKSAuth: each probe's own SOCKS username gets its own circuit; ExtendedErrors: SOCKS5\n"
+    "## replies name the onion-service stage that failed (descriptor, introduction, rendezvous).\n"
+    "SocksPort unix:@SOCKS_SOCKET@ IsolateSOCKSAuth ExtendedErrors\n"
+    "ORPort 0\n"
+    "DataDirectory @DATA_DIR@\n"
+    "PidFile @DATA_DIR@/tor.pid\n"
+    "RunAsDaemon 0\n"
+    "Log notice stdout\n"
+    "ControlPort unix:@CONTROL_SOCKET@\n"
+    "CookieAuthentication 1\n"
+    "__OwningControllerProcess @CONTROLLER_PID@\n"
+    "@EXTRA_TORRC@\n";
+
 /* A path goes into the torrc unquoted: allow only characters that need no quoting. */
 static bool torrc_path_is_safe(const char *s)
 {
@@ -28,27 +44,28 @@ static bool torrc_line_is_safe(const char *s)
     return true;
 }
 
+/* Append `path` (named `what` in the message), which goes into the torrc unquoted. Return 0, or -1. */
+static int torrc_add_path(struct evbuffer *out, const char *what, const char *path, char *err, size_t errlen)
+{
+    if (!torrc_path_is_safe(path)) {
+        snprintf(err, errlen, "torrc: %s \"%s\" must be an absolute path without whitespace, quotes or '#'",
+                 what, path ? path : "");
+        return -1;
+    }
+    return evbuffer_add(out, path, strlen(path));
+}
+
 /* Append the value of placeholder `name` (without the @s). Return 0, or -1 with err set. */
 static int torrc_expand(struct evbuffer *out, const char *name, size_t name_len,
                         const struct torrc_params *p, char *err, size_t errlen)
 {
 #define IS(lit) (name_len == sizeof(lit) - 1 && memcmp(name, lit, name_len) == 0)
-    if (IS("DATA_DIR")) {
-        if (!torrc_path_is_safe(p->data_dir)) {
-            snprintf(err, errlen, "torrc: data directory \"%s\" must be an absolute path without "
-                     "whitespace, quotes or '#'", p->data_dir ? p->data_dir : "");
-            return -1;
-        }
-        return evbuffer_add(out, p->data_dir, strlen(p->data_dir));
-    }
-    if (IS("CONTROL_SOCKET")) {
-        if (!torrc_path_is_safe(p->control_socket)) {
-            snprintf(err, errlen, "torrc: control socket \"%s\" must be an absolute path without "
-                     "whitespace, quotes or '#'", p->control_socket ? p->control_socket : "");
-            return -1;
-        }
-        return evbuffer_add(out, p->control_socket, strlen(p->control_socket));
-    }
+    if (IS("DATA_DIR"))
+        return torrc_add_path(out, "data directory", p->data_dir, err, errlen);
+    if (IS("CONTROL_SOCKET"))
+        return torrc_add_path(out, "control socket", p->control_socket, err, errlen);
+    if (IS("SOCKS_SOCKET"))
+        return torrc_add_path(out, "SOCKS socket", p->socks_socket, err, errlen);
     if (IS("CONTROLLER_PID"))
         return evbuffer_add_printf(out, "%ld", (long)p->controller_pid) < 0 ? -1 : 0;
     if (IS("USER_LINE")) {

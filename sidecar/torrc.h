@@ -16,10 +16,15 @@ struct torrc_params {
     const char *user;           /* tor's User option, or NULL */
     const char *const *extra;   /* extra lines (already validated by config.c) */
     size_t n_extra;
+    const char *socks_socket;   /* torrc_client_template only: the SocksPort's absolute unix socket path */
 };
 
 /* The built-in template (templates/torrc.in). */
 extern const char torrc_template[];
+
+/* The probe client tor's template (tor.h's TOR_ROLE_PROBE_CLIENT): an ordinary client with its SocksPort
+ * on a unix socket, no ORPort, owned by onionfront like the service tor. */
+extern const char torrc_client_template[];
 
 /* Render `tmpl` with `p`. Return a new NUL-terminated string, or NULL with a message in `err` naming the
  * parameter that cannot be written safely (a path with whitespace, quotes or control characters; an

@@ -9,6 +9,7 @@
 #include "sidecar/descriptor.h"
 #include "sidecar/handover.h"
 #include "sidecar/log.h"
+#include "sidecar/probe.h"
 #include "sidecar/service.h"
 #include "sidecar/tor.h"
 #include "sidecar/torcaps.h"
@@ -200,6 +201,41 @@ bool workers_service_reachable(struct worker *const *ws, size_t n, const char *a
         if (worker_service_reachable(ws[k], address))
             return true;
     return false;
+}
+
+static bool worker_published_cb(void *arg, const char *address)
+{
+    const struct worker_list *l = arg;
+    struct descriptor_counts dc;
+    for (size_t k = 0; k < *l->n; k++)
+        if (descriptor_service_counts(l->ws[k]->descriptors, address, &dc) == 0 && dc.uploads_confirmed > 0)
+            return true;
+    return false;
+}
+
+static int worker_repost_cb(void *arg, const char *address)
+{
+    const struct worker_list *l = arg;
+    int rc = -1;
+    for (size_t k = 0; k < *l->n; k++)
+        if (!l->ws[k]->stopping && descriptor_repost(l->ws[k]->descriptors, address) == 0)
+            rc = 0;
+    return rc;
+}
+
+static void worker_restart_tor_cb(void *arg, const char *address, const char *why)
+{
+    const struct worker_list *l = arg;
+    (void)address; /* every worker runs every service today */
+    for (size_t k = 0; k < *l->n; k++)
+        if (!l->ws[k]->stopping)
+            tor_sup_restart(l->ws[k]->tor, why);
+}
+
+struct probe_actions worker_probe_actions(struct worker_list *l, struct worker *const *ws, const size_t *n)
+{
+    *l = (struct worker_list){ws, n};
+    return (struct probe_actions){worker_published_cb, worker_repost_cb, worker_restart_tor_cb, l};
 }
 
 const char *worker_problem(const struct worker *w)

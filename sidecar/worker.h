@@ -76,6 +76,18 @@ bool worker_service_reachable(const struct worker *w, const char *address);
 /* Is it reachable through any of the `n` workers? */
 bool workers_service_reachable(struct worker *const *ws, size_t n, const char *address);
 
+/* The workers as the probe's repairs see them (probe.h's struct probe_actions): `ws` and `*n` are read at
+ * each call. */
+struct worker_list {
+    struct worker *const *ws;
+    const size_t *n;
+};
+struct probe_actions;
+/* Set `l` to the `*n` workers at `ws` and return the repairs on it (`l` borrowed for the probe's life): published = an upload was confirmed through any
+ * worker; repost = descriptor_repost on each worker whose tor runs the service; restart_tor =
+ * tor_sup_restart of each of them. */
+struct probe_actions worker_probe_actions(struct worker_list *l, struct worker *const *ws, const size_t *n);
+
 /* Why the tor was last lost or failed, until it bootstraps again; "" if nothing. Borrowed. */
 const char *worker_problem(const struct worker *w);
 

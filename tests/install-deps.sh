@@ -11,8 +11,9 @@ build="build-essential pkg-config libevent-dev libjansson-dev libcurl4-openssl-d
 # systemd: systemd-analyze/systemd-sysusers for test_systemd; groff-base, man-db: the man pages (test_install);
 # nginx, apache2-bin: the Onion-Location snippets against real web servers (test_onion_location).
 # python3: JSON checks and a signal-mask wrapper in the integration scripts; python3-stem: decrypting a
-# fetched onion descriptor in test_dos (a test tool only).
-test="$build libcmocka-dev clang curl iproute2 tor valgrind procps python3 python3-stem systemd groff-base man-db nginx apache2-bin"
+# fetched onion descriptor in test_dos (a test tool only); jq: test_probe.
+# prometheus: promtool checks and unit-tests templates/prometheus-alerts.yml (test_prometheus_rules).
+test="$build libcmocka-dev clang curl iproute2 tor valgrind procps python3 python3-stem systemd groff-base man-db nginx apache2-bin jq prometheus"
 bench="$test haproxy gnuplot-nox strace"
 
 case "$what" in

@@ -191,7 +191,7 @@ of_check "SIGTERM: nginx no longer sends the header" wait_header / '^$' 5
 # Warnings: only the non-anonymity one, tor's loss, and tor's own deliberate ones (lib.sh).
 own_warnings=$(grep -E '^[0-9-]+ [0-9:.]+ \[(warn|error)\]' "$log" | grep -v -e 'NOT location-hidden' \
   -e 'killed by signal 9; restarting tor' -e 'control connection lost' |
-  grep -Ev "\] tor: .* \[warn\] ($OF_TOR_EXPECTED_WARNINGS)")
+  grep -Ev "\] (probe-)?tor: .* \[warn\] ($OF_TOR_EXPECTED_WARNINGS)")
 of_check "no other warnings from onionfront" test -z "$own_warnings"
 [[ -z $own_warnings ]] || echo "$own_warnings" >&2
 

@@ -500,7 +500,12 @@ static const struct bad_case bad_cases[] = {
     BAD(LIMITS("'max_open_streams':'auto'"), "limits.max_open_streams: must be an integer"),
 
     /* probe */
-    BAD(PROBE("'interval':300"), "probe.interval: unknown key"),
+    BAD(PROBE("'intervall':300"), "probe.intervall: unknown key"),
+    BAD(PROBE("'interval':4"), "probe.interval: must be 5-86400"),
+    BAD(PROBE("'timeout':601"), "probe.timeout: must be 5-600"),
+    BAD(PROBE("'window':0"), "probe.window: must be 1-100"),
+    BAD(PROBE("'window':3,'down_after':4"), "probe.down_after: must be 1-3"),
+    BAD(PROBE("'client_tor':1"), "probe.client_tor: must be true or false"),
     BAD(PROBE("'hsfetch_interval':9"), "probe.hsfetch_interval: must be 10-86400"),
     BAD(PROBE("'hsfetch_interval':86401"), "probe.hsfetch_interval: must be 10-86400"),
     BAD(PROBE("'republish_deadline':3601"), "probe.republish_deadline: must be 10-3600"),
@@ -516,6 +521,15 @@ static const struct bad_case bad_cases[] = {
         "onion_location.on_change[0]: must be an absolute path (the command is run without a shell or PATH "
         "search)"),
     BAD(OLOC("'dir':'/etc/nginx','on_change':['/usr/sbin/nginx',1]"), "onion_location.on_change[1]: must be a string"),
+    BAD(OLOC("'dir':'/etc/nginx','listen':'web:8081'"), "onion_location.listen: must be an IP address and port, e.g. \"10.0.0.5:8081\" or \"[::1]:8081\""),
+    BAD(OLOC("'dir':'/etc/nginx','listen':8081"), "onion_location.listen: must be a string or null"),
+    /* services[].probe */
+    BAD(SVC(",'probe':{'port':81}"), "services[0].probe.port: must be one of the service's virtual ports"),
+    BAD(SVC(",'probe':{'type':'ping'}"), "services[0].probe.type: must be one of \"http\", \"connect\""),
+    BAD(SVC(",'probe':{'path':'x'}"), "services[0].probe.path: must start with \"/\""),
+    BAD(SVC(",'probe':{'expect_status':[99]}"), "services[0].probe.expect_status[0]: must be 100-599"),
+    BAD(SVC(",'probe':{'type':'connect','path':'/'}"), "services[0].probe.path: only allowed for http probes"),
+    BAD(SVC(",'probe':{'body_contains':''}"), "services[0].probe.body_contains: must be 1-256 bytes"),
 };
 
 static void test_bad_config(void **state)

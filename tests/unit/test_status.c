@@ -19,7 +19,9 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <event2/buffer.h>
 #include <event2/event.h>
+#include <event2/http.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <jansson.h>
@@ -1520,6 +1522,67 @@ static struct metrics_http *mh_new(struct ctx *c, int family, char *(*render)(vo
     return h;
 }
 
+/* metrics_http_serve: 200 with a header, 204 without a body, 404, over HTTP/1.0 (each connection closed
+ * after its answer, as nginx's proxy asks) and 1.1; the loop survives many of them. */
+static int answer_cb(void *arg, const char *rest, const struct evkeyvalq *in, struct evkeyvalq *headers,
+                     struct evbuffer *body)
+{
+    (void)arg;
+    (void)in;
+    if (strcmp(rest, "on") == 0) {
+        evhttp_add_header(headers, "X-Value", "v");
+        evbuffer_add_printf(body, "v\n");
+        return HTTP_OK;
+    }
+    return strcmp(rest, "off") == 0 ? HTTP_NOCONTENT : HTTP_NOTFOUND;
+}
+
+static bool never_cb(struct ctx *c, void *arg)
+{
+    (void)c;
+    (void)arg;
+    return false;
+}
+
+static void test_http_serve(void **state)
+{
+    struct ctx *c = *state;
+    char err[256];
+    struct metrics_conf mc = metrics_conf_of(AF_INET, 0);
+    struct metrics_http *h = metrics_http_serve(c->base, &mc, "test", "/x/", answer_cb, NULL, err, sizeof(err));
+    if (!h)
+        fail_msg("metrics_http_serve: %s", err);
+    uint16_t port = metrics_http_port(h);
+    for (int i = 0; i < 6; i++) {
+        char *r = http(c, AF_INET, port, i % 2 ? "GET /x/off HTTP/1.0\r\n\r\n" : "GET /x/on HTTP/1.0\r\n\r\n");
+        assert_true(strncmp(r, i % 2 ? "HTTP/1.0 204 " : "HTTP/1.0 200 ", 13) == 0 ||
+                    strncmp(r, i % 2 ? "HTTP/1.1 204 " : "HTTP/1.1 200 ", 13) == 0);
+        if (!(i % 2))
+            assert_non_null(strstr(r, "\r\nX-Value: v\r\n"));
+        free(r);
+    }
+    metrics_http_set_limits(h, 32, 300);
+    {
+        char *q = http(c, AF_INET, port, "GET /x/on HTTP/1.0\r\n\r\n");
+        free(q);
+        struct tclient *t = c->clients[c->n_clients - 1];
+        close(t->fd); /* as curl and nginx do once they have the answer */
+        t->fd = -1;
+        loop_until(c, never_cb, NULL, 600); /* past that connection's deadline */
+    }
+    char *r = http(c, AF_INET, port, "GET /x/off HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert_true(strncmp(r, "HTTP/1.1 204 ", 13) == 0);
+    assert_string_equal(strstr(r, "\r\n\r\n") + 4, "");
+    free(r);
+    r = http(c, AF_INET, port, "GET /x/nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert_true(strncmp(r, "HTTP/1.1 404 ", 13) == 0);
+    free(r);
+    r = http(c, AF_INET, port, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert_true(strncmp(r, "HTTP/1.1 404 ", 13) == 0);
+    free(r);
+    metrics_http_free(h);
+}
+
 static void test_metrics_http(void **state)
 {
     struct ctx *c = *state;
@@ -1793,6 +1856,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_server_per_uid_limit_and_reserved_slots, setup, teardown),
         cmocka_unit_test_setup_teardown(test_server_lifetime, setup, teardown),
         cmocka_unit_test_setup_teardown(test_server_spare_descriptor, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_serve, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics_http, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics_http_ipv6, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics_http_cap_and_deadline, setup, teardown),

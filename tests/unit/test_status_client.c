@@ -240,7 +240,7 @@ static void test_connect_not_running(void **state)
     assert_non_null(strstr(err, "onionfront is not running (nothing listens on"));
 
     FILE *out = tmpfile(), *errf = tmpfile();
-    assert_int_equal(status_client_run(s->path, NULL, NULL, 0, false, out, errf), 1);
+    assert_int_equal(status_client_run(s->path, NULL, NULL, 0, false, out, errf), STATUS_EXIT_DOWN); /* not running: down, Nagios CRITICAL */
     char buf[512] = "";
     rewind(errf);
     assert_non_null(fgets(buf, sizeof(buf), errf));
@@ -356,6 +356,27 @@ static char *run(const char *path, const char *cmd, bool json, int *rc, char **e
     return run_args(path, cmd, NULL, 0, json, rc, errtext);
 }
 
+/* `onionfront check`: one Nagios line with the first problem, WARNING for degraded; CRITICAL when not
+ * running. */
+static void test_check_line(void **state)
+{
+    struct dir_state *s = *state;
+    char *out = NULL;
+    size_t len = 0;
+    FILE *o = open_memstream(&out, &len);
+    assert_int_equal(status_client_check(s->path, o), STATUS_EXIT_DOWN);
+    fclose(o);
+    assert_true(strncmp(out, "ONIONFRONT CRITICAL - onionfront is not running", 47) == 0);
+    free(out);
+    pid_t pid = start_server(s->path);
+    o = open_memstream(&out, &len);
+    assert_int_equal(status_client_check(s->path, o), STATUS_EXIT_DEGRADED);
+    fclose(o);
+    assert_string_equal(out, "ONIONFRONT WARNING - service beta: no descriptor upload confirmed yet | problems=1\n");
+    free(out);
+    stop_server(pid);
+}
+
 static void test_run_against_server(void **state)
 {
     struct dir_state *s = *state;
@@ -364,14 +385,14 @@ static void test_run_against_server(void **state)
     char *err;
 
     char *out = run(s->path, NULL, false, &rc, &err);
-    assert_int_equal(rc, 0);
+    assert_int_equal(rc, STATUS_EXIT_DEGRADED); /* the summary's state */
     assert_string_equal(out, expected_summary); /* "circuits: not available" does not spoil the summary */
     assert_string_equal(err, "");
     free(out);
     free(err);
 
     out = run(s->path, NULL, true, &rc, &err);
-    assert_int_equal(rc, 0);
+    assert_int_equal(rc, STATUS_EXIT_DEGRADED);
     json_t *all = load(out);
     assert_string_equal(json_string_value(json_object_get(json_object_get(all, "status"), "state")), "degraded");
     assert_int_equal(json_array_size(json_object_get(all, "services")), 2);
@@ -449,6 +470,7 @@ int main(void)
         cmocka_unit_test(test_call_table),
         cmocka_unit_test(test_call_escapes_command),
         cmocka_unit_test_setup_teardown(test_connect_not_running, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_check_line, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_against_server, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -27,7 +27,7 @@ static void test_builtin_template_is_single_onion(void **state)
 {
     (void)state;
     const char *extra[] = {"TestingTorNetwork 1", "DirAuthority auth1 orport=5000 127.0.0.1:7000 ABCD"};
-    struct torrc_params p = {"/var/lib/onionfront/tor", "/run/onionfront/control/control.sock", 4242, NULL, extra, 2};
+    struct torrc_params p = {"/var/lib/onionfront/tor", "/run/onionfront/control/control.sock", 4242, NULL, extra, 2, NULL};
     char err[256] = "";
     char *t = torrc_render(torrc_template, &p, err, sizeof(err));
     assert_non_null(t);
@@ -45,10 +45,32 @@ static void test_builtin_template_is_single_onion(void **state)
     free(t);
 }
 
+/* The probe's client tor: an ordinary client with a unix SocksPort, never a single-onion option. */
+static void test_client_template(void **state)
+{
+    (void)state;
+    const char *extra[] = {"TestingTorNetwork 1"};
+    struct torrc_params p = {"/var/lib/onionfront/probe-tor", "/run/onionfront/probe/control.sock", 4242, NULL, extra, 1,
+                             "/run/onionfront/probe/socks.sock"};
+    char err[256] = "";
+    char *t = torrc_render(torrc_client_template, &p, err, sizeof(err));
+    assert_non_null(t);
+    assert_int_equal(count_lines_equal(t, "SocksPort unix:/run/onionfront/probe/socks.sock IsolateSOCKSAuth ExtendedErrors"), 1);
+    assert_int_equal(count_lines_equal(t, "ControlPort unix:/run/onionfront/probe/control.sock"), 1);
+    assert_int_equal(count_lines_equal(t, "__OwningControllerProcess 4242"), 1);
+    assert_int_equal(count_lines_equal(t, "TestingTorNetwork 1"), 1);
+    assert_null(strstr(t, "HiddenService"));
+    assert_null(strstr(t, "@"));
+    free(t);
+    p.socks_socket = "/run/with space/socks.sock";
+    assert_null(torrc_render(torrc_client_template, &p, err, sizeof(err)));
+    assert_non_null(strstr(err, "SOCKS socket"));
+}
+
 static void test_user_line(void **state)
 {
     (void)state;
-    struct torrc_params p = {"/d", "/c/s", 1, "debian-tor", NULL, 0};
+    struct torrc_params p = {"/d", "/c/s", 1, "debian-tor", NULL, 0, NULL};
     char err[256];
     char *t = torrc_render(torrc_template, &p, err, sizeof(err));
     assert_non_null(t);
@@ -67,13 +89,13 @@ static void test_refusals(void **state)
     (void)state;
     const char *nl_extra[] = {"TestingTorNetwork 1\nSocksPort 9050"};
     const struct refusal cases[] = {
-        {"DataDirectory @DATA_DIR@\n", {"/a dir", "/c", 1, NULL, NULL, 0}, "data directory \"/a dir\""},
-        {"DataDirectory @DATA_DIR@\n", {"relative", "/c", 1, NULL, NULL, 0}, "must be an absolute path"},
-        {"ControlPort unix:@CONTROL_SOCKET@\n", {"/d", "/c\"x", 1, NULL, NULL, 0}, "control socket"},
-        {"@USER_LINE@\n", {"/d", "/c", 1, "bad user", NULL, 0}, "user name"},
-        {"@EXTRA_TORRC@\n", {"/d", "/c", 1, NULL, nl_extra, 1}, "extra line 0 contains a line break"},
-        {"@NOPE@\n", {"/d", "/c", 1, NULL, NULL, 0}, "unknown placeholder @NOPE@"},
-        {"x @DATA_DIR\n", {"/d", "/c", 1, NULL, NULL, 0}, "unterminated placeholder"},
+        {"DataDirectory @DATA_DIR@\n", {"/a dir", "/c", 1, NULL, NULL, 0, NULL}, "data directory \"/a dir\""},
+        {"DataDirectory @DATA_DIR@\n", {"relative", "/c", 1, NULL, NULL, 0, NULL}, "must be an absolute path"},
+        {"ControlPort unix:@CONTROL_SOCKET@\n", {"/d", "/c\"x", 1, NULL, NULL, 0, NULL}, "control socket"},
+        {"@USER_LINE@\n", {"/d", "/c", 1, "bad user", NULL, 0, NULL}, "user name"},
+        {"@EXTRA_TORRC@\n", {"/d", "/c", 1, NULL, nl_extra, 1, NULL}, "extra line 0 contains a line break"},
+        {"@NOPE@\n", {"/d", "/c", 1, NULL, NULL, 0, NULL}, "unknown placeholder @NOPE@"},
+        {"x @DATA_DIR\n", {"/d", "/c", 1, NULL, NULL, 0, NULL}, "unterminated placeholder"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char err[256] = "";
@@ -90,6 +112,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_builtin_template_is_single_onion),
         cmocka_unit_test(test_user_line),
+        cmocka_unit_test(test_client_template),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

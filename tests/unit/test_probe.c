@@ -1,0 +1,41 @@
+/* test_probe.c — the pure parts of the end-to-end probe (probe.h): which stage tor's SOCKS5 replies name
+ * (ExtendedErrors F0-F7, the standard codes) and the stage names status and metrics use. The probe itself
+ * runs against real tor in tests/integration/test_probe.sh. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "sidecar/probe.h"
+
+static void test_socks_stages(void **state)
+{
+    (void)state;
+    static const struct { int code; enum probe_stage stage; } table[] = {
+        {0xF0, PROBE_STAGE_DESCRIPTOR},   {0xF1, PROBE_STAGE_DESCRIPTOR},   {0xF2, PROBE_STAGE_INTRODUCTION},
+        {0xF3, PROBE_STAGE_RENDEZVOUS},   {0xF4, PROBE_STAGE_DESCRIPTOR},   {0xF5, PROBE_STAGE_DESCRIPTOR},
+        {0xF6, PROBE_STAGE_DESCRIPTOR},   {0xF7, PROBE_STAGE_INTRODUCTION}, {1, PROBE_STAGE_STREAM},
+        {4, PROBE_STAGE_STREAM},          {5, PROBE_STAGE_STREAM},          {6, PROBE_STAGE_STREAM},
+    };
+    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+        assert_int_equal(probe_stage_of_socks(table[i].code), table[i].stage);
+}
+
+static void test_stage_names(void **state)
+{
+    (void)state;
+    assert_string_equal(probe_stage_str(PROBE_STAGE_NONE), "ok");
+    assert_string_equal(probe_stage_str(PROBE_STAGE_DESCRIPTOR), "descriptor");
+    assert_string_equal(probe_stage_str(PROBE_STAGE_INTRODUCTION), "introduction");
+    assert_string_equal(probe_stage_str(PROBE_STAGE_RENDEZVOUS), "rendezvous");
+    assert_string_equal(probe_stage_str(PROBE_STAGE_STREAM), "stream");
+    assert_string_equal(probe_stage_str(PROBE_STAGE_HTTP), "http");
+    assert_string_equal(probe_stage_str((enum probe_stage)42), "unknown");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_socks_stages), cmocka_unit_test(test_stage_names)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
