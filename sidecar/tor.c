@@ -25,6 +25,7 @@
 #include "controlproto/cp_event.h"
 #include "sidecar/config.h"
 #include "sidecar/fsutil.h"
+#include "sidecar/instance.h"
 #include "sidecar/log.h"
 #include "sidecar/proc.h"
 #include "sidecar/single_onion.h"
@@ -64,7 +65,10 @@ struct tor_sup {
     bool outage;             /* a verified connection was lost and no tor has bootstrapped since */
     struct timespec lost_at; /* when that happened */
 
+    unsigned instance;       /* which of tor.instances (instance.h): its paths */
+    char label[8];           /* "tor", or "tor 2" for the second instance: its log lines' source */
     char data_dir[PATH_MAX];
+    char torrc_dir[PATH_MAX];
     char control_dir[PATH_MAX];
     char control_socket[PATH_MAX];
     char torrc_path[PATH_MAX];
@@ -519,11 +523,11 @@ enum log_level tor_line_level(const char *line)
 
 static void tor_line_cb(struct proc *p, const char *line, void *arg)
 {
+    struct tor_sup *t = arg;
     (void)p;
-    (void)arg;
     /* tor's own log at its own level, so its warnings are warnings (the non-anonymous-mode warnings at
      * start too: onionfront's own start warning says the same). */
-    log_relay(tor_line_level(line), "tor", line);
+    log_relay(tor_line_level(line), t->label, line);
 }
 
 static void tor_exit_cb(struct proc *p, int wstatus, void *arg)
@@ -766,7 +770,7 @@ static int tor_write_torrc(struct tor_sup *t, char *err, size_t errlen)
     char *text = torrc_render(torrc_template, &p, err, errlen);
     if (!text)
         return -1;
-    int rc = fs_write_atomic(t->conf->state_dir, "torrc", text, strlen(text), 0600, err, errlen);
+    int rc = fs_write_atomic(t->torrc_dir, "torrc", text, strlen(text), 0600, err, errlen);
     free(text);
     return rc;
 }
@@ -791,7 +795,7 @@ static int tor_launch(struct tor_sup *t, char *err, size_t errlen)
     t->child = proc_spawn(t->procs, argv, tor_line_cb, tor_exit_cb, t, err, errlen);
     if (!t->child)
         return -1;
-    log_info("tor: started %s (pid %ld)", t->conf->tor.binary, (long)proc_pid(t->child));
+    log_info("%s: started %s (pid %ld)", t->label, t->conf->tor.binary, (long)proc_pid(t->child));
     event_add(t->retry_ev, &(struct timeval){0, TOR_CONNECT_RETRY_MS * 1000});
     return 0;
 }
@@ -811,6 +815,7 @@ struct tor_sup *tor_sup_new(struct event_base *base, struct proc_mgr *procs, con
     t->arg = arg;
     t->progress = -1;
     t->uid = -1;
+    snprintf(t->label, sizeof(t->label), "tor");
     t->retry_ev = evtimer_new(base, tor_retry_cb, t);
     t->deadline_ev = evtimer_new(base, tor_deadline_cb, t);
     t->keepalive_ev = evtimer_new(base, tor_keepalive_cb, t);
@@ -824,21 +829,23 @@ struct tor_sup *tor_sup_new(struct event_base *base, struct proc_mgr *procs, con
 int tor_sup_start(struct tor_sup *t, char *err, size_t errlen)
 {
     const struct config *c = t->conf;
-    snprintf(t->control_socket, sizeof(t->control_socket), "%s", c->tor.control_socket);
+    struct instance_paths ip;
+    if (instance_paths(c, t->instance, &ip, err, errlen) < 0)
+        return -1;
+    snprintf(t->control_socket, sizeof(t->control_socket), "%s", ip.control_socket);
     if (tor_is_spawn(t)) {
-        char *slash;
-        if (snprintf(t->data_dir, sizeof(t->data_dir), "%s/tor", c->state_dir) >= (int)sizeof(t->data_dir) ||
-            snprintf(t->torrc_path, sizeof(t->torrc_path), "%s/torrc", c->state_dir) >=
-                (int)sizeof(t->torrc_path)) {
+        snprintf(t->data_dir, sizeof(t->data_dir), "%s", ip.data_dir);
+        snprintf(t->torrc_dir, sizeof(t->torrc_dir), "%s", ip.torrc_dir);
+        if (snprintf(t->torrc_path, sizeof(t->torrc_path), "%.*s/torrc", (int)sizeof(t->torrc_path) - 7,
+                     ip.torrc_dir) >= (int)sizeof(t->torrc_path) - 1) {
             snprintf(err, errlen, "state_dir is too long");
             return -1;
         }
-        snprintf(t->control_dir, sizeof(t->control_dir), "%s", t->control_socket);
-        if ((slash = strrchr(t->control_dir, '/')) != NULL)
-            *slash = '\0';
+        snprintf(t->control_dir, sizeof(t->control_dir), "%s", ip.control_dir);
         /* tor itself insists on a private DataDirectory; the control socket's directory must be 0700
          * so only onionfront's user can reach the control port. */
         if (fs_ensure_private_dir(c->state_dir, NULL, err, errlen) < 0 ||
+            instance_make_dirs(c, t->instance, err, errlen) < 0 ||
             fs_ensure_private_dir(t->data_dir, NULL, err, errlen) < 0 ||
             fs_ensure_private_dir(c->run_dir, NULL, err, errlen) < 0 ||
             fs_ensure_private_dir(t->control_dir, NULL, err, errlen) < 0)
@@ -870,6 +877,13 @@ void tor_sup_stop(struct tor_sup *t)
     tor_set_state(t, TOR_STOPPED);
     if (t->cbs.stopped)
         t->cbs.stopped(t, t->arg);
+}
+
+void tor_sup_set_instance(struct tor_sup *t, unsigned instance)
+{
+    t->instance = instance;
+    if (instance > 0)
+        snprintf(t->label, sizeof(t->label), "tor %u", instance + 1);
 }
 
 void tor_sup_set_config(struct tor_sup *t, const struct config *conf)

@@ -70,6 +70,9 @@ int tor_sup_start(struct tor_sup *t, char *err, size_t errlen);
  * connection. cbs->stopped is called when done. */
 void tor_sup_stop(struct tor_sup *t);
 
+/* Use instance `instance`'s paths (instance.h; 0, the configured ones, by default). Before tor_sup_start. */
+void tor_sup_set_instance(struct tor_sup *t, unsigned instance);
+
 /* Replace the borrowed config (on reload). Settings that need a tor restart are not applied. */
 void tor_sup_set_config(struct tor_sup *t, const struct config *conf);
 

@@ -44,6 +44,21 @@ struct worker_callbacks {
 struct worker *worker_new(struct event_base *base, struct proc_mgr *procs, const struct config *conf,
                           struct service_ids *ids, const struct worker_callbacks *cbs, void *arg);
 
+/* Make this worker tor instance `instance` of tor.instances (instance.h: its own DataDirectory, control
+ * socket and copies of the key directories; 0, the default, is the configured paths). Before starting. */
+void worker_set_instance(struct worker *w, unsigned instance);
+unsigned worker_instance(const struct worker *w);
+
+/* Is its tor bootstrapped and running (and the worker not stopping)? */
+bool worker_is_up(const struct worker *w);
+
+/* Make the tor build and upload new descriptors of every service now (service_mgr_renew): a standby
+ * taking over from a lost tor whose descriptors HSDirs served. Return 0, or -1 if its tor is not up. */
+int worker_renew_descriptors(struct worker *w);
+
+/* descriptor_service_last_round_at on this worker's tor: -1 if it never uploaded `address`. */
+double worker_last_upload_at(const struct worker *w, const char *address);
+
 /* Free: the tor supervisor (killing a spawned tor still running) first, then what subscribed to its
  * connection. NULL is a no-op. */
 void worker_free(struct worker *w);
