@@ -906,6 +906,11 @@ const char *tor_sup_version(const struct tor_sup *t)
     return t->version;
 }
 
+double tor_sup_uptime(const struct tor_sup *t)
+{
+    return t->state == TOR_RUNNING || t->state == TOR_BOOTSTRAPPING ? tor_since_s(&t->started_at) : -1;
+}
+
 unsigned tor_sup_restarts(const struct tor_sup *t)
 {
     return t->restarts;

@@ -80,6 +80,7 @@ enum tor_state tor_sup_state(const struct tor_sup *t);
 int tor_sup_bootstrap_progress(const struct tor_sup *t); /* 0-100, -1 unknown */
 const char *tor_sup_version(const struct tor_sup *t);    /* "" until known */
 unsigned tor_sup_restarts(const struct tor_sup *t);
+double tor_sup_uptime(const struct tor_sup *t);          /* seconds since this tor started, -1 unless it is up */
 long tor_sup_pid(const struct tor_sup *t);               /* spawn mode: tor's pid, else -1 */
 long tor_sup_uid(const struct tor_sup *t);               /* the verified tor's uid (process/uid), -1 unknown */
 /* The current control connection when CONFIGURING/BOOTSTRAPPING/RUNNING, else NULL. */
