@@ -773,7 +773,7 @@ static const char *const config_addr_kinds[] = {"inet", "unix", NULL};
 static int config_parse_tor(struct config_ctx *c, json_t *o, struct config *cfg)
 {
     static const char *const keys[] = {"mode", "binary", "control_socket", "user", "bootstrap_timeout",
-                                       "command_timeout", "restart_backoff_max", "extra_torrc", NULL};
+                                       "command_timeout", "restart_backoff_max", "extra_torrc", "instances", NULL};
     struct tor_conf *t = &cfg->tor;
     json_t *empty = NULL;
     int rc = -1;
@@ -782,6 +782,7 @@ static int config_parse_tor(struct config_ctx *c, json_t *o, struct config *cfg)
     t->bootstrap_timeout = 300;
     t->command_timeout = 30;
     t->restart_backoff_max = 60;
+    t->instances = 1;
     if (!o) {
         o = empty = json_object();
         if (!empty)
@@ -857,8 +858,13 @@ static int config_parse_tor(struct config_ctx *c, json_t *o, struct config *cfg)
 
     if (config_get_uint(c, "tor", o, "bootstrap_timeout", false, 10, 3600, &t->bootstrap_timeout) < 0 ||
         config_get_uint(c, "tor", o, "command_timeout", false, 1, 600, &t->command_timeout) < 0 ||
-        config_get_uint(c, "tor", o, "restart_backoff_max", false, 1, 3600, &t->restart_backoff_max) < 0)
+        config_get_uint(c, "tor", o, "restart_backoff_max", false, 1, 3600, &t->restart_backoff_max) < 0 ||
+        config_get_uint(c, "tor", o, "instances", false, 1, 4, &t->instances) < 0)
         goto out;
+    if (!spawn && t->instances > 1) {
+        config_fail(c, "tor.instances", "must be 1 in attach mode (onionfront runs several tors only in spawn mode)");
+        goto out;
+    }
 
     json_t *lines;
     if (config_get_array(c, "tor", o, "extra_torrc", false, 0, CONFIG_MAX_LIST, &lines) < 0)
@@ -1190,16 +1196,20 @@ static int config_check_key_dir(struct config_ctx *c, const char *path, const st
     const char *kd = cfg->services[idx].key_dir;
     char shown[220], other[220];
     config_msg_text(shown, sizeof shown, kd, strlen(kd), 200);
-    char *tor_dir = config_path_join(cfg->state_dir, "tor");
-    if (!tor_dir)
-        return config_oom(c, path);
-    bool bad = config_path_within(kd, tor_dir) || config_path_within(tor_dir, kd);
-    if (bad) {
-        config_msg_text(other, sizeof other, tor_dir, strlen(tor_dir), 200);
+    /* state_dir/tor, and with several tors state_dir/instances (their DataDirectories and key copies). */
+    static const char *const tors[][2] = {{"tor", "tor's DataDirectory"}, {"instances", "the other tors' directory"}};
+    for (size_t t = 0; t < (cfg->tor.instances > 1 ? 2u : 1u); t++) {
+        char *tor_dir = config_path_join(cfg->state_dir, tors[t][0]);
+        if (!tor_dir)
+            return config_oom(c, path);
+        bool bad = config_path_within(kd, tor_dir) || config_path_within(tor_dir, kd);
+        if (bad) {
+            config_msg_text(other, sizeof other, tor_dir, strlen(tor_dir), 200);
+            free(tor_dir);
+            return config_fail(c, path, "\"%s\" overlaps %s \"%s\"", shown, tors[t][1], other);
+        }
         free(tor_dir);
-        return config_fail(c, path, "\"%s\" overlaps tor's DataDirectory \"%s\"", shown, other);
     }
-    free(tor_dir);
     if (config_path_within(kd, cfg->run_dir) || config_path_within(cfg->run_dir, kd)) {
         config_msg_text(other, sizeof other, cfg->run_dir, strlen(cfg->run_dir), 200);
         return config_fail(c, path, "\"%s\" overlaps run_dir \"%s\"", shown, other);
@@ -1911,6 +1921,8 @@ const char *config_restart_needed(const struct config *a, const struct config *b
         return "tor.control_socket";
     if (!config_str_equal(a->tor.user, b->tor.user))
         return "tor.user";
+    if (a->tor.instances != b->tor.instances)
+        return "tor.instances";
     if (!config_str_equal(a->status.socket, b->status.socket))
         return "status.socket";
     if (a->metrics.enabled != b->metrics.enabled || strcmp(a->metrics.listen, b->metrics.listen) != 0)

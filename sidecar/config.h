@@ -191,6 +191,7 @@ struct tor_conf {
     unsigned bootstrap_timeout;   /* seconds, 10-3600 */
     unsigned command_timeout;     /* seconds, 1-600 */
     unsigned restart_backoff_max; /* seconds, 1-3600 */
+    unsigned instances;           /* spawn: tors hosting every service, 1-4 (instance.h); attach: 1 */
     char **extra_torrc;           /* spawn only: validated torrc lines */
     size_t n_extra_torrc;
 };

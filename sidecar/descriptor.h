@@ -136,6 +136,12 @@ int descriptor_repost(struct descriptor_tracker *t, const char *address);
  * one, got it from at least one HSDir. False for unknown addresses. */
 bool descriptor_service_reachable(const struct descriptor_tracker *t, const char *address);
 
+/* When tor last started uploading a descriptor of `address` (the latest round of either slot, on the
+ * monotonic clock), or -1 if never. tor sets the revision counter when it encodes a descriptor for an
+ * upload, and HSDirs keep the highest: of several tors with the same key, the one that uploaded last is
+ * the one HSDirs serve. */
+double descriptor_service_last_round_at(const struct descriptor_tracker *t, const char *address);
+
 /* Counters for tests and summaries. */
 struct descriptor_counts {
     unsigned hsdirs_total;     /* responsible HSDirs of the descriptor clients fetch (see above) */

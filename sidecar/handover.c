@@ -15,6 +15,7 @@
 
 #include "sidecar/config.h"
 #include "sidecar/fsutil.h"
+#include "sidecar/instance.h"
 #include "sidecar/service_id.h"
 
 /* Directories tor's User passes through but must not change. */
@@ -52,6 +53,61 @@ int handover_tor_owner(const struct config *c, long attached_uid, uid_t *uid, gi
     return 1;
 }
 
+/* Make `path` a passage: onionfront's, mode 0710 with tor's group. */
+static int handover_passage(const char *path, gid_t gid, char *err, size_t errlen)
+{
+    return fs_ensure_private_dir(path, NULL, err, errlen) < 0 ||
+                   fs_set_dir_owner_mode(path, geteuid(), gid, HANDOVER_PASSAGE_MODE, err, errlen) < 0
+               ? -1
+               : 0;
+}
+
+/* Give tor's user the directory `path` (created if missing) with everything in it. */
+static int handover_give(const char *path, uid_t uid, gid_t gid, char *err, size_t errlen)
+{
+    return fs_ensure_private_dir(path, NULL, err, errlen) < 0 || fs_chown_tree(path, uid, gid, err, errlen) < 0 ? -1
+                                                                                                                : 0;
+}
+
+int handover_apply_instance(const struct config *c, unsigned k, char *err, size_t errlen)
+{
+    struct instance_paths p;
+    char path[PATH_MAX], kerr[768];
+    if (k == 0 || c->tor.mode != TOR_MODE_SPAWN)
+        return 0;
+    if (instance_paths(c, k, &p, err, errlen) < 0 || instance_make_dirs(c, k, err, errlen) < 0)
+        return -1;
+    /* The copies first, as onionfront's user, from the one key the address record vouches for. */
+    for (size_t i = 0; i < c->n_services; i++) {
+        const struct service_conf *sc = &c->services[i];
+        int rc = service_id_prepare_key(c, sc, kerr, sizeof(kerr));
+        if (rc == 1)
+            rc = instance_copy_key(c, sc, k, kerr, sizeof(kerr));
+        if (rc < 0) {
+            snprintf(err, errlen, "service %s: tor %u's copy of its key: %s", sc->name, k + 1, kerr);
+            return -1;
+        }
+    }
+    uid_t uid;
+    gid_t gid;
+    int owner = handover_tor_owner(c, -1, &uid, &gid, err, errlen);
+    if (owner <= 0)
+        return owner;
+    snprintf(path, sizeof(path), "%s/instances", c->state_dir);
+    if (handover_passage(path, gid, err, errlen) < 0 || handover_passage(p.dir, gid, err, errlen) < 0 ||
+        handover_passage(p.keys_dir, gid, err, errlen) < 0 ||
+        fs_ensure_private_dir(p.control_dir, NULL, err, errlen) < 0 ||
+        fs_set_owner(p.control_dir, uid, gid, err, errlen) < 0 || handover_give(p.data_dir, uid, gid, err, errlen) < 0)
+        return -1;
+    for (size_t i = 0; i < c->n_services; i++) {
+        if (instance_key_dir(c, &c->services[i], k, path, sizeof(path)) < 0)
+            return -1;
+        if (access(path, F_OK) == 0 && fs_chown_tree(path, uid, gid, err, errlen) < 0)
+            return -1; /* a refused service has no copy */
+    }
+    return 0;
+}
+
 int handover_apply(const struct config *c, long attached_uid, char *err, size_t errlen)
 {
     uid_t uid;
@@ -67,8 +123,7 @@ int handover_apply(const struct config *c, long attached_uid, char *err, size_t 
                                       {c->run_dir, "/proxy"}};
     for (size_t i = 0; i < sizeof(passage) / sizeof(passage[0]); i++) {
         snprintf(path, sizeof(path), "%s%s", passage[i][0], passage[i][1]);
-        if (fs_ensure_private_dir(path, NULL, err, errlen) < 0 ||
-            fs_set_dir_owner_mode(path, geteuid(), gid, HANDOVER_PASSAGE_MODE, err, errlen) < 0)
+        if (handover_passage(path, gid, err, errlen) < 0)
             return -1;
     }
     /* tor's own in spawn mode (attach: the DataDirectory and control directory are the attached tor's). */
@@ -81,7 +136,7 @@ int handover_apply(const struct config *c, long attached_uid, char *err, size_t 
         snprintf(path, sizeof(path), "%s/tor", c->state_dir);
         if (fs_ensure_private_dir(control_dir, NULL, err, errlen) < 0 ||
             fs_set_owner(control_dir, uid, gid, err, errlen) < 0 ||
-            fs_ensure_private_dir(path, NULL, err, errlen) < 0 || fs_chown_tree(path, uid, gid, err, errlen) < 0)
+            handover_give(path, uid, gid, err, errlen) < 0)
             return -1;
     }
     for (size_t i = 0; i < c->n_services; i++) {

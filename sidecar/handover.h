@@ -34,4 +34,11 @@ int handover_tor_owner(const struct config *c, long attached_uid, uid_t *uid, gi
  * a message. */
 int handover_apply(const struct config *c, long attached_uid, char *err, size_t errlen);
 
+/* The same for spawned tor instance k >= 1 (instance.h; nothing for 0 or in attach mode), after
+ * handover_apply: copy each service's key (not a refused one) into the instance's key directory, then,
+ * when tor runs as another user, make state_dir/instances, the instance's directory and its keys/
+ * passages and give that user its DataDirectory, control directory and key copies. Return 0, or -1 with
+ * a message. */
+int handover_apply_instance(const struct config *c, unsigned k, char *err, size_t errlen);
+
 #endif

@@ -28,10 +28,10 @@
 #include "sidecar/single_onion.h"
 #include "sidecar/status.h"
 #include "sidecar/worker.h"
+#include "sidecar/workerset.h"
 
 #define SHUTDOWN_BOUND_S 20
 static const int daemon_signals[] = {SIGTERM, SIGINT, SIGHUP};
-#define DAEMON_MAX_WORKERS 1 /* one tor today; each worker is a row in d->workers */
 
 struct daemon {
     const char *config_path;
@@ -39,10 +39,8 @@ struct daemon {
     struct config *conf;
     struct proc_mgr *procs;
     struct service_ids *ids;                    /* each service's name, key and address, for all tors */
-    struct worker *workers[DAEMON_MAX_WORKERS]; /* the tors; workers[0] is the one status shows */
-    size_t n_workers, n_stopped;
-    struct worker_list worker_list; /* the workers as the probe's repairs see them */
-    struct probe *probe;            /* the end-to-end probe and its client tor */
+    struct workerset *workers; /* the tors (tor.instances), each hosting every service */
+    struct probe *probe;       /* the end-to-end probe and its client tor */
     struct proxy *proxy;               /* the data path and its backend pools */
     struct health_set *health;         /* one active health checker per live pool */
     struct status_server *status;
@@ -70,8 +68,11 @@ static void daemon_exit_loop_cb(void *arg)
 /* Borrowed handles for report.c: the status socket's documents, metrics and the systemd status line. */
 static struct report_src daemon_report_src(const struct daemon *d)
 {
-    return (struct report_src){d->conf,   d->ids,          d->workers, d->n_workers,   d->proxy,      d->status,
-                               d->metrics_http, d->probe, d->started_wall, d->started, d->shutting_down};
+    size_t n = 0;
+    struct worker *const *ws = d->workers ? workerset_list(d->workers, &n) : NULL;
+    return (struct report_src){d->conf,   d->ids,          ws,       n,
+                               d->proxy,  d->status,       d->metrics_http, d->probe,
+                               d->started_wall, d->started, d->shutting_down};
 }
 
 /* ---- systemd notification and Onion-Location files ------------------------------------------------- */
@@ -126,8 +127,7 @@ static void daemon_shutdown(struct daemon *d, int code)
     event_add(d->shutdown_bound_ev, &(struct timeval){SHUTDOWN_BOUND_S, 0});
     daemon_sync_reachability(d); /* no onion is advertised from here on */
     daemon_update_status(d, "STOPPING=1\n");
-    for (size_t k = 0; k < d->n_workers; k++)
-        worker_stop(d->workers[k]); /* removes the services from its tor, then stops it */
+    workerset_stop(d->workers); /* each removes the services from its tor, then stops it */
 }
 
 static void daemon_shutdown_bound_cb(evutil_socket_t fd, short what, void *arg)
@@ -151,7 +151,8 @@ static int daemon_reload_cb(void *arg, char *msg, size_t msglen)
     }
     if (d->ready_sent)
         sdnotify_update(d->notify, "RELOADING=1\n", "reloading %s", d->config_path);
-    struct reload_parts parts = {d->ids, d->workers, d->n_workers, d->proxy, d->onionloc, d->status, d->probe};
+    struct report_src r = daemon_report_src(d);
+    struct reload_parts parts = {d->ids, r.workers, r.n_workers, d->proxy, d->onionloc, d->status, d->probe};
     int rc = reload_apply(&parts, d->config_path, &d->conf, msg, msglen);
     if (d->ready_sent)
         daemon_update_status(d, "READY=1\n");
@@ -215,8 +216,6 @@ static void daemon_worker_stopped(struct worker *w, void *arg)
 {
     struct daemon *d = arg;
     (void)w;
-    if (++d->n_stopped < d->n_workers)
-        return;
     log_info("onionfront: stopped");
     onionloc_flush(d->onionloc, daemon_exit_loop_cb, d); /* let on_change finish for the emptied files */
 }
@@ -247,8 +246,7 @@ static void daemon_free(struct daemon *d)
     metrics_http_free(d->metrics_http);
     status_server_free(d->status);
     probe_free(d->probe); /* before the workers its repairs act on */
-    for (size_t k = 0; k < d->n_workers; k++)
-        worker_free(d->workers[k]);
+    workerset_free(d->workers);
     service_ids_free(d->ids);
     proxy_free(d->proxy); /* calls health_set_pool_removed for each pool: the checkers go first */
     health_set_free(d->health);
@@ -294,10 +292,9 @@ static int daemon_create(struct daemon *d)
         goto oom;
     if (!(d->ids = service_ids_new(d->conf)))
         goto oom;
-    for (d->n_workers = 0; d->n_workers < DAEMON_MAX_WORKERS; d->n_workers++)
-        if (!(d->workers[d->n_workers] = worker_new(d->base, d->procs, d->conf, d->ids, &wcbs, d)))
-            goto oom;
-    struct probe_actions actions = worker_probe_actions(&d->worker_list, d->workers, &d->n_workers);
+    if (!(d->workers = workerset_new(d->base, d->procs, d->conf, d->ids, &wcbs, d)))
+        goto oom;
+    struct probe_actions actions = workerset_probe_actions(d->workers);
     d->probe = probe_new(d->base, d->procs, d->conf, d->ids, &actions);
     clock_gettime(CLOCK_MONOTONIC, &d->started);
     d->started_wall = time(NULL);
@@ -330,11 +327,8 @@ static int daemon_start(struct daemon *d, char *err, size_t errlen)
     if (fs_ensure_private_dir(d->conf->state_dir, NULL, err, errlen) < 0 ||
         fs_ensure_private_dir(keys_dir, NULL, err, errlen) < 0 || service_ids_load_keys(d->ids, err, errlen) < 0)
         return -1;
-    for (size_t k = 0; k < d->n_workers; k++) {
-        worker_sync_services(d->workers[k]);
-        if (worker_hand_over(d->workers[k], d->conf, err, errlen) < 0)
-            return -1;
-    }
+    if (workerset_prepare(d->workers, d->conf, err, errlen) < 0)
+        return -1;
     if (status_server_listen(d->status, &d->conf->status, d->conf->run_dir, err, errlen) < 0 ||
         onionloc_listen(d->onionloc, &d->conf->onion_location, err, errlen) < 0 ||
         (d->conf->metrics.enabled &&
@@ -344,9 +338,8 @@ static int daemon_start(struct daemon *d, char *err, size_t errlen)
     struct proxy_hooks hooks = {health_set_pool_added, health_set_pool_updated, health_set_pool_removed, d->health};
     if (!(d->proxy = proxy_new(d->base, d->conf, &hooks, err, errlen)))
         return -1;
-    for (size_t k = 0; k < d->n_workers; k++)
-        if (worker_start(d->workers[k], err, errlen) < 0)
-            return -1;
+    if (workerset_start(d->workers, err, errlen) < 0)
+        return -1;
     return probe_start(d->probe, err, errlen);
 }
 

@@ -128,17 +128,30 @@ static bool report_probe_problems(const struct report_src *r, json_t *problems)
     return down;
 }
 
+/* One tor's row: {"instance", "state", "bootstrap_progress", "version", "pid", "restarts",
+ * "uptime_seconds", "verdict" ("up", or why not)}. Returns a new reference. */
+static json_t *report_tor_json(const struct worker *w)
+{
+    struct tor_sup *tor = worker_tor(w);
+    int boot = tor_sup_bootstrap_progress(tor);
+    const char *version = tor_sup_version(tor), *problem = worker_problem(w);
+    long pid = tor_sup_pid(tor);
+    double up = tor_sup_uptime(tor);
+    return json_pack("{s:I, s:s, s:o, s:o, s:o, s:I, s:o, s:s}", "instance", (json_int_t)worker_instance(w) + 1,
+                     "state", tor_state_str(tor_sup_state(tor)), "bootstrap_progress",
+                     boot >= 0 ? json_integer(boot) : json_null(), "version",
+                     version[0] ? json_string(version) : json_null(), "pid", pid > 0 ? json_integer(pid) : json_null(),
+                     "restarts", (json_int_t)tor_sup_restarts(tor), "uptime_seconds",
+                     up >= 0 ? json_integer((json_int_t)up) : json_null(), "verdict",
+                     worker_is_up(w) ? "up" : problem[0] ? problem : tor_state_str(tor_sup_state(tor)));
+}
+
 json_t *report_status_json(const struct report_src *r)
 {
     const struct worker *w0 = r->workers[0];
-    struct tor_sup *tor = worker_tor(w0);
-    enum tor_state ts = tor_sup_state(tor);
-    int boot = tor_sup_bootstrap_progress(tor);
-    const char *tor_version = tor_sup_version(tor);
-    long tor_pid = tor_sup_pid(tor);
     size_t n = service_mgr_count(worker_services(w0)), uploaded = 0;
     bool usable = false;
-    json_t *problems = json_array();
+    json_t *problems = json_array(), *tors = json_array();
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     if (r->shutting_down)
@@ -151,21 +164,23 @@ json_t *report_status_json(const struct report_src *r)
     for (size_t k = 0; k < r->n_workers; k++) {
         report_worker_problems(r, r->workers[k], problems, k == 0 ? &uploaded : NULL);
         usable = usable || report_tor_usable(tor_sup_state(worker_tor(r->workers[k])));
+        json_array_append_new(tors, report_tor_json(r->workers[k]));
     }
     report_pool_problems(r, problems);
     bool probe_down = report_probe_problems(r, problems);
     const char *state = r->shutting_down || !usable || probe_down ? "down"
                         : json_array_size(problems) ? "degraded"
                                                     : "ok";
-    return json_pack("{s:s, s:s, s:I, s:I, s:I, s:o, s:{s:s, s:s, s:o, s:o, s:o, s:I}, s:{s:I, s:I}}", "state",
-                     state, "version", ONIONFRONT_VERSION, "pid", (json_int_t)getpid(), "started",
-                     (json_int_t)r->started_wall, "uptime_seconds", (json_int_t)(now.tv_sec - r->started.tv_sec),
-                     "problems", problems, "tor", "mode", tor_mode_str(r->conf->tor.mode), "state",
-                     tor_state_str(ts), "bootstrap_progress", boot >= 0 ? json_integer(boot) : json_null(),
-                     "version", tor_version[0] ? json_string(tor_version) : json_null(), "pid",
-                     tor_pid > 0 ? json_integer(tor_pid) : json_null(), "restarts",
-                     (json_int_t)tor_sup_restarts(tor), "services", "total", (json_int_t)n, "uploaded",
-                     (json_int_t)uploaded);
+    /* "tor": the first tor's row (as with one tor), "tors": every tor's. */
+    json_t *tor = report_tor_json(w0);
+    json_object_del(tor, "instance");
+    json_object_del(tor, "uptime_seconds");
+    json_object_del(tor, "verdict");
+    json_object_set_new(tor, "mode", json_string(tor_mode_str(r->conf->tor.mode)));
+    return json_pack("{s:s, s:s, s:I, s:I, s:I, s:o, s:o, s:o, s:{s:I, s:I}}", "state", state, "version",
+                     ONIONFRONT_VERSION, "pid", (json_int_t)getpid(), "started", (json_int_t)r->started_wall,
+                     "uptime_seconds", (json_int_t)(now.tv_sec - r->started.tv_sec), "problems", problems, "tor",
+                     tor, "tors", tors, "services", "total", (json_int_t)n, "uploaded", (json_int_t)uploaded);
 }
 
 json_t *report_services_json(const struct report_src *r)

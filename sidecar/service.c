@@ -1,6 +1,7 @@
 /* service.c — SETCONF publication of onionfront's services on one tor (see service.h). */
 #include "sidecar/service.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "controlproto/cp_conn.h"
 #include "controlproto/cp_event.h"
 #include "sidecar/config.h"
+#include "sidecar/instance.h"
 #include "sidecar/keys.h"
 #include "sidecar/log.h"
 #include "sidecar/metrics.h"
@@ -22,6 +24,7 @@ struct service {
     unsigned uploads;
     bool in_tor;                     /* listed in tor's last GETCONF HiddenServiceOptions answer */
     unsigned reapplied;              /* times tor dropped it (a reload) and it was handed back */
+    bool copy_bad;                   /* instance >= 1: its key copy is not the service's key; left out */
 };
 
 struct service_mgr {
@@ -30,6 +33,7 @@ struct service_mgr {
     struct service *services;  /* parallel to ids */
     size_t n;
     struct cp_conn *conn;
+    unsigned instance;      /* which tor (instance.h): its copies of the key directories */
     struct cp_info foreign; /* the attached tor's own HiddenService* lines, kept in every SETCONF */
     bool foreign_known;     /* `foreign` is this connection's answer: until then no SETCONF may be sent,
                                since it would replace (remove) the tor's own services */
@@ -75,7 +79,7 @@ static const struct service_id *service_id_at(const struct service_mgr *m, size_
 /* Is the i-th service handed to tor (not refused)? */
 static bool service_in_tor(const struct service_mgr *m, size_t i)
 {
-    return !service_id_refusal(service_id_at(m, i));
+    return !service_id_refusal(service_id_at(m, i)) && !m->services[i].copy_bad;
 }
 
 void service_mgr_free(struct service_mgr *m)
@@ -141,11 +145,19 @@ static int service_port_line(const struct config *c, const struct service_conf *
     return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
+/* Is `dir` the i-th service's key directory on this manager's tor (its key_dir, or its instance's copy)? */
+static bool service_dir_is(const struct service_mgr *m, size_t i, const char *dir)
+{
+    char mine[PATH_MAX];
+    return instance_key_dir(m->conf, service_id_at(m, i)->conf, m->instance, mine, sizeof(mine)) == 0 &&
+           strcmp(mine, dir) == 0;
+}
+
 /* Our service whose key directory is `dir`, or NULL. */
 static struct service *service_by_dir(struct service_mgr *m, const char *dir)
 {
     for (size_t i = 0; i < m->n; i++)
-        if (strcmp(service_id_at(m, i)->conf->key_dir, dir) == 0)
+        if (service_dir_is(m, i, dir))
             return &m->services[i];
     return NULL;
 }
@@ -220,8 +232,13 @@ static char *service_setconf_cmd(const struct service_mgr *m, bool ours, char *e
         const struct service_conf *sc = service_id_at(m, i)->conf;
         if (!service_in_tor(m, i))
             continue; /* refused: tor would make it a new key */
+        char dir[PATH_MAX];
+        if (instance_key_dir(m->conf, sc, m->instance, dir, sizeof(dir)) < 0 || !(owned[n_owned] = strdup(dir))) {
+            snprintf(err, errlen, "service %s: its key directory's path is too long", sc->name);
+            goto done;
+        }
         items[n].key = "HiddenServiceDir";
-        items[n].value = sc->key_dir;
+        items[n].value = owned[n_owned++];
         n++;
         for (size_t j = 0; j < sc->n_ports; j++) {
             const struct port_conf *p = &sc->ports[j];
@@ -277,9 +294,16 @@ static void service_setconf_cb(struct cp_conn *c, const struct cp_reply *r, cons
 static void service_publish(struct service_mgr *m)
 {
     char err[512];
-    for (size_t i = 0; i < m->n; i++)
+    for (size_t i = 0; i < m->n; i++) {
+        char copy[PATH_MAX];
+        m->services[i].copy_bad = false;
         if (!service_ids_verify_key(m->ids, i))
             m->services[i].uploaded = false;
+        else if (m->instance > 0)
+            m->services[i].copy_bad =
+                instance_key_dir(m->conf, service_id_at(m, i)->conf, m->instance, copy, sizeof(copy)) < 0 ||
+                !service_ids_verify_copy(m->ids, i, copy);
+    }
     char *cmd = service_setconf_cmd(m, true, err, sizeof(err));
     clock_gettime(CLOCK_MONOTONIC, &m->published_at);
     m->setconfs++;
@@ -431,7 +455,7 @@ static bool service_all_listed(const struct service_mgr *m, const struct cp_info
         bool found = false;
         for (size_t j = 0; j < changed->n && !found; j++)
             found = strcmp(changed->items[j].key, "HiddenServiceDir") == 0 && changed->items[j].value &&
-                    strcmp(changed->items[j].value, service_id_at(m, i)->conf->key_dir) == 0;
+                    service_dir_is(m, i, changed->items[j].value);
         if (!found)
             return false;
     }
@@ -576,6 +600,28 @@ void service_mgr_unpublish(struct service_mgr *m, void (*done)(void *arg), void 
         done(arg);
     }
     free(cmd);
+}
+
+void service_mgr_set_instance(struct service_mgr *m, unsigned instance)
+{
+    m->instance = instance;
+}
+
+int service_mgr_renew(struct service_mgr *m)
+{
+    char err[256];
+    char *cmd = NULL;
+    if (!m->conn || !m->foreign_known || m->unpublishing || !(cmd = service_setconf_cmd(m, false, err, sizeof(err))))
+        return -1;
+    /* Two SETCONFs in a row: tor forgets the services (and their descriptors), then builds them anew. The
+     * CONF_CHANGED of the first one triggers a check, which tor answers after the second. */
+    m->setconfs++;
+    int rc = cp_conn_send(m->conn, cmd, service_setconf_cb, m, err, sizeof(err));
+    free(cmd);
+    if (rc < 0)
+        return -1;
+    service_publish(m);
+    return 0;
 }
 
 size_t service_mgr_count(const struct service_mgr *m)

@@ -54,6 +54,16 @@ void service_mgr_detach(struct service_mgr *m);
  * to this tor then, and a SETCONF would remove its services). */
 void service_mgr_unpublish(struct service_mgr *m, void (*done)(void *arg), void *arg);
 
+/* Hand this tor instance `instance`'s copies of the key directories (instance.h; 0: key_dir itself).
+ * Before service_mgr_attach. A copy that does not hold the service's key leaves that service out (logged). */
+void service_mgr_set_instance(struct service_mgr *m, unsigned instance);
+
+/* Make tor build new descriptors for our services now (a standby taking over: rend-spec-v3's revision
+ * counter comes from the time a descriptor is built, and HSDirs keep the highest, so re-posting the old
+ * one would be refused — TOR-FACTS): one SETCONF without them, then one with them. Their introduction and
+ * rendezvous circuits on this tor are rebuilt. Return 0, or -1 if nothing was sent (no connection yet). */
+int service_mgr_renew(struct service_mgr *m);
+
 size_t service_mgr_count(const struct service_mgr *m);
 /* The i-th service's onion address without ".onion" ("" until keys are loaded). */
 const char *service_mgr_address(const struct service_mgr *m, size_t i);

@@ -222,6 +222,25 @@ int service_ids_reconfigure(struct service_ids *s, const struct config *conf, ch
     return 0;
 }
 
+bool service_ids_verify_copy(const struct service_ids *s, size_t i, const char *dir)
+{
+    struct onion_key key;
+    char kerr[768];
+    if (i >= s->n || s->ids[i].refused[0])
+        return false;
+    const struct service_id *id = &s->ids[i];
+    int rc = keys_load(dir, &key, kerr, sizeof(kerr));
+    bool same = rc == 0 && strcmp(key.address, id->address) == 0;
+    if (rc == 0 && !same)
+        snprintf(kerr, sizeof(kerr), "%s holds the key of %s.onion", dir, key.address);
+    onion_key_clear(&key);
+    if (!same)
+        log_error_f(LOG_SERVICE(id->conf->name), "service %s: not handed to this tor: its copy of the key is not "
+                    "the key of %s.onion (%s); the next reload or restart copies it again",
+                    id->conf->name, id->address, kerr);
+    return same;
+}
+
 bool service_ids_verify_key(struct service_ids *s, size_t i)
 {
     struct onion_key key;

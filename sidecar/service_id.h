@@ -52,6 +52,10 @@ int service_ids_reconfigure(struct service_ids *s, const struct config *conf, ch
  * Return true if it may be handed over. */
 bool service_ids_verify_key(struct service_ids *s, size_t i);
 
+/* Like service_ids_verify_key for a tor instance's copy of the i-th service's key directory (instance.h):
+ * does `dir` hold the key of the address onionfront publishes? Logs why not; refuses nothing. */
+bool service_ids_verify_copy(const struct service_ids *s, size_t i, const char *dir);
+
 /* A tor confirmed an upload of the i-th service: put its address's first publication into the address
  * record (once per address; an error is logged). */
 void service_ids_note_published(struct service_ids *s, size_t i);

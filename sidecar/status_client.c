@@ -237,6 +237,8 @@ static void out_duration(struct out *o, long long s)
         out_printf(o, "%llds", s);
 }
 
+static void summary_tor(struct out *o, const json_t *tor);
+
 static void summary_status(struct out *o, const json_t *st)
 {
     const char *state = jstr(st, "state");
@@ -251,20 +253,17 @@ static void summary_status(struct out *o, const json_t *st)
         out_printf(o, " (pid %lld)", pid);
     out_printf(o, "\n");
 
-    const json_t *tor = json_object_get(st, "tor");
-    if (json_is_object(tor)) {
-        const char *ts = jstr(tor, "state"), *tv = jstr(tor, "version");
-        long long boot = jint(tor, "bootstrap_progress"), tpid = jint(tor, "pid"), restarts = jint(tor, "restarts");
-        out_printf(o, "tor: %s", ts ? ts : "unknown");
-        if (boot >= 0)
-            out_printf(o, ", bootstrapped %lld%%", boot);
-        if (tv && *tv)
-            out_printf(o, ", version %s", tv);
-        if (tpid > 0)
-            out_printf(o, ", pid %lld", tpid);
-        if (restarts >= 0)
-            out_printf(o, ", %lld restart%s", restarts, restarts == 1 ? "" : "s");
-        out_printf(o, "\n");
+    const json_t *tors = json_object_get(st, "tors"), *tor;
+    size_t k;
+    /* Several tors: one line each ("tor 1: ..."); one tor: "tor: ..." as always. */
+    if (json_array_size(tors) > 1) {
+        json_array_foreach(tors, k, tor) {
+            out_printf(o, "tor %lld: ", jint(tor, "instance"));
+            summary_tor(o, tor);
+        }
+    } else if (json_is_object(tor = json_object_get(st, "tor"))) {
+        out_printf(o, "tor: ");
+        summary_tor(o, tor);
     }
     const json_t *problems = json_object_get(st, "problems");
     size_t i;
@@ -273,6 +272,30 @@ static void summary_status(struct out *o, const json_t *st)
         if (json_is_string(p))
             out_printf(o, "  ! %s\n", json_string_value(p));
     }
+}
+
+/* One tor's line after its name: state, bootstrap, version, pid, restarts, uptime, verdict. */
+static void summary_tor(struct out *o, const json_t *tor)
+{
+    const char *ts = jstr(tor, "state"), *tv = jstr(tor, "version"), *verdict = jstr(tor, "verdict");
+    long long boot = jint(tor, "bootstrap_progress"), tpid = jint(tor, "pid"), restarts = jint(tor, "restarts");
+    long long up = jint(tor, "uptime_seconds");
+    out_printf(o, "%s", ts ? ts : "unknown");
+    if (boot >= 0)
+        out_printf(o, ", bootstrapped %lld%%", boot);
+    if (tv && *tv)
+        out_printf(o, ", version %s", tv);
+    if (tpid > 0)
+        out_printf(o, ", pid %lld", tpid);
+    if (restarts >= 0)
+        out_printf(o, ", %lld restart%s", restarts, restarts == 1 ? "" : "s");
+    if (up >= 0) {
+        out_printf(o, ", up ");
+        out_duration(o, up);
+    }
+    if (verdict && strcmp(verdict, "up") != 0)
+        out_printf(o, " (%s)", verdict);
+    out_printf(o, "\n");
 }
 
 static void summary_backends(struct out *o, const char *service, const json_t *backends)

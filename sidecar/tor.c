@@ -25,6 +25,7 @@
 #include "controlproto/cp_event.h"
 #include "sidecar/config.h"
 #include "sidecar/fsutil.h"
+#include "sidecar/instance.h"
 #include "sidecar/log.h"
 #include "sidecar/proc.h"
 #include "sidecar/single_onion.h"
@@ -50,7 +51,6 @@ struct tor_sup {
     void *arg;
 
     enum tor_role role;
-    const char *name;        /* "tor" or "probe tor": the prefix of this supervisor's log lines */
     enum tor_state state;
     bool stopping;
     bool handed_over;        /* ready() was called for the current connection */
@@ -66,7 +66,10 @@ struct tor_sup {
     bool outage;             /* a verified connection was lost and no tor has bootstrapped since */
     struct timespec lost_at; /* when that happened */
 
+    unsigned instance;       /* which of tor.instances (instance.h): its paths */
+    char label[16];          /* "tor", "tor 2" for the second instance, "probe tor": its log lines' prefix */
     char data_dir[PATH_MAX];
+    char torrc_dir[PATH_MAX];
     char control_dir[PATH_MAX];
     char control_socket[PATH_MAX];
     char torrc_path[PATH_MAX];
@@ -116,7 +119,7 @@ static double tor_since_s(const struct timespec *t0)
 static void tor_set_state(struct tor_sup *t, enum tor_state s)
 {
     if (t->state != s)
-        log_debug("%s: %s -> %s", t->name, tor_state_str(t->state), tor_state_str(s));
+        log_debug("%s: %s -> %s", t->label, tor_state_str(t->state), tor_state_str(s));
     t->state = s;
 }
 
@@ -161,7 +164,7 @@ static void tor_note_progress(struct tor_sup *t, int progress, const char *summa
         return;
     if (progress != t->progress) {
         t->progress = progress;
-        log_debug("%s: bootstrap %d%%%s%s", t->name, progress, summary ? ": " : "", summary ? summary : "");
+        log_debug("%s: bootstrap %d%%%s%s", t->label, progress, summary ? ": " : "", summary ? summary : "");
     }
     /* Not only on a change: a restarted tor with a warm DataDirectory can reach 100 % while we are still
      * CONFIGURING, and then only the GETINFO after the handover reports it again. */
@@ -169,10 +172,10 @@ static void tor_note_progress(struct tor_sup *t, int progress, const char *summa
         event_del(t->deadline_ev);
         tor_set_state(t, TOR_RUNNING);
         t->backoff_s = 0; /* a tor that got this far was a success: the next failure starts again at 1 s */
-        log_info("%s: bootstrapped in %.1f s", t->name, tor_since_s(&t->started_at));
+        log_info("%s: bootstrapped in %.1f s", t->label, tor_since_s(&t->started_at));
         if (t->outage) {
             t->outage = false;
-            log_notice("%s: usable again %.1f s after the loss (%u restart%s so far)", t->name, tor_since_s(&t->lost_at),
+            log_notice("%s: usable again %.1f s after the loss (%u restart%s so far)", t->label, tor_since_s(&t->lost_at),
                        t->restarts, t->restarts == 1 ? "" : "s");
         }
         if (t->cbs.bootstrapped)
@@ -187,7 +190,7 @@ static void tor_status_event_cb(struct cp_conn *c, const struct cp_reply *ev, vo
     char err[256];
     (void)c;
     if (cp_event_status_parse(ev, &st, err, sizeof(err)) < 0) {
-        log_debug("%s: ignoring undecodable status event: %s", t->name, err);
+        log_debug("%s: ignoring undecodable status event: %s", t->label, err);
         return;
     }
     if (st.action && strcmp(st.action, "BOOTSTRAP") == 0)
@@ -200,7 +203,7 @@ static void tor_bootstrap_phase_cb(struct cp_conn *c, const struct cp_reply *r, 
     struct tor_sup *t = arg;
     (void)c;
     if (!r) {
-        log_debug("%s: GETINFO status/bootstrap-phase failed: %s", t->name, err);
+        log_debug("%s: GETINFO status/bootstrap-phase failed: %s", t->label, err);
         return;
     }
     struct cp_info info = {0};
@@ -223,7 +226,7 @@ static void tor_send_getinfo(struct tor_sup *t, const char *key, cp_conn_reply_c
     char err[256];
     char *cmd = cp_cmd_getinfo(&key, 1, err, sizeof(err));
     if (!cmd || cp_conn_send(t->conn, cmd, cb, t, err, sizeof(err)) < 0)
-        log_warnx("%s: cannot send GETINFO %s: %s", t->name, key, err);
+        log_warnx("%s: cannot send GETINFO %s: %s", t->label, key, err);
     free(cmd);
 }
 
@@ -354,7 +357,7 @@ static void tor_verify_listeners_cb(struct cp_conn *c, const struct cp_reply *r,
         tor_fail(t, uid_problem);
         return;
     }
-    log_info("%s: verified single-hop, non-anonymous mode with no client ports (tor %s)", t->name, t->version);
+    log_info("%s: verified single-hop, non-anonymous mode with no client ports (tor %s)", t->label, t->version);
     tor_handover(t);
 }
 
@@ -504,7 +507,7 @@ static void tor_try_connect(struct tor_sup *t)
         }
         if (tor_is_spawn(t)) {
             /* our tor has not created its socket yet: poll quickly (bounded by the deadline) */
-            log_debug("%s: connect to %s: %s", t->name, t->control_socket, err);
+            log_debug("%s: connect to %s: %s", t->label, t->control_socket, err);
             event_add(t->retry_ev, &(struct timeval){0, TOR_CONNECT_RETRY_MS * 1000});
         } else {
             /* an attached tor that is down (restarting, stopped): reconnect with backoff */
@@ -534,11 +537,11 @@ enum log_level tor_line_level(const char *line)
 
 static void tor_line_cb(struct proc *p, const char *line, void *arg)
 {
+    struct tor_sup *t = arg;
     (void)p;
     /* tor's own log at its own level, so its warnings are warnings (the non-anonymous-mode warnings at
      * start too: onionfront's own start warning says the same). */
-    struct tor_sup *t = arg;
-    log_relay(tor_line_level(line), t->role == TOR_ROLE_PROBE_CLIENT ? "probe-tor" : "tor", line);
+    log_relay(tor_line_level(line), t->role == TOR_ROLE_PROBE_CLIENT ? "probe-tor" : t->label, line);
 }
 
 static void tor_exit_cb(struct proc *p, int wstatus, void *arg)
@@ -555,7 +558,7 @@ static void tor_exit_cb(struct proc *p, int wstatus, void *arg)
     t->reap_waits = 0;
     proc_free(p);
     if (t->stopping) {
-        log_info("%s: %s", t->name, why);
+        log_info("%s: %s", t->label, why);
         tor_drop_conn(t, "stopping");
         tor_set_state(t, TOR_STOPPED);
         if (t->cbs.stopped)
@@ -566,7 +569,7 @@ static void tor_exit_cb(struct proc *p, int wstatus, void *arg)
         return;
     if (t->state == TOR_BACKOFF) {
         /* the tor given up on (connection lost, hung, killed by us) is gone: the relaunch may go ahead */
-        log_info("%s: previous %s", t->name, why);
+        log_info("%s: previous %s", t->label, why);
         return;
     }
     tor_restart_later(t, why);
@@ -585,7 +588,7 @@ static void tor_retry_cb(evutil_socket_t fd, short what, void *arg)
          * normally handled within milliseconds; this only waits (without blocking the loop). */
         if (t->child && !proc_poll(t->child)) {
             if (++t->reap_waits == TOR_REAP_WARN_MS / TOR_CONNECT_RETRY_MS)
-                log_warnx("%s: pid %ld has not ended %d s after SIGKILL; not starting another tor yet", t->name,
+                log_warnx("%s: pid %ld has not ended %d s after SIGKILL; not starting another tor yet", t->label,
                           (long)proc_pid(t->child), TOR_REAP_WARN_MS / 1000);
             event_add(t->retry_ev, &(struct timeval){0, TOR_CONNECT_RETRY_MS * 1000});
             return;
@@ -608,7 +611,7 @@ static void tor_restart_later(struct tor_sup *t, const char *why)
     if (t->stopping || t->state == TOR_FAILED)
         return;
     if (t->state == TOR_BACKOFF) {
-        log_debug("%s: %s (already restarting)", t->name, why);
+        log_debug("%s: %s (already restarting)", t->label, why);
         return;
     }
     tor_drop_conn(t, why);
@@ -623,7 +626,7 @@ static void tor_restart_later(struct tor_sup *t, const char *why)
     unsigned max = (unsigned)t->conf->tor.restart_backoff_max;
     t->backoff_s = t->backoff_s == 0 ? 1 : (t->backoff_s * 2 > max ? max : t->backoff_s * 2);
     t->restarts++;
-    log_warnx("%s: %s; %s in %u s", t->name, why, tor_is_spawn(t) ? "restarting tor" : "reconnecting", t->backoff_s);
+    log_warnx("%s: %s; %s in %u s", t->label, why, tor_is_spawn(t) ? "restarting tor" : "reconnecting", t->backoff_s);
     tor_set_state(t, TOR_BACKOFF);
     event_add(t->retry_ev, &(struct timeval){t->backoff_s, 0});
 }
@@ -729,12 +732,12 @@ static int tor_replace_leftover(struct tor_sup *t, char *err, size_t errlen)
     }
     int pidfd = pid > 1 && pid != (long)getpid() ? (int)syscall(SYS_pidfd_open, (pid_t)pid, 0) : -1;
     if (pidfd >= 0 && !tor_wait_gone(pidfd, 0) && tor_leftover_is_ours(t, pidfd, pid)) {
-        log_notice("%s: a tor from an earlier onionfront run (pid %ld) still uses %s; stopping it", t->name, pid,
+        log_notice("%s: a tor from an earlier onionfront run (pid %ld) still uses %s; stopping it", t->label, pid,
                    t->data_dir);
         tor_pidfd_signal(pidfd, SIGTERM);
         tor_pidfd_signal(pidfd, SIGCONT); /* a stopped tor acts on SIGTERM only once it runs */
         if (!tor_wait_gone(pidfd, TOR_LEFTOVER_TERM_MS)) {
-            log_warnx("%s: pid %ld ignored SIGTERM for %d s; killing it", t->name, pid, TOR_LEFTOVER_TERM_MS / 1000);
+            log_warnx("%s: pid %ld ignored SIGTERM for %d s; killing it", t->label, pid, TOR_LEFTOVER_TERM_MS / 1000);
             tor_pidfd_signal(pidfd, SIGKILL);
             tor_pidfd_signal(pidfd, SIGCONT);
             if (!tor_wait_gone(pidfd, TOR_LEFTOVER_KILL_MS)) {
@@ -744,9 +747,9 @@ static int tor_replace_leftover(struct tor_sup *t, char *err, size_t errlen)
                 return -1;
             }
         }
-        log_info("%s: the earlier tor (pid %ld) is gone", t->name, pid);
+        log_info("%s: the earlier tor (pid %ld) is gone", t->label, pid);
     } else if (pid > 1 && pidfd >= 0) {
-        log_info("%s: %s/tor.pid names pid %ld, which is not a tor this onionfront started; leaving it alone", t->name,
+        log_info("%s: %s/tor.pid names pid %ld, which is not a tor this onionfront started; leaving it alone", t->label,
                  t->data_dir, pid);
     }
     if (pidfd >= 0)
@@ -784,8 +787,7 @@ static int tor_write_torrc(struct tor_sup *t, char *err, size_t errlen)
     char *text = torrc_render(client ? torrc_client_template : torrc_template, &p, err, errlen);
     if (!text)
         return -1;
-    int rc = fs_write_atomic(t->conf->state_dir, client ? "probe-torrc" : "torrc", text, strlen(text), 0600,
-                             err, errlen);
+    int rc = fs_write_atomic(t->torrc_dir, client ? "probe-torrc" : "torrc", text, strlen(text), 0600, err, errlen);
     free(text);
     return rc;
 }
@@ -810,7 +812,7 @@ static int tor_launch(struct tor_sup *t, char *err, size_t errlen)
     t->child = proc_spawn(t->procs, argv, tor_line_cb, tor_exit_cb, t, err, errlen);
     if (!t->child)
         return -1;
-    log_info("%s: started %s (pid %ld)", t->name, tor_binary(t), (long)proc_pid(t->child));
+    log_info("%s: started %s (pid %ld)", t->label, tor_binary(t), (long)proc_pid(t->child));
     event_add(t->retry_ev, &(struct timeval){0, TOR_CONNECT_RETRY_MS * 1000});
     return 0;
 }
@@ -831,7 +833,7 @@ struct tor_sup *tor_sup_new(struct event_base *base, struct proc_mgr *procs, con
     t->progress = -1;
     t->uid = -1;
     t->role = TOR_ROLE_SERVICE;
-    t->name = "tor";
+    snprintf(t->label, sizeof(t->label), "tor");
     t->retry_ev = evtimer_new(base, tor_retry_cb, t);
     t->deadline_ev = evtimer_new(base, tor_deadline_cb, t);
     t->keepalive_ev = evtimer_new(base, tor_keepalive_cb, t);
@@ -845,37 +847,53 @@ struct tor_sup *tor_sup_new(struct event_base *base, struct proc_mgr *procs, con
 void tor_sup_set_role(struct tor_sup *t, enum tor_role role)
 {
     t->role = role;
-    t->name = role == TOR_ROLE_PROBE_CLIENT ? "probe tor" : "tor";
+    snprintf(t->label, sizeof(t->label), "%s", role == TOR_ROLE_PROBE_CLIENT ? "probe tor" : "tor");
+}
+
+/* Where this tor's files go: instance.h's paths for a service tor; for the probe client
+ * <state_dir>/probe-tor, <state_dir>/probe-torrc and its sockets in <run_dir>/probe/ (0700, like the
+ * control socket's directory). */
+static int tor_paths(struct tor_sup *t, struct instance_paths *ip, char *err, size_t errlen)
+{
+    const struct config *c = t->conf;
+    if (t->role != TOR_ROLE_PROBE_CLIENT)
+        return instance_paths(c, t->instance, ip, err, errlen);
+    memset(ip, 0, sizeof(*ip));
+    int n = snprintf(ip->control_dir, sizeof(ip->control_dir), "%s/probe", c->run_dir);
+    if (n < 0 || (size_t)n + sizeof("/control.sock") > sizeof(ip->control_dir) ||
+        snprintf(ip->data_dir, sizeof(ip->data_dir), "%s/probe-tor", c->state_dir) >= (int)sizeof(ip->data_dir) ||
+        snprintf(ip->torrc_dir, sizeof(ip->torrc_dir), "%s", c->state_dir) >= (int)sizeof(ip->torrc_dir) ||
+        snprintf(ip->control_socket, sizeof(ip->control_socket), "%s/control.sock", ip->control_dir) >=
+            (int)sizeof(ip->control_socket) ||
+        snprintf(t->socks_socket, sizeof(t->socks_socket), "%s/socks.sock", ip->control_dir) >=
+            (int)sizeof(t->socks_socket)) {
+        snprintf(err, errlen, "run_dir or state_dir is too long");
+        return -1;
+    }
+    return 0;
 }
 
 int tor_sup_start(struct tor_sup *t, char *err, size_t errlen)
 {
     const struct config *c = t->conf;
     bool client = t->role == TOR_ROLE_PROBE_CLIENT;
-    snprintf(t->control_socket, sizeof(t->control_socket), "%s", c->tor.control_socket);
-    /* The probe client's sockets: run_dir/probe/, 0700 like the control socket's directory. */
-    if (client && (snprintf(t->control_socket, sizeof(t->control_socket), "%s/probe/control.sock", c->run_dir) >=
-                       (int)sizeof(t->control_socket) ||
-                   snprintf(t->socks_socket, sizeof(t->socks_socket), "%s/probe/socks.sock", c->run_dir) >=
-                       (int)sizeof(t->socks_socket))) {
-        snprintf(err, errlen, "run_dir is too long");
+    struct instance_paths ip;
+    if (tor_paths(t, &ip, err, errlen) < 0)
         return -1;
-    }
+    snprintf(t->control_socket, sizeof(t->control_socket), "%s", ip.control_socket);
     if (tor_is_spawn(t)) {
-        char *slash;
-        if (snprintf(t->data_dir, sizeof(t->data_dir), "%s/%s", c->state_dir, client ? "probe-tor" : "tor") >=
-                (int)sizeof(t->data_dir) ||
-            snprintf(t->torrc_path, sizeof(t->torrc_path), "%s/%s", c->state_dir, client ? "probe-torrc" : "torrc") >=
-                (int)sizeof(t->torrc_path)) {
+        snprintf(t->data_dir, sizeof(t->data_dir), "%s", ip.data_dir);
+        snprintf(t->torrc_dir, sizeof(t->torrc_dir), "%s", ip.torrc_dir);
+        if (snprintf(t->torrc_path, sizeof(t->torrc_path), "%.*s/%s", (int)sizeof(t->torrc_path) - 13, ip.torrc_dir,
+                     client ? "probe-torrc" : "torrc") >= (int)sizeof(t->torrc_path) - 1) {
             snprintf(err, errlen, "state_dir is too long");
             return -1;
         }
-        snprintf(t->control_dir, sizeof(t->control_dir), "%s", t->control_socket);
-        if ((slash = strrchr(t->control_dir, '/')) != NULL)
-            *slash = '\0';
+        snprintf(t->control_dir, sizeof(t->control_dir), "%s", ip.control_dir);
         /* tor itself insists on a private DataDirectory; the control socket's directory must be 0700
          * so only onionfront's user can reach the control port. */
         if (fs_ensure_private_dir(c->state_dir, NULL, err, errlen) < 0 ||
+            (!client && instance_make_dirs(c, t->instance, err, errlen) < 0) ||
             fs_ensure_private_dir(t->data_dir, NULL, err, errlen) < 0 ||
             fs_ensure_private_dir(c->run_dir, NULL, err, errlen) < 0 ||
             fs_ensure_private_dir(t->control_dir, NULL, err, errlen) < 0)
@@ -909,6 +927,13 @@ void tor_sup_stop(struct tor_sup *t)
         t->cbs.stopped(t, t->arg);
 }
 
+void tor_sup_set_instance(struct tor_sup *t, unsigned instance)
+{
+    t->instance = instance;
+    if (instance > 0)
+        snprintf(t->label, sizeof(t->label), "tor %u", instance + 1);
+}
+
 void tor_sup_set_config(struct tor_sup *t, const struct config *conf)
 {
     t->conf = conf;
@@ -927,6 +952,11 @@ int tor_sup_bootstrap_progress(const struct tor_sup *t)
 const char *tor_sup_version(const struct tor_sup *t)
 {
     return t->version;
+}
+
+double tor_sup_uptime(const struct tor_sup *t)
+{
+    return t->state == TOR_RUNNING || t->state == TOR_BOOTSTRAPPING ? tor_since_s(&t->started_at) : -1;
 }
 
 unsigned tor_sup_restarts(const struct tor_sup *t)

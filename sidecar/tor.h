@@ -81,6 +81,9 @@ int tor_sup_start(struct tor_sup *t, char *err, size_t errlen);
  * connection. cbs->stopped is called when done. */
 void tor_sup_stop(struct tor_sup *t);
 
+/* Use instance `instance`'s paths (instance.h; 0, the configured ones, by default). Before tor_sup_start. */
+void tor_sup_set_instance(struct tor_sup *t, unsigned instance);
+
 /* Replace the borrowed config (on reload). Settings that need a tor restart are not applied. */
 void tor_sup_set_config(struct tor_sup *t, const struct config *conf);
 
@@ -88,6 +91,7 @@ enum tor_state tor_sup_state(const struct tor_sup *t);
 int tor_sup_bootstrap_progress(const struct tor_sup *t); /* 0-100, -1 unknown */
 const char *tor_sup_version(const struct tor_sup *t);    /* "" until known */
 unsigned tor_sup_restarts(const struct tor_sup *t);
+double tor_sup_uptime(const struct tor_sup *t);          /* seconds since this tor started, -1 unless it is up */
 long tor_sup_pid(const struct tor_sup *t);               /* spawn mode: tor's pid, else -1 */
 long tor_sup_uid(const struct tor_sup *t);               /* the verified tor's uid (process/uid), -1 unknown */
 /* TOR_ROLE_PROBE_CLIENT: the SocksPort's unix socket path (set by tor_sup_start); "" otherwise. */

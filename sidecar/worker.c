@@ -25,6 +25,7 @@ struct worker {
     struct verify *verify;                  /* single-onion verification (CIRC, mode re-checks) */
     char problem[200];                      /* why tor was lost or failed, until it bootstraps again */
     bool stopping;                          /* worker_stop called, or failed: hand nothing to tor */
+    unsigned instance;                      /* which of tor.instances (instance.h) */
 };
 
 /* Give the descriptor tracker and the verifier the services' names and addresses and the probe
@@ -58,7 +59,9 @@ static void worker_tor_ready_cb(struct tor_sup *t, struct cp_conn *conn, void *a
     /* Attach mode, onionfront as root, the attached tor another user: its key and proxy directories
      * must be that user's before the services' SETCONF (known only now, from process/uid). */
     char err[1024];
-    if (!w->stopping && w->conf->tor.mode != TOR_MODE_SPAWN && worker_hand_over(w, w->conf, err, sizeof(err)) < 0) {
+    /* A second tor's key copies are made again for each of its tors: from the one key, checked anew. */
+    bool again = w->conf->tor.mode != TOR_MODE_SPAWN || w->instance > 0;
+    if (!w->stopping && again && worker_hand_over(w, w->conf, err, sizeof(err)) < 0) {
         worker_fail(w, err);
         return;
     }
@@ -147,7 +150,36 @@ void worker_free(struct worker *w)
 
 int worker_hand_over(const struct worker *w, const struct config *conf, char *err, size_t errlen)
 {
+    if (w->instance > 0)
+        return handover_apply_instance(conf, w->instance, err, errlen);
     return handover_apply(conf, tor_sup_uid(w->tor), err, errlen);
+}
+
+void worker_set_instance(struct worker *w, unsigned instance)
+{
+    w->instance = instance;
+    tor_sup_set_instance(w->tor, instance);
+    service_mgr_set_instance(w->services, instance);
+}
+
+unsigned worker_instance(const struct worker *w)
+{
+    return w->instance;
+}
+
+bool worker_is_up(const struct worker *w)
+{
+    return !w->stopping && tor_sup_state(w->tor) == TOR_RUNNING;
+}
+
+int worker_renew_descriptors(struct worker *w)
+{
+    return worker_is_up(w) ? service_mgr_renew(w->services) : -1;
+}
+
+double worker_last_upload_at(const struct worker *w, const char *address)
+{
+    return descriptor_service_last_round_at(w->descriptors, address);
 }
 
 int worker_start(struct worker *w, char *err, size_t errlen)
@@ -191,8 +223,7 @@ bool worker_service_reachable(const struct worker *w, const char *address)
 {
     /* descriptor.c's verdict (the descriptor clients fetch is on an HSDir, and the last fetch probe got
      * it), on a tor that is up now. */
-    return !w->stopping && tor_sup_state(w->tor) == TOR_RUNNING && address[0] &&
-           descriptor_service_reachable(w->descriptors, address);
+    return worker_is_up(w) && address[0] && descriptor_service_reachable(w->descriptors, address);
 }
 
 bool workers_service_reachable(struct worker *const *ws, size_t n, const char *address)
@@ -201,41 +232,6 @@ bool workers_service_reachable(struct worker *const *ws, size_t n, const char *a
         if (worker_service_reachable(ws[k], address))
             return true;
     return false;
-}
-
-static bool worker_published_cb(void *arg, const char *address)
-{
-    const struct worker_list *l = arg;
-    struct descriptor_counts dc;
-    for (size_t k = 0; k < *l->n; k++)
-        if (descriptor_service_counts(l->ws[k]->descriptors, address, &dc) == 0 && dc.uploads_confirmed > 0)
-            return true;
-    return false;
-}
-
-static int worker_repost_cb(void *arg, const char *address)
-{
-    const struct worker_list *l = arg;
-    int rc = -1;
-    for (size_t k = 0; k < *l->n; k++)
-        if (!l->ws[k]->stopping && descriptor_repost(l->ws[k]->descriptors, address) == 0)
-            rc = 0;
-    return rc;
-}
-
-static void worker_restart_tor_cb(void *arg, const char *address, const char *why)
-{
-    const struct worker_list *l = arg;
-    (void)address; /* every worker runs every service today */
-    for (size_t k = 0; k < *l->n; k++)
-        if (!l->ws[k]->stopping)
-            tor_sup_restart(l->ws[k]->tor, why);
-}
-
-struct probe_actions worker_probe_actions(struct worker_list *l, struct worker *const *ws, const size_t *n)
-{
-    *l = (struct worker_list){ws, n};
-    return (struct probe_actions){worker_published_cb, worker_repost_cb, worker_restart_tor_cb, l};
 }
 
 const char *worker_problem(const struct worker *w)

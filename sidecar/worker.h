@@ -44,6 +44,21 @@ struct worker_callbacks {
 struct worker *worker_new(struct event_base *base, struct proc_mgr *procs, const struct config *conf,
                           struct service_ids *ids, const struct worker_callbacks *cbs, void *arg);
 
+/* Make this worker tor instance `instance` of tor.instances (instance.h: its own DataDirectory, control
+ * socket and copies of the key directories; 0, the default, is the configured paths). Before starting. */
+void worker_set_instance(struct worker *w, unsigned instance);
+unsigned worker_instance(const struct worker *w);
+
+/* Is its tor bootstrapped and running (and the worker not stopping)? */
+bool worker_is_up(const struct worker *w);
+
+/* Make the tor build and upload new descriptors of every service now (service_mgr_renew): a standby
+ * taking over from a lost tor whose descriptors HSDirs served. Return 0, or -1 if its tor is not up. */
+int worker_renew_descriptors(struct worker *w);
+
+/* descriptor_service_last_round_at on this worker's tor: -1 if it never uploaded `address`. */
+double worker_last_upload_at(const struct worker *w, const char *address);
+
 /* Free: the tor supervisor (killing a spawned tor still running) first, then what subscribed to its
  * connection. NULL is a no-op. */
 void worker_free(struct worker *w);
@@ -78,16 +93,6 @@ bool workers_service_reachable(struct worker *const *ws, size_t n, const char *a
 
 /* The workers as the probe's repairs see them (probe.h's struct probe_actions): `ws` and `*n` are read at
  * each call. */
-struct worker_list {
-    struct worker *const *ws;
-    const size_t *n;
-};
-struct probe_actions;
-/* Set `l` to the `*n` workers at `ws` and return the repairs on it (`l` borrowed for the probe's life): published = an upload was confirmed through any
- * worker; repost = descriptor_repost on each worker whose tor runs the service; restart_tor =
- * tor_sup_restart of each of them. */
-struct probe_actions worker_probe_actions(struct worker_list *l, struct worker *const *ws, const size_t *n);
-
 /* Why the tor was last lost or failed, until it bootstraps again; "" if nothing. Borrowed. */
 const char *worker_problem(const struct worker *w);
 

@@ -129,15 +129,17 @@ of_extra_torrc_json() {
   printf ']'
 }
 
-# of_write_config FILE SERVICES_JSON [EXTRA_TOP_LEVEL_JSON] — state and run dirs under $OF_TMP.
+# of_write_config FILE SERVICES_JSON [EXTRA_TOP_LEVEL_JSON] — state and run dirs under $OF_TMP;
+# tor.instances from $OF_TOR_INSTANCES when set.
 of_write_config() {
-  local file=$1 services=$2 extra=${3:-}
+  local file=$1 services=$2 extra=${3:-} instances=""
+  [[ -n ${OF_TOR_INSTANCES:-} ]] && instances=" \"instances\": $OF_TOR_INSTANCES,"
   cat >"$file" <<EOF
 {
   "state_dir": "$OF_TMP/state",
   "run_dir": "$OF_TMP/run",
   "log_level": "${OF_LOG_LEVEL:-info}",
-  "tor": { "mode": "spawn", "bootstrap_timeout": 120, "command_timeout": 20,
+  "tor": { "mode": "spawn", "bootstrap_timeout": 120, "command_timeout": 20,$instances
            "extra_torrc": $(of_extra_torrc_json) },
   "services": $services${extra:+,
   $extra}

@@ -199,11 +199,16 @@ static const struct bad_case bad_cases[] = {
     BAD(TOR("'bootstrap_timeout':3601"), "tor.bootstrap_timeout: must be 10-3600"),
     BAD(TOR("'restart_backoff_max':0"), "tor.restart_backoff_max: must be 1-3600"),
     BAD(TOR("'restart_backoff_max':-5"), "tor.restart_backoff_max: must be 1-3600"),
+    BAD(TOR("'instances':0"), "tor.instances: must be 1-4"),
+    BAD(TOR("'instances':5"), "tor.instances: must be 1-4"),
+    BAD(TOR("'instances':'2'"), "tor.instances: must be an integer"),
     BAD(TOR("'binary':'tor'"), "tor.binary: must be an absolute path"),
     BAD(TOR("'binary':null"), "tor.binary: must be a string"),
     BAD(TOR("'control_socket':'/run/tor/control'"),
         "tor.control_socket: not allowed in spawn mode (onionfront uses /run/of/control/control.sock)"),
     BAD(TOR("'mode':'attach'"), "tor.control_socket: is required in attach mode"),
+    BAD(ATTACH(",'instances':2"), "tor.instances: must be 1 in attach mode (onionfront runs several tors only in "
+                                  "spawn mode)"),
     BAD(TOR("'mode':'attach','control_socket':'control'"), "tor.control_socket: must be an absolute path"),
     BAD(TOR("'mode':'attach','control_socket':'/'"), "tor.control_socket: must be an absolute path to a socket"),
     BAD(TOR("'mode':'attach','control_socket':'" LONG108 "'"),
@@ -277,6 +282,9 @@ static const struct bad_case bad_cases[] = {
         "services[1].key_dir: \"/keys/b\" overlaps services[0].key_dir \"/keys\""),
     BAD(SVC(",'key_dir':'/var/lib/of/tor/keys'"),
         "services[0].key_dir: \"/var/lib/of/tor/keys\" overlaps tor's DataDirectory \"/var/lib/of/tor\""),
+    BAD(TOP("'tor':{'instances':2},'services':[{'name':'web','key_dir':'/var/lib/of/instances/k'," PORTS1 "}]"),
+        "services[0].key_dir: \"/var/lib/of/instances/k\" overlaps the other tors' directory "
+        "\"/var/lib/of/instances\""),
     BAD(SVC(",'key_dir':'/run/of/keys'"), "services[0].key_dir: \"/run/of/keys\" overlaps run_dir \"/run/of\""),
     BAD(SVC(",'key_dir':'/var/lib'"),
         "services[0].key_dir: \"/var/lib\" overlaps tor's DataDirectory \"/var/lib/of/tor\""),
@@ -564,6 +572,7 @@ static void test_minimal_defaults(void **state)
     assert_int_equal(c->tor.bootstrap_timeout, 300);
     assert_int_equal(c->tor.command_timeout, 30);
     assert_int_equal(c->tor.restart_backoff_max, 60);
+    assert_int_equal(c->tor.instances, 1);
     assert_int_equal(c->tor.n_extra_torrc, 0);
     assert_null(c->tor.extra_torrc);
 
@@ -1380,6 +1389,7 @@ static const struct restart_case restart_cases[] = {
     {TOR("'mode':'attach','control_socket':'/run/tor/control'"),
      TOR("'mode':'attach','control_socket':'/run/tor2/control'"), "tor.control_socket"},
     {RS_BASE, TOR("'mode':'spawn','binary':'/usr/bin/tor','user':'debian-tor'"), "tor.user"},
+    {RS_BASE, TOR("'mode':'spawn','binary':'/usr/bin/tor','instances':2"), "tor.instances"},
     {TOP(SVC1), STATUS("'socket':'/run/x/status.sock'"), "status.socket"},
     {TOP(SVC1), METRICS("'listen':'127.0.0.1:9100'"), "metrics.listen"},
     {METRICS("'listen':'127.0.0.1:9100'"), METRICS("'listen':'127.0.0.1:9101'"), "metrics.listen"},

@@ -222,6 +222,12 @@ static void test_before_tor(void **state)
     assert_string_equal(json_string_value(json_object_get(tor, "state")), "stopped");
     assert_true(json_is_null(json_object_get(tor, "version")));
     assert_true(json_is_null(json_object_get(tor, "pid")));
+    /* "tors": one row per worker, with the instance number and a verdict */
+    json_t *tors = json_object_get(st, "tors");
+    assert_int_equal(json_array_size(tors), 1);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(tors, 0), "instance")), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(tors, 0), "verdict")), "stopped");
+    assert_true(json_is_null(json_object_get(json_array_get(tors, 0), "uptime_seconds")));
     assert_int_equal(json_integer_value(json_object_get(json_object_get(st, "services"), "total")), 1);
     assert_int_equal(json_integer_value(json_object_get(json_object_get(st, "services"), "uploaded")), 0);
     json_decref(st);

@@ -91,6 +91,15 @@ static const struct {
     {"{\"state\":\"down\",\"tor\":{\"state\":\"backoff\",\"bootstrap_progress\":null,\"version\":null,\"pid\":null,"
      "\"restarts\":3},\"problems\":[\"tor is backoff\",7]}",
      NULL, NULL, "onionfront: down\ntor: backoff, 3 restarts\n  ! tor is backoff\n"},
+    /* Two tors: a line each, with uptime and why one is not up. */
+    {"{\"state\":\"degraded\",\"tor\":{\"state\":\"running\"},\"tors\":["
+     "{\"instance\":1,\"state\":\"running\",\"bootstrap_progress\":100,\"pid\":10,\"restarts\":0,"
+     "\"uptime_seconds\":65,\"verdict\":\"up\"},"
+     "{\"instance\":2,\"state\":\"backoff\",\"pid\":null,\"restarts\":1,\"uptime_seconds\":null,"
+     "\"verdict\":\"tor (pid 11) killed by signal 9\"}]}",
+     NULL, NULL,
+     "onionfront: degraded\ntor 1: running, bootstrapped 100%, pid 10, 0 restarts, up 1m 05s\n"
+     "tor 2: backoff, 1 restart (tor (pid 11) killed by signal 9)\n"},
     /* Wrong types are skipped, never trusted. */
     {"{\"state\":5,\"version\":[],\"uptime_seconds\":\"long\",\"tor\":\"running\",\"problems\":{}}", "{}", "7",
      "onionfront: unknown\n"},

@@ -1,0 +1,48 @@
+/* workerset.h — the daemon's tors: tor.instances workers (worker.h), each hosting every service with a
+ * copy of the same keys, and what happens between them: when one tor is lost while HSDirs serve its
+ * descriptors, a live one builds and uploads new ones at once (so new visitors reach a live tor), then
+ * the lost one restarts by itself as a single tor always did.
+ *
+ * Owns the workers (creation, start, stop, free) and the failover rule. Not the tors themselves
+ * (worker.c), the data path nor reports (report.c reads workerset_list). With one instance it is exactly
+ * the one worker of before. */
+#ifndef ONIONFRONT_WORKERSET_H
+#define ONIONFRONT_WORKERSET_H
+
+#include <stddef.h>
+
+struct config;
+struct event_base;
+struct proc_mgr;
+struct probe_actions;
+struct service_ids;
+struct worker;
+struct worker_callbacks;
+struct workerset;
+
+/* conf->tor.instances workers for `conf` and `ids` (borrowed as by worker_new). `cbs` get every worker's
+ * reports, except `stopped`: once, when the last worker stopped after workerset_stop. NULL on OOM. */
+struct workerset *workerset_new(struct event_base *base, struct proc_mgr *procs, const struct config *conf,
+                                struct service_ids *ids, const struct worker_callbacks *cbs, void *arg);
+void workerset_free(struct workerset *ws); /* NULL is a no-op */
+
+/* The workers, instance 0 first; *n set to how many. Borrowed until workerset_free. */
+struct worker *const *workerset_list(const struct workerset *ws, size_t *n);
+
+/* After the keys are loaded: each worker's services (worker_sync_services) and its directories'
+ * hand-over for `conf` (worker_hand_over), instance 0 first. Return 0, or -1 with a message. */
+int workerset_prepare(struct workerset *ws, const struct config *conf, char *err, size_t errlen);
+
+/* Start every worker's tor. Return 0, or -1 with a message. */
+int workerset_start(struct workerset *ws, char *err, size_t errlen);
+
+/* The end-to-end probe's repairs (probe.h) on these workers, for the set's life: published = an upload
+ * was confirmed through any tor; repost = each tor that is up re-posts its descriptor; restart_tor = with
+ * one tor, restart it; with several, restart only the tor whose descriptor HSDirs serve (the last to
+ * upload), so that the failover rule moves visitors to a survivor instead of all tors going down at once. */
+struct probe_actions workerset_probe_actions(struct workerset *ws);
+
+/* Stop every worker (worker_stop); cbs->stopped follows once all are gone. */
+void workerset_stop(struct workerset *ws);
+
+#endif

@@ -1,0 +1,144 @@
+/* test_instance.c — unit tests for sidecar/instance.c: the paths of several spawned tors and the private
+ * copies of the key directories.
+ *
+ * Why: instance 0 must use exactly today's paths (tor.instances 1 changes nothing on disk); a second tor
+ * must never share a DataDirectory, control socket or key directory with the first, and its key must be
+ * a copy of the one key — never a new key (tor makes one where it finds none), never overwriting a
+ * different key planted in the copy's place.
+ *
+ * Covers: instance 0 = state_dir/tor, state_dir/torrc, tor.control_socket, key_dir; instance 1 =
+ * state_dir/instances/2/{tor,torrc,keys/<name>}, run_dir/control-2/control.sock; a copy holds the same
+ * address with mode 0700/0600 and a second copy is a no-op; a copy holding another key is refused and
+ * left as it was. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <sys/stat.h>
+
+#include "sidecar/config.h"
+#include "sidecar/instance.h"
+#include "sidecar/keys.h"
+#include "tests/fake/tmpdir.h"
+
+struct test {
+    char dir[64];
+    struct config *conf;
+};
+
+static int setup(void **state)
+{
+    struct test *x = calloc(1, sizeof(*x));
+    char json[1024], err[512];
+    assert_non_null(x);
+    assert_int_equal(tmpdir_make(x->dir, sizeof(x->dir), "test_instance"), 0);
+    snprintf(json, sizeof(json),
+             "{\"state_dir\":\"%s/state\",\"run_dir\":\"%s/run\",\"tor\":{\"instances\":2},"
+             "\"services\":[{\"name\":\"web\",\"ports\":[{\"virtual\":80,\"target\":\"127.0.0.1:8080\"}]}]}",
+             x->dir, x->dir);
+    x->conf = config_load_string(json, strlen(json), err, sizeof(err));
+    if (!x->conf)
+        fail_msg("config: %s", err);
+    snprintf(json, sizeof(json), "%s/state", x->dir);
+    assert_int_equal(mkdir(json, 0700), 0);
+    snprintf(json, sizeof(json), "%s/state/keys", x->dir);
+    assert_int_equal(mkdir(json, 0700), 0);
+    *state = x;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct test *x = *state;
+    config_free(x->conf);
+    tmpdir_remove(x->dir);
+    free(x);
+    return 0;
+}
+
+static void test_paths(void **state)
+{
+    struct test *x = *state;
+    struct instance_paths p;
+    char err[256], want[512], kd[512];
+    assert_int_equal(instance_paths(x->conf, 0, &p, err, sizeof(err)), 0);
+    snprintf(want, sizeof(want), "%s/state/tor", x->dir);
+    assert_string_equal(p.data_dir, want);
+    snprintf(want, sizeof(want), "%s/state", x->dir);
+    assert_string_equal(p.torrc_dir, want);
+    assert_string_equal(p.control_socket, x->conf->tor.control_socket);
+    snprintf(want, sizeof(want), "%s/run/control", x->dir);
+    assert_string_equal(p.control_dir, want);
+    assert_string_equal(p.keys_dir, "");
+    assert_int_equal(instance_key_dir(x->conf, &x->conf->services[0], 0, kd, sizeof(kd)), 0);
+    assert_string_equal(kd, x->conf->services[0].key_dir);
+
+    assert_int_equal(instance_paths(x->conf, 1, &p, err, sizeof(err)), 0);
+    snprintf(want, sizeof(want), "%s/state/instances/2/tor", x->dir);
+    assert_string_equal(p.data_dir, want);
+    snprintf(want, sizeof(want), "%s/state/instances/2", x->dir);
+    assert_string_equal(p.torrc_dir, want);
+    snprintf(want, sizeof(want), "%s/run/control-2/control.sock", x->dir);
+    assert_string_equal(p.control_socket, want);
+    snprintf(want, sizeof(want), "%s/run/control-2", x->dir);
+    assert_string_equal(p.control_dir, want);
+    assert_int_equal(instance_key_dir(x->conf, &x->conf->services[0], 1, kd, sizeof(kd)), 0);
+    snprintf(want, sizeof(want), "%s/state/instances/2/keys/web", x->dir);
+    assert_string_equal(kd, want);
+}
+
+static void test_copy(void **state)
+{
+    struct test *x = *state;
+    struct onion_key k, c;
+    char err[768], kd[512], file[600];
+    struct stat st;
+    assert_int_equal(keys_load_or_create(x->conf->services[0].key_dir, &k, NULL, err, sizeof(err)), 0);
+    if (instance_copy_key(x->conf, &x->conf->services[0], 1, err, sizeof(err)) < 0)
+        fail_msg("copy: %s", err);
+    assert_int_equal(instance_copy_key(x->conf, &x->conf->services[0], 1, err, sizeof(err)), 0); /* again: no-op */
+    assert_int_equal(instance_key_dir(x->conf, &x->conf->services[0], 1, kd, sizeof(kd)), 0);
+    assert_int_equal(keys_load(kd, &c, err, sizeof(err)), 0);
+    assert_string_equal(c.address, k.address);
+    assert_int_equal(stat(kd, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0700);
+    snprintf(file, sizeof(file), "%s/%s", kd, KEYS_SECRET_FILE);
+    assert_int_equal(stat(file, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0600);
+    onion_key_clear(&c);
+    onion_key_clear(&k);
+}
+
+static void test_copy_refuses_other_key(void **state)
+{
+    struct test *x = *state;
+    struct onion_key k, other, c;
+    char err[768], kd[512];
+    assert_int_equal(keys_load_or_create(x->conf->services[0].key_dir, &k, NULL, err, sizeof(err)), 0);
+    assert_int_equal(instance_key_dir(x->conf, &x->conf->services[0], 1, kd, sizeof(kd)), 0);
+    assert_int_equal(instance_make_dirs(x->conf, 1, err, sizeof(err)), 0);
+    assert_int_equal(keys_load_or_create(kd, &other, NULL, err, sizeof(err)), 0); /* planted: another key */
+    assert_int_equal(instance_copy_key(x->conf, &x->conf->services[0], 1, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "already holds a different key"));
+    assert_int_equal(keys_load(kd, &c, err, sizeof(err)), 0);
+    assert_string_equal(c.address, other.address); /* left as it was */
+    onion_key_clear(&c);
+    onion_key_clear(&other);
+    onion_key_clear(&k);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_paths, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_copy, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_copy_refuses_other_key, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

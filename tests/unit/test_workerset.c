@@ -1,0 +1,160 @@
+/* test_workerset.c — unit tests for sidecar/workerset.c, the daemon's tor.instances workers.
+ *
+ * Why: with tor.instances N the daemon must run N tors, each with its own paths and a copy of the same
+ * key (never a second key), and must report "stopped" once, when the last one is gone; with 1 it is the
+ * single worker of before. The failover between live tors needs real tors: test_instances.sh.
+ *
+ * Covers: 1 and 2 instances -> that many workers, instance 0 first; workerset_prepare makes instance 2's
+ * key copy with the service's address, and nothing for instance 1 beside key_dir; workerset_stop on
+ * workers that never started -> stopped() exactly once. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <event2/event.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sidecar/config.h"
+#include "sidecar/keys.h"
+#include "sidecar/log.h"
+#include "sidecar/proc.h"
+#include "sidecar/service_id.h"
+#include "sidecar/worker.h"
+#include "sidecar/workerset.h"
+#include "tests/fake/tmpdir.h"
+
+struct test {
+    struct event_base *base;
+    struct proc_mgr *procs;
+    struct config *conf;
+    struct service_ids *ids;
+    struct workerset *ws;
+    char dir[64];
+    int n_stopped;
+};
+
+static void on_ready(struct worker *w, void *arg)
+{
+    (void)w;
+    (void)arg;
+}
+
+static void on_lost(struct worker *w, const char *why, void *arg)
+{
+    (void)w;
+    (void)why;
+    (void)arg;
+}
+
+static void on_stopped(struct worker *w, void *arg)
+{
+    struct test *x = arg;
+    (void)w;
+    x->n_stopped++;
+}
+
+static int setup(void **state)
+{
+    struct test *x = calloc(1, sizeof(*x));
+    assert_non_null(x);
+    x->base = event_base_new();
+    x->procs = x->base ? proc_mgr_new(x->base) : NULL;
+    assert_non_null(x->procs);
+    assert_int_equal(tmpdir_make(x->dir, sizeof(x->dir), "test_workerset"), 0);
+    log_set_level(getenv("TEST_DEBUG") ? LOG_LVL_DEBUG : LOG_LVL_WARN);
+    *state = x;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct test *x = *state;
+    workerset_free(x->ws);
+    service_ids_free(x->ids);
+    config_free(x->conf);
+    proc_mgr_free(x->procs);
+    event_base_free(x->base);
+    tmpdir_remove(x->dir);
+    free(x);
+    return 0;
+}
+
+/* A spawn-mode config with `instances` tors and service web, its keys loaded, the workers made. */
+static void make(struct test *x, unsigned instances)
+{
+    static const struct worker_callbacks cbs = {
+        .ready = on_ready, .bootstrapped = on_ready, .lost = on_lost, .failed = on_lost, .stopped = on_stopped,
+    };
+    char json[1024], err[1024];
+    snprintf(json, sizeof(json),
+             "{\"state_dir\":\"%s/state\",\"run_dir\":\"%s/run\",\"tor\":{\"instances\":%u},"
+             "\"services\":[{\"name\":\"web\",\"ports\":[{\"virtual\":80,\"target\":\"127.0.0.1:8080\"}]}]}",
+             x->dir, x->dir, instances);
+    x->conf = config_load_string(json, strlen(json), err, sizeof(err));
+    if (!x->conf)
+        fail_msg("config: %s", err);
+    snprintf(json, sizeof(json), "%s/state", x->dir);
+    assert_int_equal(mkdir(json, 0700), 0);
+    snprintf(json, sizeof(json), "%s/state/keys", x->dir);
+    assert_int_equal(mkdir(json, 0700), 0);
+    x->ids = service_ids_new(x->conf);
+    assert_non_null(x->ids);
+    x->ws = workerset_new(x->base, x->procs, x->conf, x->ids, &cbs, x);
+    assert_non_null(x->ws);
+    if (service_ids_load_keys(x->ids, err, sizeof(err)) < 0)
+        fail_msg("keys: %s", err);
+    if (workerset_prepare(x->ws, x->conf, err, sizeof(err)) < 0)
+        fail_msg("prepare: %s", err);
+}
+
+static void test_one(void **state)
+{
+    struct test *x = *state;
+    size_t n;
+    char path[256];
+    make(x, 1);
+    struct worker *const *w = workerset_list(x->ws, &n);
+    assert_int_equal(n, 1);
+    assert_int_equal(worker_instance(w[0]), 0);
+    snprintf(path, sizeof(path), "%s/state/instances", x->dir);
+    assert_int_equal(access(path, F_OK), -1); /* nothing new on disk */
+    workerset_stop(x->ws);
+    assert_int_equal(x->n_stopped, 1);
+}
+
+static void test_two(void **state)
+{
+    struct test *x = *state;
+    size_t n;
+    char path[256], err[768];
+    struct onion_key k;
+    make(x, 2);
+    struct worker *const *w = workerset_list(x->ws, &n);
+    assert_int_equal(n, 2);
+    assert_int_equal(worker_instance(w[0]), 0);
+    assert_int_equal(worker_instance(w[1]), 1);
+    snprintf(path, sizeof(path), "%s/state/instances/2/keys/web", x->dir);
+    if (keys_load(path, &k, err, sizeof(err)) < 0)
+        fail_msg("copy: %s", err);
+    assert_string_equal(k.address, service_ids_at(x->ids, 0)->address);
+    onion_key_clear(&k);
+    workerset_stop(x->ws);
+    assert_int_equal(x->n_stopped, 1); /* once, for both */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_one, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_two, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
