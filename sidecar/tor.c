@@ -67,7 +67,8 @@ struct tor_sup {
     struct timespec lost_at; /* when that happened */
 
     unsigned instance;       /* which of tor.instances (instance.h): its paths */
-    char label[16];          /* "tor", "tor 2" for the second instance, "probe tor": its log lines' prefix */
+    char label[16];          /* "tor", "tor 2" for the second instance, "tor (probe)": its log lines' prefix
+                              * (never "... tor", so that the service tor's "tor: " lines stay its own) */
     char data_dir[PATH_MAX];
     char torrc_dir[PATH_MAX];
     char control_dir[PATH_MAX];
@@ -847,7 +848,7 @@ struct tor_sup *tor_sup_new(struct event_base *base, struct proc_mgr *procs, con
 void tor_sup_set_role(struct tor_sup *t, enum tor_role role)
 {
     t->role = role;
-    snprintf(t->label, sizeof(t->label), "%s", role == TOR_ROLE_PROBE_CLIENT ? "probe tor" : "tor");
+    snprintf(t->label, sizeof(t->label), "%s", role == TOR_ROLE_PROBE_CLIENT ? "tor (probe)" : "tor");
 }
 
 /* Where this tor's files go: instance.h's paths for a service tor; for the probe client
