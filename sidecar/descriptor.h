@@ -142,6 +142,12 @@ bool descriptor_service_reachable(const struct descriptor_tracker *t, const char
  * the one HSDirs serve. */
 double descriptor_service_last_round_at(const struct descriptor_tracker *t, const char *address);
 
+/* When the latest upload round of the descriptor clients fetch (as in descriptor_counts) started, on the
+ * monotonic clock, if every responsible HSDir of that round holds it (confirmed or present); -1 while
+ * some do not (yet), if it was never uploaded, or for unknown addresses. A rolling restart (roll.h) waits
+ * for this to be newer than a moment it knows. */
+double descriptor_service_complete_round_at(const struct descriptor_tracker *t, const char *address);
+
 /* Counters for tests and summaries. */
 struct descriptor_counts {
     unsigned hsdirs_total;     /* responsible HSDirs of the descriptor clients fetch (see above) */

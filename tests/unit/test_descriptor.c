@@ -326,6 +326,24 @@ static void test_start_two_descriptors(void **state)
     json_decref(svc);
 }
 
+/* descriptor_service_complete_round_at (a rolling restart's wait): -1 until every responsible HSDir of
+ * the fetched descriptor holds it, then the round's start, and -1 again while a newer round is pending. */
+static void test_complete_round_at(void **state)
+{
+    struct fixture *f = *state;
+    assert_true(descriptor_service_complete_round_at(f->t, ONION) < 0);
+    feed_range(f, start_events, 0, N_UPLOAD_END);
+    assert_true(descriptor_service_complete_round_at(f->t, ONION) < 0);
+    feed_range(f, start_events, N_UPLOAD_END, N_START);
+    assert_true(descriptor_service_complete_round_at(f->t, ONION) == T0);
+    assert_true(descriptor_service_complete_round_at(f->t, ONION2) < 0);
+    f->now = T0 + 60;
+    feed_range(f, start_events, 0, N_UPLOAD_END); /* a new round of the same descriptors */
+    assert_true(descriptor_service_complete_round_at(f->t, ONION) < 0);
+    feed_range(f, start_events, N_UPLOAD_END, N_START);
+    assert_true(descriptor_service_complete_round_at(f->t, ONION) == T0 + 60);
+}
+
 /* The same HSDir is responsible for both descriptors: the first UPLOADED confirms the earlier upload,
  * the second one the other; one UPLOADED alone leaves the other pending. */
 static void test_uploaded_without_id_shared_hsdir(void **state)
@@ -1113,6 +1131,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_start_two_descriptors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_uploaded_without_id_shared_hsdir, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_complete_round_at, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ambiguous_match_corrected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_duplicates, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_hsdir_no_answer, setup, teardown),
