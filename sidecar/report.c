@@ -16,6 +16,7 @@
 #include "sidecar/onionloc.h"
 #include "sidecar/probe.h"
 #include "sidecar/proxy.h"
+#include "sidecar/roll.h"
 #include "sidecar/service.h"
 #include "sidecar/service_id.h"
 #include "sidecar/status.h"
@@ -177,10 +178,11 @@ json_t *report_status_json(const struct report_src *r)
     json_object_del(tor, "uptime_seconds");
     json_object_del(tor, "verdict");
     json_object_set_new(tor, "mode", json_string(tor_mode_str(r->conf->tor.mode)));
-    return json_pack("{s:s, s:s, s:I, s:I, s:I, s:o, s:o, s:o, s:{s:I, s:I}}", "state", state, "version",
+    return json_pack("{s:s, s:s, s:I, s:I, s:I, s:o, s:o, s:o, s:o, s:{s:I, s:I}}", "state", state, "version",
                      ONIONFRONT_VERSION, "pid", (json_int_t)getpid(), "started", (json_int_t)r->started_wall,
                      "uptime_seconds", (json_int_t)(now.tv_sec - r->started.tv_sec), "problems", problems, "tor",
-                     tor, "tors", tors, "services", "total", (json_int_t)n, "uploaded", (json_int_t)uploaded);
+                     tor, "tors", tors, "roll", r->roll ? roll_to_json(r->roll) : json_null(), "services", "total",
+                     (json_int_t)n, "uploaded", (json_int_t)uploaded);
 }
 
 json_t *report_services_json(const struct report_src *r)

@@ -263,7 +263,7 @@ int workerset_restart_tor(struct workerset *ws, const struct config *conf, const
 
 const struct roll *workerset_roll(const struct workerset *ws)
 {
-    return ws->roll;
+    return ws ? ws->roll : NULL;
 }
 
 void workerset_stop(struct workerset *ws)

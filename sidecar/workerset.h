@@ -49,7 +49,7 @@ struct probe_actions workerset_probe_actions(struct workerset *ws);
 int workerset_restart_tor(struct workerset *ws, const struct config *conf, const char *why, char *msg,
                           size_t msglen);
 
-/* The rolling restart's state, for reports. Borrowed until workerset_free. */
+/* The rolling restart's state, for reports (NULL for a NULL set). Borrowed until workerset_free. */
 const struct roll *workerset_roll(const struct workerset *ws);
 
 /* Stop every worker (worker_stop); cbs->stopped follows once all are gone. */
