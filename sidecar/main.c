@@ -151,7 +151,7 @@ static int daemon_reload_cb(void *arg, char *msg, size_t msglen)
     if (d->ready_sent)
         sdnotify_update(d->notify, "RELOADING=1\n", "reloading %s", d->config_path);
     struct report_src r = daemon_report_src(d);
-    struct reload_parts parts = {d->ids, r.workers, r.n_workers, d->proxy, d->onionloc, d->status, d->probe};
+    struct reload_parts parts = {d->ids, r.workers, r.n_workers, d->proxy, d->onionloc, d->status, d->probe, d->workers};
     int rc = reload_apply(&parts, d->config_path, &d->conf, msg, msglen);
     if (d->ready_sent)
         daemon_update_status(d, "READY=1\n");

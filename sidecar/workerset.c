@@ -9,6 +9,7 @@
  * visitors are not disturbed. */
 #include "sidecar/workerset.h"
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,10 +19,12 @@
 #include "sidecar/instance.h"
 #include "sidecar/log.h"
 #include "sidecar/probe.h"
+#include "sidecar/binwatch.h"
 #include "sidecar/clock.h"
 #include "sidecar/roll.h"
 #include "sidecar/service_id.h"
 #include "sidecar/tor.h"
+#include "sidecar/torcaps.h"
 #include "sidecar/worker.h"
 
 struct workerset {
@@ -33,6 +36,8 @@ struct workerset {
     bool stopping;
     unsigned long failovers; /* survivors told to publish anew */
     struct roll *roll;       /* restart-tor: the workers one at a time */
+    struct binwatch *binwatch; /* spawn mode: tor.binary replaced on disk -> a roll */
+    bool binary_said;          /* a declined binary change was logged (once until one is taken) */
 };
 
 /* The first worker other than `lost` whose tor is up, or NULL. */
@@ -173,6 +178,50 @@ static double workerset_roll_now(void *arg)
     return (double)clock_now_ms() / 1e3;
 }
 
+/* ---- a new tor binary --------------------------------------------------------------------------- */
+
+/* binwatch: tor.binary was replaced. Roll onto the new file if it runs (`--version`: a half-installed
+ * upgrade must not take the tors down) and no roll is running; else decline, to be asked again. */
+static int workerset_binary_changed_cb(void *arg, const char *path)
+{
+    struct workerset *ws = arg;
+    struct torcaps caps;
+    char err[256], why[128], msg[300];
+    const char *old = tor_sup_version(worker_tor(ws->workers[0]));
+    if (ws->stopping)
+        return -1;
+    if (torcaps_probe(path, &caps, err, sizeof(err)) < 0) {
+        if (!ws->binary_said)
+            log_warnx("tor.binary %s changed, but the new file does not run (%s); the tors keep the old one", path,
+                      err);
+        ws->binary_said = true;
+        return -1;
+    }
+    snprintf(why, sizeof(why), "tor.binary changed: %s -> %s", old[0] ? old : "unknown", caps.version_text);
+    if (roll_start(ws->roll, why, msg, sizeof(msg)) < 0) {
+        if (!ws->binary_said)
+            log_notice("tor.binary %s changed (tor %s -> %s), but %s; trying again every %d s", path,
+                       old[0] ? old : "unknown", caps.version_text, msg, BINWATCH_INTERVAL_S);
+        ws->binary_said = true;
+        return -1;
+    }
+    ws->binary_said = false;
+    log_notice("tor.binary %s changed (running tor %s, the file now %s): rolling restart", path,
+               old[0] ? old : "unknown", caps.version_text);
+    return 0;
+}
+
+int workerset_binary_reloaded(struct workerset *ws, const struct config *conf, char *msg, size_t msglen)
+{
+    char why[PATH_MAX + 64];
+    if (binwatch_set_path(ws->binwatch, conf->tor.binary) < 0) {
+        snprintf(msg, msglen, "out of memory");
+        return -1;
+    }
+    snprintf(why, sizeof(why), "tor.binary is now %s", conf->tor.binary);
+    return workerset_restart_tor(ws, conf, why, msg, msglen);
+}
+
 struct workerset *workerset_new(struct event_base *base, struct proc_mgr *procs, const struct config *conf,
                                 struct service_ids *ids, const struct worker_callbacks *cbs, void *arg)
 {
@@ -198,8 +247,10 @@ struct workerset *workerset_new(struct event_base *base, struct proc_mgr *procs,
     ws->ids = ids;
     ws->cbs = *cbs;
     ws->arg = arg;
-    if (!(ws->roll = roll_new(base, &ops))) {
-        free(ws);
+    if (!(ws->roll = roll_new(base, &ops)) ||
+        !(ws->binwatch = binwatch_new(base, workerset_binary_changed_cb, ws)) ||
+        (conf->tor.mode == TOR_MODE_SPAWN && binwatch_set_path(ws->binwatch, conf->tor.binary) < 0)) {
+        workerset_free(ws);
         return NULL;
     }
     unsigned want = conf->tor.instances >= 1 && conf->tor.instances <= INSTANCE_MAX ? conf->tor.instances : 1;
@@ -219,6 +270,7 @@ void workerset_free(struct workerset *ws)
         return;
     for (size_t k = 0; k < ws->n; k++)
         worker_free(ws->workers[k]);
+    binwatch_free(ws->binwatch);
     roll_free(ws->roll);
     free(ws);
 }

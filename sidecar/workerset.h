@@ -4,8 +4,9 @@
  * the lost one restarts by itself as a single tor always did.
  *
  * Owns the workers (creation, start, stop, free), the failover rule and the rolling restart over them
- * (roll.h: `onionfront restart-tor`). Not the tors themselves (worker.c), the data path nor reports
- * (report.c reads workerset_list). With one instance it is exactly the one worker of before. */
+ * (roll.h: `onionfront restart-tor`, and by itself when tor.binary is replaced on disk: binwatch.h). Not
+ * the tors themselves (worker.c), the data path nor reports (report.c reads workerset_list). With one
+ * instance it is exactly the one worker of before. */
 #ifndef ONIONFRONT_WORKERSET_H
 #define ONIONFRONT_WORKERSET_H
 
@@ -48,6 +49,10 @@ struct probe_actions workerset_probe_actions(struct workerset *ws);
  * tor is down. Return 0 with what started in `msg`, or -1 with why not. */
 int workerset_restart_tor(struct workerset *ws, const struct config *conf, const char *why, char *msg,
                           size_t msglen);
+
+/* A reload changed tor.binary (`conf`, the new config): watch the new path (binwatch.h; the watcher also
+ * rolls by itself when the file on disk is replaced) and start a roll onto it, as workerset_restart_tor. */
+int workerset_binary_reloaded(struct workerset *ws, const struct config *conf, char *msg, size_t msglen);
 
 /* The rolling restart's state, for reports (NULL for a NULL set). Borrowed until workerset_free. */
 const struct roll *workerset_roll(const struct workerset *ws);
