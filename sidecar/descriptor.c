@@ -1412,14 +1412,16 @@ double descriptor_service_last_round_at(const struct descriptor_tracker *t, cons
     return at;
 }
 
-double descriptor_service_complete_round_at(const struct descriptor_tracker *t, const char *address)
+double descriptor_service_fetched_round_at(const struct descriptor_tracker *t, const char *address, bool *complete)
 {
     const struct desc_service *s = svc_find(t, address);
     int slot = s ? svc_target_slot(s) : -1;
+    *complete = false;
     if (slot < 0 || s->slots[slot].round == 0)
         return -1;
     struct desc_tally c = desc_count(&s->slots[slot]);
-    return c.total > 0 && c.holding == c.total ? s->slots[slot].round_at : -1;
+    *complete = c.total > 0 && c.holding == c.total;
+    return s->slots[slot].round_at;
 }
 
 int descriptor_service_counts(const struct descriptor_tracker *t, const char *address,

@@ -143,10 +143,10 @@ bool descriptor_service_reachable(const struct descriptor_tracker *t, const char
 double descriptor_service_last_round_at(const struct descriptor_tracker *t, const char *address);
 
 /* When the latest upload round of the descriptor clients fetch (as in descriptor_counts) started, on the
- * monotonic clock, if every responsible HSDir of that round holds it (confirmed or present); -1 while
- * some do not (yet), if it was never uploaded, or for unknown addresses. A rolling restart (roll.h) waits
- * for this to be newer than a moment it knows. */
-double descriptor_service_complete_round_at(const struct descriptor_tracker *t, const char *address);
+ * monotonic clock, or -1 if it was never uploaded (or the address is unknown); *complete set if every
+ * responsible HSDir of that round holds it (confirmed or present). Of several tors with the same key,
+ * HSDirs serve the one whose round is the latest; a rolling restart (roll.h) compares these. */
+double descriptor_service_fetched_round_at(const struct descriptor_tracker *t, const char *address, bool *complete);
 
 /* Counters for tests and summaries. */
 struct descriptor_counts {

@@ -131,20 +131,23 @@ static unsigned workerset_roll_restarts(void *arg, size_t k)
     return tor_sup_restarts(worker_tor(((const struct workerset *)arg)->workers[k]));
 }
 
-/* For every service with an address: the latest upload round of tor k's descriptor that clients fetch is
- * held by every responsible HSDir and started after `other`'s latest round of that service (other given)
- * or at or after `since` (other NULL). */
+/* For every service with an address: every responsible HSDir holds tor k's latest upload of the
+ * descriptor clients fetch, and that upload started after tor `other`'s latest of it (other given: HSDirs
+ * keep the newer, so they serve k's) or at or after `since` (other NULL). */
 static bool workerset_all_complete_after(const struct workerset *ws, size_t k, const struct worker *other,
                                          double since)
 {
     size_t n = service_ids_count(ws->ids);
+    bool complete, ignored;
     for (size_t i = 0; i < n; i++) {
         const char *address = service_ids_at(ws->ids, i)->address;
         if (!address[0])
             continue;
-        double at = descriptor_service_complete_round_at(worker_descriptors(ws->workers[k]), address);
-        double after = other ? worker_last_upload_at(other, address) : since;
-        if (at < 0 || (other ? at <= after : at < after))
+        double at = descriptor_service_fetched_round_at(worker_descriptors(ws->workers[k]), address, &complete);
+        if (!complete)
+            return false;
+        if (other ? at <= descriptor_service_fetched_round_at(worker_descriptors(other), address, &ignored)
+                  : at < since)
             return false;
     }
     return true;
@@ -169,7 +172,7 @@ static int workerset_roll_renew(void *arg, size_t k)
 
 static void workerset_roll_restart(void *arg, size_t k, const char *why)
 {
-    tor_sup_restart(worker_tor(((const struct workerset *)arg)->workers[k]), why);
+    tor_sup_restart_planned(worker_tor(((const struct workerset *)arg)->workers[k]), why);
 }
 
 static double workerset_roll_now(void *arg)
