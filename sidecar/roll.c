@@ -27,6 +27,7 @@ struct roll {
     size_t n, n_done;
     size_t current;          /* valid unless idle */
     long survivor;           /* handing over: the tor that publishes anew, or -1 (one served already) */
+    bool renewed;            /* handing over: the survivor was told to publish anew */
     double step_at;          /* ops->now() when the current step began: its deadline's origin */
     double stopped_at;       /* when the current tor was ended: its new descriptors are uploaded after */
     double started_at;
@@ -142,41 +143,75 @@ static void roll_restart_current(struct roll *r)
         roll_finish(r, false, "aborted: tor %zu did not restart (it is stopping or already restarting)", k + 1);
 }
 
-/* Begin the next tor not yet restarted in this roll, preferring one whose descriptors HSDirs do not serve
- * (another up tor's are served instead); or end the roll when all are done. */
+/* Among the tors not yet restarted in this roll, one whose descriptors HSDirs do not serve (another up
+ * tor's are served instead): restart it now and return true. */
+static bool roll_restart_unserved(struct roll *r)
+{
+    for (size_t k = 0; k < r->n; k++) {
+        long s = r->done[k] ? -1 : roll_serving_other(r, k);
+        if (s >= 0) {
+            log_info("restart-tor: HSDirs serve tor %ld's descriptors; tor %zu can go", s + 1, k + 1);
+            r->current = k;
+            roll_restart_current(r);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Begin the next tor not yet restarted in this roll, or end the roll when all are done. With one tor,
+ * restart it; else restart one that HSDirs do not serve if there is one; else hand over: wait up to
+ * ROLL_SETTLE_S for an upload in progress to make one so (roll_tick), then have a survivor publish anew. */
 static void roll_next(struct roll *r)
 {
     if (r->n_done == r->n) {
         roll_finish(r, true, "restarted %zu tor%s in %.1f s", r->n, r->n == 1 ? "" : "s", roll_now(r) - r->started_at);
         return;
     }
-    long pick = -1, served_by = -1;
-    for (size_t k = 0; k < r->n && served_by < 0; k++)
-        if (!r->done[k]) {
-            if (pick < 0)
-                pick = (long)k;
-            if ((served_by = roll_serving_other(r, k)) >= 0)
-                pick = (long)k;
-        }
-    r->current = (size_t)pick;
     r->survivor = -1;
-    if (r->n == 1 || served_by >= 0) {
-        if (served_by >= 0)
-            log_info("restart-tor: HSDirs serve tor %ld's descriptors; tor %ld can go", served_by + 1, pick + 1);
+    r->renewed = false;
+    for (r->current = 0; r->done[r->current]; r->current++)
+        ;
+    if (r->n == 1) {
         roll_restart_current(r);
         return;
     }
-    /* Nobody else is served: the first other tor (all are up, or the roll would have aborted) publishes anew. */
+    if (roll_restart_unserved(r))
+        return;
     for (size_t s = 0; s < r->n && r->survivor < 0; s++)
         if (s != r->current)
             r->survivor = (long)s;
     roll_enter(r, ROLL_HANDOVER);
-    if (r->ops.renew(r->ops.arg, (size_t)r->survivor) < 0) {
-        roll_finish(r, false, "aborted: tor %ld cannot publish new descriptors before tor %ld restarts",
-                    r->survivor + 1, pick + 1);
+}
+
+/* The hand-over's wait: an upload in progress may settle which tor HSDirs serve; only after
+ * ROLL_SETTLE_S does the survivor publish anew (a last resort: it replaces the survivor's introduction
+ * points, so visitors holding its descriptor must fetch it again). Then wait for the new descriptors. */
+static void roll_handover_tick(struct roll *r, double in_step)
+{
+    size_t k = r->current;
+    if (!r->renewed) {
+        if (roll_restart_unserved(r))
+            return;
+        if (in_step < ROLL_SETTLE_S)
+            return;
+        if (r->ops.renew(r->ops.arg, (size_t)r->survivor) < 0) {
+            roll_finish(r, false, "aborted: tor %ld cannot publish new descriptors before tor %zu restarts",
+                        r->survivor + 1, k + 1);
+            return;
+        }
+        r->renewed = true;
+        roll_enter(r, ROLL_HANDOVER);
+        log_notice("restart-tor: tor %ld publishes new descriptors before tor %zu restarts", r->survivor + 1, k + 1);
         return;
     }
-    log_notice("restart-tor: tor %ld publishes new descriptors before tor %ld restarts", r->survivor + 1, pick + 1);
+    if (r->ops.serves(r->ops.arg, (size_t)r->survivor, k)) {
+        log_info("restart-tor: tor %ld's new descriptors confirmed after %.1f s", r->survivor + 1, in_step);
+        roll_restart_current(r);
+    } else if (in_step >= ROLL_HANDOVER_S) {
+        roll_finish(r, false, "aborted: tor %ld's new descriptors were not confirmed within %.0f s; tor %zu "
+                    "was not stopped", r->survivor + 1, ROLL_HANDOVER_S, k + 1);
+    }
 }
 
 int roll_start(struct roll *r, const char *why, char *msg, size_t msglen)
@@ -232,13 +267,7 @@ void roll_tick(struct roll *r)
     double now = roll_now(r), in_step = now - r->step_at;
     switch (r->state) {
     case ROLL_HANDOVER:
-        if (r->ops.serves(r->ops.arg, (size_t)r->survivor, k)) {
-            log_info("restart-tor: tor %ld's new descriptors confirmed after %.1f s", r->survivor + 1, in_step);
-            roll_restart_current(r);
-        } else if (in_step >= ROLL_HANDOVER_S) {
-            roll_finish(r, false, "aborted: tor %ld's new descriptors were not confirmed within %.0f s; tor %zu "
-                        "was not stopped", r->survivor + 1, ROLL_HANDOVER_S, k + 1);
-        }
+        roll_handover_tick(r, in_step);
         return;
     case ROLL_RESTARTING:
         if (r->ops.is_up(r->ops.arg, k) && r->ops.restarts(r->ops.arg, k) != r->restarts_before) {

@@ -4,9 +4,11 @@
  * For each tor k in turn (first one whose descriptors the HSDirs do not serve, TOR-FACTS "two tors with
  * the same key"):
  *   HANDOVER    unless another tor that is up already serves (its latest upload round of every service is
- *               newer than k's and every responsible HSDir confirmed it), one such survivor builds and
- *               uploads new descriptors (worker_renew_descriptors) and the roll waits for the HSDirs'
- *               confirmations (HS_DESC UPLOADED, counted by descriptor.c);
+ *               newer than k's and every responsible HSDir confirmed it), wait up to ROLL_SETTLE_S for an
+ *               upload in progress to settle that; then one survivor builds and uploads new descriptors
+ *               (worker_renew_descriptors: a last resort, since it replaces the survivor's introduction
+ *               points) and the roll waits for the HSDirs' confirmations (HS_DESC UPLOADED, counted by
+ *               descriptor.c);
  *   RESTARTING  k's tor is ended and started again (tor_sup_restart); wait until it is RUNNING;
  *   PUBLISHING  wait until k's own new descriptors are confirmed by every responsible HSDir; then the next.
  * With one tor a roll is a plain restart of it: an outage from the stop until its descriptors are up.
@@ -27,6 +29,7 @@
 struct event_base;
 struct roll;
 
+#define ROLL_SETTLE_S 20.0     /* an upload in progress may make a tor served before a hand-over */
 #define ROLL_HANDOVER_S 90.0   /* a survivor's new descriptors confirmed */
 #define ROLL_RESTART_S 180.0   /* a restarted tor RUNNING again */
 #define ROLL_PUBLISH_S 120.0   /* its own descriptors confirmed */

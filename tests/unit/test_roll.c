@@ -5,8 +5,8 @@
  * (once, with a reason) when another tor dies or a step overruns. Real tors: test_roll.sh.
  *
  * Covers, with fake tors (struct roll_ops) and a fake clock: the order (the tor not served first, no new
- * upload needed; then the other, served by the first), the hand-over (a survivor renews, and nothing is
- * ended until its upload is confirmed), the waits (RUNNING, then published after the stop), one tor (a
+ * upload needed; then the other, served by the first), the hand-over (first a wait for an upload in
+ * progress; then a survivor renews, and nothing is ended until its upload is confirmed), the waits (RUNNING, then published after the stop), one tor (a
  * plain restart), refusals (a tor down, a roll running), aborts (the other tor down mid-roll through the
  * tick and through roll_worker_lost, each step's deadline), roll_to_json. */
 #include <setjmp.h>
@@ -184,6 +184,10 @@ static void test_handover_waits_for_confirmation(void **state)
     x->f.round_at[0] = x->f.complete_at[0] = 900;
     x->f.round_at[1] = 950; /* pending */
     assert_int_equal(roll_start(x->r, "test", x->msg, sizeof(x->msg)), 0);
+    assert_string_equal(x->f.actions, ""); /* an upload in progress may still settle it */
+    advance(x, ROLL_SETTLE_S - 1);
+    assert_string_equal(x->f.actions, "");
+    advance(x, 1);
     assert_string_equal(x->f.actions, "R2");
     json_t *j = roll_to_json(x->r);
     assert_string_equal(json_string_value(json_object_get(j, "state")), "handover");
@@ -208,6 +212,25 @@ static void test_handover_waits_for_confirmation(void **state)
     /* tor 1 now serves: tor 2 restarts without another hand-over */
     assert_string_equal(x->f.actions, "R2 S1 S2");
     come_back(x, 1);
+    assert_last(x, true, "restarted 2 tors");
+}
+
+/* Nobody is served at the start, but tor 2's upload in progress completes within ROLL_SETTLE_S: tor 1
+ * restarts without a hand-over. */
+static void test_settle_without_handover(void **state)
+{
+    struct test *x = *state;
+    x->f.round_at[0] = x->f.complete_at[0] = 900;
+    x->f.round_at[1] = 950; /* pending */
+    assert_int_equal(roll_start(x->r, "test", x->msg, sizeof(x->msg)), 0);
+    advance(x, 3);
+    assert_string_equal(x->f.actions, "");
+    x->f.complete_at[1] = 950;
+    advance(x, 0.25);
+    assert_string_equal(x->f.actions, "S1");
+    come_back(x, 0);
+    come_back(x, 1);
+    assert_string_equal(x->f.actions, "S1 S2");
     assert_last(x, true, "restarted 2 tors");
 }
 
@@ -252,6 +275,7 @@ static void test_refusals(void **state)
     x->f.round_at[0] = x->f.complete_at[0] = -1;
     x->f.up[1] = true;
     assert_int_equal(roll_start(x->r, "test", x->msg, sizeof(x->msg)), 0);
+    advance(x, ROLL_SETTLE_S);
     assert_last(x, false, "cannot publish");
     assert_int_equal(x->f.restarts[0] + x->f.restarts[1], 1); /* only the first roll's restart */
 }
@@ -282,6 +306,7 @@ static void test_abort_other_dies(void **state)
     x->f.round_at[0] = x->f.complete_at[0] = -1;
     x->f.round_at[1] = x->f.complete_at[1] = -1;
     assert_int_equal(roll_start(x->r, "test", x->msg, sizeof(x->msg)), 0);
+    advance(x, ROLL_SETTLE_S);
     assert_string_equal(x->f.actions, "S2 R2");
     roll_worker_lost(x->r, 0, "ignored: the one being restarted"); /* tor 1 is current: no abort */
     assert_true(roll_is_running(x->r));
@@ -296,6 +321,7 @@ static void test_deadlines(void **state)
 {
     struct test *x = *state;
     assert_int_equal(roll_start(x->r, "test", x->msg, sizeof(x->msg)), 0);
+    advance(x, ROLL_SETTLE_S);
     assert_string_equal(x->f.actions, "R2");
     advance(x, ROLL_HANDOVER_S - 1);
     assert_true(roll_is_running(x->r));
@@ -323,6 +349,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_order_not_served_first, setup, teardown),
         cmocka_unit_test_setup_teardown(test_handover_waits_for_confirmation, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_settle_without_handover, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restart_must_take, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_abort_other_dies, setup, teardown),
