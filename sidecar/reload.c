@@ -94,12 +94,12 @@ int reload_apply(const struct reload_parts *p, const char *path, struct config *
     bool new_binary = nc->tor.binary && (*conf)->tor.binary && strcmp(nc->tor.binary, (*conf)->tor.binary) != 0;
     config_free(*conf);
     *conf = nc;
-    char roll[400] = "";
+    char roll[400] = "the tors use it from their next start";
     if (new_binary && p->workerset && workerset_binary_reloaded(p->workerset, nc, roll, sizeof(roll)) < 0)
         log_warnx("reload: tor.binary is now %s, but the tors cannot restart now (%s): run restart-tor later",
                   nc->tor.binary, roll);
     snprintf(msg, msglen, "applied %s (%s%s%s)", path, tor_changed ? "services changed in tor" : "no change for tor",
-             new_binary ? "; tor.binary changed: " : "", roll);
+             new_binary ? "; tor.binary changed: " : "", new_binary ? roll : "");
     log_info("reload: %s", msg);
     return 0;
 }
