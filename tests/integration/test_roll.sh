@@ -6,7 +6,8 @@
 #    request of the loop failed;
 #  - tor.binary is a copy of /usr/bin/tor that the test owns; replacing it with another copy (cp to a
 #    temporary name, then mv over, as a package upgrade does) makes onionfront log the change with the
-#    old and new versions and roll by itself: again new pids and no failed request.
+#    old and new versions and roll by itself: again new pids and no failed request;
+#  - a reload (SIGHUP) that points tor.binary at another copy rolls the tors onto it.
 # Timings (how long each roll took, the slowest request) are printed, not asserted.
 set -u
 source "$(dirname "$0")/lib.sh"
@@ -130,6 +131,18 @@ grep -E "restart-tor:|tor.binary|failover:" "$log" | sed -n '/tor.binary changed
 failed2=$(rt_loop_report "$loop2" "$OF_TMP/events2.txt" "binary change")
 of_check "the loop made requests during the second roll" test "$(wc -l <"$loop2")" -gt 20
 of_check "no request failed during the binary-change roll" test "$failed2" = 0
+
+# ---- a reload that changes tor.binary ------------------------------------------------------------------
+cp /usr/bin/tor "$OF_TMP/bin/tor2"
+sed -i "s|\"binary\": \"$OF_TMP/bin/tor\"|\"binary\": \"$OF_TMP/bin/tor2\"|" "$config"
+of_check "the config names the second copy" grep -q "$OF_TMP/bin/tor2" "$config"
+kill -HUP "$OF_PID"
+of_check "the reload applies tor.binary by a roll" of_wait_log "$log" "reload: applied .*tor.binary changed: rolling" 30
+of_check "that roll ends" of_wait_secs 400 rt_roll_done 3
+of_check "the third roll restarted both tors" test "$(rt_roll last_result ok)" = true
+rt_runs_tor2() { [[ $(readlink "/proc/$(rt_tor pid "$1")/exe") == "$OF_TMP/bin/tor2" ]]; }
+of_check "both tors run the reloaded tor.binary" rt_runs_tor2 1
+of_check "both tors run the reloaded tor.binary (tor 2)" rt_runs_tor2 2
 of_check "the address is unchanged" test "$(of_address_from_log "$log" web)" = "$addr"
 of_check "onionfront stops cleanly" of_stop_onionfront
 of_summary
