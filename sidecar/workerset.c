@@ -138,16 +138,13 @@ static bool workerset_all_complete_after(const struct workerset *ws, size_t k, c
                                          double since)
 {
     size_t n = service_ids_count(ws->ids);
-    bool complete, ignored;
+    bool complete;
     for (size_t i = 0; i < n; i++) {
         const char *address = service_ids_at(ws->ids, i)->address;
         if (!address[0])
             continue;
         double at = descriptor_service_fetched_round_at(worker_descriptors(ws->workers[k]), address, &complete);
-        if (!complete)
-            return false;
-        if (other ? at <= descriptor_service_fetched_round_at(worker_descriptors(other), address, &ignored)
-                  : at < since)
+        if (!complete || (other ? at <= worker_last_upload_at(other, address) : at < since))
             return false;
     }
     return true;
