@@ -290,7 +290,8 @@ char *report_metrics_text(const struct report_src *r)
     }
     rc = rc || proxy_metrics(r->proxy, m) < 0 || metrics_http_metrics(r->metrics_http, m) < 0 ||
          descriptor_metrics(worker_descriptors(w), m) < 0 ||
-         verify_metrics(worker_verify(w), m) < 0 || (r->probe && probe_metrics(r->probe, m) < 0);
+         verify_metrics(worker_verify(w), m) < 0 || (r->probe && probe_metrics(r->probe, m) < 0) ||
+         (r->roll && roll_metrics(r->roll, m) < 0);
     /* A module with families of its own adds its *_metrics call here. */
     char *text = rc ? NULL : strdup(metrics_text(m, NULL));
     if (!text)

@@ -17,6 +17,7 @@
 
 #include "sidecar/instance.h"
 #include "sidecar/log.h"
+#include "sidecar/metrics.h"
 
 struct roll {
     struct roll_ops ops;
@@ -344,4 +345,19 @@ json_t *roll_to_json(const struct roll *r)
                      running ? json_integer((json_int_t)r->started_wall) : json_null(), "step_seconds",
                      running ? json_real(roll_now(r) - r->step_at) : json_null(), "rolls", (json_int_t)r->rolls,
                      "aborted", (json_int_t)r->aborted, "last_result", last);
+}
+
+int roll_metrics(const struct roll *r, struct metrics *m)
+{
+    unsigned long ok = r->rolls - r->aborted;
+    bool rc = metrics_family(m, "onionfront_tor_rolls_total", METRICS_COUNTER,
+                             "Rolling restarts of the tors (restart-tor, a new tor.binary) that ended, by result.") ||
+              metrics_sample(m, "onionfront_tor_rolls_total", (const char *const[]){"result", "ok", NULL},
+                             (double)ok) ||
+              metrics_sample(m, "onionfront_tor_rolls_total", (const char *const[]){"result", "aborted", NULL},
+                             (double)r->aborted) ||
+              metrics_family(m, "onionfront_tor_roll_running", METRICS_GAUGE,
+                             "1 while a rolling restart of the tors runs, else 0.") ||
+              metrics_sample(m, "onionfront_tor_roll_running", NULL, r->state != ROLL_IDLE ? 1 : 0);
+    return rc ? -1 : 0;
 }

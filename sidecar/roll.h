@@ -27,6 +27,7 @@
 #include <stddef.h>
 
 struct event_base;
+struct metrics;
 struct roll;
 
 #define ROLL_SETTLE_S 20.0     /* an upload in progress may make a tor served before a hand-over */
@@ -101,5 +102,9 @@ bool roll_last_ok(const struct roll *r, const char **message);
  *  "step_seconds" (in the current step), "rolls" (finished), "aborted",
  *  "last_result": null | {"ok", "message", "finished" (Unix time), "seconds"}}. Returns a new reference. */
 json_t *roll_to_json(const struct roll *r);
+
+/* Append onionfront_tor_rolls_total{result="ok"|"aborted"} and onionfront_tor_roll_running to `m`.
+ * Return 0, or -1 (a family twice, or OOM). */
+int roll_metrics(const struct roll *r, struct metrics *m);
 
 #endif

@@ -8,7 +8,7 @@
  * upload needed; then the other, served by the first), the hand-over (first a wait for an upload in
  * progress; then a survivor renews, and nothing is ended until its upload is confirmed), the waits (RUNNING, then published after the stop), one tor (a
  * plain restart), refusals (a tor down, a roll running), aborts (the other tor down mid-roll through the
- * tick and through roll_worker_lost, each step's deadline), roll_to_json. */
+ * tick and through roll_worker_lost, each step's deadline), roll_to_json, roll_metrics. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "sidecar/log.h"
+#include "sidecar/metrics.h"
 #include "sidecar/roll.h"
 
 #define N_MAX 4
@@ -301,6 +302,14 @@ static void test_abort_other_dies(void **state)
     assert_false(json_is_true(json_object_get(last, "ok")));
     assert_int_equal(json_integer_value(json_object_get(j, "aborted")), 1);
     json_decref(j);
+    struct metrics *m = metrics_new();
+    assert_non_null(m);
+    assert_int_equal(roll_metrics(x->r, m), 0);
+    const char *text = metrics_text(m, NULL);
+    assert_non_null(strstr(text, "onionfront_tor_rolls_total{result=\"ok\"} 0\n"));
+    assert_non_null(strstr(text, "onionfront_tor_rolls_total{result=\"aborted\"} 1\n"));
+    assert_non_null(strstr(text, "onionfront_tor_roll_running 0\n"));
+    metrics_free(m);
 
     /* again, through the worker's lost report (before any tick), during the hand-over */
     x->f.round_at[0] = x->f.complete_at[0] = -1;
