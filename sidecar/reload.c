@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "sidecar/config.h"
 #include "sidecar/log.h"
@@ -14,6 +15,7 @@
 #include "sidecar/status.h"
 #include "sidecar/torcaps.h"
 #include "sidecar/worker.h"
+#include "sidecar/workerset.h"
 
 /* Log and return why a reload was refused; the running config stays. */
 static int reload_refused(char *msg, size_t msglen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -89,9 +91,15 @@ int reload_apply(const struct reload_parts *p, const char *path, struct config *
     if (status_server_set_acl(p->status, &nc->status) < 0)
         log_error("reload: out of memory; the status socket keeps its old allowed users and groups");
     reload_set_log_level(nc);
+    bool new_binary = nc->tor.binary && (*conf)->tor.binary && strcmp(nc->tor.binary, (*conf)->tor.binary) != 0;
     config_free(*conf);
     *conf = nc;
-    snprintf(msg, msglen, "applied %s (%s)", path, tor_changed ? "services changed in tor" : "no change for tor");
+    char roll[400] = "the tors use it from their next start";
+    if (new_binary && p->workerset && workerset_binary_reloaded(p->workerset, nc, roll, sizeof(roll)) < 0)
+        log_warnx("reload: tor.binary is now %s, but the tors cannot restart now (%s): run restart-tor later",
+                  nc->tor.binary, roll);
+    snprintf(msg, msglen, "applied %s (%s%s%s)", path, tor_changed ? "services changed in tor" : "no change for tor",
+             new_binary ? "; tor.binary changed: " : "", new_binary ? roll : "");
     log_info("reload: %s", msg);
     return 0;
 }

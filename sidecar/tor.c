@@ -605,9 +605,9 @@ static void tor_retry_cb(evutil_socket_t fd, short what, void *arg)
         tor_try_connect(t);
 }
 
-/* Something went wrong with the current tor or connection: tear it down and start again after a
- * growing delay (1, 2, 4 ... restart_backoff_max seconds). */
-static void tor_restart_later(struct tor_sup *t, const char *why)
+/* Something went wrong with the current tor or connection (or a planned restart, logged at `level`):
+ * tear it down and start again after a growing delay (1, 2, 4 ... restart_backoff_max seconds). */
+static void tor_restart_later_at(struct tor_sup *t, enum log_level level, const char *why)
 {
     if (t->stopping || t->state == TOR_FAILED)
         return;
@@ -627,9 +627,15 @@ static void tor_restart_later(struct tor_sup *t, const char *why)
     unsigned max = (unsigned)t->conf->tor.restart_backoff_max;
     t->backoff_s = t->backoff_s == 0 ? 1 : (t->backoff_s * 2 > max ? max : t->backoff_s * 2);
     t->restarts++;
-    log_warnx("%s: %s; %s in %u s", t->label, why, tor_is_spawn(t) ? "restarting tor" : "reconnecting", t->backoff_s);
+    log_msg(level, "%s: %s; %s in %u s", t->label, why, tor_is_spawn(t) ? "restarting tor" : "reconnecting",
+            t->backoff_s);
     tor_set_state(t, TOR_BACKOFF);
     event_add(t->retry_ev, &(struct timeval){t->backoff_s, 0});
+}
+
+static void tor_restart_later(struct tor_sup *t, const char *why)
+{
+    tor_restart_later_at(t, LOG_LVL_WARN, why);
 }
 
 /* tor's command line as onionfront starts it (argv, NULL-terminated): one place, for the launch and for
@@ -978,6 +984,11 @@ const char *tor_sup_socks_socket(const struct tor_sup *t)
 void tor_sup_restart(struct tor_sup *t, const char *why)
 {
     tor_restart_later(t, why);
+}
+
+void tor_sup_restart_planned(struct tor_sup *t, const char *why)
+{
+    tor_restart_later_at(t, LOG_LVL_NOTICE, why);
 }
 
 long tor_sup_pid(const struct tor_sup *t)
