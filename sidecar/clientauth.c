@@ -138,6 +138,20 @@ static int clientauth_scan(const struct service_conf *sc, int dfd, const char *d
     return rc;
 }
 
+/* The error for a config that lists no clients for a service onionfront restricted before (the names in
+ * its `list`): never fail open. */
+static void clientauth_refuse_drop(const char *dir, const char *list, char *err, size_t errlen)
+{
+    char names[256];
+    size_t o = 0;
+    for (const char *p = list; *p && o + 1 < sizeof(names); p++)
+        names[o++] = *p == '\n' ? (p[1] ? ',' : '\0') : *p;
+    names[o < sizeof(names) ? o : sizeof(names) - 1] = '\0';
+    snprintf(err, errlen, "%s: the service was restricted to clients (%s) and the config lists none: tor would "
+             "publish it for everyone. To make it public on purpose set \"drop_client_auth\": true for the "
+             "service; to keep it restricted put services.client_auth back", dir, names);
+}
+
 static int clientauth_run(const struct service_conf *sc, bool fix, char *err, size_t errlen)
 {
     char dir[CONFIG_PATH_MAX + sizeof(CLIENTAUTH_DIR) + 2];
@@ -176,6 +190,12 @@ static int clientauth_run(const struct service_conf *sc, bool fix, char *err, si
         return -1;
     }
     list[r == 0 ? len : 0] = '\0';
+    bool dropping = sc->n_clients == 0 && list[0] != '\0';
+    if (fix && dropping && !sc->drop_client_auth) {
+        clientauth_refuse_drop(dir, list, err, errlen);
+        close(dfd);
+        return -1;
+    }
     int rc = 0;
     if (fix) {
         /* The list first, with old and new names: a crash between the steps leaves files it may remove. */
@@ -210,7 +230,7 @@ static int clientauth_run(const struct service_conf *sc, bool fix, char *err, si
         rc = clientauth_scan(sc, dfd, dir, list, false, err, errlen);
     }
     close(dfd);
-    return rc;
+    return rc == 0 && fix && dropping ? 1 : rc;
 }
 
 int clientauth_sync(const struct service_conf *sc, char *err, size_t errlen)

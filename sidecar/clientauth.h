@@ -22,8 +22,11 @@ struct service_conf;
 
 /* Bring <sc->key_dir>/authorized_clients in line with sc->clients (see above), then check every entry.
  * A service without clients needs no directory; one that exists must then hold nothing but onionfront's
- * list (an .auth file would make tor enforce a client the config does not name). Return 0, or -1 with
- * why in `err` (naming the file: "unknown file", "not what onionfront wrote", ...). */
+ * list (an .auth file would make tor enforce a client the config does not name).
+ * Never fail open: a config without clients for a service whose list still names clients (it was
+ * restricted) is refused unless sc->drop_client_auth says to make it public; then the files go.
+ * Return 0, 1 when it removed the last clients on purpose (the service is public now), or -1 with why
+ * in `err` (naming the file: "unknown file", "not what onionfront wrote", "drop_client_auth", ...). */
 int clientauth_sync(const struct service_conf *sc, char *err, size_t errlen);
 
 /* Only check, writing nothing (before each SETCONF: a file planted since the last sync). Return 0 or -1

@@ -107,8 +107,7 @@ static bool config_is_lower(char ch) { return ch >= 'a' && ch <= 'z'; }
 static bool config_is_digit(char ch) { return ch >= '0' && ch <= '9'; }
 static bool config_is_alpha(char ch) { return config_is_lower(ch) || (ch >= 'A' && ch <= 'Z'); }
 
-/* ^[a-z0-9][a-z0-9_-]{0,31}$ */
-static bool config_is_service_name(const char *s, size_t n)
+bool config_is_service_name(const char *s, size_t n)
 {
     if (n < 1 || n > CONFIG_SERVICE_NAME_MAX || !(config_is_lower(s[0]) || config_is_digit(s[0])))
         return false;
@@ -1430,7 +1429,8 @@ static int config_parse_probe_target(struct config_ctx *c, const char *obj, json
 
 static int config_parse_service(struct config_ctx *c, const char *obj, json_t *o, struct config *cfg, size_t idx)
 {
-    static const char *const keys[] = {"name", "key_dir", "max_streams", "dos", "client_auth", "ports", "probe", NULL};
+    static const char *const keys[] = {"name",  "key_dir",          "max_streams", "dos", "client_auth",
+                                       "drop_client_auth", "ports", "probe",       NULL};
     struct service_conf *svc = &cfg->services[idx];
     char p[FIELD_PATH_LEN];
     const char *s = NULL;
@@ -1462,8 +1462,13 @@ static int config_parse_service(struct config_ctx *c, const char *obj, json_t *o
         return -1;
 
     if (config_get_uint(c, obj, o, "max_streams", false, 0, 65535, &svc->max_streams) < 0 ||
-        config_parse_dos(c, obj, o, svc) < 0 || config_parse_clients(c, obj, o, svc) < 0)
+        config_parse_dos(c, obj, o, svc) < 0 || config_parse_clients(c, obj, o, svc) < 0 ||
+        config_get_bool(c, obj, o, "drop_client_auth", &svc->drop_client_auth) < 0)
         return -1;
+    if (svc->drop_client_auth && svc->n_clients > 0) {
+        config_sub(p, obj, "drop_client_auth");
+        return config_fail(c, p, "cannot be set with client_auth (it removes every client, on purpose)");
+    }
 
     json_t *arr;
     if (config_get_array(c, obj, o, "ports", true, 1, CONFIG_MAX_PORTS, &arr) < 0)
@@ -1877,7 +1882,8 @@ const struct service_conf *config_first_pow_service(const struct config *cfg)
 bool service_conf_tor_equal(const struct service_conf *a, const struct service_conf *b)
 {
     if (strcmp(a->name, b->name) != 0 || strcmp(a->key_dir, b->key_dir) != 0 || a->max_streams != b->max_streams ||
-        !dos_conf_equal(&a->dos, &b->dos) || a->n_ports != b->n_ports || a->n_clients != b->n_clients)
+        !dos_conf_equal(&a->dos, &b->dos) || a->n_ports != b->n_ports || a->n_clients != b->n_clients ||
+        a->drop_client_auth != b->drop_client_auth)
         return false;
     /* A changed client list must reach tor: any successful SETCONF makes it re-read authorized_clients. */
     for (size_t i = 0; i < a->n_clients; i++)

@@ -174,6 +174,7 @@ struct service_conf {
     char name[CONFIG_SERVICE_NAME_MAX + 1];
     struct client_auth_conf *clients; /* <key_dir>/authorized_clients/<name>.auth (clientauth.c) */
     size_t n_clients;                 /* 0 = no client authorization */
+    bool drop_client_auth; /* "drop_client_auth": a service that had clients may become public (clientauth.h) */
     char *key_dir;        /* always set: absolute, default <state_dir>/keys/<name> */
     unsigned max_streams; /* HiddenServiceMaxStreams, 0-65535, 0 = unlimited ("max_streams" or
                              "dos.max_streams") */
@@ -283,6 +284,9 @@ bool service_conf_equal(const struct service_conf *a, const struct service_conf 
 bool service_conf_tor_equal(const struct service_conf *a, const struct service_conf *b);
 
 bool dos_conf_equal(const struct dos_conf *a, const struct dos_conf *b);
+
+/* True if the `n` bytes at `s` are a valid service (or client) name: ^[a-z0-9][a-z0-9_-]{0,31}$. */
+bool config_is_service_name(const char *s, size_t n);
 
 /* Decode a base32 x25519 key (52 characters, either case, the unused low bits of the last one zero) into
  * `out` (32 bytes) if not NULL. Return 0, or -1 if `s` (`len` bytes) is not one. */
