@@ -243,6 +243,17 @@ of_require_testnet() {
   fi
 }
 
+# of_require_stem — python3-stem (a test tool) for tests/integration/hs_desc_fetch.py: sets PY (Debian's
+# python3, which has it) and FETCH (the script); a missing stem is a failure.
+of_require_stem() {
+  PY=/usr/bin/python3
+  FETCH="$OF_ROOT/tests/integration/hs_desc_fetch.py"
+  "$PY" -c 'import stem' 2>/dev/null && return 0
+  of_fail "python3-stem is not installed (tests/install-deps.sh test installs it)"
+  of_summary
+  return 1
+}
+
 # of_start_client_tor NAME [TORRC_LINE...] — a client tor of the test's own on the private network, in
 # $OF_TMP/NAME, with a SocksPort on a free 127.0.0.1 port; the extra lines go into its torrc (say
 # "ClientOnionAuthDir DIR"). Waits (bounded, 120 s) for bootstrap. Sets OF_LAST_PID and OF_CLIENT_SOCKS.

@@ -17,13 +17,7 @@ source "$(dirname "$0")/lib.sh"
 of_require_testnet
 of_init
 
-PY=/usr/bin/python3 # Debian's python3, which has python3-stem
-FETCH="$(dirname "$0")/hs_desc_fetch.py"
-if ! "$PY" -c 'import stem' 2>/dev/null; then
-  of_fail "python3-stem is not installed (tests/install-deps.sh test installs it)"
-  of_summary
-  exit 1
-fi
+of_require_stem || exit 1
 
 port=$(of_free_port)
 of_start_backend priv "$port" http || exit 1
@@ -75,6 +69,16 @@ fetch_desc() { # OUT [--outer | --key K]
   shift
   "$PY" "$FETCH" "$TESTNET_CLIENT_CONTROL" "$addr" "$@" >"$out" 2>"$out.err"
 }
+# refuse_step WHAT REGEX — after a reload: the log refuses the service (REGEX), tor drops it.
+refuse_step() {
+  if of_wait_log "$log" "$2" 30; then
+    of_pass "$1"
+  else
+    of_fail "no refusal: $1"
+    dump_log "$log"
+  fi
+  of_check "tor no longer has the service" of_wait_until 20 not_in_tor
+}
 outer_ok() { fetch_desc "$OF_TMP/outer.txt" --outer && grep -q '^auth-client ' "$OF_TMP/outer.txt"; }
 of_check "the descriptor's outer layer decrypts and has auth-client lines" of_wait_until 90 outer_ok
 of_log "outer layer: $(grep -c '^auth-client ' "$OF_TMP/outer.txt") auth-client lines," \
@@ -112,13 +116,8 @@ not_in_tor() { ! in_tor; }
 printf 'descriptor:x25519:NOTAKEY\n' >"$keydir/authorized_clients/bob.auth"
 chmod 600 "$keydir/authorized_clients/bob.auth"
 "$OF_BIN" -c "$config" status reload >/dev/null 2>&1
-if of_wait_log "$log" "service priv: REFUSED: client authorization: .*authorized_clients/bob.auth: unknown file" 30; then
-  of_pass "the reload refuses the service, naming bob.auth"
-else
-  of_fail "no refusal naming bob.auth"
-  dump_log "$log"
-fi
-of_check "tor no longer has the service" of_wait_until 20 not_in_tor
+refuse_step "the reload refuses the service, naming bob.auth" \
+  "service priv: REFUSED: client authorization: .*authorized_clients/bob.auth: unknown file"
 of_check "onionfront status shows the refusal" \
   bash -c '"$1" -c "$2" status services 2>&1 | grep -q "REFUSED: client authorization"' _ "$OF_BIN" "$config"
 of_check "client-auth list says the directory disagrees (exit 1)" \
@@ -134,15 +133,9 @@ of_check "with bob.auth gone a reload gives the service back to tor" of_wait_unt
 
 # --- a reload that drops every client: refused unless said on purpose ----------------------------------
 of_write_config "$config" "$(svc_json "")"
-: >"$OF_TMP/mark"
 "$OF_BIN" -c "$config" status reload >/dev/null 2>&1
-if of_wait_log "$log" 'service priv: REFUSED: client authorization: .*restricted to clients \(alice\) and the config lists none.*"drop_client_auth": true' 30; then
-  of_pass "a config without clients is refused, naming drop_client_auth"
-else
-  of_fail "no refusal for a config that drops every client"
-  dump_log "$log"
-fi
-of_check "tor no longer has the service" of_wait_until 20 not_in_tor
+refuse_step "a config without clients is refused, naming drop_client_auth" \
+  'service priv: REFUSED: client authorization: .*restricted to clients \(alice\) and the config lists none.*"drop_client_auth": true'
 of_check "alice.auth stays" test -e "$keydir/authorized_clients/alice.auth"
 if of_fetch "http://$addr/" "$OF_TMP/nokey2.html" 30 2>/dev/null; then
   of_fail "the shared client without a key fetched the page after clients were dropped without the flag"

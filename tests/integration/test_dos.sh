@@ -16,13 +16,7 @@ source "$(dirname "$0")/lib.sh"
 of_require_testnet
 of_init
 
-PY=/usr/bin/python3 # Debian's python3, which has python3-stem
-FETCH="$(dirname "$0")/hs_desc_fetch.py"
-if ! "$PY" -c 'import stem' 2>/dev/null; then
-  of_fail "python3-stem is not installed (tests/install-deps.sh test installs it)"
-  of_summary
-  exit 1
-fi
+of_require_stem || exit 1
 
 port=$(of_free_port)
 of_start_backend web "$port" http || exit 1
