@@ -696,7 +696,7 @@ static const char *const config_torrc_owned[] = {
     NULL,
 };
 /* Whole families: any option starting with these (or an abbreviation of the prefix itself). */
-static const char *const config_torrc_owned_prefix[] = {"HiddenService", "__", NULL};
+static const char *const config_torrc_owned_prefix[] = {"HiddenService", "MetricsPort", "__", NULL};
 
 /* Check one extra_torrc line. Return 0 or -1 with the reason in `why`. */
 static int config_check_torrc_line(const char *s, size_t len, char *why, size_t whylen)

@@ -240,6 +240,8 @@ static const struct bad_case bad_cases[] = {
     BAD(TOR("'extra_torrc':['DNSPort 53']"), "tor.extra_torrc[0]: option \"DNSPort\" " OWNED),
     BAD(TOR("'extra_torrc':['HTTPTunnelPort 8118']"), "tor.extra_torrc[0]: option \"HTTPTunnelPort\" " OWNED),
     BAD(TOR("'extra_torrc':['ControlPort 9051']"), "tor.extra_torrc[0]: option \"ControlPort\" " OWNED),
+    BAD(TOR("'extra_torrc':['MetricsPort 0.0.0.0:9035']"), "tor.extra_torrc[0]: option \"MetricsPort\" " OWNED),
+    BAD(TOR("'extra_torrc':['MetricsPortPolicy accept *']"), "tor.extra_torrc[0]: option \"MetricsPortPolicy\" " OWNED),
     BAD(TOR("'extra_torrc':['ControlSocket /x']"), "tor.extra_torrc[0]: option \"ControlSocket\" " OWNED),
     BAD(TOR("'extra_torrc':['DataDirectory /tmp']"), "tor.extra_torrc[0]: option \"DataDirectory\" " OWNED),
     BAD(TOR("'extra_torrc':['CookieAuthentication 0']"),
