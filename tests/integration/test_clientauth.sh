@@ -109,6 +109,8 @@ else
   of_pass "the shared client without a key cannot fetch the page ($(head -c 200 "$OF_TMP/nokey.err"))"
 fi
 of_check "the private key is not in onionfront's log" bash -c '! grep -qF "$1" "$2"' _ "$priv" "$log"
+of_check "tor found nothing but .auth files in authorized_clients (no warning)" \
+  bash -c '! grep -q "Client authorization unrecognized filename" "$1"' _ "$log"
 
 # --- a planted malformed .auth file: refused, not published public ---------------------------------------
 in_tor() { of_torctl "$ctl" "GETCONF HiddenServiceDir" 2>&1 | grep -qF "$keydir"; }

@@ -160,6 +160,48 @@ static void test_write_and_remove(void **state)
     assert_int_equal(clientauth_check(sc, c->err, sizeof(c->err)), 0);
 }
 
+/* tor warns about every file in authorized_clients that does not end in .auth: onionfront keeps its list
+ * in key_dir, writes nothing for a service without clients (tor creates the empty directory itself), and
+ * takes over a list from where it used to be, removing it there. */
+static void test_only_auth_files(void **state)
+{
+    struct ctx *c = *state;
+    char p[256], q[256];
+    mkkeys(c);
+    path(c, "", p, sizeof(p));
+    assert_int_equal(mkdir(p, 0700), 0); /* as tor leaves it */
+    const struct service_conf *sc = load(c, "");
+    assert_int_equal(clientauth_sync(sc, c->err, sizeof(c->err)), 0);
+    snprintf(q, sizeof(q), "%s/keys/" CLIENTAUTH_LIST, c->dir);
+    assert_int_equal(access(q, F_OK), -1);
+    path(c, CLIENTAUTH_OLD_LIST, p, sizeof(p));
+    assert_int_equal(access(p, F_OK), -1);
+
+    sc = load(c, "[{\"name\":\"alice\",\"public_key\":\"" K1 "\"}]");
+    assert_int_equal(clientauth_sync(sc, c->err, sizeof(c->err)), 0);
+    assert_int_equal(access(q, F_OK), 0);
+    assert_int_equal(access(p, F_OK), -1);
+
+    /* an old list in authorized_clients (bob was written then): taken over, bob removed, then gone */
+    unlink(q);
+    write_file(p, "alice\nbob\n");
+    path(c, "bob.auth", q, sizeof(q));
+    write_file(q, "descriptor:x25519:" K1 "\n");
+    assert_int_equal(clientauth_sync(sc, c->err, sizeof(c->err)), 0);
+    assert_int_equal(access(q, F_OK), -1);
+    assert_int_equal(access(p, F_OK), -1);
+    /* and the list in key_dir still knows alice: dropping her needs the flag */
+    sc = load(c, "");
+    assert_int_equal(clientauth_sync(sc, c->err, sizeof(c->err)), -1);
+    /* also when someone removed authorized_clients itself */
+    path(c, "alice.auth", q, sizeof(q));
+    unlink(q);
+    path(c, "", q, sizeof(q));
+    assert_int_equal(rmdir(q), 0);
+    assert_int_equal(clientauth_check(sc, c->err, sizeof(c->err)), -1);
+    assert_non_null(strstr(c->err, "restricted to clients (alice)"));
+}
+
 static void test_drop_flag_config(void **state)
 {
     struct ctx *c = *state;
@@ -233,8 +275,10 @@ static void test_refused(void **state)
     assert_non_null(strstr(c->err, "authorized_clients: cannot open (a symlink is refused)"));
     unlink(p);
 
-    /* no clients configured, but a .auth file there: tor would enforce it */
+    /* no clients configured (nor listed), but a .auth file there: tor would enforce it */
     sc = load(c, "");
+    snprintf(q, sizeof(q), "%s/keys/" CLIENTAUTH_LIST, c->dir);
+    assert_int_equal(unlink(q), 0);
     assert_int_equal(mkdir(p, 0700), 0);
     path(c, "old.auth", q, sizeof(q));
     write_file(q, "descriptor:x25519:" K1 "\n");
@@ -270,6 +314,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_write_and_remove, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_clients_no_dir, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_only_auth_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_drop_flag_config, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_fails, setup, teardown),
         cmocka_unit_test(test_config_keys),
