@@ -1117,7 +1117,8 @@ static int config_parse_backend(struct config_ctx *c, const char *obj, json_t *o
 static int config_parse_port(struct config_ctx *c, const char *obj, json_t *o, struct service_conf *svc, size_t idx)
 {
     static const char *const keys[] = {"virtual", "target", "backends", "balance", "connect_timeout_ms",
-                                       "max_streams_per_circuit", "proxy_protocol", "health", NULL};
+                                       "max_streams_per_circuit", "circuit_stream_rate", "circuit_stream_burst",
+                                       "idle_timeout", "proxy_protocol", "health", NULL};
     struct port_conf *pc = &svc->ports[idx];
     char p[FIELD_PATH_LEN];
 
@@ -1183,8 +1184,17 @@ static int config_parse_port(struct config_ctx *c, const char *obj, json_t *o, s
     pc->proxy_protocol = false;
     if (config_get_uint(c, obj, o, "connect_timeout_ms", false, 100, 60000, &pc->connect_timeout_ms) < 0 ||
         config_get_uint(c, obj, o, "max_streams_per_circuit", false, 0, 65535, &pc->max_streams_per_circuit) < 0 ||
+        config_get_uint(c, obj, o, "circuit_stream_rate", false, 0, 65535, &pc->circuit_stream_rate) < 0 ||
+        config_get_uint(c, obj, o, "idle_timeout", false, 0, 86400, &pc->idle_timeout_s) < 0 ||
         config_get_bool(c, obj, o, "proxy_protocol", &pc->proxy_protocol) < 0)
         return -1;
+    pc->circuit_stream_burst = pc->circuit_stream_rate * 2 > 10 ? pc->circuit_stream_rate * 2 : 10;
+    if (config_get_uint(c, obj, o, "circuit_stream_burst", false, 1, 131070, &pc->circuit_stream_burst) < 0)
+        return -1;
+    if (json_object_get(o, "circuit_stream_burst") && pc->circuit_stream_rate == 0) {
+        config_sub(p, obj, "circuit_stream_burst");
+        return config_fail(c, p, "needs circuit_stream_rate > 0");
+    }
     return config_parse_health(c, obj, json_object_get(o, "health"), &pc->health);
 }
 
@@ -1854,6 +1864,8 @@ bool port_conf_equal(const struct port_conf *a, const struct port_conf *b)
     if (a->virtual_port != b->virtual_port || a->n_backends != b->n_backends || a->balance != b->balance ||
         a->connect_timeout_ms != b->connect_timeout_ms ||
         a->max_streams_per_circuit != b->max_streams_per_circuit || a->proxy_protocol != b->proxy_protocol ||
+        a->circuit_stream_rate != b->circuit_stream_rate || a->circuit_stream_burst != b->circuit_stream_burst ||
+        a->idle_timeout_s != b->idle_timeout_s ||
         !health_conf_equal(&a->health, &b->health))
         return false;
     for (size_t i = 0; i < a->n_backends; i++)

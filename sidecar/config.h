@@ -124,6 +124,10 @@ struct port_conf {
     unsigned connect_timeout_ms;      /* 100-60000 */
     unsigned max_streams_per_circuit; /* 0-65535, 0 = unlimited; default
                                          CONFIG_DEFAULT_MAX_STREAMS_PER_CIRCUIT */
+    unsigned circuit_stream_rate;     /* new streams per second one circuit may open (token bucket refill),
+                                         0-65535, 0 = off (default) */
+    unsigned circuit_stream_burst;    /* the bucket: 1-131070, default max(10, 2 x rate) */
+    unsigned idle_timeout_s;          /* a stream with no byte either way this long is closed; 0 = off */
     bool proxy_protocol;              /* send a PROXY v2 header to backends */
     struct health_conf health;
 };
