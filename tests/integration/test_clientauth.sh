@@ -7,8 +7,11 @@
 #  - the descriptor fetched from an HSDir: its outer layer decrypts (auth-client lines), the inner layer
 #    does not without a key, and does with the client's key (decrypted with stem in the test);
 #  - the client tor with the key fetches the page; the network's shared client, without it, cannot;
-#  - a malformed .auth file planted beside onionfront's: the reload refuses the service, naming the file,
-#    and tor is not given the service (not published public); removing the file and reloading restores it;
+#  - a second client added and the first removed by reload: the published descriptor opens with the
+#    second key only; fresh client tors: the second fetches, the removed one cannot;
+#  - a malformed .auth file (mallory.auth) planted beside onionfront's: the reload refuses the service,
+#    naming the file, and tor is not given the service (not published public); removing the file and
+#    reloading restores it;
 #  - a reload whose config lists no clients any more is refused (the service stays away from tor, its
 #    .auth file stays); with "drop_client_auth": true the service becomes public on purpose and the
 #    shared client then fetches the page.
@@ -112,14 +115,53 @@ of_check "the private key is not in onionfront's log" bash -c '! grep -qF "$1" "
 of_check "tor found nothing but .auth files in authorized_clients (no warning)" \
   bash -c '! grep -q "Client authorization unrecognized filename" "$1"' _ "$log"
 
+# --- a second client, then the first removed: the removed client cannot any more --------------------------
+"$OF_BIN" -c "$config" client-auth add priv bob >"$OF_TMP/add-bob.out" 2>&1
+bob_line=$(grep -E '^[a-z2-7]{56}:descriptor:x25519:[A-Z2-7]{52}$' "$OF_TMP/add-bob.out")
+bob_entry=$(grep -E '^\{ "name": "bob", "public_key": "[A-Z2-7]{52}" \}$' "$OF_TMP/add-bob.out")
+of_check "client-auth add makes bob for the same address" test "${bob_line%%:*}.onion" = "$addr" -a -n "$bob_entry"
+of_write_config "$config" "$(svc_json "\"client_auth\": [ $entry, $bob_entry ],")"
+"$OF_BIN" -c "$config" status reload >/dev/null 2>&1
+of_write_config "$config" "$(svc_json "\"client_auth\": [ $bob_entry ],")"
+"$OF_BIN" -c "$config" status reload >/dev/null 2>&1
+of_check "alice.auth is removed, bob.auth written" \
+  of_wait_until 20 test ! -e "$keydir/authorized_clients/alice.auth" -a -e "$keydir/authorized_clients/bob.auth"
+bob_only() { # the descriptor on the HSDirs: bob's key opens it, alice's does not
+  fetch_desc "$OF_TMP/inner-bob.txt" --key "${bob_line##*:}" && ! fetch_desc "$OF_TMP/inner-alice.txt" --key "$priv"
+}
+if of_wait_until 120 bob_only; then
+  of_pass "the published descriptor opens with bob's key and no longer with alice's ($(cat "$OF_TMP/inner-alice.txt.err"))"
+else
+  of_fail "the descriptor after removing alice: bob $(cat "$OF_TMP/inner-bob.txt.err"), alice still opens it?"
+fi
+bobdir=$OF_TMP/bob-auth
+alice2dir=$OF_TMP/alice2-auth
+mkdir -p "$bobdir" "$alice2dir" && chmod 700 "$bobdir" "$alice2dir"
+printf '%s\n' "$bob_line" >"$bobdir/bob.auth_private"
+cp "$authdir/alice.auth_private" "$alice2dir/"
+chmod 600 "$bobdir/bob.auth_private" "$alice2dir/alice.auth_private"
+# Fresh client tors (a client's cached descriptor would still open with the old key): bob fetches,
+# alice with her removed key cannot.
+of_start_client_tor bob "ClientOnionAuthDir $bobdir" || { of_summary; exit 1; }
+bob_socks=$OF_CLIENT_SOCKS
+fetch_bob() { curl -sS --fail --max-time 30 --socks5-hostname "127.0.0.1:$bob_socks" -o "$1" "http://$addr/"; }
+of_check "a fresh client tor with bob's key fetches the page" of_wait_until 120 fetch_bob "$OF_TMP/bob.html"
+of_start_client_tor alice2 "ClientOnionAuthDir $alice2dir" || { of_summary; exit 1; }
+if curl -sS --fail --max-time 60 --socks5-hostname "127.0.0.1:$OF_CLIENT_SOCKS" -o "$OF_TMP/alice2.html" \
+  "http://$addr/" 2>"$OF_TMP/alice2.err"; then
+  of_fail "a fresh client tor with alice's removed key fetched the page"
+else
+  of_pass "a fresh client tor with alice's removed key cannot fetch the page ($(head -c 120 "$OF_TMP/alice2.err"))"
+fi
+
 # --- a planted malformed .auth file: refused, not published public ---------------------------------------
 in_tor() { of_torctl "$ctl" "GETCONF HiddenServiceDir" 2>&1 | grep -qF "$keydir"; }
 not_in_tor() { ! in_tor; }
-printf 'descriptor:x25519:NOTAKEY\n' >"$keydir/authorized_clients/bob.auth"
-chmod 600 "$keydir/authorized_clients/bob.auth"
+printf 'descriptor:x25519:NOTAKEY\n' >"$keydir/authorized_clients/mallory.auth"
+chmod 600 "$keydir/authorized_clients/mallory.auth"
 "$OF_BIN" -c "$config" status reload >/dev/null 2>&1
-refuse_step "the reload refuses the service, naming bob.auth" \
-  "service priv: REFUSED: client authorization: .*authorized_clients/bob.auth: unknown file"
+refuse_step "the reload refuses the service, naming mallory.auth" \
+  "service priv: REFUSED: client authorization: .*authorized_clients/mallory.auth: unknown file"
 of_check "onionfront status shows the refusal" \
   bash -c '"$1" -c "$2" status services 2>&1 | grep -q "REFUSED: client authorization"' _ "$OF_BIN" "$config"
 of_check "client-auth list says the directory disagrees (exit 1)" \
@@ -129,16 +171,16 @@ if fetch_desc "$OF_TMP/inner-planted.txt"; then
 else
   of_pass "the descriptor on the HSDirs still needs a key"
 fi
-rm -f "$keydir/authorized_clients/bob.auth"
+rm -f "$keydir/authorized_clients/mallory.auth"
 "$OF_BIN" -c "$config" status reload >/dev/null 2>&1
-of_check "with bob.auth gone a reload gives the service back to tor" of_wait_until 30 in_tor
+of_check "with mallory.auth gone a reload gives the service back to tor" of_wait_until 30 in_tor
 
 # --- a reload that drops every client: refused unless said on purpose ----------------------------------
 of_write_config "$config" "$(svc_json "")"
 "$OF_BIN" -c "$config" status reload >/dev/null 2>&1
 refuse_step "a config without clients is refused, naming drop_client_auth" \
-  'service priv: REFUSED: client authorization: .*restricted to clients \(alice\) and the config lists none.*"drop_client_auth": true'
-of_check "alice.auth stays" test -e "$keydir/authorized_clients/alice.auth"
+  'service priv: REFUSED: client authorization: .*restricted to clients \(bob\) and the config lists none.*"drop_client_auth": true'
+of_check "bob.auth stays" test -e "$keydir/authorized_clients/bob.auth"
 if of_fetch "http://$addr/" "$OF_TMP/nokey2.html" 30 2>/dev/null; then
   of_fail "the shared client without a key fetched the page after clients were dropped without the flag"
 else
@@ -148,7 +190,7 @@ of_write_config "$config" "$(svc_json '"drop_client_auth": true,')"
 "$OF_BIN" -c "$config" status reload >/dev/null 2>&1
 of_check "with drop_client_auth the removal is logged" \
   of_wait_log "$log" "service priv: client authorization removed on purpose \(drop_client_auth\)" 30
-of_check "alice.auth is gone" test ! -e "$keydir/authorized_clients/alice.auth"
+of_check "bob.auth is gone" test ! -e "$keydir/authorized_clients/bob.auth"
 public_desc() { fetch_desc "$OF_TMP/inner-public.txt"; }
 of_check "a descriptor fetched now decrypts without a key (public on purpose)" of_wait_until 120 public_desc
 of_check "the shared client fetches the page now" of_fetch_until "http://$addr/" "$OF_TMP/public.html" 120
