@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "sidecar/clientauth_cmd.h"
 #include "sidecar/config.h"
 #include "sidecar/keycmd.h"
 #include "sidecar/status_client.h"
@@ -23,6 +24,11 @@ void cli_usage(FILE *f)
             "                                            write SERVICE's hs_ed25519_secret_key to a new 0600 FILE\n"
             "       onionfront [-c CONFIG] new-key SERVICE\n"
             "                                            give SERVICE a new key and address on purpose\n"
+            "       onionfront [-c CONFIG] client-auth add SERVICE NAME\n"
+            "                                            make a client key pair: prints the client's private\n"
+            "                                            key line (once) and the config entry to add\n"
+            "       onionfront [-c CONFIG] client-auth list SERVICE\n"
+            "                                            SERVICE's clients; exit 1 if the files disagree\n"
             "       onionfront [-c CONFIG] status [--json] [-s SOCKET] [COMMAND]\n"
             "                                            ask the running daemon (COMMAND: status, services,\n"
             "                                            backends, circuits, metrics, reload, help,\n"
@@ -169,6 +175,17 @@ static int cli_new_key_cmd(const char *config_path, int argc, char **argv)
     return keycmd_new_key(config_path, argv[0], stdout, stderr);
 }
 
+/* `onionfront client-auth add SERVICE NAME` or `client-auth list SERVICE` (clientauth_cmd.h). */
+static int cli_client_auth_cmd(const char *config_path, int argc, char **argv)
+{
+    if (argc == 3 && strcmp(argv[0], "add") == 0)
+        return clientauth_cmd_add(config_path, argv[1], argv[2], stdout, stderr);
+    if (argc == 2 && strcmp(argv[0], "list") == 0)
+        return clientauth_cmd_list(config_path, argv[1], stdout, stderr);
+    cli_usage(stderr);
+    return 2;
+}
+
 /* `onionfront log-level ...` is `onionfront status log-level ...`, `onionfront restart-tor` is `onionfront
  * status restart-tor`: the command word stays first. */
 static int cli_via_status_cmd(const char *config_path, int argc, char **argv)
@@ -186,6 +203,7 @@ static const struct cli_cmd {
     {"import-key", 2, 2, cli_import_key_cmd},
     {"export-key", 2, 2, cli_export_key_cmd},
     {"new-key", 1, 1, cli_new_key_cmd},
+    {"client-auth", 2, 3, cli_client_auth_cmd},
     {"status", 0, INT_MAX, cli_status},
     {"check", 0, 2, cli_check_cmd},
     {"log-level", 0, INT_MAX, cli_via_status_cmd},

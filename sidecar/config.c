@@ -107,8 +107,7 @@ static bool config_is_lower(char ch) { return ch >= 'a' && ch <= 'z'; }
 static bool config_is_digit(char ch) { return ch >= '0' && ch <= '9'; }
 static bool config_is_alpha(char ch) { return config_is_lower(ch) || (ch >= 'A' && ch <= 'Z'); }
 
-/* ^[a-z0-9][a-z0-9_-]{0,31}$ */
-static bool config_is_service_name(const char *s, size_t n)
+bool config_is_service_name(const char *s, size_t n)
 {
     if (n < 1 || n > CONFIG_SERVICE_NAME_MAX || !(config_is_lower(s[0]) || config_is_digit(s[0])))
         return false;
@@ -697,7 +696,7 @@ static const char *const config_torrc_owned[] = {
     NULL,
 };
 /* Whole families: any option starting with these (or an abbreviation of the prefix itself). */
-static const char *const config_torrc_owned_prefix[] = {"HiddenService", "__", NULL};
+static const char *const config_torrc_owned_prefix[] = {"HiddenService", "MetricsPort", "__", NULL};
 
 /* Check one extra_torrc line. Return 0 or -1 with the reason in `why`. */
 static int config_check_torrc_line(const char *s, size_t len, char *why, size_t whylen)
@@ -1118,7 +1117,8 @@ static int config_parse_backend(struct config_ctx *c, const char *obj, json_t *o
 static int config_parse_port(struct config_ctx *c, const char *obj, json_t *o, struct service_conf *svc, size_t idx)
 {
     static const char *const keys[] = {"virtual", "target", "backends", "balance", "connect_timeout_ms",
-                                       "max_streams_per_circuit", "proxy_protocol", "health", NULL};
+                                       "max_streams_per_circuit", "circuit_stream_rate", "circuit_stream_burst",
+                                       "idle_timeout", "proxy_protocol", "health", NULL};
     struct port_conf *pc = &svc->ports[idx];
     char p[FIELD_PATH_LEN];
 
@@ -1184,8 +1184,17 @@ static int config_parse_port(struct config_ctx *c, const char *obj, json_t *o, s
     pc->proxy_protocol = false;
     if (config_get_uint(c, obj, o, "connect_timeout_ms", false, 100, 60000, &pc->connect_timeout_ms) < 0 ||
         config_get_uint(c, obj, o, "max_streams_per_circuit", false, 0, 65535, &pc->max_streams_per_circuit) < 0 ||
+        config_get_uint(c, obj, o, "circuit_stream_rate", false, 0, 65535, &pc->circuit_stream_rate) < 0 ||
+        config_get_uint(c, obj, o, "idle_timeout", false, 0, 86400, &pc->idle_timeout_s) < 0 ||
         config_get_bool(c, obj, o, "proxy_protocol", &pc->proxy_protocol) < 0)
         return -1;
+    pc->circuit_stream_burst = pc->circuit_stream_rate * 2 > 10 ? pc->circuit_stream_rate * 2 : 10;
+    if (config_get_uint(c, obj, o, "circuit_stream_burst", false, 1, 131070, &pc->circuit_stream_burst) < 0)
+        return -1;
+    if (json_object_get(o, "circuit_stream_burst") && pc->circuit_stream_rate == 0) {
+        config_sub(p, obj, "circuit_stream_burst");
+        return config_fail(c, p, "needs circuit_stream_rate > 0");
+    }
     return config_parse_health(c, obj, json_object_get(o, "health"), &pc->health);
 }
 
@@ -1430,7 +1439,8 @@ static int config_parse_probe_target(struct config_ctx *c, const char *obj, json
 
 static int config_parse_service(struct config_ctx *c, const char *obj, json_t *o, struct config *cfg, size_t idx)
 {
-    static const char *const keys[] = {"name", "key_dir", "max_streams", "dos", "client_auth", "ports", "probe", NULL};
+    static const char *const keys[] = {"name",  "key_dir",          "max_streams", "dos", "client_auth",
+                                       "drop_client_auth", "ports", "probe",       NULL};
     struct service_conf *svc = &cfg->services[idx];
     char p[FIELD_PATH_LEN];
     const char *s = NULL;
@@ -1462,8 +1472,13 @@ static int config_parse_service(struct config_ctx *c, const char *obj, json_t *o
         return -1;
 
     if (config_get_uint(c, obj, o, "max_streams", false, 0, 65535, &svc->max_streams) < 0 ||
-        config_parse_dos(c, obj, o, svc) < 0 || config_parse_clients(c, obj, o, svc) < 0)
+        config_parse_dos(c, obj, o, svc) < 0 || config_parse_clients(c, obj, o, svc) < 0 ||
+        config_get_bool(c, obj, o, "drop_client_auth", &svc->drop_client_auth) < 0)
         return -1;
+    if (svc->drop_client_auth && svc->n_clients > 0) {
+        config_sub(p, obj, "drop_client_auth");
+        return config_fail(c, p, "cannot be set with client_auth (it removes every client, on purpose)");
+    }
 
     json_t *arr;
     if (config_get_array(c, obj, o, "ports", true, 1, CONFIG_MAX_PORTS, &arr) < 0)
@@ -1849,6 +1864,8 @@ bool port_conf_equal(const struct port_conf *a, const struct port_conf *b)
     if (a->virtual_port != b->virtual_port || a->n_backends != b->n_backends || a->balance != b->balance ||
         a->connect_timeout_ms != b->connect_timeout_ms ||
         a->max_streams_per_circuit != b->max_streams_per_circuit || a->proxy_protocol != b->proxy_protocol ||
+        a->circuit_stream_rate != b->circuit_stream_rate || a->circuit_stream_burst != b->circuit_stream_burst ||
+        a->idle_timeout_s != b->idle_timeout_s ||
         !health_conf_equal(&a->health, &b->health))
         return false;
     for (size_t i = 0; i < a->n_backends; i++)
@@ -1877,7 +1894,8 @@ const struct service_conf *config_first_pow_service(const struct config *cfg)
 bool service_conf_tor_equal(const struct service_conf *a, const struct service_conf *b)
 {
     if (strcmp(a->name, b->name) != 0 || strcmp(a->key_dir, b->key_dir) != 0 || a->max_streams != b->max_streams ||
-        !dos_conf_equal(&a->dos, &b->dos) || a->n_ports != b->n_ports || a->n_clients != b->n_clients)
+        !dos_conf_equal(&a->dos, &b->dos) || a->n_ports != b->n_ports || a->n_clients != b->n_clients ||
+        a->drop_client_auth != b->drop_client_auth)
         return false;
     /* A changed client list must reach tor: any successful SETCONF makes it re-read authorized_clients. */
     for (size_t i = 0; i < a->n_clients; i++)

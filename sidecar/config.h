@@ -124,6 +124,10 @@ struct port_conf {
     unsigned connect_timeout_ms;      /* 100-60000 */
     unsigned max_streams_per_circuit; /* 0-65535, 0 = unlimited; default
                                          CONFIG_DEFAULT_MAX_STREAMS_PER_CIRCUIT */
+    unsigned circuit_stream_rate;     /* new streams per second one circuit may open (token bucket refill),
+                                         0-65535, 0 = off (default) */
+    unsigned circuit_stream_burst;    /* the bucket: 1-131070, default max(10, 2 x rate) */
+    unsigned idle_timeout_s;          /* a stream with no byte either way this long is closed; 0 = off */
     bool proxy_protocol;              /* send a PROXY v2 header to backends */
     struct health_conf health;
 };
@@ -174,6 +178,7 @@ struct service_conf {
     char name[CONFIG_SERVICE_NAME_MAX + 1];
     struct client_auth_conf *clients; /* <key_dir>/authorized_clients/<name>.auth (clientauth.c) */
     size_t n_clients;                 /* 0 = no client authorization */
+    bool drop_client_auth; /* "drop_client_auth": a service that had clients may become public (clientauth.h) */
     char *key_dir;        /* always set: absolute, default <state_dir>/keys/<name> */
     unsigned max_streams; /* HiddenServiceMaxStreams, 0-65535, 0 = unlimited ("max_streams" or
                              "dos.max_streams") */
@@ -283,6 +288,9 @@ bool service_conf_equal(const struct service_conf *a, const struct service_conf 
 bool service_conf_tor_equal(const struct service_conf *a, const struct service_conf *b);
 
 bool dos_conf_equal(const struct dos_conf *a, const struct dos_conf *b);
+
+/* True if the `n` bytes at `s` are a valid service (or client) name: ^[a-z0-9][a-z0-9_-]{0,31}$. */
+bool config_is_service_name(const char *s, size_t n);
 
 /* Decode a base32 x25519 key (52 characters, either case, the unused low bits of the last one zero) into
  * `out` (32 bytes) if not NULL. Return 0, or -1 if `s` (`len` bytes) is not one. */

@@ -98,8 +98,7 @@ static const char *keys_dir_use_str(enum keys_dir_use u)
     return "?";
 }
 
-/* RFC 4648 base32, lowercase, no padding; `len` * 8 must be a multiple of 5 (35 bytes -> 56 chars). */
-static void keys_base32(const unsigned char *in, size_t len, char *out)
+void keys_base32(const unsigned char *in, size_t len, char *out)
 {
     static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz234567";
     unsigned int acc = 0;
@@ -115,6 +114,8 @@ static void keys_base32(const unsigned char *in, size_t len, char *out)
         }
         acc &= (1u << bits) - 1; /* keep only the unused bits */
     }
+    if (bits > 0) /* the last character: the remaining bits, zero-padded */
+        out[o++] = alphabet[(acc << (5 - bits)) & 31];
     out[o] = '\0';
 }
 

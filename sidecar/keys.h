@@ -41,6 +41,10 @@ struct onion_key {
  * Return 0, or -1 if the hash fails. */
 int onion_address_from_pubkey(const unsigned char pk[32], char out[KEYS_ADDRESS_SIZE]);
 
+/* RFC 4648 base32 of `len` bytes of `in` into `out` (len * 8 / 5 rounded up, plus the NUL), lowercase, no
+ * padding; unused low bits of the last character are zero (35 bytes -> 56 chars, 32 -> 52). */
+void keys_base32(const unsigned char *in, size_t len, char *out);
+
 /* Load the key directory `dir` for use by a single onion service and fill `out` (secret included).
  * Checks: `dir` is 0700 and ours; the secret key file has no group/other bits; the public key and
  * hostname files are not group/other-writable (mkp224o writes them 0644); headers and sizes; the

@@ -21,6 +21,7 @@
 #include "sidecar/service_id.h"
 #include "sidecar/status.h"
 #include "sidecar/tor.h"
+#include "sidecar/torscrape.h"
 #include "sidecar/verify.h"
 #include "sidecar/version.h"
 #include "sidecar/worker.h"
@@ -199,6 +200,11 @@ json_t *report_services_json(const struct report_src *r)
         if (desc)
             json_object_set_new(svc, "descriptor", desc);
         json_object_set_new(svc, "probe", probe ? probe : json_null());
+        /* tor's own per-service counters (MetricsPort, spawn mode): only what tor exported, else null */
+        json_t *tm = address[0] ? torscrape_service_to_json(worker_scrape(w), address) : NULL;
+        const struct service_conf *sc = config_find_service(r->conf, service_mgr_name(worker_services(w), i));
+        json_object_set_new(svc, "tor_metrics", tm ? tm : json_null());
+        json_object_set_new(svc, "pow_enabled", json_boolean(sc && sc->dos.pow_enabled));
         if (ver) {
             json_object_set(svc, "verdict", json_object_get(ver, "verdict"));
             json_object_set_new(svc, "verify", ver);
@@ -241,6 +247,14 @@ fail:
     json_decref(ports);
     json_decref(arr);
     return NULL;
+}
+
+/* The tor_hs values of worker `w`'s tor (torscrape.h), for the services it runs. */
+static int report_tor_hs_metrics(const struct worker *w, struct metrics *m)
+{
+    const char *names[CONFIG_MAX_SERVICES], *addrs[CONFIG_MAX_SERVICES];
+    size_t n = worker_service_list(w, names, addrs);
+    return torscrape_metrics(worker_scrape(w), names, addrs, n, m);
 }
 
 char *report_metrics_text(const struct report_src *r)
@@ -289,7 +303,7 @@ char *report_metrics_text(const struct report_src *r)
         free(pools);
     }
     rc = rc || proxy_metrics(r->proxy, m) < 0 || metrics_http_metrics(r->metrics_http, m) < 0 ||
-         descriptor_metrics(worker_descriptors(w), m) < 0 ||
+         descriptor_metrics(worker_descriptors(w), m) < 0 || report_tor_hs_metrics(w, m) < 0 ||
          verify_metrics(worker_verify(w), m) < 0 || (r->probe && probe_metrics(r->probe, m) < 0) ||
          (r->roll && roll_metrics(r->roll, m) < 0);
     /* A module with families of its own adds its *_metrics call here. */

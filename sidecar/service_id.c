@@ -94,11 +94,15 @@ static int service_id_key_check(struct addrbook *book, const struct service_conf
 {
     char cerr[1024];
     int rc = service_id_key_only(book, sc, address, book_changed, refusal, refusal_len, err, errlen);
-    if (rc == 1 && clientauth_sync(sc, cerr, sizeof(cerr)) < 0) {
+    int arc = rc == 1 ? clientauth_sync(sc, cerr, sizeof(cerr)) : 0;
+    if (arc < 0) {
         snprintf(refusal, refusal_len, "service %s: REFUSED: client authorization: %s. The other services keep "
                  "running", sc->name, cerr);
         return 0;
     }
+    if (arc == 1)
+        log_notice_f(LOG_SERVICE(sc->name), "service %s: client authorization removed on purpose "
+                     "(drop_client_auth): the service is public now", sc->name);
     return rc;
 }
 

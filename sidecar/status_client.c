@@ -346,6 +346,29 @@ static void summary_backends(struct out *o, const char *service, const json_t *b
     }
 }
 
+/* "  dos          PoW on, effort 0, queue 0; introductions 2 (0 rejected); rendezvous 2 (0 failed)": tor's
+ * own numbers (MetricsPort); a value tor did not export is left out, never shown as 0. */
+static void summary_tor_metrics(struct out *o, const json_t *svc)
+{
+    static const struct {
+        const char *key, *fmt;
+    } parts[] = {
+        {"pow_suggested_effort", ", effort %.0f"},      {"pow_queue_length", ", queue %.0f"},
+        {"introductions_received", "; introductions %.0f"}, {"introductions_rejected", " (%.0f rejected)"},
+        {"rendezvous_created", "; rendezvous %.0f"},   {"rendezvous_errors", " (%.0f failed)"},
+    };
+    const json_t *tm = json_object_get(svc, "tor_metrics"), *pow = json_object_get(svc, "pow_enabled");
+    if (!json_is_boolean(pow))
+        return;
+    out_printf(o, "  %-12s PoW %s", "dos", json_is_true(pow) ? "on" : "off");
+    for (size_t i = 0; json_is_object(tm) && i < sizeof(parts) / sizeof(parts[0]); i++) {
+        const json_t *v = json_object_get(tm, parts[i].key);
+        if (json_is_number(v))
+            out_printf(o, parts[i].fmt, json_number_value(v));
+    }
+    out_printf(o, "%s\n", json_is_object(tm) ? "" : " (tor's metrics not read)");
+}
+
 static void summary_service(struct out *o, const json_t *svc, const json_t *backends)
 {
     if (!json_is_object(svc))
@@ -389,6 +412,7 @@ static void summary_service(struct out *o, const json_t *svc, const json_t *back
     } else if (json_is_boolean(uploaded)) {
         out_printf(o, "  %-12s %s\n", "descriptor", json_is_true(uploaded) ? "uploaded" : "not uploaded yet");
     }
+    summary_tor_metrics(o, svc);
     if (name)
         summary_backends(o, name, backends);
 }

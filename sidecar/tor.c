@@ -11,8 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <sys/file.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
@@ -75,6 +78,7 @@ struct tor_sup {
     char control_socket[PATH_MAX];
     char torrc_path[PATH_MAX];
     char socks_socket[PATH_MAX]; /* TOR_ROLE_PROBE_CLIENT: its SocksPort */
+    unsigned metrics_port;       /* spawned service tor: its MetricsPort on 127.0.0.1, picked at each launch */
 
     struct event *retry_ev;     /* connect retry while STARTING, and restart after BACKOFF */
     struct event *deadline_ev;  /* bootstrap deadline */
@@ -778,6 +782,25 @@ static int tor_replace_leftover(struct tor_sup *t, char *err, size_t errlen)
     return 0;
 }
 
+/* A TCP port on 127.0.0.1 that is free now (the kernel's pick for a bound socket, closed again) for
+ * tor's MetricsPort: tor 0.4.9 takes no "auto" there. Another process could take it before tor binds;
+ * then tor fails to start and the restart picks again. Return the port, or 0 with a message. */
+static unsigned tor_pick_loopback_port(char *err, size_t errlen)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(sa);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+        getsockname(fd, (struct sockaddr *)&sa, &len) < 0) {
+        snprintf(err, errlen, "no free port on 127.0.0.1 for tor's MetricsPort: %s", strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return 0;
+    }
+    close(fd);
+    return ntohs(sa.sin_port);
+}
+
 static int tor_write_torrc(struct tor_sup *t, char *err, size_t errlen)
 {
     struct torrc_params p = {
@@ -791,6 +814,8 @@ static int tor_write_torrc(struct tor_sup *t, char *err, size_t errlen)
         .n_extra = t->conf->tor.n_extra_torrc,
     };
     bool client = t->role == TOR_ROLE_PROBE_CLIENT;
+    if (!client && !(p.metrics_port = t->metrics_port = tor_pick_loopback_port(err, errlen)))
+        return -1;
     char *text = torrc_render(client ? torrc_client_template : torrc_template, &p, err, errlen);
     if (!text)
         return -1;
@@ -979,6 +1004,11 @@ long tor_sup_uid(const struct tor_sup *t)
 const char *tor_sup_socks_socket(const struct tor_sup *t)
 {
     return t->socks_socket;
+}
+
+unsigned tor_sup_metrics_port(const struct tor_sup *t)
+{
+    return tor_is_spawn(t) && t->role == TOR_ROLE_SERVICE ? t->metrics_port : 0;
 }
 
 void tor_sup_restart(struct tor_sup *t, const char *why)

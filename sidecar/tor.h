@@ -96,6 +96,9 @@ long tor_sup_pid(const struct tor_sup *t);               /* spawn mode: tor's pi
 long tor_sup_uid(const struct tor_sup *t);               /* the verified tor's uid (process/uid), -1 unknown */
 /* TOR_ROLE_PROBE_CLIENT: the SocksPort's unix socket path (set by tor_sup_start); "" otherwise. */
 const char *tor_sup_socks_socket(const struct tor_sup *t);
+/* A spawned service tor: its MetricsPort on 127.0.0.1 (torrc: MetricsPortPolicy accept 127.0.0.1), picked
+ * at each launch; 0 otherwise (attach mode: the operator's tor, whose MetricsPort is not ours to set). */
+unsigned tor_sup_metrics_port(const struct tor_sup *t);
 
 /* Give up on the current tor as if it had hung: kill (spawn) or disconnect (attach), then start again
  * with the usual backoff (logged once at warning with `why`). Nothing while stopping or in backoff. */

@@ -66,6 +66,13 @@ static int torrc_expand(struct evbuffer *out, const char *name, size_t name_len,
         return torrc_add_path(out, "control socket", p->control_socket, err, errlen);
     if (IS("SOCKS_SOCKET"))
         return torrc_add_path(out, "SOCKS socket", p->socks_socket, err, errlen);
+    if (IS("METRICS_PORT")) {
+        if (p->metrics_port < 1 || p->metrics_port > 65535) {
+            snprintf(err, errlen, "torrc: MetricsPort %u is not a port (1-65535)", p->metrics_port);
+            return -1;
+        }
+        return evbuffer_add_printf(out, "%u", p->metrics_port) < 0 ? -1 : 0;
+    }
     if (IS("CONTROLLER_PID"))
         return evbuffer_add_printf(out, "%ld", (long)p->controller_pid) < 0 ? -1 : 0;
     if (IS("USER_LINE")) {

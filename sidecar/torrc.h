@@ -17,6 +17,7 @@ struct torrc_params {
     const char *const *extra;   /* extra lines (already validated by config.c) */
     size_t n_extra;
     const char *socks_socket;   /* torrc_client_template only: the SocksPort's absolute unix socket path */
+    unsigned metrics_port;      /* torrc_template: tor's MetricsPort on 127.0.0.1, 1-65535 */
 };
 
 /* The built-in template (templates/torrc.in). */

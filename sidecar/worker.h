@@ -3,9 +3,9 @@
  * descriptor tracker (descriptor.c) and the circuit verifier (verify.c). It wires them to each new
  * control connection and detaches them when it is lost, and reports up through callbacks.
  *
- * Owns those four objects. Not the data path (proxy, pools, health checks: shared by all workers, since
- * every tor's HiddenServicePort points at the same per-port sockets), the event base, systemd or the
- * status socket (main.c, report.c). The daemon holds a list of workers; report.c reads them through the
+ * Owns those four objects, and the reader of a spawned tor's MetricsPort (torscrape.c). Not the data
+ * path (proxy, pools, health checks: shared by all workers, since every tor's HiddenServicePort points
+ * at the same per-port sockets), the event base, systemd or the status socket (main.c, report.c). The daemon holds a list of workers; report.c reads them through the
  * borrowed handles below. */
 #ifndef ONIONFRONT_WORKER_H
 #define ONIONFRONT_WORKER_H
@@ -20,6 +20,7 @@ struct proc_mgr;
 struct service_ids;
 struct service_mgr;
 struct tor_sup;
+struct torscrape;
 struct verify;
 struct worker;
 
@@ -69,6 +70,10 @@ void worker_free(struct worker *w);
  * verifier the services' names and addresses. */
 void worker_sync_services(struct worker *w);
 
+/* Put the services' names and addresses ("" if none yet), in service_mgr order, into `names` and
+ * `addrs` (CONFIG_MAX_SERVICES entries each, borrowed strings). Return how many. */
+size_t worker_service_list(const struct worker *w, const char **names, const char **addrs);
+
 /* Hand the directories this worker's tor uses to its user (handover.h) for `conf` (the running or a
  * reloaded one). Return 0, or -1 with a message. */
 int worker_hand_over(const struct worker *w, const struct config *conf, char *err, size_t errlen);
@@ -103,5 +108,6 @@ struct tor_sup *worker_tor(const struct worker *w);
 struct service_mgr *worker_services(const struct worker *w);
 struct descriptor_tracker *worker_descriptors(const struct worker *w);
 struct verify *worker_verify(const struct worker *w);
+struct torscrape *worker_scrape(const struct worker *w);
 
 #endif

@@ -296,3 +296,39 @@ of_require_testnet() {
     exit 2
   fi
 }
+
+# of_require_stem — python3-stem (a test tool) for tests/integration/hs_desc_fetch.py: sets PY (Debian's
+# python3, which has it) and FETCH (the script); a missing stem is a failure.
+of_require_stem() {
+  PY=/usr/bin/python3
+  FETCH="$OF_ROOT/tests/integration/hs_desc_fetch.py"
+  "$PY" -c 'import stem' 2>/dev/null && return 0
+  of_fail "python3-stem is not installed (tests/install-deps.sh test installs it)"
+  of_summary
+  return 1
+}
+
+# of_start_client_tor NAME [TORRC_LINE...] — a client tor of the test's own on the private network, in
+# $OF_TMP/NAME, with a SocksPort on a free 127.0.0.1 port; the extra lines go into its torrc (say
+# "ClientOnionAuthDir DIR"). Waits (bounded, 120 s) for bootstrap. Sets OF_LAST_PID and OF_CLIENT_SOCKS.
+of_start_client_tor() {
+  local name=$1 dir="$OF_TMP/$1" i
+  shift
+  mkdir -p "$dir/data" && chmod 700 "$dir" "$dir/data"
+  OF_CLIENT_SOCKS=$(of_free_port) || return 1
+  {
+    cat "$TESTNET_TORRC_EXTRA"
+    printf '%s\n' "DataDirectory $dir/data" "SocksPort 127.0.0.1:$OF_CLIENT_SOCKS" "Log notice file $dir/notice.log" \
+      "SafeLogging 0" "GeoIPFile /dev/null" "GeoIPv6File /dev/null" "ShutdownWaitLength 0" "$@"
+  } >"$dir/torrc"
+  /usr/bin/tor -f "$dir/torrc" >"$dir/stdout.log" 2>&1 &
+  OF_LAST_PID=$!
+  of_track_pid "$OF_LAST_PID"
+  for ((i = 0; i < 1200; i++)); do
+    grep -q 'Bootstrapped 100' "$dir/notice.log" 2>/dev/null && return 0
+    kill -0 "$OF_LAST_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  of_log "client tor $name did not bootstrap: $(tail -n 5 "$dir/notice.log" "$dir/stdout.log" 2>&1)"
+  return 1
+}

@@ -240,6 +240,8 @@ static const struct bad_case bad_cases[] = {
     BAD(TOR("'extra_torrc':['DNSPort 53']"), "tor.extra_torrc[0]: option \"DNSPort\" " OWNED),
     BAD(TOR("'extra_torrc':['HTTPTunnelPort 8118']"), "tor.extra_torrc[0]: option \"HTTPTunnelPort\" " OWNED),
     BAD(TOR("'extra_torrc':['ControlPort 9051']"), "tor.extra_torrc[0]: option \"ControlPort\" " OWNED),
+    BAD(TOR("'extra_torrc':['MetricsPort 0.0.0.0:9035']"), "tor.extra_torrc[0]: option \"MetricsPort\" " OWNED),
+    BAD(TOR("'extra_torrc':['MetricsPortPolicy accept *']"), "tor.extra_torrc[0]: option \"MetricsPortPolicy\" " OWNED),
     BAD(TOR("'extra_torrc':['ControlSocket /x']"), "tor.extra_torrc[0]: option \"ControlSocket\" " OWNED),
     BAD(TOR("'extra_torrc':['DataDirectory /tmp']"), "tor.extra_torrc[0]: option \"DataDirectory\" " OWNED),
     BAD(TOR("'extra_torrc':['CookieAuthentication 0']"),
@@ -419,6 +421,15 @@ static const struct bad_case bad_cases[] = {
         P0 ".connect_timeout_ms: must be 100-60000"),
     BAD(PORT("'virtual':80,'target':'127.0.0.1:1','max_streams_per_circuit':65536"),
         P0 ".max_streams_per_circuit: must be 0-65535"),
+    BAD(PORT("'virtual':80,'target':'127.0.0.1:1','circuit_stream_rate':65536"),
+        P0 ".circuit_stream_rate: must be 0-65535"),
+    BAD(PORT("'virtual':80,'target':'127.0.0.1:1','circuit_stream_rate':'5'"), P0 ".circuit_stream_rate: must be an integer"),
+    BAD(PORT("'virtual':80,'target':'127.0.0.1:1','circuit_stream_rate':5,'circuit_stream_burst':0"),
+        P0 ".circuit_stream_burst: must be 1-131070"),
+    BAD(PORT("'virtual':80,'target':'127.0.0.1:1','circuit_stream_burst':5"),
+        P0 ".circuit_stream_burst: needs circuit_stream_rate > 0"),
+    BAD(PORT("'virtual':80,'target':'127.0.0.1:1','idle_timeout':86401"), P0 ".idle_timeout: must be 0-86400"),
+    BAD(PORT("'virtual':80,'target':'127.0.0.1:1','idle_timeout':-1"), P0 ".idle_timeout: must be 0-86400"),
     BAD(PORT("'virtual':80,'target':'127.0.0.1:1','proxy_protocol':'yes'"),
         P0 ".proxy_protocol: must be true or false"),
     BAD(PORT("'virtual':80,'target':'127.0.0.1:1','proxy_protocol':1"),
@@ -606,6 +617,9 @@ static void test_minimal_defaults(void **state)
     assert_int_equal(p->balance, BALANCE_ROUND_ROBIN);
     assert_int_equal(p->connect_timeout_ms, 3000);
     assert_int_equal(p->max_streams_per_circuit, CONFIG_DEFAULT_MAX_STREAMS_PER_CIRCUIT);
+    assert_int_equal(p->circuit_stream_rate, 0); /* off */
+    assert_int_equal(p->circuit_stream_burst, 10);
+    assert_int_equal(p->idle_timeout_s, 0); /* off */
     assert_false(p->proxy_protocol);
     assert_int_equal(p->health.type, HEALTH_TCP);
     assert_int_equal(p->health.interval_ms, 2000);
@@ -646,6 +660,7 @@ static void test_full_config(void **state)
         "  {'virtual':443,'backends':[{'name':'app1','address':'[::1]:8443','weight':3},"
         "                             {'address':'unix:/run/app2.sock','weight':0}],"
         "   'balance':'circuit','connect_timeout_ms':500,'max_streams_per_circuit':8,'proxy_protocol':true,"
+        "   'circuit_stream_rate':20,'idle_timeout':300,"
         "   'health':{'type':'https','interval_ms':5000,'timeout_ms':4999,'rise':1,'fall':100,'method':'HEAD',"
         "             'path':'/health?full=1','host':'shop.example','expect_status':[204,200,301],"
         "             'tls_verify':false}},"
@@ -709,6 +724,9 @@ static void test_full_config(void **state)
     assert_int_equal(p->balance, BALANCE_CIRCUIT);
     assert_int_equal(p->connect_timeout_ms, 500);
     assert_int_equal(p->max_streams_per_circuit, 8);
+    assert_int_equal(p->circuit_stream_rate, 20);
+    assert_int_equal(p->circuit_stream_burst, 40); /* 2 x rate */
+    assert_int_equal(p->idle_timeout_s, 300);
     assert_true(p->proxy_protocol);
     assert_int_equal(p->health.type, HEALTH_HTTPS);
     assert_int_equal(p->health.interval_ms, 5000);

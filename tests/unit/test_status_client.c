@@ -122,6 +122,18 @@ static const struct {
      "\"hsdirs_total\":8}}]",
      "[{\"service\":\"s\",\"backends\":[{\"name\":\"b\",\"state\":\"up\",\"last_result\":\"connect timeout\"}]}]",
      "\nservice s: x.onion\n  descriptor   0/8 HSDirs confirmed\n  backends     1/1 up - b up\n"},
+    /* tor's own numbers: only those tor exported (absent is not 0); none read yet says so */
+    {NULL,
+     "[{\"name\":\"p\",\"pow_enabled\":true,\"tor_metrics\":{\"pow_suggested_effort\":12.0,\"pow_queue_length\":3,"
+     "\"introductions_received\":40,\"introductions_rejected\":2,\"rendezvous_created\":38,"
+     "\"rendezvous_errors\":1}},"
+     "{\"name\":\"q\",\"pow_enabled\":false,\"tor_metrics\":{\"introductions_received\":5}},"
+     "{\"name\":\"r\",\"pow_enabled\":false,\"tor_metrics\":null}]",
+     NULL,
+     "\nservice p: (no address yet)\n"
+     "  dos          PoW on, effort 12, queue 3; introductions 40 (2 rejected); rendezvous 38 (1 failed)\n"
+     "\nservice q: (no address yet)\n  dos          PoW off; introductions 5\n"
+     "\nservice r: (no address yet)\n  dos          PoW off (tor's metrics not read)\n"},
 };
 
 static void test_summary_table(void **state)

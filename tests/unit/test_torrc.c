@@ -27,7 +27,8 @@ static void test_builtin_template_is_single_onion(void **state)
 {
     (void)state;
     const char *extra[] = {"TestingTorNetwork 1", "DirAuthority auth1 orport=5000 127.0.0.1:7000 ABCD"};
-    struct torrc_params p = {"/var/lib/onionfront/tor", "/run/onionfront/control/control.sock", 4242, NULL, extra, 2, NULL};
+    struct torrc_params p = {"/var/lib/onionfront/tor", "/run/onionfront/control/control.sock", 4242, NULL, extra, 2, NULL,
+                             19555};
     char err[256] = "";
     char *t = torrc_render(torrc_template, &p, err, sizeof(err));
     assert_non_null(t);
@@ -40,6 +41,9 @@ static void test_builtin_template_is_single_onion(void **state)
     assert_int_equal(count_lines_equal(t, "__OwningControllerProcess 4242"), 1);
     assert_int_equal(count_lines_equal(t, "TestingTorNetwork 1"), 1);
     assert_int_equal(count_lines_equal(t, extra[1]), 1);
+    /* tor's metrics on loopback, readable from loopback only */
+    assert_int_equal(count_lines_equal(t, "MetricsPort 127.0.0.1:19555"), 1);
+    assert_int_equal(count_lines_equal(t, "MetricsPortPolicy accept 127.0.0.1"), 1);
     assert_null(strstr(t, "@"));   /* every placeholder filled */
     assert_null(strstr(t, "User ")); /* no user configured */
     free(t);
@@ -51,7 +55,7 @@ static void test_client_template(void **state)
     (void)state;
     const char *extra[] = {"TestingTorNetwork 1"};
     struct torrc_params p = {"/var/lib/onionfront/probe-tor", "/run/onionfront/probe/control.sock", 4242, NULL, extra, 1,
-                             "/run/onionfront/probe/socks.sock"};
+                             "/run/onionfront/probe/socks.sock", 0};
     char err[256] = "";
     char *t = torrc_render(torrc_client_template, &p, err, sizeof(err));
     assert_non_null(t);
@@ -70,7 +74,7 @@ static void test_client_template(void **state)
 static void test_user_line(void **state)
 {
     (void)state;
-    struct torrc_params p = {"/d", "/c/s", 1, "debian-tor", NULL, 0, NULL};
+    struct torrc_params p = {"/d", "/c/s", 1, "debian-tor", NULL, 0, NULL, 9052};
     char err[256];
     char *t = torrc_render(torrc_template, &p, err, sizeof(err));
     assert_non_null(t);
@@ -89,13 +93,14 @@ static void test_refusals(void **state)
     (void)state;
     const char *nl_extra[] = {"TestingTorNetwork 1\nSocksPort 9050"};
     const struct refusal cases[] = {
-        {"DataDirectory @DATA_DIR@\n", {"/a dir", "/c", 1, NULL, NULL, 0, NULL}, "data directory \"/a dir\""},
-        {"DataDirectory @DATA_DIR@\n", {"relative", "/c", 1, NULL, NULL, 0, NULL}, "must be an absolute path"},
-        {"ControlPort unix:@CONTROL_SOCKET@\n", {"/d", "/c\"x", 1, NULL, NULL, 0, NULL}, "control socket"},
-        {"@USER_LINE@\n", {"/d", "/c", 1, "bad user", NULL, 0, NULL}, "user name"},
-        {"@EXTRA_TORRC@\n", {"/d", "/c", 1, NULL, nl_extra, 1, NULL}, "extra line 0 contains a line break"},
-        {"@NOPE@\n", {"/d", "/c", 1, NULL, NULL, 0, NULL}, "unknown placeholder @NOPE@"},
-        {"x @DATA_DIR\n", {"/d", "/c", 1, NULL, NULL, 0, NULL}, "unterminated placeholder"},
+        {"DataDirectory @DATA_DIR@\n", {"/a dir", "/c", 1, NULL, NULL, 0, NULL, 0}, "data directory \"/a dir\""},
+        {"DataDirectory @DATA_DIR@\n", {"relative", "/c", 1, NULL, NULL, 0, NULL, 0}, "must be an absolute path"},
+        {"ControlPort unix:@CONTROL_SOCKET@\n", {"/d", "/c\"x", 1, NULL, NULL, 0, NULL, 0}, "control socket"},
+        {"@USER_LINE@\n", {"/d", "/c", 1, "bad user", NULL, 0, NULL, 0}, "user name"},
+        {"@EXTRA_TORRC@\n", {"/d", "/c", 1, NULL, nl_extra, 1, NULL, 0}, "extra line 0 contains a line break"},
+        {"@NOPE@\n", {"/d", "/c", 1, NULL, NULL, 0, NULL, 0}, "unknown placeholder @NOPE@"},
+        {"MetricsPort 127.0.0.1:@METRICS_PORT@\n", {"/d", "/c", 1, NULL, NULL, 0, NULL, 0}, "MetricsPort 0 is not a port"},
+        {"x @DATA_DIR\n", {"/d", "/c", 1, NULL, NULL, 0, NULL, 0}, "unterminated placeholder"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char err[256] = "";
