@@ -313,7 +313,8 @@ size_t report_reachability(const struct report_src *r, struct onionloc_entry *ou
                       : workers_service_reachable(r->workers, r->n_workers, id->address);
         up = up && !r->shutting_down && id->address[0] &&
              verify_service_verdict(worker_verify(r->workers[0]), id->address) != VERIFY_NOT_SINGLE_ONION;
-        out[n] = (struct onionloc_entry){id->conf, id->address, up};
+        /* Advertised only where the service asks for it (services[].onion_location). */
+        out[n] = (struct onionloc_entry){id->conf, id->address, up && id->conf->onion_location};
         *reachable += up;
     }
     return n;
