@@ -39,7 +39,7 @@ struct daemon {
     struct config *conf;
     struct proc_mgr *procs;
     struct service_ids *ids;                    /* each service's name, key and address, for all tors */
-    struct workerset *workers; /* the tors (tor.instances), each hosting every service */
+    struct workerset *workers; /* the tors: tor.instances single-onion ones, and the anonymous services' */
     struct probe *probe;       /* the end-to-end probe and its client tor */
     struct proxy *proxy;               /* the data path and its backend pools */
     struct health_set *health;         /* one active health checker per live pool */
@@ -152,7 +152,8 @@ static int daemon_reload_cb(void *arg, char *msg, size_t msglen)
     if (d->ready_sent)
         sdnotify_update(d->notify, "RELOADING=1\n", "reloading %s", d->config_path);
     struct report_src r = daemon_report_src(d);
-    struct reload_parts parts = {d->ids, r.workers, r.n_workers, d->proxy, d->onionloc, d->status, d->probe};
+    struct reload_parts parts = {d->ids,    r.workers, r.n_workers, d->proxy, d->onionloc,
+                                 d->status, d->probe,  d->workers};
     int rc = reload_apply(&parts, d->config_path, &d->conf, msg, msglen);
     if (d->ready_sent)
         daemon_update_status(d, "READY=1\n");

@@ -14,6 +14,7 @@
 #include "sidecar/status.h"
 #include "sidecar/torcaps.h"
 #include "sidecar/worker.h"
+#include "sidecar/workerset.h"
 
 /* Log and return why a reload was refused; the running config stays. */
 static int reload_refused(char *msg, size_t msglen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -82,6 +83,9 @@ int reload_apply(const struct reload_parts *p, const char *path, struct config *
         config_free(nc);
         return -1;
     }
+    /* The services are switched: a first anonymous service starts its tor, the last one gone stops it. */
+    if (p->set && workerset_apply_modes(p->set, nc, err, sizeof(err)) < 0)
+        log_error("reload: the anonymous services' tor: %s", err);
     if (p->probe)
         probe_set_config(p->probe, nc);
     if (onionloc_set_config(p->onionloc, &nc->onion_location, err, sizeof(err)) < 0)

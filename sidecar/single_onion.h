@@ -25,11 +25,16 @@ struct single_onion_problem {
     bool listener;     /* a client listener is open (else a conf key is not 1) */
     const char *key;   /* the key (borrowed from the tables above) */
     const char *value; /* its value in the answer (borrowed from it), or NULL if unset */
+    const char *want;  /* a conf key: the value the rule wants ("1" or "0") */
 };
 
 /* Check a GETCONF answer of single_onion_conf_keys and a GETINFO answer of single_onion_listener_keys
  * (more keys are ignored). Return true if the tor is fit; else false with the first problem in *p. */
 bool single_onion_check(const struct cp_info *conf, const struct cp_info *listeners, struct single_onion_problem *p);
+
+/* The rule for the anonymous services' tor (workerset.h): an ordinary tor, so both conf keys are "0",
+ * and no client listener either (it is never used as a client). As single_onion_check. */
+bool anonymous_tor_check(const struct cp_info *conf, const struct cp_info *listeners, struct single_onion_problem *p);
 
 /* Log the start-up warning that the `n_services` services are not location-hidden. */
 void single_onion_warn(size_t n_services);

@@ -58,8 +58,10 @@ struct verify {
         bool used;
     } seen[VERIFY_SEEN];
     size_t seen_next;
+    enum service_mode kind; /* the kind of tor this is (verify_set_mode): which rules apply */
     enum verify_mode mode;
     char mode_detail[160];
+    char mode_problem[220]; /* the violation as "status" lists it */
     double mode_checked;
     struct verify_check *check;
 };
@@ -231,27 +233,30 @@ enum verify_mode verify_on_mode(struct verify *v, const struct cp_info *conf, co
     enum verify_mode mode = VERIFY_MODE_OK;
     char detail[sizeof(v->mode_detail)] = "";
     struct single_onion_problem p;
+    bool anonymous = v->kind == SERVICE_MODE_ANONYMOUS;
+    const char *what = anonymous ? "the anonymous services' tor is no longer an ordinary tor"
+                                 : "tor is no longer in single-onion mode";
     if (!conf || !listeners) {
         mode = VERIFY_MODE_UNKNOWN;
         snprintf(detail, sizeof(detail), "tor did not answer the mode check");
-    } else if (!single_onion_check(conf, listeners, &p)) {
+    } else if (!(anonymous ? anonymous_tor_check(conf, listeners, &p) : single_onion_check(conf, listeners, &p))) {
         mode = VERIFY_MODE_VIOLATION;
         if (p.listener)
             snprintf(detail, sizeof(detail), "tor has a client port open (%s=%.60s)", p.key, p.value);
         else
-            snprintf(detail, sizeof(detail), "%s is %s, not 1", p.key, p.value ? p.value : "unset");
+            snprintf(detail, sizeof(detail), "%s is %s, not %s", p.key, p.value ? p.value : "unset", p.want);
     }
     v->mode_checked = verify_wall();
     if (mode != v->mode || strcmp(detail, v->mode_detail) != 0) {
         if (mode == VERIFY_MODE_VIOLATION)
-            log_warnx("verify: tor is no longer in single-onion mode: %s; its services are not what "
-                      "onionfront promises", detail);
+            log_warnx("verify: %s: %s; its services are not what onionfront promises", what, detail);
         else if (mode == VERIFY_MODE_OK)
-            log_info("verify: tor mode %s: single-hop, non-anonymous, no client ports",
-                     v->mode == VERIFY_MODE_VIOLATION ? "restored" : "checked");
+            log_info("verify: tor mode %s: %s, no client ports", v->mode == VERIFY_MODE_VIOLATION ? "restored" : "checked",
+                     anonymous ? "ordinary (multi-hop)" : "single-hop, non-anonymous");
         else
             log_info("verify: tor mode unknown: %s", detail);
     }
+    snprintf(v->mode_problem, sizeof(v->mode_problem), "%s: %s", what, detail);
     v->mode = mode;
     snprintf(v->mode_detail, sizeof(v->mode_detail), "%s", detail);
     return mode;
@@ -471,6 +476,26 @@ enum verify_mode verify_mode_state(const struct verify *v)
 const char *verify_mode_detail(const struct verify *v)
 {
     return v->mode_detail;
+}
+
+const char *verify_mode_problem(const struct verify *v)
+{
+    return v->mode == VERIFY_MODE_VIOLATION ? v->mode_problem : "";
+}
+
+void verify_set_mode(struct verify *v, enum service_mode kind)
+{
+    v->kind = kind;
+}
+
+bool verify_verdict_is_violation(enum verify_verdict v)
+{
+    return v == VERIFY_NOT_SINGLE_ONION;
+}
+
+const char *verify_verdict_problem(enum verify_verdict v)
+{
+    return v == VERIFY_NOT_SINGLE_ONION ? "not a single onion service (its circuits are mostly multi-hop)" : "";
 }
 
 int verify_service_counts(const struct verify *v, const char *address, struct verify_counts *out)

@@ -25,6 +25,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "sidecar/config.h"
+
 struct event_base;
 struct cp_conn;
 struct cp_event_circ;
@@ -60,6 +62,10 @@ struct verify *verify_new(struct event_base *base);
  * no-op. */
 void verify_free(struct verify *v);
 
+/* Make this the verifier of the tor of `kind` (worker_set_mode; SERVICE_MODE_SINGLE by default): the
+ * anonymous services' tor is judged by anonymous_tor_check instead of the single-onion rule. */
+void verify_set_mode(struct verify *v, enum service_mode kind);
+
 /* Set onionfront's services: names[i] (label) and addresses[i] (56 base32 characters, "" = not known
  * yet). Counters of addresses that stay are kept. Return 0, or -1 on OOM (old list kept). */
 int verify_set_services(struct verify *v, const char *const *names, const char *const *addresses, size_t n);
@@ -83,6 +89,13 @@ enum verify_verdict verify_service_verdict(const struct verify *v, const char *a
 enum verify_mode verify_mode_state(const struct verify *v);
 /* What is wrong with the mode, or "" (borrowed). */
 const char *verify_mode_detail(const struct verify *v);
+/* A violation as "status" lists it ("tor is no longer in single-onion mode: ..."), or "" (borrowed). */
+const char *verify_mode_problem(const struct verify *v);
+
+/* Is `v` a service's violation of its mode (status lists it, Onion-Location withdraws it)? */
+bool verify_verdict_is_violation(enum verify_verdict v);
+/* Such a violation as "status" says it after "service NAME: ", or "" for a verdict that is none. */
+const char *verify_verdict_problem(enum verify_verdict v);
 
 /* Per-service counts (for tests and summaries). */
 struct verify_counts {

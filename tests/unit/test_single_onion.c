@@ -6,7 +6,7 @@
  * Covers (table): both conf keys 1 and every listener empty -> fit; a conf key 0, missing or "yes"
  * -> that key named with its value; a listener open -> that listener named with its value; the first
  * problem wins (conf before listeners); keys not part of the rule are ignored; the warning names the
- * number of services. */
+ * number of services. The anonymous services' tor's rule (both keys 0, no listener) the same way. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -41,11 +41,22 @@ static const struct case_ cases[] = {
     {"0", "1", "\"127.0.0.1:9050\"", "", false, "HiddenServiceSingleHopMode", "0"},
 };
 
-static void test_rule(void **state)
+/* The anonymous services' tor: both keys 0, no client listener. */
+static const struct case_ anonymous_cases[] = {
+    {"0", "0", "", "", true, NULL, NULL},
+    {"0", "0", NULL, NULL, true, NULL, NULL},
+    {"1", "1", "", "", false, "HiddenServiceSingleHopMode", "1"},
+    {"0", "1", "", "", false, "HiddenServiceNonAnonymousMode", "1"},
+    {"0", NULL, "", "", false, "HiddenServiceNonAnonymousMode", NULL},
+    {"0", "0", "\"127.0.0.1:9050\"", "", false, "net/listeners/socks", "\"127.0.0.1:9050\""},
+};
+
+typedef bool (*rule_fn)(const struct cp_info *, const struct cp_info *, struct single_onion_problem *);
+
+static void check_rule(const struct case_ *cases_, size_t n, rule_fn rule, const char *want)
 {
-    (void)state;
-    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
-        const struct case_ *c = &cases[i];
+    for (size_t i = 0; i < n; i++) {
+        const struct case_ *c = &cases_[i];
         struct cp_kv conf_items[3], info_items[3];
         struct cp_info conf = {0, conf_items}, info = {0, info_items};
         conf_items[conf.n++] = (struct cp_kv){"SocksPort", "0"}; /* not part of the rule */
@@ -59,18 +70,32 @@ static void test_rule(void **state)
         if (c->dns)
             info_items[info.n++] = (struct cp_kv){"net/listeners/dns", (char *)c->dns};
         struct single_onion_problem p = {0};
-        bool fit = single_onion_check(&conf, &info, &p);
+        bool fit = rule(&conf, &info, &p);
         if (fit != c->fit)
             fail_msg("case %zu: fit %d, want %d", i, fit, c->fit);
         if (fit)
             continue;
         assert_string_equal(p.key, c->key);
         assert_int_equal(p.listener, strncmp(c->key, "net/", 4) == 0);
+        if (!p.listener)
+            assert_string_equal(p.want, want);
         if (c->value)
             assert_string_equal(p.value, c->value);
         else
             assert_null(p.value);
     }
+}
+
+static void test_rule(void **state)
+{
+    (void)state;
+    check_rule(cases, ARRAY_LEN(cases), single_onion_check, "1");
+}
+
+static void test_anonymous_rule(void **state)
+{
+    (void)state;
+    check_rule(anonymous_cases, ARRAY_LEN(anonymous_cases), anonymous_tor_check, "0");
 }
 
 static void test_keys(void **state)
@@ -86,6 +111,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rule),
+        cmocka_unit_test(test_anonymous_rule),
         cmocka_unit_test(test_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
