@@ -737,7 +737,7 @@ static void test_deliberate_change_taken_on_reload(void **state)
     snprintf(sdir, sizeof(sdir), "%s/state", c->dir);
     struct addrbook *b = addrbook_load(sdir, err, sizeof(err));
     assert_non_null(b);
-    assert_int_equal(addrbook_note_key(b, "web", k.address, ADDRBOOK_NEW_KEY, time(NULL), err, sizeof(err)), 1);
+    assert_int_equal(addrbook_note_key(b, "web", k.address, ADDRBOOK_NEW_KEY, SERVICE_MODE_SINGLE, time(NULL), err, sizeof(err)), 1);
     assert_int_equal(addrbook_save(b, err, sizeof(err)), 0);
     addrbook_free(b);
     assert_true(reconfigure_ok(c, WEB "," API));
