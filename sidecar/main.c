@@ -357,7 +357,7 @@ static int cmd_run(const char *config_path)
         return 1;
     }
     reload_set_log_level(d.conf);
-    single_onion_warn(d.conf->n_services);
+    single_onion_warn(d.conf); /* names exactly the services that are not location-hidden */
     proc_raise_fd_limit();
     if (daemon_create(&d) < 0) {
         daemon_free(&d);
