@@ -52,6 +52,12 @@ static const struct worker *report_host(const struct report_src *r, size_t i)
     return r->workers[0];
 }
 
+/* How "status" names a worker's tor in a problem: "tor" as always, "anonymous tor" for that one. */
+static const char *report_tor_name(const struct worker *w)
+{
+    return worker_mode(w) == SERVICE_MODE_ANONYMOUS ? "anonymous tor" : "tor";
+}
+
 /* The problems of one worker: its tor's state and mode, and each service's upload, HSDirs, probe and
  * verdict through it (a refused service is reported once, by report_status_json). Counts the services with a confirmed upload in *uploaded (if not NULL). */
 static void report_worker_problems(const struct report_src *r, const struct worker *w, json_t *problems,
@@ -65,9 +71,9 @@ static void report_worker_problems(const struct report_src *r, const struct work
     int boot = tor_sup_bootstrap_progress(tor);
     /* while shutting down, report_status_json says so once instead */
     if (!r->shutting_down && ts == TOR_BOOTSTRAPPING && boot >= 0)
-        report_problem(problems, "tor is bootstrapping (%d %%)", boot);
+        report_problem(problems, "%s is bootstrapping (%d %%)", report_tor_name(w), boot);
     else if (!r->shutting_down && ts != TOR_RUNNING)
-        report_problem(problems, "tor is %s", tor_state_str(ts));
+        report_problem(problems, "%s is %s", report_tor_name(w), tor_state_str(ts));
     if (verify_mode_state(verify) == VERIFY_MODE_VIOLATION)
         report_problem(problems, "%s", verify_mode_problem(verify));
     for (size_t i = 0; i < service_mgr_count(services); i++) {

@@ -302,7 +302,7 @@ int workerset_apply_modes(struct workerset *ws, const struct config *conf, char 
         ws->anon.stopping = true;
         ws->anon.restart = false;
         worker_stop(ws->anon.w); /* removes its services from its tor, then stops it */
-        return 0;
+        return 1;
     }
     workerset_anon_want(ws);
     if (workerset_anon_prepare(ws, conf, err, errlen) < 0) {
@@ -313,5 +313,5 @@ int workerset_apply_modes(struct workerset *ws, const struct config *conf, char 
         ws->anon.restart = true; /* never two tors on its DataDirectory: start once the old one is gone */
     else
         workerset_anon_start(ws);
-    return 0;
+    return 1;
 }

@@ -52,8 +52,9 @@ struct probe_actions workerset_probe_actions(struct workerset *ws);
 
 /* After a reload applied `conf` to the listed workers (worker_reconfigure): start the anonymous services'
  * tor if `conf` has the first anonymous service (its directories handed over, then started; once an old
- * one being stopped is gone), stop it if `conf` has none left. Return 0, or -1 with a message (out of
- * memory, a hand-over that failed; it is then not started). A tor that cannot be started is logged. */
+ * one being stopped is gone), stop it if `conf` has none left. Return 1 if it was started or stopped, 0
+ * if nothing changed, or -1 with a message (out of memory, a hand-over that failed; it is then not
+ * started). A tor that cannot be started is logged. */
 int workerset_apply_modes(struct workerset *ws, const struct config *conf, char *err, size_t errlen);
 
 /* Stop every worker (worker_stop); cbs->stopped follows once all are gone. */
