@@ -242,3 +242,15 @@ of_require_testnet() {
     exit 2
   fi
 }
+
+# of_wait_secs TIMEOUT_S COMMAND... — run COMMAND every 0.5 s until it succeeds, bounded by wall-clock
+# seconds (for commands that take time themselves, such as the status CLI). Return 1 on timeout.
+of_wait_secs() {
+  local end=$((SECONDS + $1))
+  shift
+  while ((SECONDS < end)); do
+    "$@" && return 0
+    sleep 0.5
+  done
+  return 1
+}

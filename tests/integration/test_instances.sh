@@ -37,16 +37,8 @@ try:
 except Exception:
     print("")' "$1" "$2"
 }
-# it_wait TIMEOUT_S COMMAND... — like of_wait_until, bounded by wall-clock time (each try runs the CLI).
-it_wait() {
-  local end=$((SECONDS + $1))
-  shift
-  while ((SECONDS < end)); do
-    "$@" && return 0
-    sleep 0.5
-  done
-  return 1
-}
+# it_wait TIMEOUT_S COMMAND... — bounded by wall-clock time (each try runs the CLI).
+it_wait() { of_wait_secs "$@"; }
 it_both_running() { [[ $(it_tor state 1) == running && $(it_tor state 2) == running ]]; }
 
 of_check "onionfront logs the service's address" of_wait_log "$log" "service web: .*address [a-z2-7]{56}\.onion" 30
