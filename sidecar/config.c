@@ -1947,8 +1947,6 @@ const char *config_restart_needed(const struct config *a, const struct config *b
         return "run_dir";
     if (a->tor.mode != b->tor.mode)
         return "tor.mode";
-    if (!config_str_equal(a->tor.binary, b->tor.binary))
-        return "tor.binary";
     if (!config_str_equal(a->tor.control_socket, b->tor.control_socket))
         return "tor.control_socket";
     if (!config_str_equal(a->tor.user, b->tor.user))

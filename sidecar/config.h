@@ -308,7 +308,7 @@ const struct service_conf *config_first_pow_service(const struct config *cfg);
 bool config_is_plain_path(const char *s);
 
 /* A reload from `a` to `b`: the first setting that cannot change without restarting onionfront (and
- * its tor), as the config file spells it ("tor.binary", "status.socket" ...), or NULL if `b` can be
+ * its tor), as the config file spells it ("tor.mode", "status.socket" ...), or NULL if `b` can be
  * applied to the running daemon. */
 const char *config_restart_needed(const struct config *a, const struct config *b);
 

@@ -70,9 +70,8 @@ static struct report_src daemon_report_src(const struct daemon *d)
 {
     size_t n = 0;
     struct worker *const *ws = d->workers ? workerset_list(d->workers, &n) : NULL;
-    return (struct report_src){d->conf,   d->ids,          ws,       n,
-                               d->proxy,  d->status,       d->metrics_http, d->probe,
-                               d->started_wall, d->started, d->shutting_down};
+    return (struct report_src){d->conf, d->ids, ws, n, d->proxy, d->status, d->metrics_http, d->probe,
+                               workerset_roll(d->workers), d->started_wall, d->started, d->shutting_down};
 }
 
 /* ---- systemd notification and Onion-Location files ------------------------------------------------- */
@@ -152,12 +151,18 @@ static int daemon_reload_cb(void *arg, char *msg, size_t msglen)
     if (d->ready_sent)
         sdnotify_update(d->notify, "RELOADING=1\n", "reloading %s", d->config_path);
     struct report_src r = daemon_report_src(d);
-    struct reload_parts parts = {d->ids,    r.workers, r.n_workers, d->proxy, d->onionloc,
-                                 d->status, d->probe,  d->workers};
+    struct reload_parts parts = {d->ids, r.workers, r.n_workers, d->proxy, d->onionloc, d->status, d->probe, d->workers};
     int rc = reload_apply(&parts, d->config_path, &d->conf, msg, msglen);
     if (d->ready_sent)
         daemon_update_status(d, "READY=1\n");
     return rc;
+}
+
+/* The status socket's "restart-tor": a rolling restart of the tors (workerset.h). */
+static int daemon_restart_tor_cb(void *arg, char *msg, size_t msglen)
+{
+    struct daemon *d = arg;
+    return workerset_restart_tor(d->workers, d->conf, "requested by restart-tor", msg, msglen);
 }
 
 static void daemon_signal_cb(evutil_socket_t sig, short what, void *arg)
@@ -175,9 +180,11 @@ static void daemon_signal_cb(evutil_socket_t sig, short what, void *arg)
 
 /* ---- the workers' reports ------------------------------------------------------------------------ */
 
+/* Ready or lost: the onion's reachability through this tor changed (at once: not at the next poll). */
 static void daemon_worker_ready(struct worker *w, void *arg)
 {
     (void)w;
+    daemon_sync_reachability(arg);
     daemon_update_status(arg, NULL);
 }
 
@@ -195,10 +202,8 @@ static void daemon_worker_bootstrapped(struct worker *w, void *arg)
 
 static void daemon_worker_lost(struct worker *w, const char *why, void *arg)
 {
-    (void)w;
     (void)why;
-    daemon_sync_reachability(arg); /* at once: the onion is not reachable while its tor is away */
-    daemon_update_status(arg, NULL);
+    daemon_worker_ready(w, arg);
 }
 
 static void daemon_worker_failed(struct worker *w, const char *why, void *arg)
@@ -281,6 +286,7 @@ static int daemon_create(struct daemon *d)
         .metrics = daemon_metrics_text_cb,
         .reload = daemon_reload_cb,
         .log_level = log_override,
+        .restart_tor = daemon_restart_tor_cb,
     };
     char nerr[256];
     d->base = event_base_new();

@@ -16,6 +16,7 @@
 #include "sidecar/onionloc.h"
 #include "sidecar/probe.h"
 #include "sidecar/proxy.h"
+#include "sidecar/roll.h"
 #include "sidecar/service.h"
 #include "sidecar/service_id.h"
 #include "sidecar/status.h"
@@ -196,10 +197,11 @@ json_t *report_status_json(const struct report_src *r)
     json_object_del(tor, "uptime_seconds");
     json_object_del(tor, "verdict");
     json_object_set_new(tor, "mode", json_string(tor_mode_str(r->conf->tor.mode)));
-    return json_pack("{s:s, s:s, s:I, s:I, s:I, s:o, s:o, s:o, s:{s:I, s:I}}", "state", state, "version",
+    return json_pack("{s:s, s:s, s:I, s:I, s:I, s:o, s:o, s:o, s:o, s:{s:I, s:I}}", "state", state, "version",
                      ONIONFRONT_VERSION, "pid", (json_int_t)getpid(), "started", (json_int_t)r->started_wall,
                      "uptime_seconds", (json_int_t)(now.tv_sec - r->started.tv_sec), "problems", problems, "tor",
-                     tor, "tors", tors, "services", "total", (json_int_t)n, "uploaded", (json_int_t)uploaded);
+                     tor, "tors", tors, "roll", r->roll ? roll_to_json(r->roll) : json_null(), "services", "total",
+                     (json_int_t)n, "uploaded", (json_int_t)uploaded);
 }
 
 json_t *report_services_json(const struct report_src *r)
@@ -321,7 +323,8 @@ char *report_metrics_text(const struct report_src *r)
     }
     rc = rc || proxy_metrics(r->proxy, m) < 0 || metrics_http_metrics(r->metrics_http, m) < 0 ||
          descriptor_metrics(worker_descriptors(w), m) < 0 ||
-         verify_metrics(worker_verify(w), m) < 0 || (r->probe && probe_metrics(r->probe, m) < 0);
+         verify_metrics(worker_verify(w), m) < 0 || (r->probe && probe_metrics(r->probe, m) < 0) ||
+         (r->roll && roll_metrics(r->roll, m) < 0);
     /* A module with families of its own adds its *_metrics call here. */
     char *text = rc ? NULL : strdup(metrics_text(m, NULL));
     if (!text)

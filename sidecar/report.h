@@ -17,6 +17,7 @@ struct onionloc_entry;
 struct metrics_http;
 struct probe;
 struct proxy;
+struct roll;
 struct service_ids;
 struct status_server;
 struct worker;
@@ -31,6 +32,7 @@ struct report_src {
     const struct status_server *status; /* may be NULL: no status connection counters */
     const struct metrics_http *metrics_http; /* NULL without metrics.listen: its families stay empty */
     const struct probe *probe;               /* the end-to-end probe (its verdicts, repairs, metrics) */
+    const struct roll *roll;                 /* restart-tor's rolling restart; NULL: shown as null */
     time_t started_wall;                /* Unix time onionfront started */
     struct timespec started;            /* CLOCK_MONOTONIC, for uptime */
     bool shutting_down;
@@ -40,7 +42,8 @@ struct report_src {
  * "problems": tor not bootstrapped, a tor mode violation, a refused service (its key is missing or not
  * the recorded one), a service without a confirmed upload, with
  * failed HSDirs, not found by the fetch probe or not single onion, a port without a backend up), ok —
- * with tor's state. Returns a new reference. */
+ * with tor's state, each tor's row and the rolling restart ("roll": roll_to_json). Returns a new
+ * reference. */
 json_t *report_status_json(const struct report_src *r);
 
 /* "services": service_mgr_to_json, each element (same order as service_mgr_count) with the keys

@@ -239,6 +239,23 @@ static void out_duration(struct out *o, long long s)
 
 static void summary_tor(struct out *o, const json_t *tor);
 
+/* restart-tor's line: the running roll's step, else how the last one ended; nothing before the first. */
+static void summary_roll(struct out *o, const json_t *roll)
+{
+    const char *state = jstr(roll, "state");
+    const json_t *last = json_object_get(roll, "last_result");
+    if (state && strcmp(state, "idle") != 0) {
+        long long survivor = jint(roll, "survivor");
+        out_printf(o, "restart-tor: tor %lld of %lld %s", jint(roll, "current"), jint(roll, "total"), state);
+        if (survivor > 0)
+            out_printf(o, " (tor %lld publishes first)", survivor);
+        out_printf(o, ", %lld done (%s)\n", jint(roll, "restarted"), jstr(roll, "why") ? jstr(roll, "why") : "");
+    } else if (json_is_object(last)) {
+        out_printf(o, "restart-tor: last %s: %s\n", json_is_true(json_object_get(last, "ok")) ? "ok" : "failed",
+                   jstr(last, "message") ? jstr(last, "message") : "");
+    }
+}
+
 static void summary_status(struct out *o, const json_t *st)
 {
     const char *state = jstr(st, "state");
@@ -269,6 +286,7 @@ static void summary_status(struct out *o, const json_t *st)
         out_printf(o, "tor: ");
         summary_tor(o, tor);
     }
+    summary_roll(o, json_object_get(st, "roll"));
     const json_t *problems = json_object_get(st, "problems");
     size_t i;
     const json_t *p;

@@ -67,7 +67,8 @@ struct tor_sup {
     struct timespec lost_at; /* when that happened */
 
     unsigned instance;       /* which of tor.instances (instance.h): its paths */
-    char label[16];          /* "tor", "tor 2" for the second instance, "probe tor": its log lines' prefix */
+    char label[16];          /* "tor", "tor 2" for the second instance, "tor (probe)": its log lines' prefix
+                              * (never "... tor", so that the service tor's "tor: " lines stay its own) */
     char data_dir[PATH_MAX];
     char torrc_dir[PATH_MAX];
     char control_dir[PATH_MAX];
@@ -616,9 +617,9 @@ static void tor_retry_cb(evutil_socket_t fd, short what, void *arg)
         tor_try_connect(t);
 }
 
-/* Something went wrong with the current tor or connection: tear it down and start again after a
- * growing delay (1, 2, 4 ... restart_backoff_max seconds). */
-static void tor_restart_later(struct tor_sup *t, const char *why)
+/* Something went wrong with the current tor or connection (or a planned restart, logged at `level`):
+ * tear it down and start again after a growing delay (1, 2, 4 ... restart_backoff_max seconds). */
+static void tor_restart_later_at(struct tor_sup *t, enum log_level level, const char *why)
 {
     if (t->stopping || t->state == TOR_FAILED)
         return;
@@ -638,9 +639,15 @@ static void tor_restart_later(struct tor_sup *t, const char *why)
     unsigned max = (unsigned)t->conf->tor.restart_backoff_max;
     t->backoff_s = t->backoff_s == 0 ? 1 : (t->backoff_s * 2 > max ? max : t->backoff_s * 2);
     t->restarts++;
-    log_warnx("%s: %s; %s in %u s", t->label, why, tor_is_spawn(t) ? "restarting tor" : "reconnecting", t->backoff_s);
+    log_msg(level, "%s: %s; %s in %u s", t->label, why, tor_is_spawn(t) ? "restarting tor" : "reconnecting",
+            t->backoff_s);
     tor_set_state(t, TOR_BACKOFF);
     event_add(t->retry_ev, &(struct timeval){t->backoff_s, 0});
+}
+
+static void tor_restart_later(struct tor_sup *t, const char *why)
+{
+    tor_restart_later_at(t, LOG_LVL_WARN, why);
 }
 
 /* tor's command line as onionfront starts it (argv, NULL-terminated): one place, for the launch and for
@@ -863,7 +870,7 @@ void tor_sup_set_role(struct tor_sup *t, enum tor_role role)
 {
     t->role = role;
     snprintf(t->label, sizeof(t->label), "%s",
-             role == TOR_ROLE_PROBE_CLIENT ? "probe tor" : role == TOR_ROLE_ANONYMOUS ? "anonymous tor" : "tor");
+             role == TOR_ROLE_PROBE_CLIENT ? "tor (probe)" : role == TOR_ROLE_ANONYMOUS ? "anonymous tor" : "tor");
 }
 
 /* Where this tor's files go: instance.h's paths for a service tor; for the probe client
@@ -996,6 +1003,11 @@ const char *tor_sup_socks_socket(const struct tor_sup *t)
 void tor_sup_restart(struct tor_sup *t, const char *why)
 {
     tor_restart_later(t, why);
+}
+
+void tor_sup_restart_planned(struct tor_sup *t, const char *why)
+{
+    tor_restart_later_at(t, LOG_LVL_NOTICE, why);
 }
 
 long tor_sup_pid(const struct tor_sup *t)

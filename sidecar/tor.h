@@ -104,6 +104,9 @@ const char *tor_sup_socks_socket(const struct tor_sup *t);
  * with the usual backoff (logged once at warning with `why`). Nothing while stopping or in backoff. */
 void tor_sup_restart(struct tor_sup *t, const char *why);
 
+/* The same, on purpose (a rolling restart, roll.h): logged at notice instead of warning. */
+void tor_sup_restart_planned(struct tor_sup *t, const char *why);
+
 /* The current control connection when CONFIGURING/BOOTSTRAPPING/RUNNING, else NULL. */
 struct cp_conn *tor_sup_conn(const struct tor_sup *t);
 

@@ -195,7 +195,8 @@ int worker_renew_descriptors(struct worker *w)
 
 double worker_last_upload_at(const struct worker *w, const char *address)
 {
-    return descriptor_service_last_round_at(w->descriptors, address);
+    bool complete;
+    return descriptor_service_fetched_round_at(w->descriptors, address, &complete);
 }
 
 int worker_start(struct worker *w, char *err, size_t errlen)

@@ -64,7 +64,9 @@ bool worker_is_up(const struct worker *w);
  * taking over from a lost tor whose descriptors HSDirs served. Return 0, or -1 if its tor is not up. */
 int worker_renew_descriptors(struct worker *w);
 
-/* descriptor_service_last_round_at on this worker's tor: -1 if it never uploaded `address`. */
+/* When this worker's tor last started uploading the descriptor of `address` that clients fetch
+ * (descriptor_service_fetched_round_at, confirmed or not), or -1 if never. Of several tors, HSDirs serve
+ * the one with the latest. */
 double worker_last_upload_at(const struct worker *w, const char *address);
 
 /* Free: the tor supervisor (killing a spawned tor still running) first, then what subscribed to its

@@ -9,6 +9,7 @@
  * visitors are not disturbed. */
 #include "sidecar/workerset.h"
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,8 +19,12 @@
 #include "sidecar/instance.h"
 #include "sidecar/log.h"
 #include "sidecar/probe.h"
+#include "sidecar/binwatch.h"
+#include "sidecar/clock.h"
+#include "sidecar/roll.h"
 #include "sidecar/service_id.h"
 #include "sidecar/tor.h"
+#include "sidecar/torcaps.h"
 #include "sidecar/worker.h"
 
 /* The anonymous services' tor (see workerset.h): created with the set, started only while wanted. */
@@ -38,6 +43,9 @@ struct workerset {
     size_t n, n_stopped;
     bool stopping;
     unsigned long failovers; /* survivors told to publish anew */
+    struct roll *roll;       /* restart-tor: the workers one at a time */
+    struct binwatch *binwatch; /* spawn mode: tor.binary replaced on disk -> a roll */
+    bool binary_said;          /* a declined binary change was logged (once until one is taken) */
     struct workerset_anon anon;
 };
 
@@ -102,6 +110,8 @@ static void workerset_lost_cb(struct worker *w, const char *why, void *arg)
     struct workerset *ws = arg;
     if (!ws->stopping && ws->n > 1 && w != ws->anon.w)
         workerset_failover(ws, w, why);
+    if (w != ws->anon.w) /* the roll is over the single-onion tors */
+        roll_worker_lost(ws->roll, worker_instance(w), why);
     ws->cbs.lost(w, why, ws->arg);
 }
 
@@ -124,6 +134,114 @@ static void workerset_stopped_cb(struct worker *w, void *arg)
         ws->cbs.stopped(w, ws->arg);
 }
 
+/* ---- the rolling restart's view of the workers (roll.h) ------------------------------------------ */
+
+static size_t workerset_roll_count(void *arg)
+{
+    return ((const struct workerset *)arg)->n;
+}
+
+static bool workerset_roll_is_up(void *arg, size_t k)
+{
+    return worker_is_up(((const struct workerset *)arg)->workers[k]);
+}
+
+static unsigned workerset_roll_restarts(void *arg, size_t k)
+{
+    return tor_sup_restarts(worker_tor(((const struct workerset *)arg)->workers[k]));
+}
+
+/* For every service with an address: every responsible HSDir holds tor k's latest upload of the
+ * descriptor clients fetch, and that upload started after tor `other`'s latest of it (other given: HSDirs
+ * keep the newer, so they serve k's) or at or after `since` (other NULL). */
+static bool workerset_all_complete_after(const struct workerset *ws, size_t k, const struct worker *other,
+                                         double since)
+{
+    size_t n = service_ids_count(ws->ids);
+    bool complete;
+    for (size_t i = 0; i < n; i++) {
+        const char *address = service_ids_at(ws->ids, i)->address;
+        if (!address[0] || service_ids_at(ws->ids, i)->conf->mode != SERVICE_MODE_SINGLE)
+            continue; /* the anonymous services' tor is not one of the single-onion tors rolled */
+        double at = descriptor_service_fetched_round_at(worker_descriptors(ws->workers[k]), address, &complete);
+        if (!complete || (other ? at <= worker_last_upload_at(other, address) : at < since))
+            return false;
+    }
+    return true;
+}
+
+static bool workerset_roll_serves(void *arg, size_t s, size_t k)
+{
+    const struct workerset *ws = arg;
+    return workerset_all_complete_after(ws, s, ws->workers[k], -1);
+}
+
+static bool workerset_roll_published_since(void *arg, size_t k, double since)
+{
+    return workerset_all_complete_after(arg, k, NULL, since);
+}
+
+static int workerset_roll_renew(void *arg, size_t k)
+{
+    const struct workerset *ws = arg;
+    return ws->stopping ? -1 : worker_renew_descriptors(ws->workers[k]);
+}
+
+static void workerset_roll_restart(void *arg, size_t k, const char *why)
+{
+    tor_sup_restart_planned(worker_tor(((const struct workerset *)arg)->workers[k]), why);
+}
+
+static double workerset_roll_now(void *arg)
+{
+    (void)arg;
+    return (double)clock_now_ms() / 1e3;
+}
+
+/* ---- a new tor binary --------------------------------------------------------------------------- */
+
+/* binwatch: tor.binary was replaced. Roll onto the new file if it runs (`--version`: a half-installed
+ * upgrade must not take the tors down) and no roll is running; else decline, to be asked again. */
+static int workerset_binary_changed_cb(void *arg, const char *path)
+{
+    struct workerset *ws = arg;
+    struct torcaps caps;
+    char err[256], why[128], msg[300];
+    const char *old = tor_sup_version(worker_tor(ws->workers[0]));
+    if (ws->stopping)
+        return -1;
+    if (torcaps_probe(path, &caps, err, sizeof(err)) < 0) {
+        if (!ws->binary_said)
+            log_warnx("tor.binary %s changed, but the new file does not run (%s); the tors keep the old one", path,
+                      err);
+        ws->binary_said = true;
+        return -1;
+    }
+    snprintf(why, sizeof(why), "tor.binary changed: %s -> %s", old[0] ? old : "unknown", caps.version_text);
+    if (roll_start(ws->roll, why, msg, sizeof(msg)) < 0) {
+        if (!ws->binary_said)
+            log_notice("tor.binary %s changed (tor %s -> %s), but %s; trying again every %d s", path,
+                       old[0] ? old : "unknown", caps.version_text, msg, BINWATCH_INTERVAL_S);
+        ws->binary_said = true;
+        return -1;
+    }
+    ws->binary_said = false;
+    log_notice("tor.binary %s changed (running tor %s, the file now %s): rolling restart", path,
+               old[0] ? old : "unknown", caps.version_text);
+    return 0;
+}
+
+int workerset_binary_reloaded(struct workerset *ws, const struct config *conf, char *msg, size_t msglen)
+{
+    char why[PATH_MAX + 64];
+    if (binwatch_set_path(ws->binwatch, conf->tor.binary) < 0) {
+        snprintf(msg, msglen, "out of memory");
+        return -1;
+    }
+    snprintf(why, sizeof(why), "tor.binary is now %s", conf->tor.binary);
+    return workerset_restart_tor(ws, conf, why, msg, msglen);
+}
+
 struct workerset *workerset_new(struct event_base *base, struct proc_mgr *procs, const struct config *conf,
                                 struct service_ids *ids, const struct worker_callbacks *cbs, void *arg)
 {
@@ -137,9 +255,24 @@ struct workerset *workerset_new(struct event_base *base, struct proc_mgr *procs,
     struct workerset *ws = calloc(1, sizeof(*ws));
     if (!ws)
         return NULL;
+    const struct roll_ops ops = {.arg = ws,
+                                 .count = workerset_roll_count,
+                                 .is_up = workerset_roll_is_up,
+                                 .restarts = workerset_roll_restarts,
+                                 .serves = workerset_roll_serves,
+                                 .published_since = workerset_roll_published_since,
+                                 .renew = workerset_roll_renew,
+                                 .restart = workerset_roll_restart,
+                                 .now = workerset_roll_now};
     ws->ids = ids;
     ws->cbs = *cbs;
     ws->arg = arg;
+    if (!(ws->roll = roll_new(base, &ops)) ||
+        !(ws->binwatch = binwatch_new(base, workerset_binary_changed_cb, ws)) ||
+        (conf->tor.mode == TOR_MODE_SPAWN && binwatch_set_path(ws->binwatch, conf->tor.binary) < 0)) {
+        workerset_free(ws);
+        return NULL;
+    }
     unsigned want = conf->tor.instances >= 1 && conf->tor.instances <= INSTANCE_MAX ? conf->tor.instances : 1;
     for (; ws->n < want; ws->n++) {
         if (!(ws->workers[ws->n] = worker_new(base, procs, conf, ids, &wcbs, ws))) {
@@ -166,6 +299,8 @@ void workerset_free(struct workerset *ws)
     for (size_t k = 0; k < ws->n; k++)
         worker_free(ws->workers[k]);
     worker_free(ws->anon.w);
+    binwatch_free(ws->binwatch);
+    roll_free(ws->roll);
     free(ws);
 }
 
@@ -193,9 +328,29 @@ int workerset_start(struct workerset *ws, char *err, size_t errlen)
     return ws->anon.on ? worker_start(ws->anon.w, err, errlen) : 0;
 }
 
+int workerset_restart_tor(struct workerset *ws, const struct config *conf, const char *why, char *msg,
+                          size_t msglen)
+{
+    if (ws->stopping) {
+        snprintf(msg, msglen, "onionfront is shutting down");
+        return -1;
+    }
+    if (conf->tor.mode != TOR_MODE_SPAWN) {
+        snprintf(msg, msglen, "tor.mode is attach: onionfront does not start or stop that tor");
+        return -1;
+    }
+    return roll_start(ws->roll, why, msg, msglen);
+}
+
+const struct roll *workerset_roll(const struct workerset *ws)
+{
+    return ws ? ws->roll : NULL;
+}
+
 void workerset_stop(struct workerset *ws)
 {
     ws->stopping = true;
+    roll_abort(ws->roll, "onionfront is shutting down");
     if (ws->anon.stopping)
         ws->anon.on = false; /* stopping already (a reload removed the last anonymous service) */
     for (size_t k = 0; k < ws->n + ws->anon.on; k++)

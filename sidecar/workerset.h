@@ -10,9 +10,10 @@
  * the last (workerset_apply_modes). It is listed after the single-onion tors; failover is only between
  * these, and the probe's repairs of an anonymous service act on it alone.
  *
- * Owns the workers (creation, start, stop, free) and the failover rule. Not the tors themselves
- * (worker.c), the data path nor reports (report.c reads workerset_list). With one instance it is exactly
- * the one worker of before. */
+ * Owns the workers (creation, start, stop, free), the failover rule and the rolling restart over them
+ * (roll.h: `onionfront restart-tor`, and by itself when tor.binary is replaced on disk: binwatch.h). Not
+ * the tors themselves (worker.c), the data path nor reports (report.c reads workerset_list). With one
+ * instance it is exactly the one worker of before. */
 #ifndef ONIONFRONT_WORKERSET_H
 #define ONIONFRONT_WORKERSET_H
 
@@ -22,6 +23,7 @@ struct config;
 struct event_base;
 struct proc_mgr;
 struct probe_actions;
+struct roll;
 struct service_ids;
 struct worker;
 struct worker_callbacks;
@@ -56,6 +58,19 @@ struct probe_actions workerset_probe_actions(struct workerset *ws);
  * if nothing changed, or -1 with a message (out of memory, a hand-over that failed; it is then not
  * started). A tor that cannot be started is logged. */
 int workerset_apply_modes(struct workerset *ws, const struct config *conf, char *err, size_t errlen);
+
+/* restart-tor: start a rolling restart of the workers (roll.h), `why` shown. Refused while stopping, in
+ * attach mode (`conf`, the running config: onionfront does not own that tor), or while a roll runs or a
+ * tor is down. Return 0 with what started in `msg`, or -1 with why not. */
+int workerset_restart_tor(struct workerset *ws, const struct config *conf, const char *why, char *msg,
+                          size_t msglen);
+
+/* A reload changed tor.binary (`conf`, the new config): watch the new path (binwatch.h; the watcher also
+ * rolls by itself when the file on disk is replaced) and start a roll onto it, as workerset_restart_tor. */
+int workerset_binary_reloaded(struct workerset *ws, const struct config *conf, char *msg, size_t msglen);
+
+/* The rolling restart's state, for reports (NULL for a NULL set). Borrowed until workerset_free. */
+const struct roll *workerset_roll(const struct workerset *ws);
 
 /* Stop every worker (worker_stop); cbs->stopped follows once all are gone. */
 void workerset_stop(struct workerset *ws);

@@ -130,10 +130,11 @@ of_extra_torrc_json() {
 }
 
 # of_write_config FILE SERVICES_JSON [EXTRA_TOP_LEVEL_JSON] — state and run dirs under $OF_TMP;
-# tor.instances from $OF_TOR_INSTANCES when set.
+# tor.instances from $OF_TOR_INSTANCES and tor.binary from $OF_TOR_BINARY when set.
 of_write_config() {
   local file=$1 services=$2 extra=${3:-} instances=""
   [[ -n ${OF_TOR_INSTANCES:-} ]] && instances=" \"instances\": $OF_TOR_INSTANCES,"
+  [[ -n ${OF_TOR_BINARY:-} ]] && instances+=" \"binary\": \"$OF_TOR_BINARY\","
   cat >"$file" <<EOF
 {
   "state_dir": "$OF_TMP/state",
@@ -234,17 +235,20 @@ of_fetch_until() {
 
 of_torctl() { "$OF_TORCTL_BIN" "$@"; }
 
-# Require the private network (started by tests/run-tests.sh or the caller).
-of_require_testnet() {
-  if [[ -z ${TESTNET_SOCKS_PORT:-} || -z ${TESTNET_TORRC_EXTRA:-} ]]; then
-    echo "this test needs the private Tor network: run it through 'make test' or" \
-      "'tests/testnet/testnet.sh run DIR -- bash $0'" >&2
-    exit 2
-  fi
+# of_tor_field CONFIG FIELD INSTANCE — a field of one tor's row in `onionfront status --json` ("" if absent).
+of_tor_field() {
+  "$OF_BIN" -c "$1" status --json 2>/dev/null | python3 -c '
+import json, sys
+try:
+    d = json.load(sys.stdin)
+    t = next(t for t in d["status"]["tors"] if t["instance"] == int(sys.argv[2]))
+    v = t[sys.argv[1]]
+    print("" if v is None else v)
+except Exception:
+    print("")' "$2" "$3"
 }
 
-# of_wait_secs TIMEOUT_S COMMAND... — run COMMAND every 0.5 s until it succeeds, bounded by wall-clock
-# seconds (for commands that take time themselves, such as the status CLI). Return 1 on timeout.
+# of_wait_secs TIMEOUT_S COMMAND... — like of_wait_until, bounded by wall-clock time (for slow commands).
 of_wait_secs() {
   local end=$((SECONDS + $1))
   shift
@@ -253,4 +257,42 @@ of_wait_secs() {
     sleep 0.5
   done
   return 1
+}
+
+# of_client_loop_start URL OUTFILE — in the background, one request every 0.2 s through the private
+# network's client, each on a fresh circuit (a new SOCKS username: tor's stream isolation), until
+# of_client_loop_stop; each line of OUTFILE: start end ok|fail. Sets OF_LOOP_PID.
+of_client_loop_start() {
+  local url=$1 out=$2
+  : >"$out"
+  rm -f "$out.stop"
+  (
+    i=0
+    while [[ ! -e $out.stop ]]; do
+      i=$((i + 1))
+      t0=$(of_now)
+      if curl -sS --fail --max-time "${OF_LOOP_MAX_TIME:-20}" --socks5-hostname "127.0.0.1:$TESTNET_SOCKS_PORT" \
+        --proxy-user "iso$$-$i:x" -o /dev/null "$url" 2>>"$out.err"; then r=ok; else r=fail; fi
+      echo "$t0 $(of_now) $r" >>"$out"
+      sleep 0.2
+    done
+  ) &
+  OF_LOOP_PID=$!
+  of_track_pid "$OF_LOOP_PID"
+}
+
+# of_client_loop_stop OUTFILE — end the loop after its current request (bounded).
+of_client_loop_stop() {
+  touch "$1.stop"
+  of_wait_until 40 bash -c "! kill -0 $OF_LOOP_PID 2>/dev/null"
+  wait "$OF_LOOP_PID" 2>/dev/null
+}
+
+# Require the private network (started by tests/run-tests.sh or the caller).
+of_require_testnet() {
+  if [[ -z ${TESTNET_SOCKS_PORT:-} || -z ${TESTNET_TORRC_EXTRA:-} ]]; then
+    echo "this test needs the private Tor network: run it through 'make test' or" \
+      "'tests/testnet/testnet.sh run DIR -- bash $0'" >&2
+    exit 2
+  fi
 }

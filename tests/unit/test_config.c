@@ -1404,7 +1404,8 @@ static const struct restart_case restart_cases[] = {
     {TOP(SVC1), "{'state_dir':'/var/lib/of2','run_dir':'/run/of'," SVC1 "}", "state_dir"},
     {TOP(SVC1), "{'state_dir':'/var/lib/of','run_dir':'/run/of2'," SVC1 "}", "run_dir"},
     {RS_BASE, TOR("'mode':'attach','control_socket':'/run/tor/control'"), "tor.mode"},
-    {RS_BASE, TOR("'mode':'spawn','binary':'/usr/local/bin/tor'"), "tor.binary"},
+    /* a new tor.binary is a rolling restart (reload.c), not a restart of onionfront */
+    {RS_BASE, TOR("'mode':'spawn','binary':'/usr/local/bin/tor'"), NULL},
     {TOR("'mode':'attach','control_socket':'/run/tor/control'"),
      TOR("'mode':'attach','control_socket':'/run/tor2/control'"), "tor.control_socket"},
     {RS_BASE, TOR("'mode':'spawn','binary':'/usr/bin/tor','user':'debian-tor'"), "tor.user"},
