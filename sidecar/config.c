@@ -768,6 +768,7 @@ static const char *const config_log_level_names[] = {"debug", "info", "notice", 
 static const char *const config_log_format_names[] = {"text", "json", NULL};
 static const char *const config_probe_types[] = {"http", "connect", NULL};
 static const char *const config_addr_kinds[] = {"inet", "unix", NULL};
+static const char *const config_service_modes[] = {"single", "anonymous", NULL};
 
 static int config_parse_tor(struct config_ctx *c, json_t *o, struct config *cfg)
 {
@@ -1437,10 +1438,29 @@ static int config_parse_probe_target(struct config_ctx *c, const char *obj, json
     return 0;
 }
 
+/* "mode" and "onion_location" of a service. An anonymous service runs on a tor onionfront spawns
+ * (workerset.h), so attach mode has none: the attached tor is the single-onion one. Onion-Location is
+ * on by default only for a single onion (templates/CONFIG.md says why). */
+static int config_parse_service_mode(struct config_ctx *c, const char *obj, json_t *o, const struct config *cfg,
+                                     struct service_conf *svc)
+{
+    char p[FIELD_PATH_LEN];
+    int mode = SERVICE_MODE_SINGLE;
+    if (config_get_enum(c, obj, o, "mode", config_service_modes, &mode) < 0)
+        return -1;
+    svc->mode = (enum service_mode)mode;
+    config_sub(p, obj, "mode");
+    if (svc->mode == SERVICE_MODE_ANONYMOUS && cfg->tor.mode != TOR_MODE_SPAWN)
+        return config_fail(c, p, "\"anonymous\" needs tor.mode \"spawn\": onionfront runs the anonymous services' "
+                                 "tor itself, and an attached tor is a single-onion tor");
+    svc->onion_location = svc->mode == SERVICE_MODE_SINGLE;
+    return config_get_bool(c, obj, o, "onion_location", &svc->onion_location);
+}
+
 static int config_parse_service(struct config_ctx *c, const char *obj, json_t *o, struct config *cfg, size_t idx)
 {
-    static const char *const keys[] = {"name",  "key_dir",          "max_streams", "dos", "client_auth",
-                                       "drop_client_auth", "ports", "probe",       NULL};
+    static const char *const keys[] = {"name",        "mode",  "onion_location",   "key_dir", "max_streams", "dos",
+                                       "client_auth", "drop_client_auth", "ports", "probe",       NULL};
     struct service_conf *svc = &cfg->services[idx];
     char p[FIELD_PATH_LEN];
     const char *s = NULL;
@@ -1457,6 +1477,8 @@ static int config_parse_service(struct config_ctx *c, const char *obj, json_t *o
     for (size_t j = 0; j < idx; j++)
         if (strcmp(cfg->services[j].name, svc->name) == 0)
             return config_fail(c, p, "duplicate service name \"%s\"", svc->name);
+    if (config_parse_service_mode(c, obj, o, cfg, svc) < 0)
+        return -1;
 
     if (config_get_path(c, obj, o, "key_dir", false, CONFIG_PATH_MAX, NULL, &svc->key_dir) < 0)
         return -1;
@@ -1893,9 +1915,9 @@ const struct service_conf *config_first_pow_service(const struct config *cfg)
 
 bool service_conf_tor_equal(const struct service_conf *a, const struct service_conf *b)
 {
-    if (strcmp(a->name, b->name) != 0 || strcmp(a->key_dir, b->key_dir) != 0 || a->max_streams != b->max_streams ||
-        !dos_conf_equal(&a->dos, &b->dos) || a->n_ports != b->n_ports || a->n_clients != b->n_clients ||
-        a->drop_client_auth != b->drop_client_auth)
+    if (strcmp(a->name, b->name) != 0 || a->mode != b->mode || strcmp(a->key_dir, b->key_dir) != 0 ||
+        a->max_streams != b->max_streams || !dos_conf_equal(&a->dos, &b->dos) || a->n_ports != b->n_ports ||
+        a->n_clients != b->n_clients || a->drop_client_auth != b->drop_client_auth)
         return false;
     /* A changed client list must reach tor: any successful SETCONF makes it re-read authorized_clients. */
     for (size_t i = 0; i < a->n_clients; i++)
@@ -1909,9 +1931,17 @@ bool service_conf_tor_equal(const struct service_conf *a, const struct service_c
     return true;
 }
 
+size_t config_count_mode(const struct config *cfg, enum service_mode mode)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < cfg->n_services; i++)
+        n += cfg->services[i].mode == mode;
+    return n;
+}
+
 bool service_conf_equal(const struct service_conf *a, const struct service_conf *b)
 {
-    if (!service_conf_tor_equal(a, b))
+    if (!service_conf_tor_equal(a, b) || a->onion_location != b->onion_location)
         return false;
     for (size_t i = 0; i < a->n_ports; i++)
         if (!port_conf_equal(&a->ports[i], service_conf_find_port(b, a->ports[i].virtual_port)))
@@ -2005,4 +2035,9 @@ const char *backend_addr_kind_str(enum backend_addr_kind k)
 const char *probe_target_type_str(enum probe_target_type t)
 {
     return config_name(config_probe_types, t);
+}
+
+const char *service_mode_str(enum service_mode m)
+{
+    return config_name(config_service_modes, m);
 }

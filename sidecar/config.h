@@ -41,6 +41,12 @@ enum tor_mode {
     TOR_MODE_ATTACH, /* onionfront uses a running tor through tor.control_socket */
 };
 
+/* What kind of onion service a service is (its "mode"); fixed for its key's life (service_id.h). */
+enum service_mode {
+    SERVICE_MODE_SINGLE,    /* a single onion service: one-hop introduction and rendezvous, not hidden */
+    SERVICE_MODE_ANONYMOUS, /* an ordinary (location-hidden) onion service, on its own tor (workerset.h) */
+};
+
 enum balance_policy {
     BALANCE_ROUND_ROBIN,
     BALANCE_LEAST_CONN,
@@ -176,6 +182,8 @@ struct probe_target_conf {
 
 struct service_conf {
     char name[CONFIG_SERVICE_NAME_MAX + 1];
+    enum service_mode mode; /* default single */
+    bool onion_location;    /* Onion-Location files for it: default true for single, false for anonymous */
     struct client_auth_conf *clients; /* <key_dir>/authorized_clients/<name>.auth (clientauth.c) */
     size_t n_clients;                 /* 0 = no client authorization */
     bool drop_client_auth; /* "drop_client_auth": a service that had clients may become public (clientauth.h) */
@@ -279,11 +287,14 @@ bool backend_conf_equal(const struct backend_conf *a, const struct backend_conf 
 bool health_conf_equal(const struct health_conf *a, const struct health_conf *b);
 bool port_conf_equal(const struct port_conf *a, const struct port_conf *b);
 
+/* How many services of `cfg` are of `mode`. */
+size_t config_count_mode(const struct config *cfg, enum service_mode mode);
+
 /* True if the two services are the same in every field. Ports are matched by virtual port, so a
  * reordering of "ports" alone is no difference. */
 bool service_conf_equal(const struct service_conf *a, const struct service_conf *b);
 
-/* True if tor would be given the same HiddenService* lines for both: same name, key_dir, max_streams, dos
+/* True if tor would be given the same HiddenService* lines for both: same name, mode, key_dir, max_streams, dos
  * settings and set of virtual ports. Backends, balance, health and the other data-path settings are ignored. */
 bool service_conf_tor_equal(const struct service_conf *a, const struct service_conf *b);
 
@@ -318,5 +329,6 @@ const char *config_log_level_str(enum config_log_level l);
 const char *config_log_format_str(enum config_log_format f);
 const char *backend_addr_kind_str(enum backend_addr_kind k);
 const char *probe_target_type_str(enum probe_target_type t);
+const char *service_mode_str(enum service_mode m);
 
 #endif

@@ -17,6 +17,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "sidecar/config.h"
+
 #define KEYS_ADDRESS_LEN 56                      /* base32 characters, without ".onion" */
 #define KEYS_ADDRESS_SIZE (KEYS_ADDRESS_LEN + 1) /* with the NUL */
 
@@ -59,6 +61,17 @@ int keys_load(const char *dir, struct onion_key *out, char *err, size_t errlen);
  * atomically with mode 0600). `*created` (if not NULL) tells whether a key was generated. A directory
  * with some key files but not the secret key is refused, never overwritten. */
 int keys_load_or_create(const char *dir, struct onion_key *out, bool *created, char *err, size_t errlen);
+
+/* The same four for a service of `mode` (per-service modes, keys.c's top comment): the functions above
+ * are SERVICE_MODE_SINGLE. For SERVICE_MODE_ANONYMOUS a directory with the single-onion marker is refused
+ * (never created next to it either), an unused one is claimed with an empty authorized_clients/, and
+ * nothing gets the marker. */
+int keys_load_mode(const char *dir, enum service_mode mode, struct onion_key *out, char *err, size_t errlen);
+int keys_load_or_create_mode(const char *dir, enum service_mode mode, struct onion_key *out, bool *created,
+                             char *err, size_t errlen);
+int keys_install_mode(const struct onion_key *k, const char *dst, enum service_mode mode, char *err, size_t errlen);
+int keys_import_mode(const char *src, const char *dst, enum service_mode mode, char *address_out, char *err,
+                     size_t errlen);
 
 /* `onionfront import-key`: validate the key directory `src` (formats and consistency as keys_load;
  * its permissions are not checked, since it may be a backup copy, but onionfront's anonymity rule

@@ -39,7 +39,7 @@ struct daemon {
     struct config *conf;
     struct proc_mgr *procs;
     struct service_ids *ids;                    /* each service's name, key and address, for all tors */
-    struct workerset *workers; /* the tors (tor.instances), each hosting every service */
+    struct workerset *workers; /* the tors: tor.instances single-onion ones, and the anonymous services' */
     struct probe *probe;       /* the end-to-end probe and its client tor */
     struct proxy *proxy;               /* the data path and its backend pools */
     struct health_set *health;         /* one active health checker per live pool */
@@ -363,7 +363,7 @@ static int cmd_run(const char *config_path)
         return 1;
     }
     reload_set_log_level(d.conf);
-    single_onion_warn(d.conf->n_services);
+    single_onion_warn(d.conf); /* names exactly the services that are not location-hidden */
     proc_raise_fd_limit();
     if (daemon_create(&d) < 0) {
         daemon_free(&d);

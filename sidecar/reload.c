@@ -84,6 +84,11 @@ int reload_apply(const struct reload_parts *p, const char *path, struct config *
         config_free(nc);
         return -1;
     }
+    /* The services are switched: a first anonymous service starts its tor, the last one gone stops it. */
+    int started = p->workerset ? workerset_apply_modes(p->workerset, nc, err, sizeof(err)) : 0;
+    if (started < 0)
+        log_error("reload: the anonymous services' tor: %s", err);
+    tor_changed = tor_changed || started > 0;
     if (p->probe)
         probe_set_config(p->probe, nc);
     if (onionloc_set_config(p->onionloc, &nc->onion_location, err, sizeof(err)) < 0)

@@ -2,8 +2,10 @@
  * read and validate it, refuse what needs a restart (config_restart_needed), then apply only the
  * difference in order — the directory hand-over, the data path (new sockets before tor hears of them),
  * the services' identities (every key checked against the address record), each worker (one SETCONF
- * if tor's view changed), Onion-Location, the status socket's ACL, the log level and format; a new
- * tor.binary then starts a rolling restart onto it (workerset_binary_reloaded). A refused or failed reload leaves the running config in place.
+ * if tor's view changed), the anonymous services' tor started or stopped (workerset_apply_modes),
+ * Onion-Location, the status socket's ACL, the log level and format; a new tor.binary then starts a
+ * rolling restart onto it (workerset_binary_reloaded). A refused or failed reload leaves the running
+ * config in place.
  *
  * Owns nothing: the parts are borrowed for one call. Not the decision when to reload (main.c). */
 #ifndef ONIONFRONT_RELOAD_H
@@ -29,7 +31,8 @@ struct reload_parts {
     struct onionloc *onionloc;
     struct status_server *status;
     struct probe *probe; /* NULL when no end-to-end probe runs */
-    struct workerset *workerset; /* a changed tor.binary starts a rolling restart onto it */
+    struct workerset *workerset; /* starts or stops the anonymous services' tor; a changed tor.binary starts a
+                                    rolling restart onto it; NULL: neither */
 };
 
 /* Reload `path` into the running parts, whose config is *conf. Return 0 with "applied PATH (...)" in

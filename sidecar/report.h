@@ -63,8 +63,8 @@ json_t *report_backends_json(const struct report_src *r);
 char *report_metrics_text(const struct report_src *r);
 
 /* The Onion-Location files' entries: each service (config order, at most `cap`) with whether it is
- * verified reachable through any worker now (never while shutting down). Return how many, and the
- * reachable ones in *reachable. */
+ * advertised: its onion_location is on and it is verified reachable through any worker now (never while
+ * shutting down). Return how many, and the reachable ones (advertised or not) in *reachable. */
 size_t report_reachability(const struct report_src *r, struct onionloc_entry *out, size_t cap, size_t *reachable);
 
 /* systemd's STATUS= line: stopping, running with `reachable` of the services reachable, tor

@@ -275,7 +275,11 @@ static void summary_status(struct out *o, const json_t *st)
     /* Several tors: one line each ("tor 1: ..."); one tor: "tor: ..." as always. */
     if (json_array_size(tors) > 1) {
         json_array_foreach(tors, k, tor) {
-            out_printf(o, "tor %lld: ", jint(tor, "instance"));
+            const char *kind = jstr(tor, "kind");
+            if (kind && strcmp(kind, "anonymous") == 0)
+                out_printf(o, "anonymous tor: ");
+            else
+                out_printf(o, "tor %lld: ", jint(tor, "instance"));
             summary_tor(o, tor);
         }
     } else if (json_is_object(tor = json_object_get(st, "tor"))) {
@@ -389,6 +393,10 @@ static void summary_service(struct out *o, const json_t *svc, const json_t *back
         out_printf(o, "\n");
     }
 
+    const char *mode = jstr(svc, "mode");
+    if (mode)
+        out_printf(o, "  %-12s %s\n", "mode", strcmp(mode, "anonymous") == 0 ? "anonymous (location-hidden)"
+                                                                            : "single onion (NOT location-hidden)");
     const char *verdict = jstr(svc, "verdict");
     if (verdict) {
         out_printf(o, "  %-12s ", "verdict");

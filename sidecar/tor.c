@@ -102,10 +102,11 @@ const char *tor_state_str(enum tor_state s)
     return "unknown";
 }
 
-/* The probe client tor is always onionfront's own; the service tor is spawned or attached. */
+/* The probe client and the anonymous services' tor are always onionfront's own; the service tor is
+ * spawned or attached. */
 static bool tor_is_spawn(const struct tor_sup *t)
 {
-    return t->role == TOR_ROLE_PROBE_CLIENT || t->conf->tor.mode == TOR_MODE_SPAWN;
+    return t->role != TOR_ROLE_SERVICE || t->conf->tor.mode == TOR_MODE_SPAWN;
 }
 
 /* tor.binary, or Debian's tor for a probe client beside an attached tor (tor.binary is then unset). */
@@ -264,16 +265,19 @@ static void tor_deadline_cb(evutil_socket_t fd, short what, void *arg)
 
 /* ---- verification ---- */
 
-/* Why this tor is not fit (single_onion.h's rule), as tor.c has always said it, or NULL. */
-static const char *tor_check_mode(const struct cp_info *conf, const struct cp_info *info)
+/* Why this tor is not fit for its role (single_onion.h's rules), into `out`; false if it is fit. */
+static bool tor_check_mode(const struct tor_sup *t, const struct cp_info *conf, const struct cp_info *info,
+                           char *out, size_t outlen)
 {
     struct single_onion_problem p;
-    if (single_onion_check(conf, info, &p))
-        return NULL;
+    bool anonymous = t->role == TOR_ROLE_ANONYMOUS;
+    if (anonymous ? anonymous_tor_check(conf, info, &p) : single_onion_check(conf, info, &p))
+        return false;
     if (p.listener)
-        return "tor has a client port (SocksPort/TransPort/NATDPort/DNSPort/HTTPTunnelPort) open";
-    return p.key == single_onion_conf_keys[0] ? "HiddenServiceSingleHopMode is not 1"
-                                              : "HiddenServiceNonAnonymousMode is not 1";
+        snprintf(out, outlen, "tor has a client port (SocksPort/TransPort/NATDPort/DNSPort/HTTPTunnelPort) open");
+    else
+        snprintf(out, outlen, "%s is not %s", p.key, p.want);
+    return true;
 }
 
 /* Attach mode: tor only uses key directories its own user owns (measured: SETCONF HiddenServiceDir of
@@ -333,7 +337,8 @@ static void tor_verify_listeners_cb(struct cp_conn *c, const struct cp_reply *r,
         tor_restart_later(t, "cannot parse GETINFO answer");
         return;
     }
-    const char *problem = tor_check_mode(&v->conf, &info);
+    char problem[160];
+    bool unfit = tor_check_mode(t, &v->conf, &info, problem, sizeof(problem));
     const char *ver = cp_info_get(&info, "version");
     if (ver)
         snprintf(t->version, sizeof(t->version), "%s", ver);
@@ -346,11 +351,16 @@ static void tor_verify_listeners_cb(struct cp_conn *c, const struct cp_reply *r,
     cp_info_clear(&info);
     cp_info_clear(&v->conf);
     free(v);
-    if (problem) {
-        char why[256];
-        snprintf(why, sizeof(why), "refusing to use this tor: %s; onionfront only runs single onion "
-                 "services on a tor with HiddenServiceSingleHopMode 1, HiddenServiceNonAnonymousMode 1 "
-                 "and no client ports", problem);
+    if (unfit) {
+        char why[400];
+        if (t->role == TOR_ROLE_ANONYMOUS)
+            snprintf(why, sizeof(why), "refusing to use this tor: %s; onionfront runs anonymous services only "
+                     "on an ordinary tor (HiddenServiceSingleHopMode 0, HiddenServiceNonAnonymousMode 0) without "
+                     "client ports", problem);
+        else
+            snprintf(why, sizeof(why), "refusing to use this tor: %s; onionfront only runs single onion "
+                     "services on a tor with HiddenServiceSingleHopMode 1, HiddenServiceNonAnonymousMode 1 "
+                     "and no client ports", problem);
         if (tor_is_spawn(t))
             tor_restart_later(t, why); /* our own torrc should make this impossible */
         else
@@ -362,7 +372,9 @@ static void tor_verify_listeners_cb(struct cp_conn *c, const struct cp_reply *r,
         tor_fail(t, uid_problem);
         return;
     }
-    log_info("%s: verified single-hop, non-anonymous mode with no client ports (tor %s)", t->label, t->version);
+    log_info("%s: verified %s mode with no client ports (tor %s)", t->label,
+             t->role == TOR_ROLE_ANONYMOUS ? "ordinary (multi-hop, anonymous)" : "single-hop, non-anonymous",
+             t->version);
     tor_handover(t);
 }
 
@@ -692,7 +704,7 @@ static bool tor_leftover_is_ours(const struct tor_sup *t, int pidfd, long pid)
         return false;
 
     uid_t tor_uid = geteuid();
-    if (t->conf->tor.user && t->role == TOR_ROLE_SERVICE) {
+    if (t->conf->tor.user && t->role != TOR_ROLE_PROBE_CLIENT) {
         const struct passwd *pw = getpwnam(t->conf->tor.user);
         if (!pw)
             return false;
@@ -809,14 +821,17 @@ static int tor_write_torrc(struct tor_sup *t, char *err, size_t errlen)
         .socks_socket = t->socks_socket,
         .controller_pid = getpid(),
         /* The probe client runs as onionfront's user: its SocksPort lies in onionfront's 0700 run_dir. */
-        .user = t->role == TOR_ROLE_SERVICE ? t->conf->tor.user : NULL,
+        .user = t->role != TOR_ROLE_PROBE_CLIENT ? t->conf->tor.user : NULL,
         .extra = (const char *const *)t->conf->tor.extra_torrc,
         .n_extra = t->conf->tor.n_extra_torrc,
     };
     bool client = t->role == TOR_ROLE_PROBE_CLIENT;
     if (!client && !(p.metrics_port = t->metrics_port = tor_pick_loopback_port(err, errlen)))
         return -1;
-    char *text = torrc_render(client ? torrc_client_template : torrc_template, &p, err, errlen);
+    const char *tmpl = client ? torrc_client_template
+                       : t->role == TOR_ROLE_ANONYMOUS ? torrc_anonymous_template
+                                                       : torrc_template;
+    char *text = torrc_render(tmpl, &p, err, errlen);
     if (!text)
         return -1;
     int rc = fs_write_atomic(t->torrc_dir, client ? "probe-torrc" : "torrc", text, strlen(text), 0600, err, errlen);
@@ -879,7 +894,8 @@ struct tor_sup *tor_sup_new(struct event_base *base, struct proc_mgr *procs, con
 void tor_sup_set_role(struct tor_sup *t, enum tor_role role)
 {
     t->role = role;
-    snprintf(t->label, sizeof(t->label), "%s", role == TOR_ROLE_PROBE_CLIENT ? "tor (probe)" : "tor");
+    snprintf(t->label, sizeof(t->label), "%s",
+             role == TOR_ROLE_PROBE_CLIENT ? "tor (probe)" : role == TOR_ROLE_ANONYMOUS ? "anonymous tor" : "tor");
 }
 
 /* Where this tor's files go: instance.h's paths for a service tor; for the probe client
@@ -888,6 +904,8 @@ void tor_sup_set_role(struct tor_sup *t, enum tor_role role)
 static int tor_paths(struct tor_sup *t, struct instance_paths *ip, char *err, size_t errlen)
 {
     const struct config *c = t->conf;
+    if (t->role == TOR_ROLE_ANONYMOUS)
+        return instance_anonymous_paths(c, ip, err, errlen);
     if (t->role != TOR_ROLE_PROBE_CLIENT)
         return instance_paths(c, t->instance, ip, err, errlen);
     memset(ip, 0, sizeof(*ip));
@@ -925,7 +943,8 @@ int tor_sup_start(struct tor_sup *t, char *err, size_t errlen)
         /* tor itself insists on a private DataDirectory; the control socket's directory must be 0700
          * so only onionfront's user can reach the control port. */
         if (fs_ensure_private_dir(c->state_dir, NULL, err, errlen) < 0 ||
-            (!client && instance_make_dirs(c, t->instance, err, errlen) < 0) ||
+            (t->role == TOR_ROLE_SERVICE && instance_make_dirs(c, t->instance, err, errlen) < 0) ||
+            (t->role == TOR_ROLE_ANONYMOUS && fs_ensure_private_dir(ip.dir, NULL, err, errlen) < 0) ||
             fs_ensure_private_dir(t->data_dir, NULL, err, errlen) < 0 ||
             fs_ensure_private_dir(c->run_dir, NULL, err, errlen) < 0 ||
             fs_ensure_private_dir(t->control_dir, NULL, err, errlen) < 0)

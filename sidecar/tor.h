@@ -42,6 +42,9 @@ enum tor_role {
                               spawned (tor.binary, else /usr/bin/tor), DataDirectory <state_dir>/probe-tor,
                               torrc <state_dir>/probe-torrc, control and SocksPort sockets in <run_dir>/probe/,
                               tor.extra_torrc, no User (it runs as onionfront's user), no ORPort */
+    TOR_ROLE_ANONYMOUS,    /* the anonymous services' ordinary tor (workerset.h): always spawned, paths from
+                              instance_anonymous_paths, tor.user and tor.extra_torrc like the service tor,
+                              verified NOT single-hop and without client ports (anonymous_tor_check) */
 };
 
 /* The level of one line of tor's own log ("Dec 03 10:00:00.000 [warn] ..."): its "[err]", "[warn]",

@@ -7,6 +7,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What every tor onionfront spawns from a built-in template has: its files, its log on stdout, and a
+ * control socket with cookie authentication, owned by onionfront (it exits when onionfront does). */
+#define TORRC_OWNED_TOR                                                                                       \
+    "DataDirectory @DATA_DIR@\n"                                                                              \
+    "PidFile @DATA_DIR@/tor.pid\n"                                                                            \
+    "RunAsDaemon 0\n"                                                                                         \
+    "Log notice stdout\n"                                                                                     \
+    "ControlPort unix:@CONTROL_SOCKET@\n"                                                                     \
+    "CookieAuthentication 1\n"                                                                                \
+    "__OwningControllerProcess @CONTROLLER_PID@\n"
+
 const char torrc_client_template[] =
     "## torrc for onionfront's probe client tor, written by onionfront at every start: an ordinary tor\n"
     "## client (never the single-onion tor) that fetches the services through real circuits.\n"
@@ -14,13 +25,25 @@ const char torrc_client_template[] =
     "## replies name the onion-service stage that failed (descriptor, introduction, rendezvous).\n"
     "SocksPort unix:@SOCKS_SOCKET@ IsolateSOCKSAuth ExtendedErrors\n"
     "ORPort 0\n"
-    "DataDirectory @DATA_DIR@\n"
-    "PidFile @DATA_DIR@/tor.pid\n"
-    "RunAsDaemon 0\n"
-    "Log notice stdout\n"
-    "ControlPort unix:@CONTROL_SOCKET@\n"
-    "CookieAuthentication 1\n"
-    "__OwningControllerProcess @CONTROLLER_PID@\n"
+    TORRC_OWNED_TOR
+    "@EXTRA_TORRC@\n";
+
+const char torrc_anonymous_template[] =
+    "## torrc for onionfront's anonymous tor, written by onionfront at every start: an ordinary tor that\n"
+    "## hosts only the services whose mode is \"anonymous\". They are location-hidden: this tor has no\n"
+    "## single-hop options (tor fixes that mode for a process's life, so single onions run on another tor),\n"
+    "## and no client port, so it is never used as a client.\n"
+    "SocksPort 0\n"
+    "TransPort 0\n"
+    "NATDPort 0\n"
+    "DNSPort 0\n"
+    "## Layer-2 guards for its onion-service circuits (guard discovery), whatever the consensus says.\n"
+    "VanguardsLiteEnabled 1\n"
+    "## tor's metrics (per service), read by onionfront; loopback only, a free port picked at each start.\n"
+    "MetricsPort 127.0.0.1:@METRICS_PORT@\n"
+    "MetricsPortPolicy accept 127.0.0.1\n"
+    TORRC_OWNED_TOR
+    "@USER_LINE@\n"
     "@EXTRA_TORRC@\n";
 
 /* A path goes into the torrc unquoted: allow only characters that need no quoting. */

@@ -27,6 +27,10 @@ extern const char torrc_template[];
  * on a unix socket, no ORPort, owned by onionfront like the service tor. */
 extern const char torrc_client_template[];
 
+/* The anonymous services' tor's template (tor.h's TOR_ROLE_ANONYMOUS): an ordinary tor (no single-hop
+ * options), no client ports, vanguards-lite on, otherwise like the service tor. */
+extern const char torrc_anonymous_template[];
+
 /* Render `tmpl` with `p`. Return a new NUL-terminated string, or NULL with a message in `err` naming the
  * parameter that cannot be written safely (a path with whitespace, quotes or control characters; an
  * extra line with a newline; an unknown @PLACEHOLDER@ in the template). */

@@ -29,18 +29,19 @@ struct worker {
     char problem[200];                      /* why tor was lost or failed, until it bootstraps again */
     bool stopping;                          /* worker_stop called, or failed: hand nothing to tor */
     unsigned instance;                      /* which of tor.instances (instance.h) */
+    enum service_mode mode;                 /* the kind of tor: which services it hosts (worker_set_mode) */
 };
 
 /* Give the descriptor tracker and the verifier the services' names and addresses and the probe
  * settings: at start-up once the keys are loaded, and after each applied reload. */
 size_t worker_service_list(const struct worker *w, const char **names, const char **addrs)
 {
-    size_t n = service_mgr_count(w->services);
-    if (n > CONFIG_MAX_SERVICES)
-        n = CONFIG_MAX_SERVICES;
-    for (size_t i = 0; i < n; i++) {
-        names[i] = service_mgr_name(w->services, i);
-        addrs[i] = service_mgr_address(w->services, i);
+    size_t n = 0, all = service_mgr_count(w->services);
+    for (size_t i = 0; i < all && n < CONFIG_MAX_SERVICES; i++) {
+        if (!service_mgr_hosts(w->services, i))
+            continue; /* another kind of tor's: never on this one */
+        names[n] = service_mgr_name(w->services, i);
+        addrs[n++] = service_mgr_address(w->services, i);
     }
     return n;
 }
@@ -69,7 +70,7 @@ static void worker_tor_ready_cb(struct tor_sup *t, struct cp_conn *conn, void *a
      * must be that user's before the services' SETCONF (known only now, from process/uid). */
     char err[1024];
     /* A second tor's key copies are made again for each of its tors: from the one key, checked anew. */
-    bool again = w->conf->tor.mode != TOR_MODE_SPAWN || w->instance > 0;
+    bool again = (w->conf->tor.mode != TOR_MODE_SPAWN || w->instance > 0) && w->mode == SERVICE_MODE_SINGLE;
     if (!w->stopping && again && worker_hand_over(w, w->conf, err, sizeof(err)) < 0) {
         worker_fail(w, err);
         return;
@@ -164,6 +165,8 @@ void worker_free(struct worker *w)
 
 int worker_hand_over(const struct worker *w, const struct config *conf, char *err, size_t errlen)
 {
+    if (w->mode == SERVICE_MODE_ANONYMOUS)
+        return handover_apply_anonymous(conf, err, errlen);
     if (w->instance > 0)
         return handover_apply_instance(conf, w->instance, err, errlen);
     return handover_apply(conf, tor_sup_uid(w->tor), err, errlen);
@@ -187,6 +190,19 @@ void worker_set_instance(struct worker *w, unsigned instance)
 unsigned worker_instance(const struct worker *w)
 {
     return w->instance;
+}
+
+void worker_set_mode(struct worker *w, enum service_mode mode)
+{
+    w->mode = mode;
+    tor_sup_set_role(w->tor, mode == SERVICE_MODE_ANONYMOUS ? TOR_ROLE_ANONYMOUS : TOR_ROLE_SERVICE);
+    service_mgr_set_mode(w->services, mode);
+    verify_set_mode(w->verify, mode);
+}
+
+enum service_mode worker_mode(const struct worker *w)
+{
+    return w->mode;
 }
 
 bool worker_is_up(const struct worker *w)
@@ -213,6 +229,7 @@ int worker_start(struct worker *w, char *err, size_t errlen)
         snprintf(err, errlen, "%s", terr);
         return -1;
     }
+    w->stopping = false; /* a worker may be started again after worker_stop (the anonymous services' tor) */
     if (tor_sup_start(w->tor, terr, sizeof(terr)) < 0) {
         snprintf(err, errlen, "cannot start tor: %s", terr);
         return -1;

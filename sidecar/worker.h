@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "sidecar/config.h"
+
 struct config;
 struct descriptor_tracker;
 struct event_base;
@@ -50,6 +52,12 @@ struct worker *worker_new(struct event_base *base, struct proc_mgr *procs, const
 void worker_set_instance(struct worker *w, unsigned instance);
 unsigned worker_instance(const struct worker *w);
 
+/* Make this worker the tor of the services of `mode` (default SERVICE_MODE_SINGLE): an anonymous one is
+ * an ordinary tor (TOR_ROLE_ANONYMOUS, instance_anonymous_paths) hosting only the anonymous services; a
+ * single one hosts only the single onions. Its tracker and verifier get only those. Before starting. */
+void worker_set_mode(struct worker *w, enum service_mode mode);
+enum service_mode worker_mode(const struct worker *w);
+
 /* Is its tor bootstrapped and running (and the worker not stopping)? */
 bool worker_is_up(const struct worker *w);
 
@@ -78,7 +86,8 @@ size_t worker_service_list(const struct worker *w, const char **names, const cha
  * reloaded one). Return 0, or -1 with a message. */
 int worker_hand_over(const struct worker *w, const struct config *conf, char *err, size_t errlen);
 
-/* Start the tor (tor_sup_start). Return 0, or -1 with "cannot start tor: <why>". */
+/* Start the tor (tor_sup_start); also again after worker_stop's cbs->stopped. Return 0, or -1 with
+ * "cannot start tor: <why>". */
 int worker_start(struct worker *w, char *err, size_t errlen);
 
 /* Remove the services from the tor, then stop it; cbs->stopped follows. Nothing is handed to a tor that

@@ -27,18 +27,30 @@
 #include "sidecar/torcaps.h"
 #include "sidecar/worker.h"
 
+/* The anonymous services' tor (see workerset.h): created with the set, started only while wanted. */
+struct workerset_anon {
+    struct worker *w;
+    bool on;          /* wanted and listed at workers[n] */
+    bool stopping;    /* worker_stop sent, cbs->stopped not yet seen */
+    bool restart;     /* wanted again while stopping: start once stopped */
+};
+
 struct workerset {
     struct service_ids *ids;
     struct worker_callbacks cbs; /* the daemon's */
     void *arg;
-    struct worker *workers[INSTANCE_MAX];
+    struct worker *workers[INSTANCE_MAX + 1]; /* the single-onion tors, then the anonymous one while on */
     size_t n, n_stopped;
     bool stopping;
     unsigned long failovers; /* survivors told to publish anew */
     struct roll *roll;       /* restart-tor: the workers one at a time */
     struct binwatch *binwatch; /* spawn mode: tor.binary replaced on disk -> a roll */
     bool binary_said;          /* a declined binary change was logged (once until one is taken) */
+    struct workerset_anon anon;
 };
+
+static void workerset_anon_want(struct workerset *ws);
+static int workerset_anon_prepare(struct workerset *ws, const struct config *conf, char *err, size_t errlen);
 
 /* The first worker other than `lost` whose tor is up, or NULL. */
 static struct worker *workerset_survivor(const struct workerset *ws, const struct worker *lost)
@@ -63,7 +75,8 @@ static void workerset_failover(struct workerset *ws, struct worker *lost, const 
     size_t stale = 0, n = service_ids_count(ws->ids);
     for (size_t i = 0; i < n; i++) {
         const struct service_id *id = service_ids_at(ws->ids, i);
-        if (id->address[0] && worker_last_upload_at(lost, id->address) >= worker_last_upload_at(s, id->address))
+        if (id->address[0] && id->conf->mode == SERVICE_MODE_SINGLE &&
+            worker_last_upload_at(lost, id->address) >= worker_last_upload_at(s, id->address))
             stale++;
     }
     unsigned sk = worker_instance(s) + 1;
@@ -95,9 +108,10 @@ static void workerset_bootstrapped_cb(struct worker *w, void *arg)
 static void workerset_lost_cb(struct worker *w, const char *why, void *arg)
 {
     struct workerset *ws = arg;
-    if (!ws->stopping && ws->n > 1)
+    if (!ws->stopping && ws->n > 1 && w != ws->anon.w)
         workerset_failover(ws, w, why);
-    roll_worker_lost(ws->roll, worker_instance(w), why);
+    if (w != ws->anon.w) /* the roll is over the single-onion tors */
+        roll_worker_lost(ws->roll, worker_instance(w), why);
     ws->cbs.lost(w, why, ws->arg);
 }
 
@@ -107,10 +121,16 @@ static void workerset_failed_cb(struct worker *w, const char *why, void *arg)
     ws->cbs.failed(w, why, ws->arg);
 }
 
+static void workerset_anon_stopped(struct workerset *ws);
+
 static void workerset_stopped_cb(struct worker *w, void *arg)
 {
     struct workerset *ws = arg;
-    if (++ws->n_stopped == ws->n)
+    if (w == ws->anon.w && ws->anon.stopping) {
+        workerset_anon_stopped(ws); /* the last anonymous service went (a reload), or came back meanwhile */
+        return;
+    }
+    if (++ws->n_stopped == ws->n + ws->anon.on)
         ws->cbs.stopped(w, ws->arg);
 }
 
@@ -141,8 +161,8 @@ static bool workerset_all_complete_after(const struct workerset *ws, size_t k, c
     bool complete;
     for (size_t i = 0; i < n; i++) {
         const char *address = service_ids_at(ws->ids, i)->address;
-        if (!address[0])
-            continue;
+        if (!address[0] || service_ids_at(ws->ids, i)->conf->mode != SERVICE_MODE_SINGLE)
+            continue; /* the anonymous services' tor is not one of the single-onion tors rolled */
         double at = descriptor_service_fetched_round_at(worker_descriptors(ws->workers[k]), address, &complete);
         if (!complete || (other ? at <= worker_last_upload_at(other, address) : at < since))
             return false;
@@ -261,6 +281,14 @@ struct workerset *workerset_new(struct event_base *base, struct proc_mgr *procs,
         }
         worker_set_instance(ws->workers[ws->n], (unsigned)ws->n);
     }
+    /* The anonymous services' tor exists from the start (nothing runs until it is wanted). */
+    if (!(ws->anon.w = worker_new(base, procs, conf, ids, &wcbs, ws))) {
+        workerset_free(ws);
+        return NULL;
+    }
+    worker_set_mode(ws->anon.w, SERVICE_MODE_ANONYMOUS);
+    if (config_count_mode(conf, SERVICE_MODE_ANONYMOUS) > 0)
+        workerset_anon_want(ws);
     return ws;
 }
 
@@ -270,6 +298,7 @@ void workerset_free(struct workerset *ws)
         return;
     for (size_t k = 0; k < ws->n; k++)
         worker_free(ws->workers[k]);
+    worker_free(ws->anon.w);
     binwatch_free(ws->binwatch);
     roll_free(ws->roll);
     free(ws);
@@ -277,7 +306,7 @@ void workerset_free(struct workerset *ws)
 
 struct worker *const *workerset_list(const struct workerset *ws, size_t *n)
 {
-    *n = ws->n;
+    *n = ws->n + ws->anon.on;
     return ws->workers;
 }
 
@@ -288,7 +317,7 @@ int workerset_prepare(struct workerset *ws, const struct config *conf, char *err
         if (worker_hand_over(ws->workers[k], conf, err, errlen) < 0)
             return -1;
     }
-    return 0;
+    return workerset_anon_prepare(ws, conf, err, errlen);
 }
 
 int workerset_start(struct workerset *ws, char *err, size_t errlen)
@@ -296,7 +325,7 @@ int workerset_start(struct workerset *ws, char *err, size_t errlen)
     for (size_t k = 0; k < ws->n; k++)
         if (worker_start(ws->workers[k], err, errlen) < 0)
             return -1;
-    return 0;
+    return ws->anon.on ? worker_start(ws->anon.w, err, errlen) : 0;
 }
 
 int workerset_restart_tor(struct workerset *ws, const struct config *conf, const char *why, char *msg,
@@ -322,7 +351,9 @@ void workerset_stop(struct workerset *ws)
 {
     ws->stopping = true;
     roll_abort(ws->roll, "onionfront is shutting down");
-    for (size_t k = 0; k < ws->n; k++)
+    if (ws->anon.stopping)
+        ws->anon.on = false; /* stopping already (a reload removed the last anonymous service) */
+    for (size_t k = 0; k < ws->n + ws->anon.on; k++)
         worker_stop(ws->workers[k]); /* removes the services from its tor, then stops it */
 }
 
@@ -332,7 +363,7 @@ static bool workerset_published_cb(void *arg, const char *address)
 {
     const struct workerset *ws = arg;
     struct descriptor_counts dc;
-    for (size_t k = 0; k < ws->n; k++)
+    for (size_t k = 0; k < ws->n + ws->anon.on; k++)
         if (descriptor_service_counts(worker_descriptors(ws->workers[k]), address, &dc) == 0 &&
             dc.uploads_confirmed > 0)
             return true;
@@ -343,7 +374,7 @@ static int workerset_repost_cb(void *arg, const char *address)
 {
     const struct workerset *ws = arg;
     int rc = -1;
-    for (size_t k = 0; !ws->stopping && k < ws->n; k++)
+    for (size_t k = 0; !ws->stopping && k < ws->n + ws->anon.on; k++)
         if (worker_is_up(ws->workers[k]) && descriptor_repost(worker_descriptors(ws->workers[k]), address) == 0)
             rc = 0;
     return rc;
@@ -354,6 +385,12 @@ static void workerset_restart_tor_cb(void *arg, const char *address, const char 
     const struct workerset *ws = arg;
     if (ws->stopping)
         return;
+    const struct service_id *id = service_ids_find(ws->ids, address);
+    if (id && id->conf->mode == SERVICE_MODE_ANONYMOUS) {
+        if (ws->anon.on)
+            tor_sup_restart(worker_tor(ws->anon.w), why); /* its only tor */
+        return;
+    }
     struct worker *newest = NULL;
     for (size_t k = 0; ws->n > 1 && k < ws->n; k++)
         if (worker_is_up(ws->workers[k]) &&
@@ -370,4 +407,66 @@ static void workerset_restart_tor_cb(void *arg, const char *address, const char 
 struct probe_actions workerset_probe_actions(struct workerset *ws)
 {
     return (struct probe_actions){workerset_published_cb, workerset_repost_cb, workerset_restart_tor_cb, ws};
+}
+
+/* ---- the anonymous services' tor ------------------------------------------------------------------ */
+
+/* The anonymous services' tor is wanted: list it after the single-onion tors. */
+static void workerset_anon_want(struct workerset *ws)
+{
+    ws->anon.on = true;
+    ws->workers[ws->n] = ws->anon.w;
+}
+
+static int workerset_anon_prepare(struct workerset *ws, const struct config *conf, char *err, size_t errlen)
+{
+    if (!ws->anon.on)
+        return 0;
+    worker_sync_services(ws->anon.w);
+    return worker_hand_over(ws->anon.w, conf, err, errlen);
+}
+
+/* Start the anonymous services' tor (logged). */
+static void workerset_anon_start(struct workerset *ws)
+{
+    char err[1024];
+    ws->anon.restart = false;
+    if (worker_start(ws->anon.w, err, sizeof(err)) < 0)
+        log_error("anonymous tor: %s; the anonymous services wait for the next reload", err);
+    else
+        log_info("anonymous tor: started for the anonymous services");
+}
+
+static void workerset_anon_stopped(struct workerset *ws)
+{
+    ws->anon.stopping = false;
+    log_info("anonymous tor: stopped (no anonymous service left)");
+    if (ws->anon.restart && ws->anon.on && !ws->stopping)
+        workerset_anon_start(ws);
+}
+
+int workerset_apply_modes(struct workerset *ws, const struct config *conf, char *err, size_t errlen)
+{
+    bool want = config_count_mode(conf, SERVICE_MODE_ANONYMOUS) > 0, was = ws->anon.on;
+    if (!was && worker_reconfigure(ws->anon.w, conf, NULL, err, errlen) < 0)
+        return -1; /* not listed, so the reload did not switch it; it borrows the config */
+    if (ws->stopping || want == was)
+        return 0;
+    if (!want) {
+        ws->anon.on = false;
+        ws->anon.stopping = true;
+        ws->anon.restart = false;
+        worker_stop(ws->anon.w); /* removes its services from its tor, then stops it */
+        return 1;
+    }
+    workerset_anon_want(ws);
+    if (workerset_anon_prepare(ws, conf, err, errlen) < 0) {
+        ws->anon.on = false;
+        return -1;
+    }
+    if (ws->anon.stopping)
+        ws->anon.restart = true; /* never two tors on its DataDirectory: start once the old one is gone */
+    else
+        workerset_anon_start(ws);
+    return 1;
 }

@@ -542,6 +542,14 @@ static const struct bad_case bad_cases[] = {
     BAD(OLOC("'dir':'/etc/nginx','on_change':['/usr/sbin/nginx',1]"), "onion_location.on_change[1]: must be a string"),
     BAD(OLOC("'dir':'/etc/nginx','listen':'web:8081'"), "onion_location.listen: must be an IP address and port, e.g. \"10.0.0.5:8081\" or \"[::1]:8081\""),
     BAD(OLOC("'dir':'/etc/nginx','listen':8081"), "onion_location.listen: must be a string or null"),
+    /* services[].mode and onion_location */
+    BAD(SVC(",'mode':'hidden'"), "services[0].mode: must be one of \"single\", \"anonymous\""),
+    BAD(SVC(",'mode':1"), "services[0].mode: must be one of \"single\", \"anonymous\""),
+    BAD(SVC(",'onion_location':'yes'"), "services[0].onion_location: must be true or false"),
+    BAD(TOP("'tor':{'mode':'attach','control_socket':'/run/tor/control'},'services':[{'name':'web','mode':"
+            "'anonymous'," PORTS1 "}]"),
+        "services[0].mode: \"anonymous\" needs tor.mode \"spawn\": onionfront runs the anonymous services' tor "
+        "itself, and an attached tor is a single-onion tor"),
     /* services[].probe */
     BAD(SVC(",'probe':{'port':81}"), "services[0].probe.port: must be one of the service's virtual ports"),
     BAD(SVC(",'probe':{'type':'ping'}"), "services[0].probe.type: must be one of \"http\", \"connect\""),
@@ -591,6 +599,10 @@ static void test_minimal_defaults(void **state)
     const struct service_conf *s = &c->services[0];
     assert_string_equal(s->name, "web");
     assert_string_equal(s->key_dir, "/var/lib/of/keys/web");
+    assert_int_equal(s->mode, SERVICE_MODE_SINGLE);
+    assert_true(s->onion_location);
+    assert_int_equal(config_count_mode(c, SERVICE_MODE_SINGLE), 1);
+    assert_int_equal(config_count_mode(c, SERVICE_MODE_ANONYMOUS), 0);
     assert_int_equal(s->max_streams, 0);
     /* tor's own defaults: nothing different is sent to tor */
     assert_false(s->dos.pow_enabled);
@@ -957,6 +969,8 @@ static void test_stringers_round_trip(void **state)
     config_free(c);
     assert_true(same);
     assert_string_equal(backend_addr_kind_str(BACKEND_ADDR_UNIX), "unix");
+    assert_string_equal(service_mode_str(SERVICE_MODE_SINGLE), "single");
+    assert_string_equal(service_mode_str(SERVICE_MODE_ANONYMOUS), "anonymous");
     assert_string_equal(balance_policy_str((enum balance_policy)99), "unknown");
 }
 
@@ -1305,6 +1319,11 @@ static const struct equal_case equal_cases[] = {
     {EQ_PORT1, "'ports':[{'virtual':81,'target':'127.0.0.1:8080'}]", false, false},
     {EQ_PORT1, EQ_PORT1 ",'max_streams':10", false, false},
     {EQ_PORT1, EQ_PORT1 ",'key_dir':'/keys/web'", false, false},
+    /* the mode is the tor's business (another tor), Onion-Location only onionfront's */
+    {EQ_PORT1, EQ_PORT1 ",'mode':'anonymous'", false, false},
+    {EQ_PORT1, EQ_PORT1 ",'mode':'single'", true, true},
+    {EQ_PORT1, EQ_PORT1 ",'onion_location':false", false, true},
+    {EQ_PORT1 ",'mode':'anonymous'", EQ_PORT1 ",'mode':'anonymous','onion_location':false", true, true},
     /* every dos setting is tor's business; the same values spelled out are no change */
     {EQ_PORT1, EQ_PORT1 ",'dos':{'pow':{'enabled':true}}", false, false},
     {EQ_PORT1, EQ_PORT1 ",'dos':{'pow':{'queue_rate':250,'queue_burst':2500},'num_intro_points':3}", true, true},
@@ -1433,6 +1452,27 @@ static void test_restart_needed(void **state)
     }
 }
 
+/* An anonymous service beside a single one: its mode, Onion-Location off unless asked. */
+static void test_service_modes(void **state)
+{
+    struct test_state *ts = *state;
+    const struct config *c = ts->cfg = load_ok(
+        ts, SERVICES("{'name':'web'," PORTS1 "},{'name':'hidden','mode':'anonymous'," PORTS1 "},"
+                     "{'name':'hidden2','mode':'anonymous','onion_location':true," PORTS1 "},"
+                     "{'name':'quiet','mode':'single','onion_location':false," PORTS1 "}"));
+    assert_int_equal(c->services[0].mode, SERVICE_MODE_SINGLE);
+    assert_true(c->services[0].onion_location);
+    assert_int_equal(c->services[1].mode, SERVICE_MODE_ANONYMOUS);
+    assert_false(c->services[1].onion_location);
+    assert_string_equal(c->services[1].key_dir, "/var/lib/of/keys/hidden");
+    assert_int_equal(c->services[2].mode, SERVICE_MODE_ANONYMOUS);
+    assert_true(c->services[2].onion_location);
+    assert_int_equal(c->services[3].mode, SERVICE_MODE_SINGLE);
+    assert_false(c->services[3].onion_location);
+    assert_int_equal(config_count_mode(c, SERVICE_MODE_SINGLE), 2);
+    assert_int_equal(config_count_mode(c, SERVICE_MODE_ANONYMOUS), 2);
+}
+
 /* Leaf structs hold no pointers: a copy stays valid after the config is freed. */
 static void test_leaf_copy(void **state)
 {
@@ -1471,6 +1511,7 @@ int main(void)
         T(test_equal),
         T(test_port_equal_other_service),
         T(test_leaf_copy),
+        T(test_service_modes),
     };
     static struct CMUnitTest bad_tests[ARRAY_LEN(bad_cases)];
     for (size_t i = 0; i < ARRAY_LEN(bad_cases); i++)

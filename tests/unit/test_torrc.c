@@ -71,6 +71,31 @@ static void test_client_template(void **state)
     assert_non_null(strstr(err, "SOCKS socket"));
 }
 
+/* The anonymous services' tor: ordinary (no single-hop option), no client port, vanguards-lite pinned on,
+ * tor's User as for the service tor. */
+static void test_anonymous_template(void **state)
+{
+    (void)state;
+    const char *extra[] = {"TestingTorNetwork 1"};
+    struct torrc_params p = {"/var/lib/onionfront/anonymous/tor", "/run/onionfront/control-anonymous/control.sock",
+                             4242, "debian-tor", extra, 1, NULL, 9053};
+    char err[256] = "";
+    char *t = torrc_render(torrc_anonymous_template, &p, err, sizeof(err));
+    assert_non_null(t);
+    assert_null(strstr(t, "HiddenServiceSingleHopMode"));
+    assert_null(strstr(t, "HiddenServiceNonAnonymousMode"));
+    assert_int_equal(count_lines_equal(t, "SocksPort 0"), 1);
+    assert_int_equal(count_lines_equal(t, "VanguardsLiteEnabled 1"), 1);
+    assert_int_equal(count_lines_equal(t, "DataDirectory /var/lib/onionfront/anonymous/tor"), 1);
+    assert_int_equal(count_lines_equal(t, "ControlPort unix:/run/onionfront/control-anonymous/control.sock"), 1);
+    assert_int_equal(count_lines_equal(t, "User debian-tor"), 1);
+    assert_int_equal(count_lines_equal(t, "TestingTorNetwork 1"), 1);
+    assert_int_equal(count_lines_equal(t, "MetricsPort 127.0.0.1:9053"), 1);
+    assert_int_equal(count_lines_equal(t, "MetricsPortPolicy accept 127.0.0.1"), 1);
+    assert_null(strstr(t, "@"));
+    free(t);
+}
+
 static void test_user_line(void **state)
 {
     (void)state;
@@ -118,6 +143,7 @@ int main(void)
         cmocka_unit_test(test_builtin_template_is_single_onion),
         cmocka_unit_test(test_user_line),
         cmocka_unit_test(test_client_template),
+        cmocka_unit_test(test_anonymous_template),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
