@@ -75,30 +75,80 @@ if [ "$what" = all ] || [ "$what" = integration ]; then
     [ -f "tests/integration/$n.c" ] || continue
     run_one "$n" 300 "$t"
   done
-  # Tests on the shared private Tor network: one network for the whole run.
+  # Tests on private Tor networks: TEST_LANES (default 2) lanes, each with its own network, run their
+  # scripts one after another, side by side. The scripts wait on tor far more than they compute, and the
+  # suite passes with two busy processes beside it (tests/stress-make-test.sh), so two lanes roughly
+  # halve the wall time on 2 cores. A lane's output is printed whole when it ends.
   scripts=$(ls tests/integration/test_*.sh 2>/dev/null)
   if [ -n "$scripts" ]; then
-    net_dir=$(mktemp -d /tmp/onionfront-testnet.XXXXXX)
-    # Another private network on this machine (a developer's, make bench or soak) must not make the
-    # suite fail: unless the caller chose a base port, take the first block of 50 ports no socket uses.
-    if [ -z "${TESTNET_BASE_PORT:-}" ]; then
-      TESTNET_BASE_PORT=$(free_port_block) || TESTNET_BASE_PORT=19000
-      export TESTNET_BASE_PORT
-    fi
-    if bash tests/testnet/testnet.sh start "$net_dir" > "$log_dir/testnet.log" 2>&1; then
-      cat "$log_dir/testnet.log" | grep -i bootstrapped
-      eval "$(bash tests/testnet/testnet.sh env "$net_dir")"
-      export TESTNET_DIR TESTNET_SOCKS_PORT TESTNET_CLIENT_CONTROL TESTNET_TORRC_EXTRA TESTNET_RELAY_COUNT
-      for s in $scripts; do
-        n=$(basename "$s" .sh)
-        run_one "$n" 600 bash "$s"
-      done
-    else
-      failed=$((failed + 1)); failures="$failures testnet"
-      echo "testnet: could not start the private Tor network"; tail -n 40 "$log_dir/testnet.log"
-    fi
-    bash tests/testnet/testnet.sh stop "$net_dir" >/dev/null 2>&1
-    rm -rf "$net_dir"
+    lanes=${TEST_LANES:-2}
+    lane_dir=$(mktemp -d /tmp/onionfront-lanes.XXXXXX)
+    # Longest first onto the least loaded lane (seconds measured on the 2-core machine; unknown: 30).
+    for s in $scripts; do
+      n=$(basename "$s" .sh)
+      case $n in
+        test_onionbalance) w=350 ;; test_roll) w=200 ;; test_testnet) w=140 ;; test_faults) w=110 ;;
+        test_probe) w=130 ;; test_reload) w=95 ;; test_limits) w=70 ;; test_modes) w=65 ;;
+        test_supervision) w=56 ;; test_core) w=51 ;; test_instances) w=50 ;; test_tor_reload) w=48 ;;
+        test_logs) w=42 ;; test_privilege) w=39 ;; test_backends) w=38 ;; *) w=30 ;;
+      esac
+      echo "$w $s"
+    done | sort -rn | awk -v lanes="$lanes" -v dir="$lane_dir" '
+      { best = 1; for (l = 2; l <= lanes; l++) if (load[l] < load[best]) best = l
+        load[best] += $1; print $2 > (dir "/scripts." best) }'
+    # The networks start one after another: each takes the first block of ports no socket uses yet.
+    base=${TESTNET_BASE_PORT:-}
+    l=1
+    while [ "$l" -le "$lanes" ]; do
+      if [ -s "$lane_dir/scripts.$l" ]; then
+        net_dir=$(mktemp -d /tmp/onionfront-testnet.XXXXXX)
+        echo "$net_dir" >"$lane_dir/net.$l"
+        if [ -n "$base" ]; then lane_port=$((base + (l - 1) * 100)); else lane_port=$(free_port_block) || lane_port=19000; fi
+        if TESTNET_BASE_PORT=$lane_port bash tests/testnet/testnet.sh start "$net_dir" > "$log_dir/testnet-$l.log" 2>&1; then
+          echo "lane $l: network on base port $lane_port; $(grep -i bootstrapped "$log_dir/testnet-$l.log")"
+        else
+          failed=$((failed + 1)); failures="$failures testnet-$l"
+          echo "testnet: could not start the private Tor network of lane $l"; tail -n 40 "$log_dir/testnet-$l.log"
+          rm -f "$lane_dir/scripts.$l"
+        fi
+      fi
+      l=$((l + 1))
+    done
+    l=1
+    while [ "$l" -le "$lanes" ]; do
+      if [ -s "$lane_dir/scripts.$l" ]; then
+        (
+          passed=0; failed=0; failures=""
+          eval "$(bash tests/testnet/testnet.sh env "$(cat "$lane_dir/net.$l")")"
+          export TESTNET_DIR TESTNET_BASE_PORT TESTNET_SOCKS_PORT TESTNET_CLIENT_CONTROL TESTNET_TORRC_EXTRA \
+            TESTNET_RELAY_COUNT
+          while read -r s; do
+            run_one "$(basename "$s" .sh)" 600 bash "$s" </dev/null
+          done <"$lane_dir/scripts.$l"
+          echo "$passed $failed $failures" >"$lane_dir/result.$l"
+        ) >"$lane_dir/out.$l" 2>&1 &
+      fi
+      l=$((l + 1))
+    done
+    wait
+    l=1
+    while [ "$l" -le "$lanes" ]; do
+      if [ -f "$lane_dir/net.$l" ]; then
+        bash tests/testnet/testnet.sh stop "$(cat "$lane_dir/net.$l")" >/dev/null 2>&1
+        rm -rf "$(cat "$lane_dir/net.$l")"
+      fi
+      if [ -f "$lane_dir/out.$l" ]; then
+        echo "-- lane $l"; cat "$lane_dir/out.$l"
+      fi
+      if [ -f "$lane_dir/result.$l" ]; then
+        read -r lp lf lfail <"$lane_dir/result.$l"
+        passed=$((passed + lp)); failed=$((failed + lf)); failures="$failures${lfail:+ $lfail}"
+      elif [ -s "$lane_dir/scripts.$l" ]; then
+        failed=$((failed + 1)); failures="$failures lane-$l"; echo "lane $l ended without a result"
+      fi
+      l=$((l + 1))
+    done
+    rm -rf "$lane_dir"
   fi
 fi
 
