@@ -169,10 +169,11 @@ int clientauth_cmd_remove(const char *config_path, const char *service, const ch
                 "# purpose, replace \"client_auth\" by \"drop_client_auth\": true.\n",
                 service);
     fprintf(out,
-            "# Then reload onionfront: it deletes %s/%s/%s.auth and tor publishes a descriptor this client's key\n"
-            "# no longer opens. A client tor that fetched the descriptor before keeps its copy, and can still\n"
-            "# connect, until the service's tor builds new descriptors: restart it (onionfront restart-tor) to\n"
-            "# cut the client off now.\n",
+            "# Then reload onionfront. It deletes\n"
+            "#   %s/%s/%s.auth\n"
+            "# and tor publishes a descriptor this client's key no longer opens. A client tor that fetched the\n"
+            "# descriptor before keeps its copy, and can still connect, until tor replaces the service's\n"
+            "# introduction points (18-24 hours): restart it (onionfront restart-tor) to cut the client off now.\n",
             sc->key_dir, CLIENTAUTH_DIR, name);
     rc = fflush(out) == 0 ? 0 : 1;
 done:
