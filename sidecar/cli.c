@@ -29,6 +29,9 @@ void cli_usage(FILE *f)
             "                                            key line (once) and the config entry to add\n"
             "       onionfront [-c CONFIG] client-auth list SERVICE\n"
             "                                            SERVICE's clients; exit 1 if the files disagree\n"
+            "       onionfront [-c CONFIG] client-auth remove SERVICE NAME\n"
+            "                                            prints the config entry to delete (then reload);\n"
+            "                                            edits nothing\n"
             "       onionfront [-c CONFIG] status [--json] [-s SOCKET] [COMMAND]\n"
             "                                            ask the running daemon (COMMAND: status, services,\n"
             "                                            backends, circuits, metrics, reload, help,\n"
@@ -175,11 +178,13 @@ static int cli_new_key_cmd(const char *config_path, int argc, char **argv)
     return keycmd_new_key(config_path, argv[0], stdout, stderr);
 }
 
-/* `onionfront client-auth add SERVICE NAME` or `client-auth list SERVICE` (clientauth_cmd.h). */
+/* `onionfront client-auth add|remove SERVICE NAME` or `client-auth list SERVICE` (clientauth_cmd.h). */
 static int cli_client_auth_cmd(const char *config_path, int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[0], "add") == 0)
         return clientauth_cmd_add(config_path, argv[1], argv[2], stdout, stderr);
+    if (argc == 3 && strcmp(argv[0], "remove") == 0)
+        return clientauth_cmd_remove(config_path, argv[1], argv[2], stdout, stderr);
     if (argc == 2 && strcmp(argv[0], "list") == 0)
         return clientauth_cmd_list(config_path, argv[1], stdout, stderr);
     cli_usage(stderr);

@@ -1,4 +1,4 @@
-/* clientauth_cmd.c — `onionfront client-auth add|list` (see clientauth_cmd.h). */
+/* clientauth_cmd.c — `onionfront client-auth add|list|remove` (see clientauth_cmd.h). */
 #include "sidecar/clientauth_cmd.h"
 
 #include <string.h>
@@ -72,6 +72,12 @@ static int clientauth_cmd_address(const struct config *conf, const char *service
     return a ? 0 : -1;
 }
 
+/* The config entry of client `name` with `public_key`, exactly as the operator pastes it or looks for it. */
+static void clientauth_cmd_entry(FILE *out, const char *name, const char *public_key)
+{
+    fprintf(out, "{ \"name\": \"%s\", \"public_key\": \"%s\" }\n", name, public_key);
+}
+
 int clientauth_cmd_add(const char *config_path, const char *service, const char *name, FILE *out, FILE *errf)
 {
     struct config *conf = NULL;
@@ -100,10 +106,10 @@ int clientauth_cmd_add(const char *config_path, const char *service, const char 
             "# Client \"%s\" of service %s (%s.onion). Its private key, shown only now: give the client this\n"
             "# line, for a file ending in .auth_private in its tor's ClientOnionAuthDir (or for Tor Browser):\n"
             "%s:descriptor:x25519:%s\n"
-            "# Then add this entry to the service's \"client_auth\" in %s and reload onionfront:\n"
-            "{ \"name\": \"%s\", \"public_key\": \"%s\" }\n",
-            name, service, address, address, priv, config_path, name, pub);
+            "# Then add this entry to the service's \"client_auth\" in %s and reload onionfront:\n",
+            name, service, address, address, priv, config_path);
     OPENSSL_cleanse(priv, sizeof(priv));
+    clientauth_cmd_entry(out, name, pub);
     rc = fflush(out) == 0 ? 0 : 1;
 done:
     config_free(conf);
@@ -131,6 +137,46 @@ int clientauth_cmd_list(const char *config_path, const char *service, FILE *out,
                 err);
         rc = 1;
     }
+    config_free(conf);
+    return rc;
+}
+
+int clientauth_cmd_remove(const char *config_path, const char *service, const char *name, FILE *out, FILE *errf)
+{
+    struct config *conf = NULL;
+    const struct service_conf *sc = clientauth_cmd_service("remove", config_path, service, &conf, errf);
+    const struct client_auth_conf *cl = NULL;
+    int rc = 1;
+    if (!sc)
+        goto done;
+    for (size_t i = 0; i < sc->n_clients && !cl; i++)
+        if (strcmp(sc->clients[i].name, name) == 0)
+            cl = &sc->clients[i];
+    if (!cl) {
+        fprintf(errf, "client-auth remove: service %s has no client named \"%s\" in %s (`client-auth list %s` "
+                "shows its clients; if you took it out of client_auth already, reload onionfront to remove its "
+                "file)\n", service, name, config_path, service);
+        goto done;
+    }
+    fprintf(out, "# To remove client \"%s\" of service %s, delete this entry from the service's \"client_auth\" "
+            "in %s:\n", name, service, config_path);
+    clientauth_cmd_entry(out, cl->name, cl->public_key);
+    if (sc->n_clients == 1) /* never fail open: say what the last one's removal does (clientauth.h) */
+        fprintf(out,
+                "# It is the service's last client. onionfront refuses a config that lists no clients for a\n"
+                "# service it restricted (the service is taken off tor, not published for everyone). To keep the\n"
+                "# service restricted, add another client first (client-auth add %s NAME). To make it public on\n"
+                "# purpose, replace \"client_auth\" by \"drop_client_auth\": true.\n",
+                service);
+    fprintf(out,
+            "# Then reload onionfront. It deletes\n"
+            "#   %s/%s/%s.auth\n"
+            "# and tor publishes a descriptor this client's key no longer opens. A client tor that fetched the\n"
+            "# descriptor before keeps its copy, and can still connect, until tor replaces the service's\n"
+            "# introduction points (18-24 hours): restart it (onionfront restart-tor) to cut the client off now.\n",
+            sc->key_dir, CLIENTAUTH_DIR, name);
+    rc = fflush(out) == 0 ? 0 : 1;
+done:
     config_free(conf);
     return rc;
 }

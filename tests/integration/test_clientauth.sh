@@ -7,8 +7,13 @@
 #  - the descriptor fetched from an HSDir: its outer layer decrypts (auth-client lines), the inner layer
 #    does not without a key, and does with the client's key (decrypted with stem in the test);
 #  - the client tor with the key fetches the page; the network's shared client, without it, cannot;
-#  - a second client added and the first removed by reload: the published descriptor opens with the
-#    second key only; fresh client tors: the second fetches, the removed one cannot;
+#  - a second client added, then `onionfront client-auth remove` of the first: it prints exactly the
+#    first's entry and edits neither the config nor the files; with that entry deleted from the config
+#    and a reload, the published descriptor opens with the second key only; fresh client tors: the
+#    second fetches, the removed one cannot; the removed client's old tor (descriptor cached) is shown;
+#    after `onionfront restart-tor` (new descriptors and introduction points) that old tor cannot fetch
+#    either (its log: the descriptor it fetched does not decrypt), while the second client's still can;
+#  - `client-auth remove` of the last client names drop_client_auth (the refusal below is what it says);
 #  - a malformed .auth file (mallory.auth) planted beside onionfront's: the reload refuses the service,
 #    naming the file, and tor is not given the service (not published public); removing the file and
 #    reloading restores it;
@@ -98,7 +103,8 @@ else
 fi
 
 of_start_client_tor alice "ClientOnionAuthDir $authdir" || { of_summary; exit 1; }
-fetch_alice() { curl -sS --fail --max-time 30 --socks5-hostname "127.0.0.1:$OF_CLIENT_SOCKS" -o "$1" "http://$addr/"; }
+alice_socks=$OF_CLIENT_SOCKS
+fetch_alice() { curl -sS --fail --max-time 30 --socks5-hostname "127.0.0.1:$alice_socks" -o "$1" "http://$addr/"; }
 if of_wait_until 120 fetch_alice "$OF_TMP/alice.html"; then
   of_pass "a client tor with alice's key in its ClientOnionAuthDir fetches the page"
 else
@@ -122,6 +128,19 @@ bob_entry=$(grep -E '^\{ "name": "bob", "public_key": "[A-Z2-7]{52}" \}$' "$OF_T
 of_check "client-auth add makes bob for the same address" test "${bob_line%%:*}.onion" = "$addr" -a -n "$bob_entry"
 of_write_config "$config" "$(svc_json "\"client_auth\": [ $entry, $bob_entry ],")"
 "$OF_BIN" -c "$config" status reload >/dev/null 2>&1
+cp "$config" "$OF_TMP/before-remove.json"
+"$OF_BIN" -c "$config" client-auth remove priv alice >"$OF_TMP/rm-alice.out" 2>"$OF_TMP/rm-alice.err"
+rc=$?
+of_check "client-auth remove exits 0 (exit $rc), nothing on stderr" test "$rc" -eq 0 -a ! -s "$OF_TMP/rm-alice.err"
+of_check "it prints alice's entry, exactly as add printed it, as the one line to delete" \
+  test "$(grep -v '^#' "$OF_TMP/rm-alice.out")" = "$entry"
+of_check "it says to reload and names the file the reload deletes" \
+  grep -qx "#   $keydir/authorized_clients/alice.auth" "$OF_TMP/rm-alice.out"
+of_check "it edits neither the config nor the files" \
+  bash -c 'cmp -s "$1" "$2" && test -e "$3/authorized_clients/alice.auth"' _ "$config" "$OF_TMP/before-remove.json" "$keydir"
+sed 's/^/  | /' "$OF_TMP/rm-alice.out" >&2
+out=$("$OF_BIN" -c "$config" client-auth remove priv carol 2>&1)
+of_check "client-auth remove refuses a client the config does not have" grep -q 'no client named "carol"' <<<"$out"
 of_write_config "$config" "$(svc_json "\"client_auth\": [ $bob_entry ],")"
 "$OF_BIN" -c "$config" status reload >/dev/null 2>&1
 of_check "alice.auth is removed, bob.auth written" \
@@ -153,6 +172,32 @@ if curl -sS --fail --max-time 60 --socks5-hostname "127.0.0.1:$OF_CLIENT_SOCKS" 
 else
   of_pass "a fresh client tor with alice's removed key cannot fetch the page ($(head -c 120 "$OF_TMP/alice2.err"))"
 fi
+# alice's first tor still holds the descriptor it decrypted before (and perhaps a rendezvous circuit):
+# what client-auth remove warns about. Shown, not asserted: it is tor's behaviour, and on a test network
+# (TestingTorNetwork) tor replaces introduction points every 10-30 s, so the cached copy soon goes stale
+# anyway (seen both ways: a fetch 38 s after alice's first succeeded, one 130 s after failed).
+if fetch_alice "$OF_TMP/alice-old.html" 2>"$OF_TMP/alice-old.err"; then
+  of_log "alice's old tor (descriptor cached) still fetches the page after the removal, as remove warns"
+else
+  of_log "alice's old tor (descriptor cached) no longer fetches the page: $(head -c 120 "$OF_TMP/alice-old.err")"
+fi
+# restart-tor, which remove recommends to cut a client off at once: a new tor process has new
+# introduction points and descriptors, so alice's old tor must fetch the descriptor again, and her tor
+# (which has her key) cannot decrypt it; bob's still fetches.
+roll_done() { grep -q "restart-tor: restarted 1 tor in" "$log"; }
+out=$("$OF_BIN" -c "$config" restart-tor 2>&1)
+of_check "restart-tor starts ($out)" grep -q "restarting the one tor" <<<"$out"
+of_check "the restart ends" of_wait_until 300 roll_done
+of_check "after restart-tor bob's tor fetches the page" of_wait_until 180 fetch_bob "$OF_TMP/bob2.html"
+if curl -sS --fail --max-time 90 --socks5-hostname "127.0.0.1:$alice_socks" -o "$OF_TMP/alice-old2.html" \
+  "http://$addr/" 2>"$OF_TMP/alice-old2.err"; then
+  of_fail "after restart-tor alice's old tor (removed key, cached descriptor) still fetched the page"
+else
+  of_pass "after restart-tor alice's old tor cannot fetch the page ($(head -c 120 "$OF_TMP/alice-old2.err"))"
+fi
+of_check "alice's old tor fetched the new descriptor and could not decrypt it with her key" \
+  grep -q "Client authorization for requested onion address is invalid. Can't decrypt the descriptor" \
+  "$OF_TMP/alice/notice.log"
 
 # --- a planted malformed .auth file: refused, not published public ---------------------------------------
 in_tor() { of_torctl "$ctl" "GETCONF HiddenServiceDir" 2>&1 | grep -qF "$keydir"; }
@@ -176,6 +221,10 @@ rm -f "$keydir/authorized_clients/mallory.auth"
 of_check "with mallory.auth gone a reload gives the service back to tor" of_wait_until 30 in_tor
 
 # --- a reload that drops every client: refused unless said on purpose ----------------------------------
+"$OF_BIN" -c "$config" client-auth remove priv bob >"$OF_TMP/rm-bob.out" 2>&1
+of_check "client-auth remove of the last client prints bob's entry and names drop_client_auth" \
+  bash -c 'test "$(grep -v "^#" "$1")" = "$2" && grep -q "last client" "$1" && grep -q "\"drop_client_auth\": true" "$1"' \
+  _ "$OF_TMP/rm-bob.out" "$bob_entry"
 of_write_config "$config" "$(svc_json "")"
 "$OF_BIN" -c "$config" status reload >/dev/null 2>&1
 refuse_step "a config without clients is refused, naming drop_client_auth" \

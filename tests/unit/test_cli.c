@@ -5,8 +5,10 @@
  *
  * Covers: check-config prints "PATH: OK (N services, tor MODE)" and returns 0, and names the file and
  * the problem (returning 1) for a bad one; the key commands (import-key, export-key, new-key) reach
- * keycmd.c with their arguments, which names a service the config does not have; status with a stray option is a usage error (2), and with no socket reports
- * that onionfront is not running (1); wrong argument counts are usage errors (2). */
+ * keycmd.c with their arguments, which names a service the config does not have; client-auth add, list
+ * and remove reach clientauth_cmd.c, which names the command and the unknown service, and any other
+ * client-auth word or count is a usage error; status with a stray option is a usage error (2), and with
+ * no socket reports that onionfront is not running (1); wrong argument counts are usage errors (2). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -153,6 +155,35 @@ static void test_key_commands(void **state)
     }
 }
 
+/* client-auth's words are clientauth_cmd.c's (test_clientauth_cmd covers them): each reaches its
+ * function with the service, which names the command; a wrong word or count is a usage error. */
+static void test_client_auth(void **state)
+{
+    struct ctx *c = *state;
+    char buf[2048], want[64];
+    static const struct {
+        int argc;
+        char *args[3];
+        int rc;
+    } cases[] = {{3, {"add", "nope", "alice"}, 1},   {2, {"list", "nope"}, 1},
+                 {3, {"remove", "nope", "alice"}, 1}, {2, {"remove", "nope"}, 2},
+                 {3, {"list", "nope", "alice"}, 2},  {3, {"rm", "nope", "alice"}, 2}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *args[3] = {cases[i].args[0], cases[i].args[1], cases[i].args[2]};
+        capture_begin(c);
+        int rc = cli_command(c->conf, "client-auth", cases[i].argc, args);
+        capture_end(c, "err", buf, sizeof(buf));
+        assert_int_equal(rc, cases[i].rc);
+        if (rc == 2) {
+            assert_non_null(strstr(buf, "usage: onionfront"));
+            continue;
+        }
+        snprintf(want, sizeof(want), "client-auth %s: ", args[0]);
+        assert_non_null(strstr(buf, want));
+        assert_non_null(strstr(buf, "no service named \"nope\""));
+    }
+}
+
 static void test_status(void **state)
 {
     struct ctx *c = *state;
@@ -203,6 +234,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_check_config, setup, teardown),
         cmocka_unit_test_setup_teardown(test_key_commands, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_client_auth, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status, setup, teardown),
         cmocka_unit_test_setup_teardown(test_command, setup, teardown),
     };

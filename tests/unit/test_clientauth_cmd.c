@@ -1,14 +1,19 @@
-/* test_clientauth_cmd.c — unit tests for sidecar/clientauth_cmd.c: `onionfront client-auth add|list`.
+/* test_clientauth_cmd.c — unit tests for sidecar/clientauth_cmd.c: `onionfront client-auth add|list|remove`.
  *
  * Why: `add` prints a secret the client needs in an exact format (tor ignores a malformed .auth_private
  * file just as it ignores a malformed .auth file), and the public half the operator pastes into the
- * config must be the one that belongs to it.
+ * config must be the one that belongs to it. `remove` must name exactly the entry to delete and must
+ * never lead the operator into making a private service public by accident.
  *
  * Covers: the key pair is base32 x25519 (52 upper-case characters, canonical) and the public key is the
  * private key's (recomputed with OpenSSL); keys_base32 round-trips a known key; `add` refuses a service
  * without an address, an unknown service, a bad or taken name; prints exactly one line
  * "<address>:descriptor:x25519:<private>" and one config entry that config.c accepts; nothing on stderr;
- * `list` prints the clients and fails, naming the file, when the directory disagrees. */
+ * `list` prints the clients and fails, naming the file, when the directory disagrees; `remove` refuses
+ * an unknown service or client, needs no address, edits neither the config nor the files, and prints
+ * exactly the client's entry: the config without it, synced, loses that client's file and keeps the
+ * others'; for the last client it names drop_client_auth, and the config without clients is then
+ * refused (the file stays) while one with "drop_client_auth": true makes the service public. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -38,16 +43,25 @@ struct st {
     char obuf[4096], ebuf[4096];
 };
 
-/* The config: service "web" with the client_auth `clients` (JSON array, or "" for none). */
-static void write_conf(struct st *s, const char *clients)
+/* The config: service "web" with the JSON members `fields` ("" or ending in ", "). */
+static void write_conf_fields(struct st *s, const char *fields)
 {
     FILE *f = fopen(s->conf, "w");
     assert_non_null(f);
     fprintf(f,
-            "{\"state_dir\": \"%s/state\", \"run_dir\": \"%s/run\", \"services\": [{\"name\": \"web\", %s%s%s"
+            "{\"state_dir\": \"%s/state\", \"run_dir\": \"%s/run\", \"services\": [{\"name\": \"web\", %s"
             "\"ports\": [{\"virtual\": 80, \"target\": \"127.0.0.1:8080\"}]}]}",
-            s->dir, s->dir, clients[0] ? "\"client_auth\": " : "", clients, clients[0] ? ", " : "");
+            s->dir, s->dir, fields);
     fclose(f);
+}
+
+/* The config: service "web" with the client_auth `clients` (JSON array, or "" for none). */
+static void write_conf(struct st *s, const char *clients)
+{
+    char fields[2048] = "";
+    if (clients[0])
+        snprintf(fields, sizeof(fields), "\"client_auth\": %s, ", clients);
+    write_conf_fields(s, fields);
 }
 
 static int setup(void **state)
@@ -239,12 +253,134 @@ static void test_list(void **state)
     assert_non_null(strstr(s->ebuf, "bob.auth: unknown file"));
 }
 
+/* The whole of file `path` into `buf`. */
+static void read_all(const char *path, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    size_t n = fread(buf, 1, cap - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+}
+
+/* `client-auth remove web NAME` succeeds, edits nothing and prints one entry; return it in `entry`. */
+static void remove_ok(struct st *s, const char *name, char *entry, size_t len)
+{
+    char before[2048], after[2048];
+    read_all(s->conf, before, sizeof(before));
+    outputs_reset(s);
+    assert_int_equal(clientauth_cmd_remove(s->conf, "web", name, s->out, s->err), 0);
+    outputs_read(s);
+    read_all(s->conf, after, sizeof(after));
+    assert_string_equal(before, after);
+    assert_string_equal(s->ebuf, "");
+    int entries = 0;
+    char copy[sizeof(s->obuf)];
+    snprintf(copy, sizeof(copy), "%s", s->obuf);
+    for (char *line = strtok(copy, "\n"); line; line = strtok(NULL, "\n")) {
+        if (line[0] == '#')
+            continue;
+        entries++;
+        snprintf(entry, len, "%s", line);
+    }
+    assert_int_equal(entries, 1);
+}
+
+/* Does the service's authorized_clients/<name>.auth exist? */
+static int auth_exists(const struct config *c, const char *name)
+{
+    char p[512];
+    snprintf(p, sizeof(p), "%s/%s/%s.auth", c->services[0].key_dir, CLIENTAUTH_DIR, name);
+    FILE *f = fopen(p, "r");
+    if (f)
+        fclose(f);
+    return f != NULL;
+}
+
+static void test_remove(void **state)
+{
+    struct st *s = *state;
+    char err[1024], pub[53], priv[53], alice[128], bob[128], clients[300], entry[256];
+    assert_int_equal(clientauth_cmd_keypair(pub, priv), 0);
+    snprintf(alice, sizeof(alice), "{ \"name\": \"alice\", \"public_key\": \"%s\" }", K1);
+    snprintf(bob, sizeof(bob), "{ \"name\": \"bob\", \"public_key\": \"%s\" }", pub);
+    snprintf(clients, sizeof(clients), "[%s, %s]", alice, bob);
+    write_conf(s, clients);
+
+    outputs_reset(s);
+    assert_int_equal(clientauth_cmd_remove(s->conf, "nosuch", "alice", s->out, s->err), 1);
+    outputs_read(s);
+    assert_string_equal(s->obuf, "");
+    assert_non_null(strstr(s->ebuf, "client-auth remove: "));
+    assert_non_null(strstr(s->ebuf, "no service named \"nosuch\""));
+    outputs_reset(s);
+    assert_int_equal(clientauth_cmd_remove(s->conf, "web", "carol", s->out, s->err), 1);
+    outputs_read(s);
+    assert_string_equal(s->obuf, "");
+    assert_non_null(strstr(s->ebuf, "service web has no client named \"carol\""));
+
+    /* works offline, before the service has a key or an address */
+    remove_ok(s, "alice", entry, sizeof(entry));
+    assert_string_equal(entry, alice);
+    assert_null(strstr(s->obuf, "last client"));
+    assert_non_null(strstr(s->obuf, "authorized_clients/alice.auth"));
+
+    outputs_reset(s);
+    assert_int_equal(keycmd_new_key(s->conf, "web", s->out, s->err), 0);
+    struct config *c = config_load_file(s->conf, err, sizeof(err));
+    assert_non_null(c);
+    assert_int_equal(clientauth_sync(&c->services[0], err, sizeof(err)), 0);
+    config_free(c);
+    /* the files are not touched by the command */
+    remove_ok(s, "alice", entry, sizeof(entry));
+    c = config_load_file(s->conf, err, sizeof(err));
+    assert_non_null(c);
+    assert_true(auth_exists(c, "alice") && auth_exists(c, "bob"));
+    config_free(c);
+
+    /* the config without the printed entry: the sync removes alice's file, keeps bob's */
+    snprintf(clients, sizeof(clients), "[%s]", bob);
+    write_conf(s, clients);
+    c = config_load_file(s->conf, err, sizeof(err));
+    assert_non_null(c);
+    assert_int_equal(clientauth_sync(&c->services[0], err, sizeof(err)), 0);
+    assert_false(auth_exists(c, "alice"));
+    assert_true(auth_exists(c, "bob"));
+    config_free(c);
+
+    /* the last client: the same entry, and what a config without clients does */
+    remove_ok(s, "bob", entry, sizeof(entry));
+    assert_string_equal(entry, bob);
+    assert_non_null(strstr(s->obuf, "last client"));
+    assert_non_null(strstr(s->obuf, "\"drop_client_auth\": true"));
+    write_conf(s, "");
+    c = config_load_file(s->conf, err, sizeof(err));
+    assert_non_null(c);
+    assert_int_equal(clientauth_sync(&c->services[0], err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "drop_client_auth"));
+    assert_true(auth_exists(c, "bob"));
+    config_free(c);
+    outputs_reset(s);
+    assert_int_equal(clientauth_cmd_remove(s->conf, "web", "bob", s->out, s->err), 1);
+    outputs_read(s);
+    assert_non_null(strstr(s->ebuf, "no client named \"bob\""));
+
+    /* public on purpose, as the message says */
+    write_conf_fields(s, "\"drop_client_auth\": true, ");
+    c = config_load_file(s->conf, err, sizeof(err));
+    assert_non_null(c);
+    assert_int_equal(clientauth_sync(&c->services[0], err, sizeof(err)), 1);
+    assert_false(auth_exists(c, "bob"));
+    config_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_keypair),
         cmocka_unit_test_setup_teardown(test_add, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_remove, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
