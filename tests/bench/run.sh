@@ -114,6 +114,15 @@ tor_children() {
 	done
 }
 
+# The PID of the service tor of onionfront set-up $1 (its torrc is state/torrc): not the probe's client
+# tor, which is a child too and comes first once the service tor was restarted.
+service_tor() {
+	local t
+	for t in $(tor_children "${SPID[$1]}"); do
+		grep -qaF -- "$W/$1/state/torrc" "/proc/$t/cmdline" 2>/dev/null && printf '%s\n' "$t"
+	done
+}
+
 # "min median max n" of the numbers in file $1 (empty if none).
 stats() {
 	[[ -s $1 ]] || { echo ""; return; }
@@ -437,8 +446,8 @@ part_a() {
 	# -- (c): kill onionfront's tor; time until a fetch works again (onionfront restarts it)
 	for ((r = 1; r <= REPS; r++)); do
 		fetch "${ADDR[c]}" "$(newuser)" / 30 > /dev/null || say "tor-kill $r: (c) not reachable before the kill"
-		tpid=$(tor_children "${SPID[c]}" | head -n 1)
-		[[ -n $tpid ]] || { say "tor-kill $r: onionfront has no tor child"; break; }
+		tpid=$(service_tor c)
+		[[ -n $tpid ]] || { say "tor-kill $r: onionfront has no service tor"; break; }
 		t0=$(now)
 		kill -KILL "$tpid"
 		if poll_fetch "${ADDR[c]}" 180; then
