@@ -5,10 +5,14 @@
 # next to the numbers with ✓/✗.
 #
 # Part A, on a private Tor network with every tor link delayed (tests/testnet/testnet.sh latency mode,
-#   TESTNET_DELAY_MS), three set-ups serving the same backend (build/tools/backend http):
+#   TESTNET_DELAY_MS), four set-ups serving the same backend (build/tools/backend http):
 #   (a) a hidden service on tor alone (HiddenServiceDir in its torrc: 3 hops on the service side),
 #   (b) a single onion service on tor alone (same torrc + HiddenServiceSingleHopMode/NonAnonymousMode),
-#   (c) the same single onion managed by onionfront (build/onionfront, its own tor, its data path).
+#   (c) the same single onion managed by onionfront (build/onionfront, its own tor, its data path),
+#   (d) an anonymous service ("mode": "anonymous", issue 17) under its own onionfront, served by the
+#       anonymous tor onionfront spawns for it: multi-hop circuits like (a), so slower than (b)/(c) by
+#       design; (d)/(a) is onionfront's cost on a hidden service, (d)/(c) the cost of privacy. Only (c)
+#       gets the tor-kill and backend-kill series (onionfront's supervisor and pool, the same for both).
 #   Client: the network's client tor. "Cold" = after SIGNAL NEWNYM, which purges the client's onion
 #   service state (descriptor cache, intro-point failures, HSDir request history; the script checks that
 #   the descriptors are gone); tor runs at most one NEWNYM per 10 s, and each cold fetch gets its own.
@@ -110,6 +114,15 @@ tor_children() {
 	done
 }
 
+# The PID of the service tor of onionfront set-up $1 (its torrc is state/torrc): not the probe's client
+# tor, which is a child too and comes first once the service tor was restarted.
+service_tor() {
+	local t
+	for t in $(tor_children "${SPID[$1]}"); do
+		grep -qaF -- "$W/$1/state/torrc" "/proc/$t/cmdline" 2>/dev/null && printf '%s\n' "$t"
+	done
+}
+
 # "min median max n" of the numbers in file $1 (empty if none).
 stats() {
 	[[ -s $1 ]] || { echo ""; return; }
@@ -148,8 +161,9 @@ record() { printf '%s\n' "$2" >> "$RAW/$1.txt"; } # record NAME VALUE
 # ---------------------------------------------------------------- part A: tor set-ups
 
 declare -A SPID ADDR KEYDIR
-SETUPS=(a b c)
-declare -A LABEL=([a]="(a) hidden service, tor alone" [b]="(b) single onion, tor alone" [c]="(c) single onion, onionfront")
+SETUPS=(a b c d)
+declare -A LABEL=([a]="(a) hidden service, tor alone" [b]="(b) single onion, tor alone" [c]="(c) single onion, onionfront"
+	[d]="(d) anonymous service, onionfront (multi-hop like a: slower by design)")
 USERN=0
 LAST_NEWNYM=0
 SERVERS=
@@ -181,16 +195,21 @@ write_torrc() {
 	} > "$W/$s/torrc"
 }
 
-# onionfront's config for key directory $1 and the backends JSON $2.
+# Set-ups run by onionfront: (c) a single onion, (d) an anonymous service.
+is_of() { [[ $1 == c || $1 == d ]]; }
+
+# onionfront's config for set-up $1 (c or d), key directory $2 and the backends JSON $3.
 write_of_config() {
-	cat > "$W/c/onionfront.json" <<EOF
+	local mode=single
+	[[ $1 == d ]] && mode=anonymous
+	cat > "$W/$1/onionfront.json" <<EOF
 {
-  "state_dir": "$W/c/state",
-  "run_dir": "$W/c/run",
+  "state_dir": "$W/$1/state",
+  "run_dir": "$W/$1/run",
   "log_level": "info",
   "tor": { "mode": "spawn", "bootstrap_timeout": 300, "extra_torrc": $(extra_torrc_json) },
-  "services": [ { "name": "bench", "key_dir": "$1",
-                  "ports": [ { "virtual": 80, "backends": $2 } ] } ]
+  "services": [ { "name": "bench", "mode": "$mode", "key_dir": "$2",
+                  "ports": [ { "virtual": 80, "backends": $3 } ] } ]
 }
 EOF
 }
@@ -224,12 +243,12 @@ start_setup() {
 	local s=$1 keydir="$W/$1/keys-$2" i
 	mkdir -p "$W/$s" && chmod 700 "$W/$s"
 	KEYDIR[$s]=$keydir
-	if [[ $s == c ]]; then
-		write_of_config "$keydir" "$(backends_json "$WEB1")"
+	if is_of "$s"; then
+		write_of_config "$s" "$keydir" "$(backends_json "$WEB1")"
 		# A new key on purpose each time: without its address record onionfront treats "bench" as a new
 		# service (with it, the known service would be refused for its empty key directory).
-		rm -f "$W/c/state/addresses.json"
-		"$OF" -c "$W/c/onionfront.json" run >> "$W/c/onionfront.log" 2>&1 &
+		rm -f "$W/$s/state/addresses.json"
+		"$OF" -c "$W/$s/onionfront.json" run >> "$W/$s/onionfront.log" 2>&1 &
 	else
 		write_torrc "$s" "$keydir" "$WEB1"
 		tor -f "$W/$s/torrc" --defaults-torrc /dev/null > /dev/null 2>> "$W/$s/stderr.log" &
@@ -255,10 +274,17 @@ web2_state() {
 	grep -E 'backend web2: (added to pool|.* -> (up|down))' "$W/c/onionfront.log" 2>/dev/null | tail -n 1
 }
 
-# The service-side PIDs of set-up $1: tor, and for (c) onionfront and its tor.
+# The service-side PIDs of set-up $1: tor, and for (c) and (d) onionfront and its tors (for (d) also
+# its single-onion tor, which runs without a service, and for both the probe's client tor).
 service_pids() {
 	printf '%s\n' "${SPID[$1]}"
-	[[ $1 == c ]] && tor_children "${SPID[c]}"
+	is_of "$1" && tor_children "${SPID[$1]}"
+}
+
+# The latest sample of figure $1 of each set-up, "a/b/c/d" (set-ups without one left out).
+latest() {
+	local s
+	for s in "${SETUPS[@]}"; do tail -qn1 "$RAW/$1_$s.txt" 2>/dev/null; done | paste -sd/ -
 }
 
 # Poll until a fetch of onion address $1 works or $2 seconds pass: HSFETCH from every HSDir every 0.25 s
@@ -332,7 +358,7 @@ part_a() {
 	# -- time from start until the first successful fetch; a fresh key (new address) each time, the
 	#    DataDirectory kept (a restart); rep 0 is a warm-up that fills the DataDirectories.
 	for ((r = 0; r <= REPS; r++)); do
-		order=("${SETUPS[@]:r % 3}" "${SETUPS[@]:0:r % 3}")
+		order=("${SETUPS[@]:r % ${#SETUPS[@]}}" "${SETUPS[@]:0:r % ${#SETUPS[@]}}")
 		for s in "${order[@]}"; do
 			t0=$(now)
 			if ! start_setup "$s" "start$r"; then
@@ -350,15 +376,15 @@ part_a() {
 		done
 	done
 
-	# -- the three set-ups, running side by side for the latency, throughput and CPU series
+	# -- the four set-ups, running side by side for the latency, throughput and CPU series
 	for s in "${SETUPS[@]}"; do start_setup "$s" main || die "set-up $s did not start"; done
 	for s in "${SETUPS[@]}"; do
 		poll_fetch "${ADDR[$s]}" 180 || die "set-up $s (${ADDR[$s]}) not reachable"
 	done
-	say "set-ups up: a=${ADDR[a]} b=${ADDR[b]} c=${ADDR[c]}"
+	say "set-ups up: a=${ADDR[a]} b=${ADDR[b]} c=${ADDR[c]} d=${ADDR[d]}"
 
 	# -- idle CPU of each set-up's service side (tor's periodic work; onionfront's health checks and
-	#    keepalives), all three over the same 10 windows of 2 s: a 50 MB download takes ~50 s at ~1 MB/s,
+	#    keepalives), all four over the same 10 windows of 2 s: a 50 MB download takes ~50 s at ~1 MB/s,
 	#    so this shows how much of the CPU per GB below is background (measured: ~0).
 	local -A IDLE=() I0=()
 	sleep 5
@@ -372,14 +398,14 @@ part_a() {
 		done
 	done
 	for s in "${SETUPS[@]}"; do IDLE[$s]=$(median "$RAW/idle_$s.txt"); done
-	say "idle CPU, % of a core (a/b/c): ${IDLE[a]}/${IDLE[b]}/${IDLE[c]}"
+	say "idle CPU, % of a core (a/b/c/d): ${IDLE[a]}/${IDLE[b]}/${IDLE[c]}/${IDLE[d]}"
 
 	# Each set-up gets its own NEWNYM before its cold fetch, and 2 s pass before each fetch that needs new
 	# circuits: a fetch right after another one found the client's pool of pre-built circuits used up and
 	# took ~0.2 s longer (a first run with one NEWNYM per round of three showed this as a position effect).
 	local -A U=()
 	for ((r = 1; r <= REPS; r++)); do
-		order=("${SETUPS[@]:r % 3}" "${SETUPS[@]:0:r % 3}")
+		order=("${SETUPS[@]:r % ${#SETUPS[@]}}" "${SETUPS[@]:0:r % ${#SETUPS[@]}}")
 		for s in "${order[@]}"; do
 			newnym
 			sleep 2
@@ -389,7 +415,7 @@ part_a() {
 			if out=$(fetch "${ADDR[$s]}" "${U[$s]}"); then record "cached_$s" "${out%% *}"; else record "fail_cached_$s" 1; fi
 			if out=$(fetch "${ADDR[$s]}" "${U[$s]}"); then record "open_$s" "${out%% *}"; else record "fail_open_$s" 1; fi
 		done
-		# The three downloads of a round run at the same time, each on its own circuit to its own service:
+		# The four downloads of a round run at the same time, each on its own circuit to its own service:
 		# their speed is bound by tor's windows over the delayed links, not by the CPUs or the client
 		# (measured ~1 MB/s alone), and this keeps make bench within 30 minutes. Each set-up's CPU delta
 		# counts only its own service-side processes.
@@ -413,17 +439,15 @@ part_a() {
 				fi
 			done
 		fi
-		say "latency round $r/$REPS (a/b/c): cold $(tail -qn1 "$RAW"/cold_{a,b,c}.txt 2>/dev/null | paste -sd/ -)," \
-			"cached $(tail -qn1 "$RAW"/cached_{a,b,c}.txt 2>/dev/null | paste -sd/ -)," \
-			"open $(tail -qn1 "$RAW"/open_{a,b,c}.txt 2>/dev/null | paste -sd/ -)" \
-			"$( ((r <= DL_REPS)) && printf 'MB/s %s' "$(tail -qn1 "$RAW"/mbps_{a,b,c}.txt 2>/dev/null | paste -sd/ -)")"
+		say "latency round $r/$REPS (a/b/c/d): cold $(latest cold), cached $(latest cached), open $(latest open)" \
+			"$( ((r <= DL_REPS)) && printf 'MB/s %s' "$(latest mbps)")"
 	done
 
 	# -- (c): kill onionfront's tor; time until a fetch works again (onionfront restarts it)
 	for ((r = 1; r <= REPS; r++)); do
 		fetch "${ADDR[c]}" "$(newuser)" / 30 > /dev/null || say "tor-kill $r: (c) not reachable before the kill"
-		tpid=$(tor_children "${SPID[c]}" | head -n 1)
-		[[ -n $tpid ]] || { say "tor-kill $r: onionfront has no tor child"; break; }
+		tpid=$(service_tor c)
+		[[ -n $tpid ]] || { say "tor-kill $r: onionfront has no service tor"; break; }
 		t0=$(now)
 		kill -KILL "$tpid"
 		if poll_fetch "${ADDR[c]}" 180; then
@@ -439,7 +463,7 @@ part_a() {
 	#    against onionfront's pool (c). Both reconfigured in place by SIGHUP (no republication).
 	write_torrc b "${KEYDIR[b]}" "$WEB1" "$WEB2"
 	kill -HUP "${SPID[b]}"
-	write_of_config "${KEYDIR[c]}" "$(backends_json "$WEB1" "$WEB2")"
+	write_of_config c "${KEYDIR[c]}" "$(backends_json "$WEB1" "$WEB2")"
 	kill -HUP "${SPID[c]}"
 	for ((i = 0; i < 100; i++)); do grep -q 'Received reload signal' "$W/b/notice.log" && break; sleep 0.1; done
 	grep -q 'Received reload signal' "$W/b/notice.log" || say "warning: tor (b) did not log its reload"
@@ -594,14 +618,26 @@ EOF
 count() { [[ -s $RAW/$1.txt ]] && wc -l < "$RAW/$1.txt" || echo 0; }
 sum() { [[ -s $RAW/$1.txt ]] && awk '{ s += $1 } END { print s }' "$RAW/$1.txt" || echo 0; }
 
+# Part A's figure $1 as the four set-ups' cells (printf format $2), "| a | b | c | d".
+cells_a() {
+	local s
+	for s in "${SETUPS[@]}"; do printf '| %s ' "$(cell "$RAW/$1_$s.txt" "$2")"; done
+}
+
+# Part A's ratios of figure $1: "| (c)/(b) | (c)/(a) | (d)/(a) | (d)/(c)".
+ratios_a() {
+	local p
+	for p in c:b c:a d:a d:c; do printf '| %s ' "$(ratio "$RAW/$1_${p%:*}.txt" "$RAW/$1_${p#*:}.txt")"; done
+}
+
 report_a() {
 	local m f x
 	echo "### Part A — onionfront vs tor alone (private network, ${DELAY} ms per link and direction)"
 	echo
-	echo "Medians in bold, (min–max), $REPS repetitions each unless noted; ratios are of medians from this run."
+	echo "Medians in bold, (min–max), $REPS repetitions each unless noted; ratios are of medians from this run. (d) is an anonymous service (\"mode\": \"anonymous\") under onionfront: its circuits are multi-hop like (a)'s, so it is slower than (b) and (c) by design; (d)/(a) is what onionfront costs a hidden service, (d)/(c) the cost of privacy."
 	echo
-	echo "| measure | ${LABEL[a]} | ${LABEL[b]} | ${LABEL[c]} | (c)/(b) | (c)/(a) | goal |"
-	echo "|---|---|---|---|---|---|---|"
+	echo "| measure | ${LABEL[a]} | ${LABEL[b]} | ${LABEL[c]} | ${LABEL[d]} | (c)/(b) | (c)/(a) | (d)/(a) | (d)/(c) | goal |"
+	echo "|---|---|---|---|---|---|---|---|---|---|"
 	for m in cold cached open; do
 		case $m in
 		cold) f="time to first byte, cold client (descriptor fetch + new rendezvous), s" ;;
@@ -609,16 +645,16 @@ report_a() {
 		open) f="time to first byte, new stream on an open circuit, s" ;;
 		esac
 		x=$(ratio "$RAW/${m}_c.txt" "$RAW/${m}_b.txt")
-		echo "| $f | $(cell "$RAW/${m}_a.txt" %.3f) | $(cell "$RAW/${m}_b.txt" %.3f) | $(cell "$RAW/${m}_c.txt" %.3f) | $x | $(ratio "$RAW/${m}_c.txt" "$RAW/${m}_a.txt") | (c) ≤ 1.05× (b): $(mark "$x" 'x <= 1.05') |"
+		echo "| $f $(cells_a "$m" %.3f)$(ratios_a "$m")| (c) ≤ 1.05× (b): $(mark "$x" 'x <= 1.05') |"
 	done
 	x=$(ratio "$RAW/start_c.txt" "$RAW/start_b.txt")
-	echo "| start → first successful fetch, s (c: onionfront incl. its tor; new key each time) | $(cell "$RAW/start_a.txt" %.2f) | $(cell "$RAW/start_b.txt" %.2f) | $(cell "$RAW/start_c.txt" %.2f) | $x | $(ratio "$RAW/start_c.txt" "$RAW/start_a.txt") | (c) ≤ 0.85× (b): $(mark "$x" 'x <= 0.85') |"
-	echo "| tor killed (SIGKILL) → fetch works again, s | n/a: no supervisor, stays down | n/a: no supervisor, stays down | $(cell "$RAW/torkill_c.txt" %.2f) | — | — | — |"
-	echo "| download of $((DL_BYTES / 1000000)) MB on an open circuit, MB/s ($(count mbps_c) repetitions; a, b, c at the same time) | $(cell "$RAW/mbps_a.txt" %.2f) | $(cell "$RAW/mbps_b.txt" %.2f) | $(cell "$RAW/mbps_c.txt" %.2f) | $(ratio "$RAW/mbps_c.txt" "$RAW/mbps_b.txt") | $(ratio "$RAW/mbps_c.txt" "$RAW/mbps_a.txt") | — |"
-	echo "| service-side CPU per GB downloaded, s (tor; c: tor + onionfront; same downloads) | $(cell "$RAW/cpugb_a.txt" %.2f) | $(cell "$RAW/cpugb_b.txt" %.2f) | $(cell "$RAW/cpugb_c.txt" %.2f) | $(ratio "$RAW/cpugb_c.txt" "$RAW/cpugb_b.txt") | $(ratio "$RAW/cpugb_c.txt" "$RAW/cpugb_a.txt") | — |"
-	echo "| service-side idle CPU, % of one core (10 windows of 2 s) | $(cell "$RAW/idle_a.txt" %.2f) | $(cell "$RAW/idle_b.txt" %.2f) | $(cell "$RAW/idle_c.txt" %.2f) | $(ratio "$RAW/idle_c.txt" "$RAW/idle_b.txt") | $(ratio "$RAW/idle_c.txt" "$RAW/idle_a.txt") | — |"
+	echo "| start → first successful fetch, s (c, d: onionfront incl. its tors; new key each time) $(cells_a start %.2f)$(ratios_a start)| (c) ≤ 0.85× (b): $(mark "$x" 'x <= 0.85') |"
+	echo "| tor killed (SIGKILL) → fetch works again, s | n/a: no supervisor, stays down | n/a: no supervisor, stays down | $(cell "$RAW/torkill_c.txt" %.2f) | not measured (same supervisor as c) | — | — | — | — | — |"
+	echo "| download of $((DL_BYTES / 1000000)) MB on an open circuit, MB/s ($(count mbps_c) repetitions; a, b, c, d at the same time) $(cells_a mbps %.2f)$(ratios_a mbps)| — |"
+	echo "| service-side CPU per GB downloaded, s (tor; c, d: onionfront + its tors; same downloads) $(cells_a cpugb %.2f)$(ratios_a cpugb)| — |"
+	echo "| service-side idle CPU, % of one core (10 windows of 2 s) $(cells_a idle %.2f)$(ratios_a idle)| — |"
 	x=$(sum bkill_c)
-	echo "| one of two backends killed: failed requests of $KILL_REQUESTS per series (total of $(count bkill_c) series) | — | $(cell "$RAW/bkill_b.txt" %g) (total $(sum bkill_b)) — tor's random choice among HiddenServicePort targets | $(cell "$RAW/bkill_c.txt" %g) (total $x) — onionfront's pool | — | — | (c) 0 failed: $( (($(count bkill_c) > 0)) && mark "$x" 'x == 0' || printf '?') |"
+	echo "| one of two backends killed: failed requests of $KILL_REQUESTS per series (total of $(count bkill_c) series) | — | $(cell "$RAW/bkill_b.txt" %g) (total $(sum bkill_b)) — tor's random choice among HiddenServicePort targets | $(cell "$RAW/bkill_c.txt" %g) (total $x) — onionfront's pool | not measured (same pool as c) | — | — | — | — | (c) 0 failed: $( (($(count bkill_c) > 0)) && mark "$x" 'x == 0' || printf '?') |"
 	echo
 	local fails=""
 	for f in "$RAW"/fail_*.txt "$RAW"/start_fail_*.txt; do
@@ -626,7 +662,7 @@ report_a() {
 		fails+=" $(basename "$f" .txt)=$(wc -l < "$f")"
 	done
 	[[ -n $fails ]] && echo "Failed measurements (left out of the figures):$fails" && echo
-	(($(count mbps_c) < REPS)) && echo "Downloads: $(count mbps_c) repetitions, not $REPS: with ${DELAY} ms per link one circuit carries about 1 MB/s (tor's flow-control windows over an 80–120 ms round trip, with the CPUs mostly idle), so $REPS × 3 × $((DL_BYTES / 1000000)) MB would not fit make bench's 30 minutes." && echo
+	(($(count mbps_c) < REPS)) && echo "Downloads: $(count mbps_c) repetitions, not $REPS: with ${DELAY} ms per link one circuit carries about 1 MB/s (tor's flow-control windows over an 80–120 ms round trip, with the CPUs mostly idle), so $REPS × ${#SETUPS[@]} × $((DL_BYTES / 1000000)) MB would not fit make bench's 30 minutes." && echo
 	echo "Reference before this work (TOR-FACTS.md, medians at 10 ms): hidden service 1.30 / 0.98 / 0.31 s, single onion 0.93 / 0.59 / 0.18 s. Goal (c)/(a) on a new rendezvous ≈ 0.6: measured $(ratio "$RAW/cached_c.txt" "$RAW/cached_a.txt")."
 	echo
 }
@@ -685,8 +721,8 @@ plot() {
 	[[ -s $RAW/cold_c.txt || -s $RAW/cold_b.txt ]] && panels=$((panels + 2))
 	[[ -s $RAW/rps_onionfront.txt ]] && panels=$((panels + 1))
 	((panels)) || return 0
-	plot_rows "$W/ttfb.dat" "cold:cold" "cached desc.:cached" "open circuit:open" -- a b c
-	plot_rows "$W/times.dat" "start → fetch:start" "tor killed → fetch:torkill" -- a b c
+	plot_rows "$W/ttfb.dat" "cold:cold" "cached desc.:cached" "open circuit:open" -- a b c d
+	plot_rows "$W/times.dat" "start → fetch:start" "tor killed → fetch:torkill" -- a b c d
 	plot_rows "$W/rps.dat" "req/s (1 KB, new conn.):rps" -- direct haproxy onionfront
 	{
 		printf 'set terminal svg size %d,460 dynamic font "sans,11"\n' $((panels * 440))
@@ -696,9 +732,9 @@ plot() {
 		printf 'set key below horizontal\nset grid ytics\nset yrange [0:*]\n'
 		if [[ -s $RAW/cold_c.txt || -s $RAW/cold_b.txt ]]; then
 			printf 'set title "Part A: time to first byte, s (median, min-max)"\n'
-			printf 'plot "%s" using 2:3:4:xtic(1) title "(a) hidden service", "" using 5:6:7 title "(b) single onion, tor", "" using 8:9:10 title "(c) onionfront"\n' "$W/ttfb.dat"
+			printf 'plot "%s" using 2:3:4:xtic(1) title "(a) hidden service", "" using 5:6:7 title "(b) single onion, tor", "" using 8:9:10 title "(c) onionfront", "" using 11:12:13 title "(d) anonymous, onionfront"\n' "$W/ttfb.dat"
 			printf 'set title "Part A: start / recovery, s"\n'
-			printf 'plot "%s" using 2:3:4:xtic(1) title "(a)", "" using 5:6:7 title "(b)", "" using 8:9:10 title "(c)"\n' "$W/times.dat"
+			printf 'plot "%s" using 2:3:4:xtic(1) title "(a)", "" using 5:6:7 title "(b)", "" using 8:9:10 title "(c)", "" using 11:12:13 title "(d)"\n' "$W/times.dat"
 		fi
 		if [[ -s $RAW/rps_onionfront.txt ]]; then
 			printf 'set title "Part B: requests/s on loopback"\n'
