@@ -18,6 +18,7 @@
 #include "sidecar/log.h"
 #include "sidecar/metrics_http.h"
 #include "sidecar/onionloc.h"
+#include "sidecar/ob_frontend.h"
 #include "sidecar/probe.h"
 #include "sidecar/proc.h"
 #include "sidecar/proxy.h"
@@ -41,6 +42,7 @@ struct daemon {
     struct service_ids *ids;                    /* each service's name, key and address, for all tors */
     struct workerset *workers; /* the tors (tor.instances), each hosting every service */
     struct probe *probe;       /* the end-to-end probe and its client tor */
+    struct ob_frontend *ob;    /* Onionbalance's frontend and its tor (nothing runs without a frontend) */
     struct proxy *proxy;               /* the data path and its backend pools */
     struct health_set *health;         /* one active health checker per live pool */
     struct status_server *status;
@@ -72,7 +74,7 @@ static struct report_src daemon_report_src(const struct daemon *d)
     struct worker *const *ws = d->workers ? workerset_list(d->workers, &n) : NULL;
     return (struct report_src){d->conf,   d->ids,          ws,       n,
                                d->proxy,  d->status,       d->metrics_http, d->probe,
-                               d->started_wall, d->started, d->shutting_down};
+                               d->started_wall, d->started, d->shutting_down, d->ob};
 }
 
 /* ---- systemd notification and Onion-Location files ------------------------------------------------- */
@@ -152,7 +154,7 @@ static int daemon_reload_cb(void *arg, char *msg, size_t msglen)
     if (d->ready_sent)
         sdnotify_update(d->notify, "RELOADING=1\n", "reloading %s", d->config_path);
     struct report_src r = daemon_report_src(d);
-    struct reload_parts parts = {d->ids, r.workers, r.n_workers, d->proxy, d->onionloc, d->status, d->probe};
+    struct reload_parts parts = {d->ids, r.workers, r.n_workers, d->proxy, d->onionloc, d->status, d->probe, d->ob};
     int rc = reload_apply(&parts, d->config_path, &d->conf, msg, msglen);
     if (d->ready_sent)
         daemon_update_status(d, "READY=1\n");
@@ -246,6 +248,7 @@ static void daemon_free(struct daemon *d)
     metrics_http_free(d->metrics_http);
     status_server_free(d->status);
     probe_free(d->probe); /* before the workers its repairs act on */
+    ob_frontend_free(d->ob);
     workerset_free(d->workers);
     service_ids_free(d->ids);
     proxy_free(d->proxy); /* calls health_set_pool_removed for each pool: the checkers go first */
@@ -296,6 +299,7 @@ static int daemon_create(struct daemon *d)
         goto oom;
     struct probe_actions actions = workerset_probe_actions(d->workers);
     d->probe = probe_new(d->base, d->procs, d->conf, d->ids, &actions);
+    d->ob = ob_frontend_new(d->base, d->procs, d->conf, d->ids);
     clock_gettime(CLOCK_MONOTONIC, &d->started);
     d->started_wall = time(NULL);
     d->status = status_server_new(d->base, &providers);
@@ -303,7 +307,7 @@ static int daemon_create(struct daemon *d)
     d->shutdown_bound_ev = evtimer_new(d->base, daemon_shutdown_bound_cb, d);
     d->onionloc = onionloc_new(d->base, d->procs, &d->conf->onion_location);
     d->poll_ev = event_new(d->base, -1, EV_PERSIST, daemon_poll_cb, d);
-    if (!d->probe || !d->status || !d->health || !d->shutdown_bound_ev || !d->onionloc || !d->poll_ev)
+    if (!d->probe || !d->ob || !d->status || !d->health || !d->shutdown_bound_ev || !d->onionloc || !d->poll_ev)
         goto oom;
     for (size_t i = 0; i < sizeof(daemon_signals) / sizeof(daemon_signals[0]); i++)
         if (!(d->signal_evs[i] = evsignal_new(d->base, daemon_signals[i], daemon_signal_cb, d)) ||
@@ -340,7 +344,7 @@ static int daemon_start(struct daemon *d, char *err, size_t errlen)
         return -1;
     if (workerset_start(d->workers, err, errlen) < 0)
         return -1;
-    return probe_start(d->probe, err, errlen);
+    return probe_start(d->probe, err, errlen) < 0 ? -1 : ob_frontend_start(d->ob, err, errlen);
 }
 
 static int cmd_run(const char *config_path)

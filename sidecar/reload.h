@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 struct config;
+struct ob_frontend;
 struct onionloc;
 struct probe;
 struct proxy;
@@ -27,6 +28,7 @@ struct reload_parts {
     struct onionloc *onionloc;
     struct status_server *status;
     struct probe *probe; /* NULL when no end-to-end probe runs */
+    struct ob_frontend *ob; /* Onionbalance's frontend (NULL: none) */
 };
 
 /* Reload `path` into the running parts, whose config is *conf. Return 0 with "applied PATH (...)" in

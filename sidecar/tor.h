@@ -42,6 +42,9 @@ enum tor_role {
                               spawned (tor.binary, else /usr/bin/tor), DataDirectory <state_dir>/probe-tor,
                               torrc <state_dir>/probe-torrc, control and SocksPort sockets in <run_dir>/probe/,
                               tor.extra_torrc, no User (it runs as onionfront's user), no ORPort */
+    TOR_ROLE_OB_CLIENT,    /* the client tor Onionbalance's frontend drives (ob_frontend.h): like the probe's,
+                              with DataDirectory <state_dir>/ob-tor, torrc <state_dir>/ob-torrc, its control
+                              socket in <run_dir>/ob/, and no SocksPort */
 };
 
 /* The level of one line of tor's own log ("Dec 03 10:00:00.000 [warn] ..."): its "[err]", "[warn]",
@@ -95,6 +98,8 @@ double tor_sup_uptime(const struct tor_sup *t);          /* seconds since this t
 long tor_sup_pid(const struct tor_sup *t);               /* spawn mode: tor's pid, else -1 */
 long tor_sup_uid(const struct tor_sup *t);               /* the verified tor's uid (process/uid), -1 unknown */
 /* TOR_ROLE_PROBE_CLIENT: the SocksPort's unix socket path (set by tor_sup_start); "" otherwise. */
+/* The control socket's path (set by tor_sup_start). */
+const char *tor_sup_control_socket(const struct tor_sup *t);
 const char *tor_sup_socks_socket(const struct tor_sup *t);
 
 /* Give up on the current tor as if it had hung: kill (spawn) or disconnect (attach), then start again
