@@ -328,7 +328,7 @@ static void service_publish(struct service_mgr *m)
         m->services[i].copy_bad = false;
         if (!service_ids_verify_key(m->ids, i))
             m->services[i].uploaded = false;
-        else if (m->instance > 0)
+        else if (m->instance > 0 && service_id_at(m, i)->conf->onionbalance.role != OB_ROLE_FRONTEND)
             m->services[i].copy_bad =
                 instance_key_dir(m->conf, service_id_at(m, i)->conf, m->instance, copy, sizeof(copy)) < 0 ||
                 !service_ids_verify_copy(m->ids, i, copy);

@@ -230,12 +230,30 @@ static void test_equal(void **state)
     config_free(b);
 }
 
+/* The two-machine examples in templates/ load (their addresses are placeholders with valid checksums). */
+static void test_templates(void **state)
+{
+    (void)state;
+    char err[512] = "";
+    struct config *a = config_load_file("templates/onionfront.ob-frontend.json", err, sizeof(err));
+    if (!a)
+        fail_msg("templates/onionfront.ob-frontend.json: %s", err);
+    assert_int_equal(a->services[0].onionbalance.role, OB_ROLE_FRONTEND);
+    assert_int_equal(a->services[1].onionbalance.role, OB_ROLE_INSTANCE);
+    struct config *b = config_load_file("templates/onionfront.ob-instance.json", err, sizeof(err));
+    if (!b)
+        fail_msg("templates/onionfront.ob-instance.json: %s", err);
+    assert_string_equal(b->services[0].onionbalance.master_address, a->services[1].onionbalance.master_address);
+    config_free(a);
+    config_free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_instance_ok),  cmocka_unit_test(test_frontend_ok), cmocka_unit_test(test_refused),
         cmocka_unit_test(test_address_parse), cmocka_unit_test(test_instance_file), cmocka_unit_test(test_yaml),
-        cmocka_unit_test(test_status_parse), cmocka_unit_test(test_equal),
+        cmocka_unit_test(test_status_parse), cmocka_unit_test(test_equal), cmocka_unit_test(test_templates),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
