@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "controlproto/cp_cmd.h"
 #include "controlproto/cp_conn.h"
 #include "controlproto/cp_event.h"
 #include "sidecar/clock.h"
@@ -29,6 +30,7 @@
 #include "sidecar/tor.h"
 
 #define OB_STATUS_TIMEOUT_S 5
+#define OB_FETCH_DELAY_S 10 /* after a confirmed upload: the other HSDirs' uploads finish meanwhile */
 
 struct ob_frontend {
     struct event_base *base;
@@ -58,7 +60,11 @@ struct ob_frontend {
     uint64_t child_started_ms, last_confirmed_ms;
     time_t last_confirmed_wall;
     unsigned long uploads_confirmed, uploads_failed;
-    struct event *tick_ev, *restart_ev;
+    /* The master fetched back from an HSDir after uploads (HSFETCH on its tor): served, not just accepted. */
+    bool fetch_pending;
+    unsigned long fetches_ok, fetches_failed;
+    time_t last_fetch_ok_wall;
+    struct event *tick_ev, *restart_ev, *fetch_ev;
     /* The status socket: one read in flight at a time. */
     struct bufferevent *status_bev;
     struct ob_status status;
@@ -272,6 +278,33 @@ static void ob_tick_cb(evutil_socket_t fd, short what, void *arg)
 
 /* ---- its tor -------------------------------------------------------------------------------------- */
 
+static void ob_fetch_reply_cb(struct cp_conn *c, const struct cp_reply *r, const char *err, void *arg)
+{
+    struct ob_frontend *f = arg;
+    (void)c;
+    if (!r || !cp_reply_is_ok(r)) {
+        log_debug("onionbalance: HSFETCH of the master not accepted: %s", r ? cp_reply_message(r) : err);
+        f->fetch_pending = false;
+    }
+}
+
+/* A few seconds after a round of confirmed uploads, fetch the master back from an HSDir. */
+static void ob_fetch_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct ob_frontend *f = arg;
+    char err[200];
+    (void)fd;
+    (void)what;
+    if (!f->conn || f->fetch_pending)
+        return;
+    char *cmd = cp_cmd_hsfetch(f->master, NULL, 0, err, sizeof(err));
+    if (cmd && cp_conn_send(f->conn, cmd, ob_fetch_reply_cb, f, err, sizeof(err)) == 0)
+        f->fetch_pending = true;
+    else
+        log_debug("onionbalance: cannot fetch the master: %s", err);
+    free(cmd);
+}
+
 static void ob_hs_desc_cb(struct cp_conn *c, const struct cp_reply *ev, void *arg)
 {
     struct ob_frontend *f = arg;
@@ -292,6 +325,18 @@ static void ob_hs_desc_cb(struct cp_conn *c, const struct cp_reply *ev, void *ar
                            e.hsdir_fp);
             if (f->child)
                 ob_set_state(f, OB_FE_PUBLISHING);
+            if (!event_pending(f->fetch_ev, EV_TIMEOUT, NULL))
+                event_add(f->fetch_ev, &(struct timeval){OB_FETCH_DELAY_S, 0});
+        } else if (e.action == CP_HS_DESC_RECEIVED && f->fetch_pending) {
+            f->fetch_pending = false;
+            f->fetches_ok++;
+            f->last_fetch_ok_wall = time(NULL);
+        } else if (e.action == CP_HS_DESC_FAILED && f->fetch_pending &&
+                   !(e.reason && strcmp(e.reason, "UPLOAD_REJECTED") == 0)) {
+            f->fetch_pending = false; /* tor reports one HSDir's failure per fetch */
+            f->fetches_failed++;
+            log_info("onionbalance: the master %s.onion was not found on HSDir $%s (%s)", f->master, e.hsdir_fp,
+                     e.reason ? e.reason : "?");
         } else if (e.action == CP_HS_DESC_FAILED && e.hsdir_fp[0]) {
             f->uploads_failed++;
         }
@@ -322,6 +367,7 @@ static void ob_tor_lost_cb(struct tor_sup *t, const char *why, void *arg)
     (void)t;
     f->conn = NULL;
     f->tor_up = false;
+    f->fetch_pending = false;
     char msg[300];
     snprintf(msg, sizeof(msg), "its tor was lost (%s); Onionbalance hangs when its tor restarts", why);
     ob_kill(f, msg);
@@ -436,7 +482,8 @@ struct ob_frontend *ob_frontend_new(struct event_base *base, struct proc_mgr *pr
     f->tor = tor_sup_new(base, procs, conf, &cbs, f);
     f->tick_ev = event_new(base, -1, EV_PERSIST, ob_tick_cb, f);
     f->restart_ev = evtimer_new(base, ob_restart_cb, f);
-    if (!f->tor || !f->tick_ev || !f->restart_ev) {
+    f->fetch_ev = evtimer_new(base, ob_fetch_cb, f);
+    if (!f->tor || !f->tick_ev || !f->restart_ev || !f->fetch_ev) {
         ob_frontend_free(f);
         return NULL;
     }
@@ -523,6 +570,8 @@ void ob_frontend_free(struct ob_frontend *f)
         event_free(f->tick_ev);
     if (f->restart_ev)
         event_free(f->restart_ev);
+    if (f->fetch_ev)
+        event_free(f->fetch_ev);
     free(f);
 }
 
@@ -585,10 +634,13 @@ json_t *ob_frontend_service_json(const struct ob_frontend *f, const struct confi
     }
     int intro_points = 0;
     json_t *insts = f ? ob_instances_json(f, &intro_points) : json_array();
+    char fetched[32] = "";
     if (f && f->last_confirmed_wall > 0)
         strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime(&f->last_confirmed_wall));
+    if (f && f->last_fetch_ok_wall > 0)
+        strftime(fetched, sizeof(fetched), "%Y-%m-%dT%H:%M:%SZ", gmtime(&f->last_fetch_ok_wall));
     snprintf(master, sizeof(master), "%s.onion", address);
-    return json_pack("{s:s, s:o, s:s, s:I, s:I, s:I, s:I, s:o, s:I, s:o, s:o, s:o}", "role", "frontend",
+    json_t *o = json_pack("{s:s, s:o, s:s, s:I, s:I, s:I, s:I, s:o, s:I, s:o, s:o, s:o}", "role", "frontend",
                      "master_address", address && address[0] ? json_string(master) : json_null(), "state",
                      ob_frontend_state_str(ob_frontend_state(f)), "restarts", (json_int_t)(f ? f->restarts : 0),
                      "stalls", (json_int_t)(f ? f->stalls : 0), "uploads_confirmed",
@@ -598,6 +650,14 @@ json_t *ob_frontend_service_json(const struct ob_frontend *f, const struct confi
                      (json_int_t)sc->onionbalance.publish_deadline, "pid",
                      f && f->child ? json_integer(proc_pid(f->child)) : json_null(), "instances", insts,
                      "intro_points", f && f->status_known ? json_integer(intro_points) : json_null());
+    /* The master fetched back from an HSDir by its tor (served, not only accepted). */
+    if (o && json_object_set_new(o, "fetches", json_pack("{s:I, s:I, s:o}", "ok", (json_int_t)(f ? f->fetches_ok : 0),
+                                                         "failed", (json_int_t)(f ? f->fetches_failed : 0), "last_ok",
+                                                         fetched[0] ? json_string(fetched) : json_null())) < 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
 }
 
 int ob_frontend_metrics(const struct ob_frontend *f, struct metrics *m)

@@ -19,6 +19,8 @@
  *     HSPOST; Onionbalance itself only records attempts). No confirmed upload within publish_deadline
  *     seconds of its start or of the last confirmed one is a stall: the state says so (status degraded)
  *     and the child is SIGKILLed and restarted;
+ *   - 10 s after a confirmed upload its tor HSFETCHes the master: the descriptor is served, not only
+ *     accepted (counted in status);
  *   - its status socket (ONIONBALANCE_STATUS_SOCKET_LOCATION, <run_dir>/ob/status.sock) is read every
  *     OB_FRONTEND_TICK_S seconds: instances with a descriptor, their intro points.
  * Not the instances' side (ob_instance.h), not the master key (service_id.c records it like any key). */

@@ -6,7 +6,8 @@
 # Checks:
 #   - both instances publish (tor accepted the SETCONF with ob_config in place), status shows each
 #     instance's master;
-#   - A confirms uploads of M (HS_DESC UPLOADED on its Onionbalance tor); status "publishing";
+#   - A confirms uploads of M (HS_DESC UPLOADED on its Onionbalance tor); status "publishing"; and fetches
+#     M back from an HSDir (HSFETCH on that tor: served, not only accepted);
 #   - a request through M.onion via the network's client reaches a backend of an instance;
 #   - M's descriptor, fetched from an HSDir and decrypted with stem (python3-stem, a test tool), has
 #     2 intro points per instance, each one of an instance's own descriptor (printed: the flow-control,
@@ -113,13 +114,14 @@ of_track_pid "$pid_a"
 t_start=$(of_now)
 
 status_a() { "$OF_BIN" -c "$OF_TMP/A.json" status --json 2>/dev/null; }
-# ob FIELD — a field of the frontend's "onionbalance" object in A's status.
+# ob FIELD[.SUB] — a field of the frontend's "onionbalance" object in A's status.
 ob() {
   status_a | "$PY" -c 'import json, sys
 d = json.load(sys.stdin)
 o = [s["onionbalance"] for s in d["services"] if s.get("onionbalance", {}).get("role") == "frontend"][0]
-v = o.get(sys.argv[1])
-print("" if v is None else v)' "$1" 2>/dev/null
+for k in sys.argv[1].split("."):
+    o = o.get(k) if isinstance(o, dict) else None
+print("" if o is None else o)' "$1" 2>/dev/null
 }
 publishing() { [[ $(ob state) == publishing ]]; }
 
@@ -136,6 +138,8 @@ else
   of_fail "A: no upload of the master confirmed (state '$(ob state)')"
   grep -E "onionbalance" "$OF_TMP/A.log" | tail -n 20 >&2
 fi
+fetched_back() { local n; n=$(ob fetches.ok); [[ -n $n && $n -ge 1 ]]; }
+of_check "A: the master descriptor fetched back from an HSDir by Onionbalance's tor (HSFETCH)" of_wait_until 60 fetched_back
 two_instances() { [[ $(ob intro_points) == 4 ]]; }
 of_check "A: Onionbalance has both instances' descriptors (4 intro points in status)" of_wait_until 120 two_instances
 "$OF_BIN" -c "$OF_TMP/A.json" status | grep -E "^service|onionbalance" >&2
