@@ -16,8 +16,9 @@
 #   - Onionbalance's tor SIGKILLed: Onionbalance killed and restarted once the tor is back, publishing again;
 #   - Onionbalance stopped (SIGSTOP: a hang): after publish_deadline (60 s) a stall is counted, it is
 #     killed and restarted, publishing again;
-#   - B stopped altogether: requests through M.onion (new circuits each) keep succeeding — failures are
-#     counted and printed, at least one success is required.
+#   - B's tor SIGKILLed (onionfront B restarts it), then B stopped altogether: requests through M.onion
+#     (new circuits each) keep succeeding — failures are counted and printed, at least one success is
+#     required of each series.
 # Onionbalance's --is-testnet hard-codes a 20 s voting interval: when the given network votes at another
 # interval, this test starts its own (TESTNET_VOTING_INTERVAL=20) on a free block of ports, and stops it.
 set -u
@@ -235,22 +236,35 @@ else
   of_fail "no Onionbalance pid to stop"
 fi
 
-# --- machine B gone -------------------------------------------------------------------------------------------------
+# --- machine B's tor killed, then B gone ---------------------------------------------------------------------------
+# requests N LABEL — N requests through the master address, each on a new circuit (its own SOCKS user);
+# prints and sets ok/bad.
+requests() {
+  ok=0 bad=0
+  for ((i = 0; i < $1; i++)); do
+    if curl -sS --fail --max-time 30 --socks5-hostname "127.0.0.1:$TESTNET_SOCKS_PORT" \
+      --proxy-user "ob$i$RANDOM:x" -o "$OF_TMP/page-$2-$i.html" "http://$master/" 2>/dev/null; then
+      ok=$((ok + 1))
+    else
+      bad=$((bad + 1))
+    fi
+    sleep 2
+  done
+  of_log "$2: $ok of $1 requests through the master address succeeded, $bad failed (new circuits each)"
+}
+tor_b=$(cat "$OF_TMP/stateB/tor/tor.pid" 2>/dev/null)
+if [[ -n $tor_b ]] && kill -KILL "$tor_b"; then
+  requests 8 "B's tor SIGKILLed"
+  of_check "B's tor SIGKILLed: requests through the master address still succeed" test "$ok" -gt 0
+else
+  of_fail "no pid file of B's tor"
+fi
 of_stop_pid "$pid_b" 30
-ok=0 bad=0
-for ((i = 0; i < 12; i++)); do
-  if curl -sS --fail --max-time 30 --socks5-hostname "127.0.0.1:$TESTNET_SOCKS_PORT" \
-    --proxy-user "ob$i$RANDOM:x" -o "$OF_TMP/pageB$i.html" "http://$master/" 2>/dev/null; then
-    ok=$((ok + 1))
-  else
-    bad=$((bad + 1))
-  fi
-  sleep 2
-done
-of_log "B stopped: $ok of 12 requests through the master address succeeded, $bad failed (new circuits each)"
+requests 12 "B stopped"
 of_check "B stopped: requests through the master address still succeed" test "$ok" -gt 0
 
 of_check "A logged no error" bash -c "! grep -E '\[error\]' '$OF_TMP/A.log'"
+of_check "no sanitizer report from A or B" bash -c "! grep -l Sanitizer '$OF_TMP/A.log' '$OF_TMP/B.log'"
 OF_PID=$pid_a
 of_check "A stops cleanly (SIGTERM, exit 0)" of_stop_onionfront
 of_cleanup_net
