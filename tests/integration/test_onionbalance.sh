@@ -204,11 +204,15 @@ fi
 
 # --- its tor killed -----------------------------------------------------------------------------------------------
 ob_pid=$(ob pid)
+stalls=$(ob stalls)
 tor_pid=$(cat "$OF_TMP/stateA/ob-tor/tor.pid" 2>/dev/null)
 if [[ -n $tor_pid ]] && kill -KILL "$tor_pid"; then
   t0=$(of_now)
+  # Onionbalance would hang with the old connection (TOR-FACTS); its stall detection would end it only
+  # after publish_deadline: the restart must come from the lost tor, before any stall.
   of_check "Onionbalance's tor SIGKILLed: Onionbalance killed and started again with the new tor" \
     of_wait_until 120 new_pid "$ob_pid"
+  of_check "... because its tor was lost, not as a stall" test "$(ob stalls)" == "$stalls"
   uploads=$(ob uploads_confirmed)
   if of_wait_until 120 confirmed_after "$uploads"; then
     of_pass "... publishing again ($(of_elapsed "$t0") s after the kill)"
@@ -221,7 +225,8 @@ fi
 
 # --- a hang: a stall past publish_deadline ---------------------------------------------------------------------------
 ob_pid=$(ob pid)
-stalled() { local n; n=$(ob stalls); [[ -n $n && $n -ge 1 ]]; }
+stalls=$(ob stalls)
+stalled() { local n; n=$(ob stalls); [[ -n $n && $n -gt $stalls ]]; }
 if [[ -n $ob_pid ]] && kill -STOP "$ob_pid"; then
   t0=$(of_now)
   of_check "Onionbalance stopped (SIGSTOP): a stall counted after publish_deadline" of_wait_until 150 stalled
