@@ -72,12 +72,18 @@ static void addrbook_time_str(time_t t, char out[32])
 static int addrbook_check_entry(const char *name, size_t i, json_t *e, char *err, size_t errlen)
 {
     const char *address = NULL, *since = NULL, *how = NULL, *published = NULL, *replaced = NULL,
-               *replaces = NULL;
+               *replaces = NULL, *mode = NULL;
     json_error_t jerr;
-    if (json_unpack_ex(e, &jerr, JSON_STRICT, "{s:s, s:s, s:s, s?s, s?s, s?s}", "address", &address, "since",
+    if (json_unpack_ex(e, &jerr, JSON_STRICT, "{s:s, s:s, s:s, s?s, s?s, s?s, s?s}", "address", &address, "since",
                        &since, "how", &how, "first_published", &published, "replaced", &replaced, "replaces",
-                       &replaces) < 0) {
+                       &replaces, "mode", &mode) < 0) {
         snprintf(err, errlen, "services.%s.addresses[%zu]: %s", name, i, jerr.text);
+        return -1;
+    }
+    if (mode && strcmp(mode, service_mode_str(SERVICE_MODE_SINGLE)) != 0 &&
+        strcmp(mode, service_mode_str(SERVICE_MODE_ANONYMOUS)) != 0) {
+        snprintf(err, errlen, "services.%s.addresses[%zu].mode: \"%.32s\" is neither single nor anonymous", name, i,
+                 mode);
         return -1;
     }
     if (!addrbook_is_address(address) || (replaces && !addrbook_is_address(replaces))) {
@@ -251,8 +257,15 @@ size_t addrbook_count(const struct addrbook *b, const char *service)
     return json_array_size(addrbook_entries(b, service));
 }
 
+enum service_mode addrbook_mode(const struct addrbook *b, const char *service)
+{
+    const char *mode = json_string_value(json_object_get(addrbook_current(b, service), "mode"));
+    return mode && strcmp(mode, service_mode_str(SERVICE_MODE_ANONYMOUS)) == 0 ? SERVICE_MODE_ANONYMOUS
+                                                                                 : SERVICE_MODE_SINGLE;
+}
+
 int addrbook_note_key(struct addrbook *b, const char *service, const char *address, enum addrbook_how how,
-                      time_t now, char *err, size_t errlen)
+                      enum service_mode mode, time_t now, char *err, size_t errlen)
 {
     char when[32];
     const char *old = addrbook_address(b, service);
@@ -269,7 +282,8 @@ int addrbook_note_key(struct addrbook *b, const char *service, const char *addre
         return -1;
     }
     addrbook_time_str(now, when);
-    json_t *entry = json_pack("{s:s, s:s, s:s}", "address", address, "since", when, "how", addrbook_how_str(how));
+    json_t *entry = json_pack("{s:s, s:s, s:s, s:s}", "address", address, "since", when, "how", addrbook_how_str(how),
+                              "mode", service_mode_str(mode));
     if (entry && old && json_object_set_new(entry, "replaces", json_string(old)) < 0) {
         json_decref(entry);
         entry = NULL;

@@ -8,10 +8,13 @@
  *        {"address": "<56 chars>", "since": "2026-12-03T10:00:00Z", "how": "created",
  *         "first_published": "2026-12-03T10:00:04Z", "replaced": "2026-12-04T08:00:00Z"},
  *        {"address": "<56 chars>", "since": "2026-12-04T08:00:00Z", "how": "new-key",
- *         "replaces": "<56 chars>"}]}}}
+ *         "replaces": "<56 chars>", "mode": "anonymous"}]}}}
  *
  * The last entry of "addresses" is the service's address now; earlier ones were replaced on purpose
  * (`onionfront new-key`, `import-key`). Times are UTC wall-clock dates (a date is the point here).
+ * "mode" is the kind of service the address was given to (config.h's enum service_mode, spelled as in
+ * the config); absent means "single" (every address before per-service modes was a single onion's). A
+ * key never changes mode (service_id.c enforces it with addrbook_mode).
  *
  * Owns the file's format, its validation and the decision whether a service's key may be used
  * (addrbook_check). Does not read or create keys (keys.c), does not publish (service.c), never logs:
@@ -22,6 +25,8 @@
 
 #include <stddef.h>
 #include <time.h>
+
+#include "sidecar/config.h"
 
 #define ADDRBOOK_FILE "addresses.json"
 #define ADDRBOOK_MAX_BYTES (1024 * 1024) /* a larger file is refused as corrupt */
@@ -73,14 +78,18 @@ const char *addrbook_address(const struct addrbook *b, const char *service);
 /* Number of addresses recorded for `service` (0 if unknown). */
 size_t addrbook_count(const struct addrbook *b, const char *service);
 
-/* Record that `service` now has `address`, got `how`, at `now`. For an unknown service the address is
+/* The mode `service`'s current address was given to (SERVICE_MODE_SINGLE if the record has no mode or
+ * does not know the service). */
+enum service_mode addrbook_mode(const struct addrbook *b, const char *service);
+
+/* Record that `service` now has `address`, got `how`, for a service of `mode`, at `now`. For an unknown service the address is
  * recorded; for the recorded address nothing changes. Another address is recorded only for a change
  * made on purpose (ADDRBOOK_NEW_KEY, ADDRBOOK_IMPORTED): the old entry gets "replaced", the new one
  * "replaces"; ADDRBOOK_CREATED or ADDRBOOK_LOADED with another address is refused (-1, a bug of the
  * caller: it must refuse the service instead). Return 1 if the record changed, 0 if not, -1 with a
  * message. */
 int addrbook_note_key(struct addrbook *b, const char *service, const char *address, enum addrbook_how how,
-                      time_t now, char *err, size_t errlen);
+                      enum service_mode mode, time_t now, char *err, size_t errlen);
 
 /* Record the first publication (a confirmed descriptor upload) of `service`'s current `address` at
  * `now`. Return 1 if the record changed, 0 if it already had it or `address` is not the service's

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "sidecar/clientauth_cmd.h"
 #include "sidecar/config.h"
 #include "sidecar/keycmd.h"
 #include "sidecar/status_client.h"
@@ -23,15 +24,24 @@ void cli_usage(FILE *f)
             "                                            write SERVICE's hs_ed25519_secret_key to a new 0600 FILE\n"
             "       onionfront [-c CONFIG] new-key SERVICE\n"
             "                                            give SERVICE a new key and address on purpose\n"
+            "       onionfront [-c CONFIG] client-auth add SERVICE NAME\n"
+            "                                            make a client key pair: prints the client's private\n"
+            "                                            key line (once) and the config entry to add\n"
+            "       onionfront [-c CONFIG] client-auth list SERVICE\n"
+            "                                            SERVICE's clients; exit 1 if the files disagree\n"
             "       onionfront [-c CONFIG] status [--json] [-s SOCKET] [COMMAND]\n"
             "                                            ask the running daemon (COMMAND: status, services,\n"
-            "                                            backends, circuits, metrics, reload, help)\n"
+            "                                            backends, circuits, metrics, reload, help,\n"
+            "                                            restart-tor)\n"
             "                                            without COMMAND: exit 0 ok, 1 degraded, 2 down\n"
             "       onionfront [-c CONFIG] check [-s SOCKET]\n"
             "                                            one Nagios line; exit 0 OK, 1 WARNING, 2 CRITICAL\n"
             "       onionfront [-c CONFIG] log-level [-s SOCKET] LEVEL [SECONDS]\n"
             "                                            log at LEVEL (debug ... error) for SECONDS or until\n"
             "                                            changed; LEVEL config: back to the config's level\n"
+            "       onionfront [-c CONFIG] restart-tor [-s SOCKET]\n"
+            "                                            restart the tors one at a time (with tor.instances\n"
+            "                                            >= 2 visitors see no outage); `status` shows progress\n"
             "       onionfront --version | --help\n",
             CLI_DEFAULT_CONFIG);
 }
@@ -165,8 +175,20 @@ static int cli_new_key_cmd(const char *config_path, int argc, char **argv)
     return keycmd_new_key(config_path, argv[0], stdout, stderr);
 }
 
-/* `onionfront log-level ...` is `onionfront status log-level ...`: the command word stays first. */
-static int cli_log_level_cmd(const char *config_path, int argc, char **argv)
+/* `onionfront client-auth add SERVICE NAME` or `client-auth list SERVICE` (clientauth_cmd.h). */
+static int cli_client_auth_cmd(const char *config_path, int argc, char **argv)
+{
+    if (argc == 3 && strcmp(argv[0], "add") == 0)
+        return clientauth_cmd_add(config_path, argv[1], argv[2], stdout, stderr);
+    if (argc == 2 && strcmp(argv[0], "list") == 0)
+        return clientauth_cmd_list(config_path, argv[1], stdout, stderr);
+    cli_usage(stderr);
+    return 2;
+}
+
+/* `onionfront log-level ...` is `onionfront status log-level ...`, `onionfront restart-tor` is `onionfront
+ * status restart-tor`: the command word stays first. */
+static int cli_via_status_cmd(const char *config_path, int argc, char **argv)
 {
     return cli_status(config_path, argc + 1, argv - 1);
 }
@@ -181,9 +203,11 @@ static const struct cli_cmd {
     {"import-key", 2, 2, cli_import_key_cmd},
     {"export-key", 2, 2, cli_export_key_cmd},
     {"new-key", 1, 1, cli_new_key_cmd},
+    {"client-auth", 2, 3, cli_client_auth_cmd},
     {"status", 0, INT_MAX, cli_status},
     {"check", 0, 2, cli_check_cmd},
-    {"log-level", 0, INT_MAX, cli_log_level_cmd},
+    {"log-level", 0, INT_MAX, cli_via_status_cmd},
+    {"restart-tor", 0, 2, cli_via_status_cmd},
 };
 
 int cli_command(const char *config_path, const char *cmd, int argc, char **argv)

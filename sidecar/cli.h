@@ -1,9 +1,9 @@
-/* cli.h — onionfront's one-shot subcommands (check-config, the key commands, status, log-level): each
- * reads the config, does one thing and returns an exit code. They run in the CLI process, never inside
- * the daemon.
+/* cli.h — onionfront's one-shot subcommands (check-config, the key and client-auth commands, status,
+ * log-level): each reads the config, does one thing and returns an exit code. They run in the CLI
+ * process, never inside the daemon.
  *
  * Owns the command line's options, the subcommand table and the usage text. Not the choice to run the
- * daemon (main.c), the key commands' flow (keycmd.c) nor the daemon. */
+ * daemon (main.c), the key commands' flow (keycmd.c), client-auth's (clientauth_cmd.c) nor the daemon. */
 #ifndef ONIONFRONT_CLI_H
 #define ONIONFRONT_CLI_H
 
@@ -19,8 +19,8 @@ void cli_usage(FILE *f);
  * (0 after help or the version, 2 after a usage error). */
 int cli_options(int argc, char **argv, const char **config_path, int *next);
 
-/* Run the subcommand `cmd` ("check-config", "import-key", "export-key", "new-key", "status",
- * "log-level") with its `argc` arguments `argv` (argv[-1] is `cmd`). Return its exit code, or 2 with the
+/* Run the subcommand `cmd` ("check-config", "import-key", "export-key", "new-key", "client-auth",
+ * "status", "log-level") with its `argc` arguments `argv` (argv[-1] is `cmd`). Return its exit code, or 2 with the
  * usage on stderr for an unknown command or a wrong number of arguments. */
 int cli_command(const char *config_path, const char *cmd, int argc, char **argv);
 

@@ -66,7 +66,7 @@ static int clientauth_scan(const struct service_conf *sc, int dfd, const char *d
     struct dirent *de;
     while (rc == 0 && (de = readdir(d))) {
         const char *f = de->d_name;
-        if (strcmp(f, ".") == 0 || strcmp(f, "..") == 0 || strcmp(f, CLIENTAUTH_LIST) == 0)
+        if (strcmp(f, ".") == 0 || strcmp(f, "..") == 0 || strcmp(f, CLIENTAUTH_OLD_LIST) == 0)
             continue;
         const struct client_auth_conf *cl = clientauth_find(sc, f);
         size_t n = strlen(f);
@@ -112,79 +112,121 @@ static int clientauth_scan(const struct service_conf *sc, int dfd, const char *d
     return rc;
 }
 
+/* The error for a config that lists no clients for a service onionfront restricted before (the names in
+ * its `list`): never fail open. */
+static void clientauth_refuse_drop(const char *dir, const char *list, char *err, size_t errlen)
+{
+    char names[256];
+    size_t o = 0;
+    for (const char *p = list; *p && o + 1 < sizeof(names); p++)
+        names[o++] = *p == '\n' ? (p[1] ? ',' : '\0') : *p;
+    names[o < sizeof(names) ? o : sizeof(names) - 1] = '\0';
+    snprintf(err, errlen, "%s: the service was restricted to clients (%s) and the config lists none: tor would "
+             "publish it for everyone. To make it public on purpose set \"drop_client_auth\": true for the "
+             "service; to keep it restricted put services.client_auth back", dir, names);
+}
+
+/* Read onionfront's list of the clients it wrote: <key_dir>/onionfront-clients (`kfd`), or, from before
+ * it moved there, authorized_clients/.onionfront-clients (`dfd`, may be -1). Return 0, or -1 with err. */
+static int clientauth_read_list(int kfd, int dfd, const char *key_dir, const char *dir, char *list, size_t cap,
+                                char *err, size_t errlen)
+{
+    size_t len = 0;
+    int r = fs_read_small_at(kfd, key_dir, CLIENTAUTH_LIST, list, cap - 1, &len, NULL, err, errlen);
+    if (r == 1 && dfd >= 0)
+        r = fs_read_small_at(dfd, dir, CLIENTAUTH_OLD_LIST, list, cap - 1, &len, NULL, err, errlen);
+    if (r < 0)
+        return -1;
+    list[r == 0 ? len : 0] = '\0';
+    return 0;
+}
+
+/* Write the files of sc's clients into `dfd` (the list in `kfd` first, with old and new names: a crash
+ * between the steps leaves files it may remove), remove the files of clients no longer configured,
+ * check the rest, then list only the configured clients. */
+static int clientauth_fix(const struct service_conf *sc, int kfd, int dfd, const char *dir, const char *list,
+                          char *err, size_t errlen)
+{
+    char *next = malloc(CLIENTAUTH_LIST_MAX * 2);
+    size_t o = 0;
+    if (!next) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    o += (size_t)snprintf(next, CLIENTAUTH_LIST_MAX * 2, "%s", list);
+    for (size_t i = 0; i < sc->n_clients; i++)
+        if (!clientauth_listed(list, sc->clients[i].name))
+            o += (size_t)snprintf(next + o, CLIENTAUTH_LIST_MAX * 2 - o, "%s\n", sc->clients[i].name);
+    int rc = fs_write_at(kfd, sc->key_dir, CLIENTAUTH_LIST, next, o, err, errlen);
+    for (size_t i = 0; rc == 0 && i < sc->n_clients; i++) {
+        char fname[CONFIG_SERVICE_NAME_MAX + 8], line[CLIENTAUTH_FILE_MAX];
+        snprintf(fname, sizeof(fname), "%s.auth", sc->clients[i].name);
+        clientauth_line(&sc->clients[i], line, sizeof(line));
+        rc = fs_write_at(dfd, dir, fname, line, strlen(line), err, errlen);
+    }
+    if (rc == 0)
+        rc = clientauth_scan(sc, dfd, dir, next, true, err, errlen);
+    /* Now only the configured clients remain: the list says so. */
+    o = 0;
+    for (size_t i = 0; rc == 0 && i < sc->n_clients; i++)
+        o += (size_t)snprintf(next + o, CLIENTAUTH_LIST_MAX * 2 - o, "%s\n", sc->clients[i].name);
+    if (rc == 0)
+        rc = fs_write_at(kfd, sc->key_dir, CLIENTAUTH_LIST, next, o, err, errlen);
+    /* tor warns about every file in authorized_clients not ending in .auth: the old list goes */
+    if (rc == 0 && unlinkat(dfd, CLIENTAUTH_OLD_LIST, 0) == 0)
+        fsync(dfd);
+    free(next);
+    return rc;
+}
+
 static int clientauth_run(const struct service_conf *sc, bool fix, char *err, size_t errlen)
 {
     char dir[CONFIG_PATH_MAX + sizeof(CLIENTAUTH_DIR) + 2];
-    char oerr[512];
+    char oerr[512], list[CLIENTAUTH_LIST_MAX];
     snprintf(dir, sizeof(dir), "%s/%s", sc->key_dir, CLIENTAUTH_DIR);
-    int kfd = fs_open_dir(sc->key_dir, false, oerr, sizeof(oerr));
+    int kfd = fs_open_dir(sc->key_dir, false, oerr, sizeof(oerr)), dfd = -1, rc = -1;
+    bool dropping = false;
     if (kfd < 0) {
         snprintf(err, errlen, "%s", oerr);
         return -1;
     }
     if (fix && sc->n_clients > 0 && mkdirat(kfd, CLIENTAUTH_DIR, 0700) < 0 && errno != EEXIST) {
         snprintf(err, errlen, "%s: cannot create: %s", dir, strerror(errno));
-        close(kfd);
-        return -1;
+        goto done;
     }
-    int dfd = openat(kfd, CLIENTAUTH_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    close(kfd);
-    if (dfd < 0) {
-        if (errno == ENOENT && sc->n_clients == 0)
-            return 0;
+    dfd = openat(kfd, CLIENTAUTH_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0 && !(errno == ENOENT && sc->n_clients == 0)) {
         snprintf(err, errlen, "%s: cannot open (a symlink is refused): %s", dir, strerror(errno));
-        return -1;
+        goto done;
     }
     struct stat st;
-    if (fstat(dfd, &st) < 0 || (st.st_mode & 077) != 0 || (st.st_uid != geteuid() && geteuid() != 0)) {
+    if (dfd >= 0 && (fstat(dfd, &st) < 0 || (st.st_mode & 077) != 0 || (st.st_uid != geteuid() && geteuid() != 0))) {
         snprintf(err, errlen, "%s: must be a directory private to its owner (mode 0700)", dir);
-        close(dfd);
-        return -1;
+        goto done;
     }
-    char list[CLIENTAUTH_LIST_MAX] = "";
-    size_t len = 0;
-    int r = fs_read_small_at(dfd, dir, CLIENTAUTH_LIST, list, sizeof(list) - 1, &len, NULL, oerr, sizeof(oerr));
-    if (r < 0) {
+    if (clientauth_read_list(kfd, dfd, sc->key_dir, dir, list, sizeof(list), oerr, sizeof(oerr)) < 0) {
         snprintf(err, errlen, "%s", oerr);
-        close(dfd);
-        return -1;
+        goto done;
     }
-    list[r == 0 ? len : 0] = '\0';
-    int rc = 0;
-    if (fix) {
-        /* The list first, with old and new names: a crash between the steps leaves files it may remove. */
-        char *next = malloc(CLIENTAUTH_LIST_MAX * 2);
-        size_t o = 0;
-        if (!next) {
-            snprintf(err, errlen, "out of memory");
-            close(dfd);
-            return -1;
-        }
-        o += (size_t)snprintf(next, CLIENTAUTH_LIST_MAX * 2, "%s", list);
-        for (size_t i = 0; i < sc->n_clients; i++)
-            if (!clientauth_listed(list, sc->clients[i].name))
-                o += (size_t)snprintf(next + o, CLIENTAUTH_LIST_MAX * 2 - o, "%s\n", sc->clients[i].name);
-        rc = fs_write_at(dfd, dir, CLIENTAUTH_LIST, next, o, err, errlen);
-        for (size_t i = 0; rc == 0 && i < sc->n_clients; i++) {
-            char fname[CONFIG_SERVICE_NAME_MAX + 8], line[CLIENTAUTH_FILE_MAX];
-            snprintf(fname, sizeof(fname), "%s.auth", sc->clients[i].name);
-            clientauth_line(&sc->clients[i], line, sizeof(line));
-            rc = fs_write_at(dfd, dir, fname, line, strlen(line), err, errlen);
-        }
-        if (rc == 0)
-            rc = clientauth_scan(sc, dfd, dir, next, true, err, errlen);
-        /* Now only the configured clients remain: the list says so. */
-        o = 0;
-        for (size_t i = 0; rc == 0 && i < sc->n_clients; i++)
-            o += (size_t)snprintf(next + o, CLIENTAUTH_LIST_MAX * 2 - o, "%s\n", sc->clients[i].name);
-        if (rc == 0)
-            rc = fs_write_at(dfd, dir, CLIENTAUTH_LIST, next, o, err, errlen);
-        free(next);
-    } else {
+    /* Never fail open: the list names clients (also when someone removed authorized_clients itself). */
+    dropping = sc->n_clients == 0 && list[0] != '\0';
+    if (dropping && !sc->drop_client_auth) {
+        clientauth_refuse_drop(dir, list, err, errlen);
+        goto done;
+    }
+    if (dfd < 0) /* no clients, none before, and no directory: nothing for tor to read */
+        rc = 0;
+    else if (fix && (sc->n_clients > 0 || dropping))
+        rc = clientauth_fix(sc, kfd, dfd, dir, list, err, errlen);
+    else
         rc = clientauth_scan(sc, dfd, dir, list, false, err, errlen);
-    }
-    close(dfd);
-    return rc;
+    if (rc == 0 && fix && dropping && dfd < 0) /* the directory went with its files: only the list is left */
+        rc = fs_write_at(kfd, sc->key_dir, CLIENTAUTH_LIST, "", 0, err, errlen);
+done:
+    if (dfd >= 0)
+        close(dfd);
+    close(kfd);
+    return rc == 0 && fix && dropping ? 1 : rc;
 }
 
 int clientauth_sync(const struct service_conf *sc, char *err, size_t errlen)

@@ -5,7 +5,8 @@
  * ignores a malformed file and enforces authorization only if at least one file loads: a typo would
  * make a private service public. So onionfront owns the directory: it writes each configured client's
  * file (0600, atomically), removes the files of clients it wrote before and the config no longer lists
- * (its list: ".onionfront-clients" in the same directory, which tor ignores: not ".auth"), and refuses
+ * (its list: <key_dir>/onionfront-clients; tor ignores it there but warns about any file in
+ * authorized_clients that does not end in ".auth"), and refuses
  * the service, naming the file, when anything else is there or a file is not exactly what it wrote.
  * Every open is relative to a directory descriptor with O_NOFOLLOW: tor's user may write key_dir.
  *
@@ -18,12 +19,16 @@
 struct service_conf;
 
 #define CLIENTAUTH_DIR "authorized_clients"
-#define CLIENTAUTH_LIST ".onionfront-clients"
+#define CLIENTAUTH_LIST "onionfront-clients" /* in key_dir: tor warns about any non-.auth file in the dir */
+#define CLIENTAUTH_OLD_LIST ".onionfront-clients" /* where it was until 2026-12: read once, then removed */
 
 /* Bring <sc->key_dir>/authorized_clients in line with sc->clients (see above), then check every entry.
  * A service without clients needs no directory; one that exists must then hold nothing but onionfront's
- * list (an .auth file would make tor enforce a client the config does not name). Return 0, or -1 with
- * why in `err` (naming the file: "unknown file", "not what onionfront wrote", ...). */
+ * list (an .auth file would make tor enforce a client the config does not name).
+ * Never fail open: a config without clients for a service whose list still names clients (it was
+ * restricted) is refused unless sc->drop_client_auth says to make it public; then the files go.
+ * Return 0, 1 when it removed the last clients on purpose (the service is public now), or -1 with why
+ * in `err` (naming the file: "unknown file", "not what onionfront wrote", "drop_client_auth", ...). */
 int clientauth_sync(const struct service_conf *sc, char *err, size_t errlen);
 
 /* Only check, writing nothing (before each SETCONF: a file planted since the last sync). Return 0 or -1

@@ -107,8 +107,7 @@ static bool config_is_lower(char ch) { return ch >= 'a' && ch <= 'z'; }
 static bool config_is_digit(char ch) { return ch >= '0' && ch <= '9'; }
 static bool config_is_alpha(char ch) { return config_is_lower(ch) || (ch >= 'A' && ch <= 'Z'); }
 
-/* ^[a-z0-9][a-z0-9_-]{0,31}$ */
-static bool config_is_service_name(const char *s, size_t n)
+bool config_is_service_name(const char *s, size_t n)
 {
     if (n < 1 || n > CONFIG_SERVICE_NAME_MAX || !(config_is_lower(s[0]) || config_is_digit(s[0])))
         return false;
@@ -697,7 +696,7 @@ static const char *const config_torrc_owned[] = {
     NULL,
 };
 /* Whole families: any option starting with these (or an abbreviation of the prefix itself). */
-static const char *const config_torrc_owned_prefix[] = {"HiddenService", "__", NULL};
+static const char *const config_torrc_owned_prefix[] = {"HiddenService", "MetricsPort", "__", NULL};
 
 /* Check one extra_torrc line. Return 0 or -1 with the reason in `why`. */
 static int config_check_torrc_line(const char *s, size_t len, char *why, size_t whylen)
@@ -769,6 +768,7 @@ static const char *const config_log_level_names[] = {"debug", "info", "notice", 
 static const char *const config_log_format_names[] = {"text", "json", NULL};
 static const char *const config_probe_types[] = {"http", "connect", NULL};
 static const char *const config_addr_kinds[] = {"inet", "unix", NULL};
+static const char *const config_service_modes[] = {"single", "anonymous", NULL};
 
 static int config_parse_tor(struct config_ctx *c, json_t *o, struct config *cfg)
 {
@@ -1118,7 +1118,8 @@ static int config_parse_backend(struct config_ctx *c, const char *obj, json_t *o
 static int config_parse_port(struct config_ctx *c, const char *obj, json_t *o, struct service_conf *svc, size_t idx)
 {
     static const char *const keys[] = {"virtual", "target", "backends", "balance", "connect_timeout_ms",
-                                       "max_streams_per_circuit", "proxy_protocol", "health", NULL};
+                                       "max_streams_per_circuit", "circuit_stream_rate", "circuit_stream_burst",
+                                       "idle_timeout", "proxy_protocol", "health", NULL};
     struct port_conf *pc = &svc->ports[idx];
     char p[FIELD_PATH_LEN];
 
@@ -1184,8 +1185,17 @@ static int config_parse_port(struct config_ctx *c, const char *obj, json_t *o, s
     pc->proxy_protocol = false;
     if (config_get_uint(c, obj, o, "connect_timeout_ms", false, 100, 60000, &pc->connect_timeout_ms) < 0 ||
         config_get_uint(c, obj, o, "max_streams_per_circuit", false, 0, 65535, &pc->max_streams_per_circuit) < 0 ||
+        config_get_uint(c, obj, o, "circuit_stream_rate", false, 0, 65535, &pc->circuit_stream_rate) < 0 ||
+        config_get_uint(c, obj, o, "idle_timeout", false, 0, 86400, &pc->idle_timeout_s) < 0 ||
         config_get_bool(c, obj, o, "proxy_protocol", &pc->proxy_protocol) < 0)
         return -1;
+    pc->circuit_stream_burst = pc->circuit_stream_rate * 2 > 10 ? pc->circuit_stream_rate * 2 : 10;
+    if (config_get_uint(c, obj, o, "circuit_stream_burst", false, 1, 131070, &pc->circuit_stream_burst) < 0)
+        return -1;
+    if (json_object_get(o, "circuit_stream_burst") && pc->circuit_stream_rate == 0) {
+        config_sub(p, obj, "circuit_stream_burst");
+        return config_fail(c, p, "needs circuit_stream_rate > 0");
+    }
     return config_parse_health(c, obj, json_object_get(o, "health"), &pc->health);
 }
 
@@ -1428,10 +1438,30 @@ static int config_parse_probe_target(struct config_ctx *c, const char *obj, json
     return 0;
 }
 
+/* "mode" and "onion_location" of a service. An anonymous service runs on a tor onionfront spawns
+ * (workerset.h), so attach mode has none: the attached tor is the single-onion one. Onion-Location is
+ * on by default only for a single onion (templates/CONFIG.md says why). */
+static int config_parse_service_mode(struct config_ctx *c, const char *obj, json_t *o, const struct config *cfg,
+                                     struct service_conf *svc)
+{
+    char p[FIELD_PATH_LEN];
+    int mode = SERVICE_MODE_SINGLE;
+    if (config_get_enum(c, obj, o, "mode", config_service_modes, &mode) < 0)
+        return -1;
+    svc->mode = (enum service_mode)mode;
+    config_sub(p, obj, "mode");
+    if (svc->mode == SERVICE_MODE_ANONYMOUS && cfg->tor.mode != TOR_MODE_SPAWN)
+        return config_fail(c, p, "\"anonymous\" needs tor.mode \"spawn\": onionfront runs the anonymous services' "
+                                 "tor itself, and an attached tor is a single-onion tor");
+    svc->onion_location = svc->mode == SERVICE_MODE_SINGLE;
+    return config_get_bool(c, obj, o, "onion_location", &svc->onion_location);
+}
+
 static int config_parse_service(struct config_ctx *c, const char *obj, json_t *o, struct config *cfg, size_t idx)
 {
-    static const char *const keys[] = {"name",  "key_dir", "max_streams", "dos",          "client_auth",
-                                       "ports", "probe",   "onionbalance", NULL};
+    static const char *const keys[] = {"name",        "mode",  "onion_location",   "key_dir", "max_streams", "dos",
+                                       "client_auth", "drop_client_auth", "ports", "probe",       "onionbalance",
+                                       NULL};
     struct service_conf *svc = &cfg->services[idx];
     char p[FIELD_PATH_LEN];
     const char *s = NULL;
@@ -1448,6 +1478,8 @@ static int config_parse_service(struct config_ctx *c, const char *obj, json_t *o
     for (size_t j = 0; j < idx; j++)
         if (strcmp(cfg->services[j].name, svc->name) == 0)
             return config_fail(c, p, "duplicate service name \"%s\"", svc->name);
+    if (config_parse_service_mode(c, obj, o, cfg, svc) < 0)
+        return -1;
 
     if (config_get_path(c, obj, o, "key_dir", false, CONFIG_PATH_MAX, NULL, &svc->key_dir) < 0)
         return -1;
@@ -1463,14 +1495,24 @@ static int config_parse_service(struct config_ctx *c, const char *obj, json_t *o
         return -1;
 
     if (config_get_uint(c, obj, o, "max_streams", false, 0, 65535, &svc->max_streams) < 0 ||
-        config_parse_dos(c, obj, o, svc) < 0 || config_parse_clients(c, obj, o, svc) < 0)
+        config_parse_dos(c, obj, o, svc) < 0 || config_parse_clients(c, obj, o, svc) < 0 ||
+        config_get_bool(c, obj, o, "drop_client_auth", &svc->drop_client_auth) < 0)
         return -1;
+    if (svc->drop_client_auth && svc->n_clients > 0) {
+        config_sub(p, obj, "drop_client_auth");
+        return config_fail(c, p, "cannot be set with client_auth (it removes every client, on purpose)");
+    }
     config_sub(p, obj, "onionbalance");
     if (ob_conf_parse(json_object_get(o, "onionbalance"), p, &svc->dos, &svc->onionbalance, c->err, c->errlen) < 0)
         return -1;
+    /* Instances run on the single-onion tors (their keys are copied per tor, ob_config beside them). */
+    if (svc->onionbalance.role != OB_ROLE_NONE && svc->mode != SERVICE_MODE_SINGLE)
+        return config_fail(c, p, "only for a service with mode \"single\": onionfront runs Onionbalance instances "
+                                 "on its single-onion tors");
     /* Onionbalance publishes a frontend's address; visitors reach the instances' ports, not this machine. */
     if (svc->onionbalance.role == OB_ROLE_FRONTEND)
-        return config_refuse_keys(c, obj, o, (const char *const[]){"ports", "probe", "client_auth", NULL},
+        return config_refuse_keys(c, obj, o,
+                                  (const char *const[]){"ports", "probe", "client_auth", "drop_client_auth", NULL},
                                   "not for an Onionbalance frontend: visitors of the master address reach the "
                                   "instances, whose own services set it");
 
@@ -1862,6 +1904,8 @@ bool port_conf_equal(const struct port_conf *a, const struct port_conf *b)
     if (a->virtual_port != b->virtual_port || a->n_backends != b->n_backends || a->balance != b->balance ||
         a->connect_timeout_ms != b->connect_timeout_ms ||
         a->max_streams_per_circuit != b->max_streams_per_circuit || a->proxy_protocol != b->proxy_protocol ||
+        a->circuit_stream_rate != b->circuit_stream_rate || a->circuit_stream_burst != b->circuit_stream_burst ||
+        a->idle_timeout_s != b->idle_timeout_s ||
         !health_conf_equal(&a->health, &b->health))
         return false;
     for (size_t i = 0; i < a->n_backends; i++)
@@ -1889,8 +1933,9 @@ const struct service_conf *config_first_pow_service(const struct config *cfg)
 
 bool service_conf_tor_equal(const struct service_conf *a, const struct service_conf *b)
 {
-    if (strcmp(a->name, b->name) != 0 || strcmp(a->key_dir, b->key_dir) != 0 || a->max_streams != b->max_streams ||
-        !dos_conf_equal(&a->dos, &b->dos) || a->n_ports != b->n_ports || a->n_clients != b->n_clients ||
+    if (strcmp(a->name, b->name) != 0 || a->mode != b->mode || strcmp(a->key_dir, b->key_dir) != 0 ||
+        a->max_streams != b->max_streams || !dos_conf_equal(&a->dos, &b->dos) || a->n_ports != b->n_ports ||
+        a->n_clients != b->n_clients || a->drop_client_auth != b->drop_client_auth ||
         !ob_conf_equal(&a->onionbalance, &b->onionbalance))
         return false;
     /* A changed client list must reach tor: any successful SETCONF makes it re-read authorized_clients. */
@@ -1905,9 +1950,17 @@ bool service_conf_tor_equal(const struct service_conf *a, const struct service_c
     return true;
 }
 
+size_t config_count_mode(const struct config *cfg, enum service_mode mode)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < cfg->n_services; i++)
+        n += cfg->services[i].mode == mode;
+    return n;
+}
+
 bool service_conf_equal(const struct service_conf *a, const struct service_conf *b)
 {
-    if (!service_conf_tor_equal(a, b))
+    if (!service_conf_tor_equal(a, b) || a->onion_location != b->onion_location)
         return false;
     for (size_t i = 0; i < a->n_ports; i++)
         if (!port_conf_equal(&a->ports[i], service_conf_find_port(b, a->ports[i].virtual_port)))
@@ -1929,8 +1982,6 @@ const char *config_restart_needed(const struct config *a, const struct config *b
         return "run_dir";
     if (a->tor.mode != b->tor.mode)
         return "tor.mode";
-    if (!config_str_equal(a->tor.binary, b->tor.binary))
-        return "tor.binary";
     if (!config_str_equal(a->tor.control_socket, b->tor.control_socket))
         return "tor.control_socket";
     if (!config_str_equal(a->tor.user, b->tor.user))
@@ -2003,4 +2054,9 @@ const char *backend_addr_kind_str(enum backend_addr_kind k)
 const char *probe_target_type_str(enum probe_target_type t)
 {
     return config_name(config_probe_types, t);
+}
+
+const char *service_mode_str(enum service_mode m)
+{
+    return config_name(config_service_modes, m);
 }

@@ -43,6 +43,12 @@ enum tor_mode {
     TOR_MODE_ATTACH, /* onionfront uses a running tor through tor.control_socket */
 };
 
+/* What kind of onion service a service is (its "mode"); fixed for its key's life (service_id.h). */
+enum service_mode {
+    SERVICE_MODE_SINGLE,    /* a single onion service: one-hop introduction and rendezvous, not hidden */
+    SERVICE_MODE_ANONYMOUS, /* an ordinary (location-hidden) onion service, on its own tor (workerset.h) */
+};
+
 enum balance_policy {
     BALANCE_ROUND_ROBIN,
     BALANCE_LEAST_CONN,
@@ -126,6 +132,10 @@ struct port_conf {
     unsigned connect_timeout_ms;      /* 100-60000 */
     unsigned max_streams_per_circuit; /* 0-65535, 0 = unlimited; default
                                          CONFIG_DEFAULT_MAX_STREAMS_PER_CIRCUIT */
+    unsigned circuit_stream_rate;     /* new streams per second one circuit may open (token bucket refill),
+                                         0-65535, 0 = off (default) */
+    unsigned circuit_stream_burst;    /* the bucket: 1-131070, default max(10, 2 x rate) */
+    unsigned idle_timeout_s;          /* a stream with no byte either way this long is closed; 0 = off */
     bool proxy_protocol;              /* send a PROXY v2 header to backends */
     struct health_conf health;
 };
@@ -174,8 +184,11 @@ struct probe_target_conf {
 
 struct service_conf {
     char name[CONFIG_SERVICE_NAME_MAX + 1];
+    enum service_mode mode; /* default single */
+    bool onion_location;    /* Onion-Location files for it: default true for single, false for anonymous */
     struct client_auth_conf *clients; /* <key_dir>/authorized_clients/<name>.auth (clientauth.c) */
     size_t n_clients;                 /* 0 = no client authorization */
+    bool drop_client_auth; /* "drop_client_auth": a service that had clients may become public (clientauth.h) */
     char *key_dir;        /* always set: absolute, default <state_dir>/keys/<name> */
     unsigned max_streams; /* HiddenServiceMaxStreams, 0-65535, 0 = unlimited ("max_streams" or
                              "dos.max_streams") */
@@ -277,15 +290,22 @@ bool backend_conf_equal(const struct backend_conf *a, const struct backend_conf 
 bool health_conf_equal(const struct health_conf *a, const struct health_conf *b);
 bool port_conf_equal(const struct port_conf *a, const struct port_conf *b);
 
+/* How many services of `cfg` are of `mode`. */
+size_t config_count_mode(const struct config *cfg, enum service_mode mode);
+
 /* True if the two services are the same in every field. Ports are matched by virtual port, so a
  * reordering of "ports" alone is no difference. */
 bool service_conf_equal(const struct service_conf *a, const struct service_conf *b);
 
-/* True if tor would be given the same HiddenService* lines for both: same name, key_dir, max_streams, dos
- * settings, Onionbalance role and set of virtual ports. Backends, balance, health and the other data-path settings are ignored. */
+/* True if tor would be given the same HiddenService* lines for both: same name, mode, key_dir, max_streams, dos
+ * settings, Onionbalance role and set of virtual ports. Backends, balance, health and the other data-path
+ * settings are ignored. */
 bool service_conf_tor_equal(const struct service_conf *a, const struct service_conf *b);
 
 bool dos_conf_equal(const struct dos_conf *a, const struct dos_conf *b);
+
+/* True if the `n` bytes at `s` are a valid service (or client) name: ^[a-z0-9][a-z0-9_-]{0,31}$. */
+bool config_is_service_name(const char *s, size_t n);
 
 /* Decode a base32 x25519 key (52 characters, either case, the unused low bits of the last one zero) into
  * `out` (32 bytes) if not NULL. Return 0, or -1 if `s` (`len` bytes) is not one. */
@@ -300,7 +320,7 @@ const struct service_conf *config_first_pow_service(const struct config *cfg);
 bool config_is_plain_path(const char *s);
 
 /* A reload from `a` to `b`: the first setting that cannot change without restarting onionfront (and
- * its tor), as the config file spells it ("tor.binary", "status.socket" ...), or NULL if `b` can be
+ * its tor), as the config file spells it ("tor.mode", "status.socket" ...), or NULL if `b` can be
  * applied to the running daemon. */
 const char *config_restart_needed(const struct config *a, const struct config *b);
 
@@ -313,5 +333,6 @@ const char *config_log_level_str(enum config_log_level l);
 const char *config_log_format_str(enum config_log_format f);
 const char *backend_addr_kind_str(enum backend_addr_kind k);
 const char *probe_target_type_str(enum probe_target_type t);
+const char *service_mode_str(enum service_mode m);
 
 #endif

@@ -1402,14 +1402,16 @@ bool descriptor_service_reachable(const struct descriptor_tracker *t, const char
     return held && (!s->probe.valid || s->probe.ok);
 }
 
-double descriptor_service_last_round_at(const struct descriptor_tracker *t, const char *address)
+double descriptor_service_fetched_round_at(const struct descriptor_tracker *t, const char *address, bool *complete)
 {
     const struct desc_service *s = svc_find(t, address);
-    double at = -1;
-    for (size_t k = 0; s && k < 2; k++)
-        if (s->slots[k].used && s->slots[k].round > 0 && s->slots[k].round_at > at)
-            at = s->slots[k].round_at;
-    return at;
+    int slot = s ? svc_target_slot(s) : -1;
+    *complete = false;
+    if (slot < 0 || s->slots[slot].round == 0)
+        return -1;
+    struct desc_tally c = desc_count(&s->slots[slot]);
+    *complete = c.total > 0 && c.holding == c.total;
+    return s->slots[slot].round_at;
 }
 
 int descriptor_service_counts(const struct descriptor_tracker *t, const char *address,

@@ -136,11 +136,12 @@ int descriptor_repost(struct descriptor_tracker *t, const char *address);
  * one, got it from at least one HSDir. False for unknown addresses. */
 bool descriptor_service_reachable(const struct descriptor_tracker *t, const char *address);
 
-/* When tor last started uploading a descriptor of `address` (the latest round of either slot, on the
- * monotonic clock), or -1 if never. tor sets the revision counter when it encodes a descriptor for an
- * upload, and HSDirs keep the highest: of several tors with the same key, the one that uploaded last is
- * the one HSDirs serve. */
-double descriptor_service_last_round_at(const struct descriptor_tracker *t, const char *address);
+/* When the latest upload round of the descriptor clients fetch (as in descriptor_counts) started, on the
+ * monotonic clock, or -1 if it was never uploaded (or the address is unknown); *complete set if every
+ * responsible HSDir of that round holds it (confirmed or present). tor sets the revision counter when it
+ * encodes a descriptor for an upload and HSDirs keep the highest: of several tors with the same key,
+ * HSDirs serve the one whose round is the latest (failover and the rolling restart compare these). */
+double descriptor_service_fetched_round_at(const struct descriptor_tracker *t, const char *address, bool *complete);
 
 /* Counters for tests and summaries. */
 struct descriptor_counts {

@@ -69,6 +69,18 @@ static int handover_give(const char *path, uid_t uid, gid_t gid, char *err, size
                                                                                                                 : 0;
 }
 
+/* Give tor's user the control directory `control_dir` (created if missing; only the directory: tor
+ * creates its socket after switching users) and the DataDirectory `data_dir` with all it holds. */
+static int handover_give_tor_dirs(const char *control_dir, const char *data_dir, uid_t uid, gid_t gid, char *err,
+                                  size_t errlen)
+{
+    return fs_ensure_private_dir(control_dir, NULL, err, errlen) < 0 ||
+                   fs_set_owner(control_dir, uid, gid, err, errlen) < 0 ||
+                   handover_give(data_dir, uid, gid, err, errlen) < 0
+               ? -1
+               : 0;
+}
+
 int handover_apply_instance(const struct config *c, unsigned k, char *err, size_t errlen)
 {
     struct instance_paths p;
@@ -80,6 +92,8 @@ int handover_apply_instance(const struct config *c, unsigned k, char *err, size_
     /* The copies first, as onionfront's user, from the one key the address record vouches for. */
     for (size_t i = 0; i < c->n_services; i++) {
         const struct service_conf *sc = &c->services[i];
+        if (sc->mode != SERVICE_MODE_SINGLE)
+            continue; /* the anonymous services' tor uses key_dir itself; no copy of their keys anywhere */
         if (sc->onionbalance.role == OB_ROLE_FRONTEND)
             continue; /* the master key: Onionbalance's, never a tor's (ob_frontend.h) */
         int rc = service_id_prepare_key(c, sc, kerr, sizeof(kerr));
@@ -98,16 +112,30 @@ int handover_apply_instance(const struct config *c, unsigned k, char *err, size_
     snprintf(path, sizeof(path), "%s/instances", c->state_dir);
     if (handover_passage(path, gid, err, errlen) < 0 || handover_passage(p.dir, gid, err, errlen) < 0 ||
         handover_passage(p.keys_dir, gid, err, errlen) < 0 ||
-        fs_ensure_private_dir(p.control_dir, NULL, err, errlen) < 0 ||
-        fs_set_owner(p.control_dir, uid, gid, err, errlen) < 0 || handover_give(p.data_dir, uid, gid, err, errlen) < 0)
+        handover_give_tor_dirs(p.control_dir, p.data_dir, uid, gid, err, errlen) < 0)
         return -1;
     for (size_t i = 0; i < c->n_services; i++) {
+        if (c->services[i].mode != SERVICE_MODE_SINGLE)
+            continue;
         if (instance_key_dir(c, &c->services[i], k, path, sizeof(path)) < 0)
             return -1;
         if (access(path, F_OK) == 0 && fs_chown_tree(path, uid, gid, err, errlen) < 0)
             return -1; /* a refused service has no copy */
     }
     return 0;
+}
+
+int handover_apply_anonymous(const struct config *c, char *err, size_t errlen)
+{
+    struct instance_paths p;
+    uid_t uid;
+    gid_t gid;
+    int owner = handover_tor_owner(c, -1, &uid, &gid, err, errlen);
+    if (owner <= 0)
+        return owner;
+    if (instance_anonymous_paths(c, &p, err, errlen) < 0 || handover_passage(p.dir, gid, err, errlen) < 0)
+        return -1;
+    return handover_give_tor_dirs(p.control_dir, p.data_dir, uid, gid, err, errlen);
 }
 
 int handover_apply(const struct config *c, long attached_uid, char *err, size_t errlen)
@@ -136,9 +164,7 @@ int handover_apply(const struct config *c, long attached_uid, char *err, size_t 
         if (slash && slash != control_dir)
             *slash = '\0';
         snprintf(path, sizeof(path), "%s/tor", c->state_dir);
-        if (fs_ensure_private_dir(control_dir, NULL, err, errlen) < 0 ||
-            fs_set_owner(control_dir, uid, gid, err, errlen) < 0 ||
-            handover_give(path, uid, gid, err, errlen) < 0)
+        if (handover_give_tor_dirs(control_dir, path, uid, gid, err, errlen) < 0)
             return -1;
     }
     for (size_t i = 0; i < c->n_services; i++) {

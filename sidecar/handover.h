@@ -41,4 +41,9 @@ int handover_apply(const struct config *c, long attached_uid, char *err, size_t 
  * a message. */
 int handover_apply_instance(const struct config *c, unsigned k, char *err, size_t errlen);
 
+/* The same for the anonymous services' tor (instance_anonymous_paths; spawned only), after handover_apply
+ * (which hands over every service's key directory): when tor runs as another user, make state_dir/anonymous
+ * a passage and give that user its DataDirectory and control directory. Return 0, or -1 with a message. */
+int handover_apply_anonymous(const struct config *c, char *err, size_t errlen);
+
 #endif

@@ -51,6 +51,23 @@ int instance_paths(const struct config *c, unsigned k, struct instance_paths *ou
                : 0;
 }
 
+int instance_anonymous_paths(const struct config *c, struct instance_paths *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof(*out));
+    const char *sock = c->tor.control_socket;
+    const char *slash = strrchr(sock, '/');
+    int dlen = slash ? (int)(slash - sock) : 0;
+    return instance_fmt(out->dir, sizeof(out->dir), "state_dir", err, errlen, "%s/anonymous", c->state_dir) < 0 ||
+                   instance_fmt(out->data_dir, sizeof(out->data_dir), "state_dir", err, errlen, "%s/tor", out->dir) < 0 ||
+                   instance_fmt(out->torrc_dir, sizeof(out->torrc_dir), "state_dir", err, errlen, "%s", out->dir) < 0 ||
+                   instance_fmt(out->control_dir, sizeof(out->control_dir), "tor.control_socket", err, errlen,
+                                "%.*s-anonymous", dlen, sock) < 0 ||
+                   instance_fmt(out->control_socket, sizeof(out->control_socket), "tor.control_socket", err, errlen,
+                                "%s/%s", out->control_dir, slash ? slash + 1 : sock) < 0
+               ? -1
+               : 0;
+}
+
 int instance_key_dir(const struct config *c, const struct service_conf *sc, unsigned k, char *out, size_t len)
 {
     int n = k == 0 ? snprintf(out, len, "%s", sc->key_dir)

@@ -45,6 +45,11 @@ int instance_key_dir(const struct config *c, const struct service_conf *sc, unsi
  * Return 0, or -1 with a message naming the path. */
 int instance_copy_key(const struct config *c, const struct service_conf *sc, unsigned k, char *err, size_t errlen);
 
+/* The anonymous services' tor (workerset.h; one, never copied): state_dir/anonymous/ holds its torrc and
+ * DataDirectory tor/, its control socket is <dir of tor.control_socket>-anonymous/<its name>; it uses each
+ * anonymous service's key_dir itself (keys_dir is ""). Fill *out. Return 0, or -1 with a message. */
+int instance_anonymous_paths(const struct config *c, struct instance_paths *out, char *err, size_t errlen);
+
 /* Create instance k's own directories (dir, keys_dir; k >= 1). Return 0, or -1 with a message. */
 int instance_make_dirs(const struct config *c, unsigned k, char *err, size_t errlen);
 

@@ -66,7 +66,7 @@ static int keycmd_record(struct keycmd *k, const char *address, enum addrbook_ho
     const char *was = addrbook_address(k->book, k->sc->name);
     if (was)
         snprintf(old, sizeof(old), "%s", was);
-    int rc = addrbook_note_key(k->book, k->sc->name, address, how, time(NULL), err, sizeof(err));
+    int rc = addrbook_note_key(k->book, k->sc->name, address, how, k->sc->mode, time(NULL), err, sizeof(err));
     if (rc == 1 && addrbook_save(k->book, err, sizeof(err)) < 0)
         rc = -1;
     if (rc < 0) {
@@ -110,7 +110,7 @@ int keycmd_new_key(const char *config_path, const char *service, FILE *out, FILE
         keycmd_done(&k);
         return 1;
     }
-    int krc = keys_load_or_create(k.sc->key_dir, &key, &created, err, sizeof(err));
+    int krc = keys_load_or_create_mode(k.sc->key_dir, k.sc->mode, &key, &created, err, sizeof(err));
     if (krc == 0 && !created) { /* something put a key there meanwhile: not ours to judge */
         snprintf(err, sizeof(err), "%s: holds a key again after it was moved aside; not touching it", k.sc->key_dir);
         onion_key_clear(&key);
@@ -173,7 +173,7 @@ int keycmd_export_key(const char *config_path, const char *service, const char *
     }
     if (keycmd_begin(&k, "export-key", config_path, service, errf) < 0)
         return 1;
-    if (keys_load(k.sc->key_dir, &key, err, sizeof(err)) < 0) {
+    if (keys_load_mode(k.sc->key_dir, k.sc->mode, &key, err, sizeof(err)) < 0) {
         fprintf(errf, "export-key: service %s: %s\n", k.sc->name, err);
         keycmd_done(&k);
         return 1;
@@ -203,8 +203,10 @@ int keycmd_export_key(const char *config_path, const char *service, const char *
     return rc < 0 ? 1 : 0;
 }
 
-/* Read the single secret key file `src` and install it in key_dir; its address into `address`. */
-static int keycmd_import_file(const char *src, const char *key_dir, char *address, char *err, size_t errlen)
+/* Read the single secret key file `src` and install it in key_dir for a service of `mode`; its address
+ * into `address`. */
+static int keycmd_import_file(const char *src, const char *key_dir, enum service_mode mode, char *address, char *err,
+                              size_t errlen)
 {
     unsigned char buf[KEYS_SECRET_FILE_LEN + 1];
     struct onion_key key;
@@ -214,7 +216,7 @@ static int keycmd_import_file(const char *src, const char *key_dir, char *addres
         snprintf(err, errlen, "%s: no such file", src);
     if (rc == 0) {
         rc = keys_secret_file_decode(buf, len, src, &key, err, errlen);
-        if (rc == 0 && (rc = keys_install(&key, key_dir, err, errlen)) == 0)
+        if (rc == 0 && (rc = keys_install_mode(&key, key_dir, mode, err, errlen)) == 0)
             snprintf(address, KEYS_ADDRESS_SIZE, "%s", key.address);
         onion_key_clear(&key);
     }
@@ -234,8 +236,8 @@ int keycmd_import_key(const char *config_path, const char *service, const char *
         fprintf(errf, "import-key: %s: %s\n", src, strerror(errno));
         rc = -1;
     } else {
-        rc = S_ISDIR(st.st_mode) ? keys_import(src, k.sc->key_dir, address, err, sizeof(err))
-                                 : keycmd_import_file(src, k.sc->key_dir, address, err, sizeof(err));
+        rc = S_ISDIR(st.st_mode) ? keys_import_mode(src, k.sc->key_dir, k.sc->mode, address, err, sizeof(err))
+                                 : keycmd_import_file(src, k.sc->key_dir, k.sc->mode, address, err, sizeof(err));
         if (rc < 0)
             fprintf(errf, "import-key: %s\n", err);
     }

@@ -55,8 +55,13 @@
  *    which no longer marks) creates the marker by hand, as with old tor.
  *  - A directory without the marker that tor never used (keys only: mkp224o output, a fresh copy) is
  *    accepted and marked on first use.
- *  onionfront only runs single onions, so the opposite case (c) never arises here; tools that also run
- *  anonymous services should refuse marked directories.
+ *  Anonymous services (per-service modes, config.h) take the opposite side of the same rule:
+ *  - A directory with the marker was a single onion's: its key is tied to this server's location, so it
+ *    never serves an anonymous service (refused: the service needs a new key). tor 0.4.9 would accept it
+ *    (case (c) above).
+ *  - A directory without the marker is accepted; if tor never used it, it is claimed at once the way tor
+ *    claims it (an empty authorized_clients/), so that from then on the single-onion rule above refuses
+ *    it. A new anonymous key is written into such a directory, never with the marker.
  */
 #include "sidecar/keys.h"
 
@@ -98,8 +103,7 @@ static const char *keys_dir_use_str(enum keys_dir_use u)
     return "?";
 }
 
-/* RFC 4648 base32, lowercase, no padding; `len` * 8 must be a multiple of 5 (35 bytes -> 56 chars). */
-static void keys_base32(const unsigned char *in, size_t len, char *out)
+void keys_base32(const unsigned char *in, size_t len, char *out)
 {
     static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz234567";
     unsigned int acc = 0;
@@ -115,6 +119,8 @@ static void keys_base32(const unsigned char *in, size_t len, char *out)
         }
         acc &= (1u << bits) - 1; /* keep only the unused bits */
     }
+    if (bits > 0) /* the last character: the remaining bits, zero-padded */
+        out[o++] = alphabet[(acc << (5 - bits)) & 31];
     out[o] = '\0';
 }
 
@@ -431,12 +437,21 @@ static int keys_dir_use_get(const char *dir, enum keys_dir_use *use, char *err, 
     return 0;
 }
 
-/* Apply the anonymity rule to `dir` holding the key for `address`. Return 0 if it may be used as a
- * single onion, -1 with a message if not. */
-static int keys_check_rule(const char *dir, enum keys_dir_use use, const char *address, char *err,
-                           size_t errlen)
+/* Apply the anonymity rule to `dir` holding the key for `address`, for a service of `mode`. Return 0 if
+ * it may be used, -1 with a message if not. */
+static int keys_check_rule(const char *dir, enum keys_dir_use use, const char *address, enum service_mode mode,
+                           char *err, size_t errlen)
 {
-    if (use != KEYS_DIR_USED_UNMARKED)
+    if (mode == SERVICE_MODE_ANONYMOUS && use == KEYS_DIR_MARKED) {
+        snprintf(err, errlen,
+                 "%s: refusing to use %s.onion as an anonymous service: this directory was a single onion "
+                 "service's (it has %s), so its key is tied to this server's location. An anonymous service "
+                 "needs a key that was never a single onion's: give it a new key (onionfront new-key SERVICE, or "
+                 "another key_dir)",
+                 dir, address, KEYS_POISON_FILE);
+        return -1;
+    }
+    if (mode == SERVICE_MODE_ANONYMOUS || use != KEYS_DIR_USED_UNMARKED)
         return 0;
     snprintf(err, errlen,
              "%s: refusing to use %s.onion as a single onion service: this directory was %s "
@@ -447,8 +462,16 @@ static int keys_check_rule(const char *dir, enum keys_dir_use use, const char *a
     return -1;
 }
 
-static int keys_write_marker(const char *dir, char *err, size_t errlen)
+/* Mark `dir` as used by a service of `mode`: a single onion's gets the marker; an anonymous service's
+ * gets an empty authorized_clients/ (0700), the trace tor leaves, which the single-onion rule refuses. */
+static int keys_write_marker(const char *dir, enum service_mode mode, char *err, size_t errlen)
 {
+    char path[4096];
+    if (mode == SERVICE_MODE_ANONYMOUS)
+        return keys_path(path, sizeof path, dir, "authorized_clients", err, errlen) < 0 ||
+                       fs_ensure_private_dir(path, NULL, err, errlen) < 0
+                   ? -1
+                   : 0;
     /* Empty, 0600: what tor <= 0.4.5 wrote (O_CREAT|O_TRUNC, 0600, nothing written). */
     return fs_write_atomic(dir, KEYS_POISON_FILE, "", 0, 0600, err, errlen);
 }
@@ -456,13 +479,14 @@ static int keys_write_marker(const char *dir, char *err, size_t errlen)
 /* Write `k` into the private directory `dir`: marker first (a directory never holds unmarked keys we
  * wrote), then public key and hostname, the secret key last (so an interrupted write never leaves a
  * secret key whose public half is missing, and keys_read_dir refuses the half-written state). */
-static int keys_write_dir(const char *dir, const struct onion_key *k, char *err, size_t errlen)
+static int keys_write_dir(const char *dir, const struct onion_key *k, enum service_mode mode, char *err,
+                          size_t errlen)
 {
     unsigned char buf[KEYS_SECRET_FILE_LEN];
     char host[KEYS_ADDRESS_SIZE + 8];
     int ret = -1;
 
-    if (keys_write_marker(dir, err, errlen) < 0)
+    if (keys_write_marker(dir, mode, err, errlen) < 0)
         return -1;
     memcpy(buf, keys_public_header, KEYS_HEADER_LEN);
     memcpy(buf + KEYS_HEADER_LEN, k->public_key, 32);
@@ -525,13 +549,14 @@ done:
 }
 
 /* Load the non-empty strict directory `dir` already read into `out`: apply the rule, mark if unused. */
-static int keys_finish_load(const char *dir, struct onion_key *out, char *err, size_t errlen)
+static int keys_finish_load(const char *dir, enum service_mode mode, struct onion_key *out, char *err,
+                            size_t errlen)
 {
     enum keys_dir_use use;
 
     if (keys_dir_use_get(dir, &use, err, errlen) < 0 ||
-        keys_check_rule(dir, use, out->address, err, errlen) < 0 ||
-        (use == KEYS_DIR_UNUSED && keys_write_marker(dir, err, errlen) < 0)) {
+        keys_check_rule(dir, use, out->address, mode, err, errlen) < 0 ||
+        (use == KEYS_DIR_UNUSED && keys_write_marker(dir, mode, err, errlen) < 0)) {
         onion_key_clear(out);
         return -1;
     }
@@ -539,6 +564,11 @@ static int keys_finish_load(const char *dir, struct onion_key *out, char *err, s
 }
 
 int keys_load(const char *dir, struct onion_key *out, char *err, size_t errlen)
+{
+    return keys_load_mode(dir, SERVICE_MODE_SINGLE, out, err, errlen);
+}
+
+int keys_load_mode(const char *dir, enum service_mode mode, struct onion_key *out, char *err, size_t errlen)
 {
     bool empty;
 
@@ -549,10 +579,16 @@ int keys_load(const char *dir, struct onion_key *out, char *err, size_t errlen)
                  KEYS_SECRET_FILE);
         return -1;
     }
-    return keys_finish_load(dir, out, err, errlen);
+    return keys_finish_load(dir, mode, out, err, errlen);
 }
 
 int keys_load_or_create(const char *dir, struct onion_key *out, bool *created, char *err, size_t errlen)
+{
+    return keys_load_or_create_mode(dir, SERVICE_MODE_SINGLE, out, created, err, errlen);
+}
+
+int keys_load_or_create_mode(const char *dir, enum service_mode mode, struct onion_key *out, bool *created,
+                             char *err, size_t errlen)
 {
     bool empty;
 
@@ -563,12 +599,18 @@ int keys_load_or_create(const char *dir, struct onion_key *out, bool *created, c
     if (keys_read_dir(dir, true, out, &empty, err, errlen) < 0)
         return -1;
     if (!empty)
-        return keys_finish_load(dir, out, err, errlen);
+        return keys_finish_load(dir, mode, out, err, errlen);
 
-    /* No key at all: a new key has never been used anywhere, whatever else the directory holds. */
+    /* No key at all: a new key has never been used anywhere, whatever else the directory holds. But a
+     * single onion's marker stays: an anonymous key is never written next to it. */
+    enum keys_dir_use use;
+    if (mode == SERVICE_MODE_ANONYMOUS &&
+        (keys_dir_use_get(dir, &use, err, errlen) < 0 ||
+         keys_check_rule(dir, use, "(a new key)", mode, err, errlen) < 0))
+        return -1;
     if (keys_generate(out, err, errlen) < 0)
         return -1;
-    if (keys_write_dir(dir, out, err, errlen) < 0) {
+    if (keys_write_dir(dir, out, mode, err, errlen) < 0) {
         onion_key_clear(out);
         return -1;
     }
@@ -578,6 +620,11 @@ int keys_load_or_create(const char *dir, struct onion_key *out, bool *created, c
 }
 
 int keys_install(const struct onion_key *k, const char *dst, char *err, size_t errlen)
+{
+    return keys_install_mode(k, dst, SERVICE_MODE_SINGLE, err, errlen);
+}
+
+int keys_install_mode(const struct onion_key *k, const char *dst, enum service_mode mode, char *err, size_t errlen)
 {
     struct onion_key d;
     bool empty;
@@ -598,9 +645,9 @@ int keys_install(const struct onion_key *k, const char *dst, char *err, size_t e
             goto done;
         }
         /* Same key already there: the rule and the marker as on load. */
-        if (keys_finish_load(dst, &d, err, errlen) < 0)
+        if (keys_finish_load(dst, mode, &d, err, errlen) < 0)
             goto done;
-    } else if (keys_write_dir(dst, k, err, errlen) < 0) {
+    } else if (keys_write_dir(dst, k, mode, err, errlen) < 0) {
         goto done;
     }
     ret = 0;
@@ -610,6 +657,12 @@ done:
 }
 
 int keys_import(const char *src, const char *dst, char *address_out, char *err, size_t errlen)
+{
+    return keys_import_mode(src, dst, SERVICE_MODE_SINGLE, address_out, err, errlen);
+}
+
+int keys_import_mode(const char *src, const char *dst, enum service_mode mode, char *address_out, char *err,
+                     size_t errlen)
 {
     struct onion_key s;
     enum keys_dir_use use;
@@ -623,9 +676,9 @@ int keys_import(const char *src, const char *dst, char *address_out, char *err, 
                  KEYS_SECRET_FILE, src);
         goto done;
     }
-    if (keys_dir_use_get(src, &use, err, errlen) < 0 || keys_check_rule(src, use, s.address, err, errlen) < 0)
+    if (keys_dir_use_get(src, &use, err, errlen) < 0 || keys_check_rule(src, use, s.address, mode, err, errlen) < 0)
         goto done;
-    if (keys_install(&s, dst, err, errlen) < 0)
+    if (keys_install_mode(&s, dst, mode, err, errlen) < 0)
         goto done;
     if (address_out)
         memcpy(address_out, s.address, KEYS_ADDRESS_SIZE);

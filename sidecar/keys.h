@@ -17,6 +17,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "sidecar/config.h"
+
 #define KEYS_ADDRESS_LEN 56                      /* base32 characters, without ".onion" */
 #define KEYS_ADDRESS_SIZE (KEYS_ADDRESS_LEN + 1) /* with the NUL */
 
@@ -41,6 +43,10 @@ struct onion_key {
  * Return 0, or -1 if the hash fails. */
 int onion_address_from_pubkey(const unsigned char pk[32], char out[KEYS_ADDRESS_SIZE]);
 
+/* RFC 4648 base32 of `len` bytes of `in` into `out` (len * 8 / 5 rounded up, plus the NUL), lowercase, no
+ * padding; unused low bits of the last character are zero (35 bytes -> 56 chars, 32 -> 52). */
+void keys_base32(const unsigned char *in, size_t len, char *out);
+
 /* Load the key directory `dir` for use by a single onion service and fill `out` (secret included).
  * Checks: `dir` is 0700 and ours; the secret key file has no group/other bits; the public key and
  * hostname files are not group/other-writable (mkp224o writes them 0644); headers and sizes; the
@@ -55,6 +61,17 @@ int keys_load(const char *dir, struct onion_key *out, char *err, size_t errlen);
  * atomically with mode 0600). `*created` (if not NULL) tells whether a key was generated. A directory
  * with some key files but not the secret key is refused, never overwritten. */
 int keys_load_or_create(const char *dir, struct onion_key *out, bool *created, char *err, size_t errlen);
+
+/* The same four for a service of `mode` (per-service modes, keys.c's top comment): the functions above
+ * are SERVICE_MODE_SINGLE. For SERVICE_MODE_ANONYMOUS a directory with the single-onion marker is refused
+ * (never created next to it either), an unused one is claimed with an empty authorized_clients/, and
+ * nothing gets the marker. */
+int keys_load_mode(const char *dir, enum service_mode mode, struct onion_key *out, char *err, size_t errlen);
+int keys_load_or_create_mode(const char *dir, enum service_mode mode, struct onion_key *out, bool *created,
+                             char *err, size_t errlen);
+int keys_install_mode(const struct onion_key *k, const char *dst, enum service_mode mode, char *err, size_t errlen);
+int keys_import_mode(const char *src, const char *dst, enum service_mode mode, char *address_out, char *err,
+                     size_t errlen);
 
 /* `onionfront import-key`: validate the key directory `src` (formats and consistency as keys_load;
  * its permissions are not checked, since it may be a backup copy, but onionfront's anonymity rule

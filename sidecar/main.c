@@ -3,7 +3,6 @@
  * their per-tor state in worker.c, the data path in proxy.c (with health_set.c), the status socket's
  * documents in report.c, the subcommands in cli.c. */
 #include <event2/event.h>
-#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,7 +12,6 @@
 
 #include "sidecar/cli.h"
 #include "sidecar/config.h"
-#include "sidecar/fsutil.h"
 #include "sidecar/health_set.h"
 #include "sidecar/log.h"
 #include "sidecar/metrics_http.h"
@@ -40,7 +38,7 @@ struct daemon {
     struct config *conf;
     struct proc_mgr *procs;
     struct service_ids *ids;                    /* each service's name, key and address, for all tors */
-    struct workerset *workers; /* the tors (tor.instances), each hosting every service */
+    struct workerset *workers; /* the tors: tor.instances single-onion ones, and the anonymous services' */
     struct probe *probe;       /* the end-to-end probe and its client tor */
     struct ob_frontend *ob;    /* Onionbalance's frontend and its tor (nothing runs without a frontend) */
     struct proxy *proxy;               /* the data path and its backend pools */
@@ -72,9 +70,8 @@ static struct report_src daemon_report_src(const struct daemon *d)
 {
     size_t n = 0;
     struct worker *const *ws = d->workers ? workerset_list(d->workers, &n) : NULL;
-    return (struct report_src){d->conf,   d->ids,          ws,       n,
-                               d->proxy,  d->status,       d->metrics_http, d->probe,
-                               d->started_wall, d->started, d->shutting_down, d->ob};
+    return (struct report_src){d->conf, d->ids, ws, n, d->proxy, d->status, d->metrics_http, d->probe,
+                               workerset_roll(d->workers), d->started_wall, d->started, d->shutting_down, d->ob};
 }
 
 /* ---- systemd notification and Onion-Location files ------------------------------------------------- */
@@ -154,11 +151,19 @@ static int daemon_reload_cb(void *arg, char *msg, size_t msglen)
     if (d->ready_sent)
         sdnotify_update(d->notify, "RELOADING=1\n", "reloading %s", d->config_path);
     struct report_src r = daemon_report_src(d);
-    struct reload_parts parts = {d->ids, r.workers, r.n_workers, d->proxy, d->onionloc, d->status, d->probe, d->ob};
+    struct reload_parts parts = {d->ids, r.workers, r.n_workers, d->proxy, d->onionloc, d->status, d->probe, d->ob,
+                                 d->workers};
     int rc = reload_apply(&parts, d->config_path, &d->conf, msg, msglen);
     if (d->ready_sent)
         daemon_update_status(d, "READY=1\n");
     return rc;
+}
+
+/* The status socket's "restart-tor": a rolling restart of the tors (workerset.h). */
+static int daemon_restart_tor_cb(void *arg, char *msg, size_t msglen)
+{
+    struct daemon *d = arg;
+    return workerset_restart_tor(d->workers, d->conf, "requested by restart-tor", msg, msglen);
 }
 
 static void daemon_signal_cb(evutil_socket_t sig, short what, void *arg)
@@ -176,9 +181,11 @@ static void daemon_signal_cb(evutil_socket_t sig, short what, void *arg)
 
 /* ---- the workers' reports ------------------------------------------------------------------------ */
 
+/* Ready or lost: the onion's reachability through this tor changed (at once: not at the next poll). */
 static void daemon_worker_ready(struct worker *w, void *arg)
 {
     (void)w;
+    daemon_sync_reachability(arg);
     daemon_update_status(arg, NULL);
 }
 
@@ -196,10 +203,8 @@ static void daemon_worker_bootstrapped(struct worker *w, void *arg)
 
 static void daemon_worker_lost(struct worker *w, const char *why, void *arg)
 {
-    (void)w;
     (void)why;
-    daemon_sync_reachability(arg); /* at once: the onion is not reachable while its tor is away */
-    daemon_update_status(arg, NULL);
+    daemon_worker_ready(w, arg);
 }
 
 static void daemon_worker_failed(struct worker *w, const char *why, void *arg)
@@ -283,6 +288,7 @@ static int daemon_create(struct daemon *d)
         .metrics = daemon_metrics_text_cb,
         .reload = daemon_reload_cb,
         .log_level = log_override,
+        .restart_tor = daemon_restart_tor_cb,
     };
     char nerr[256];
     d->base = event_base_new();
@@ -325,13 +331,7 @@ oom:
  * onionfront on the same config), the data path's sockets, then the tors. Return 0, or -1 with err. */
 static int daemon_start(struct daemon *d, char *err, size_t errlen)
 {
-    /* The state directory and the default parent of the key directories; tor.c adds the rest. */
-    char keys_dir[PATH_MAX];
-    snprintf(keys_dir, sizeof(keys_dir), "%s/keys", d->conf->state_dir);
-    if (fs_ensure_private_dir(d->conf->state_dir, NULL, err, errlen) < 0 ||
-        fs_ensure_private_dir(keys_dir, NULL, err, errlen) < 0 || service_ids_load_keys(d->ids, err, errlen) < 0)
-        return -1;
-    if (workerset_prepare(d->workers, d->conf, err, errlen) < 0)
+    if (service_ids_start(d->ids, err, errlen) < 0 || workerset_prepare(d->workers, d->conf, err, errlen) < 0)
         return -1;
     if (status_server_listen(d->status, &d->conf->status, d->conf->run_dir, err, errlen) < 0 ||
         onionloc_listen(d->onionloc, &d->conf->onion_location, err, errlen) < 0 ||
@@ -360,7 +360,7 @@ static int cmd_run(const char *config_path)
         return 1;
     }
     reload_set_log_level(d.conf);
-    single_onion_warn(d.conf->n_services);
+    single_onion_warn(d.conf); /* names exactly the services that are not location-hidden */
     proc_raise_fd_limit();
     if (daemon_create(&d) < 0) {
         daemon_free(&d);

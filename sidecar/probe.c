@@ -496,7 +496,7 @@ static void probe_tor_failed_cb(struct tor_sup *t, const char *why, void *arg)
 {
     (void)t;
     (void)arg;
-    log_error("probe tor: %s", why);
+    log_error("probe: the client tor failed: %s", why);
 }
 
 static void probe_tor_nop_cb(struct tor_sup *t, void *arg)

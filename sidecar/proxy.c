@@ -27,6 +27,7 @@
 #include "sidecar/log.h"
 #include "sidecar/metrics.h"
 #include "sidecar/proxyproto.h"
+#include "sidecar/clock.h"
 #include "sidecar/splice_pump.h"
 
 #define PROXY_CIRC_BUCKETS 256
@@ -34,9 +35,11 @@
 #define PROXY_ACCEPT_PAUSE_MS 200 /* after an accept error such as EMFILE, before accepting again */
 #define PROXY_SUN_PATH_MAX sizeof(((struct sockaddr_un *)0)->sun_path)
 
-struct proxy_circ { /* streams open on one port for one circuit */
+struct proxy_circ { /* one circuit on one port: its open streams and its new-stream token bucket */
     uint32_t id;
     unsigned streams;
+    uint64_t tokens_milli; /* circuit_stream_rate's bucket, in thousandths of a stream */
+    uint64_t refill_at;    /* clock_now_ms of the last refill */
     struct proxy_circ *next;
 };
 
@@ -59,7 +62,7 @@ struct proxy_port {
     unsigned circuits;
     unsigned streams_active;
     uint64_t streams_total, rejected_header, rejected_circuit_limit, rejected_no_backend, connect_failures;
-    uint64_t rejected_stream_limit;
+    uint64_t rejected_stream_limit, rejected_circuit_rate, closed_idle;
     uint64_t streams_spliced; /* streams that moved to splice pumps */
     uint64_t bytes_to_backend, bytes_to_tor; /* counted as read, while streams run */
     bool warned_foreign_line;
@@ -104,6 +107,8 @@ struct proxy_stream {
     enum stream_state state;
     struct bufferevent *bev[2]; /* [SIDE_CLIENT] tor's connection, [SIDE_SERVER] the backend's */
     struct event *ev;           /* the header and connect deadlines; after close, the deferred free */
+    struct event *idle_ev;      /* idle_timeout (if set): checks active_at once the stream is open */
+    uint64_t active_at;         /* clock_now_ms of the last byte read from either side (with idle_ev) */
     uint32_t circuit_id;        /* 0: unknown */
     bool counted;               /* counted in port->circs */
     struct backend *backend;    /* the current attempt or the connected backend (stream started) */
@@ -137,41 +142,60 @@ static unsigned proxy_circ_bucket(uint32_t id)
     return (unsigned)((id * 2654435761u) >> 24) % PROXY_CIRC_BUCKETS;
 }
 
-static struct proxy_circ *proxy_circ_find(struct proxy_port *pp, uint32_t id)
+/* Refill `c`'s bucket (port `pc`) up to now; true if it is full (a record without streams may go). */
+static bool proxy_circ_refill(struct proxy_circ *c, const struct port_conf *pc, uint64_t now)
 {
-    for (struct proxy_circ *c = pp->circs[proxy_circ_bucket(id)]; c; c = c->next)
-        if (c->id == id)
-            return c;
-    return NULL;
+    uint64_t cap = (uint64_t)pc->circuit_stream_burst * 1000;
+    uint64_t add = (now - c->refill_at) * pc->circuit_stream_rate; /* ms x streams/s = milli-streams */
+    c->tokens_milli = c->tokens_milli + add >= cap ? cap : c->tokens_milli + add;
+    c->refill_at = now;
+    return c->tokens_milli >= cap;
 }
 
-static int proxy_circ_inc(struct proxy_port *pp, uint32_t id)
+/* Circuit `id`'s record on `pp`, made (with a full bucket) if there is none. On the way, records without
+ * streams whose bucket has refilled are dropped from the chain: they would start full anyway. NULL if
+ * out of memory. */
+static struct proxy_circ *proxy_circ_get(struct proxy_port *pp, const struct port_conf *pc, uint32_t id,
+                                         uint64_t now)
 {
-    struct proxy_circ *c = proxy_circ_find(pp, id);
-    if (!c) {
-        if (!(c = calloc(1, sizeof(*c))))
-            return -1;
-        unsigned b = proxy_circ_bucket(id);
-        c->id = id;
-        c->next = pp->circs[b];
-        pp->circs[b] = c;
-        pp->circuits++;
+    struct proxy_circ **pc_link = &pp->circs[proxy_circ_bucket(id)], *found = NULL;
+    while (*pc_link) {
+        struct proxy_circ *c = *pc_link;
+        if (c->id == id) {
+            found = c;
+        } else if (c->streams == 0 && proxy_circ_refill(c, pc, now)) {
+            *pc_link = c->next;
+            free(c);
+            continue;
+        }
+        pc_link = &c->next;
     }
-    c->streams++;
-    return 0;
+    if (found || !(found = calloc(1, sizeof(*found))))
+        return found;
+    found->id = id;
+    found->tokens_milli = (uint64_t)pc->circuit_stream_burst * 1000;
+    found->refill_at = now;
+    found->next = pp->circs[proxy_circ_bucket(id)];
+    pp->circs[proxy_circ_bucket(id)] = found;
+    return found;
 }
 
+/* One stream of circuit `id` ended. Its record stays while its bucket is not full (so a circuit cannot
+ * reset its rate by letting its streams end), else it goes. */
 static void proxy_circ_dec(struct proxy_port *pp, uint32_t id)
 {
-    struct proxy_circ **pc = &pp->circs[proxy_circ_bucket(id)];
-    for (; *pc; pc = &(*pc)->next) {
-        struct proxy_circ *c = *pc;
+    const struct port_conf *pc = backend_pool_port(pp->pool);
+    struct proxy_circ **link = &pp->circs[proxy_circ_bucket(id)];
+    for (; *link; link = &(*link)->next) {
+        struct proxy_circ *c = *link;
         if (c->id != id)
             continue;
         if (--c->streams == 0) {
-            *pc = c->next;
-            free(c);
             pp->circuits--;
+            if (pc->circuit_stream_rate == 0 || proxy_circ_refill(c, pc, clock_now_ms())) {
+                *link = c->next;
+                free(c);
+            }
         }
         return;
     }
@@ -210,6 +234,8 @@ static void stream_free(struct proxy_stream *s, bool may_free_port)
             bufferevent_free(s->bev[i]);
     if (s->ev)
         event_free(s->ev);
+    if (s->idle_ev)
+        event_free(s->idle_ev);
     stream_release_failed(s);
     if (s->backend)
         backend_stream_end(s->backend, s->bytes_in, s->bytes_out);
@@ -249,6 +275,8 @@ static void stream_close(struct proxy_stream *s)
     for (int i = 0; i < 2; i++)
         if (s->pipe[i].pump)
             splice_pump_stop(s->pipe[i].pump);
+    if (s->idle_ev)
+        event_del(s->idle_ev);
     event_del(s->ev);
     event_active(s->ev, EV_TIMEOUT, 1);
 }
@@ -333,6 +361,28 @@ static void stream_enable_write(struct bufferevent *bev)
         bufferevent_enable(bev, EV_WRITE);
 }
 
+/* idle_timeout: close the stream if no byte was read from either side for that long, else look again
+ * when it would be. */
+static void stream_idle_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct proxy_stream *s = arg;
+    const struct port_conf *pc = backend_pool_port(s->port->pool);
+    uint64_t limit = (uint64_t)pc->idle_timeout_s * 1000, now = clock_now_ms();
+    (void)fd;
+    (void)what;
+    if (pc->idle_timeout_s == 0 || s->state != STREAM_OPEN)
+        return;
+    if (now - s->active_at < limit) {
+        struct timeval tv = clock_tv_ms(limit - (now - s->active_at));
+        evtimer_add(s->idle_ev, &tv);
+        return;
+    }
+    s->port->closed_idle++;
+    log_debug("proxy %s: stream %llu: no byte either way for %u s (idle_timeout); closing it", s->port->label,
+              (unsigned long long)s->id, pc->idle_timeout_s);
+    stream_close(s);
+}
+
 static void stream_connected(struct proxy_stream *s)
 {
     struct proxy_port *pp = s->port;
@@ -342,6 +392,11 @@ static void stream_connected(struct proxy_stream *s)
     s->state = STREAM_OPEN;
     log_debug("proxy %s: stream %llu: connected to backend %s", pp->label, (unsigned long long)s->id,
               s->backend->conf.name);
+    if (pc->idle_timeout_s > 0 && (s->idle_ev = evtimer_new(pp->px->base, stream_idle_cb, s))) {
+        struct timeval tv = clock_tv_ms((uint64_t)pc->idle_timeout_s * 1000);
+        s->active_at = clock_now_ms();
+        evtimer_add(s->idle_ev, &tv);
+    }
     for (int i = 0; i < 2; i++) {
         bufferevent_setcb(s->bev[i], stream_read_cb, stream_write_cb, stream_event_cb, s);
         bufferevent_setwatermark(s->bev[i], EV_READ, 0, 0);
@@ -537,6 +592,8 @@ static void stream_pass_eof(struct proxy_stream *s, enum stream_side from)
 /* Count `n` bytes read from side `from` (as they are read, for the port's counters). */
 static void stream_count(struct proxy_stream *s, enum stream_side from, size_t n)
 {
+    if (s->idle_ev)
+        s->active_at = clock_now_ms();
     if (from == SIDE_SERVER) {
         s->bytes_in += n;
         s->port->bytes_to_tor += n;
@@ -768,8 +825,13 @@ static void stream_begin(struct proxy_stream *s, const struct proxyproto_v1 *h)
     }
     s->circuit_id = id;
     if (id != 0) {
-        struct proxy_circ *c = proxy_circ_find(pp, id);
-        if (pc->max_streams_per_circuit > 0 && c && c->streams >= pc->max_streams_per_circuit) {
+        uint64_t now = clock_now_ms();
+        struct proxy_circ *c = proxy_circ_get(pp, pc, id, now);
+        if (!c) {
+            stream_close(s);
+            return;
+        }
+        if (pc->max_streams_per_circuit > 0 && c->streams >= pc->max_streams_per_circuit) {
             pp->rejected_circuit_limit++;
             log_debug("proxy %s: stream %llu: circuit %u has %u streams open (max_streams_per_circuit %u); "
                       "closing it",
@@ -777,10 +839,20 @@ static void stream_begin(struct proxy_stream *s, const struct proxyproto_v1 *h)
             stream_close(s);
             return;
         }
-        if (proxy_circ_inc(pp, id) < 0) {
-            stream_close(s);
-            return;
+        if (pc->circuit_stream_rate > 0) {
+            proxy_circ_refill(c, pc, now);
+            if (c->tokens_milli < 1000) {
+                pp->rejected_circuit_rate++;
+                log_debug("proxy %s: stream %llu: circuit %u opens streams faster than circuit_stream_rate %u/s "
+                          "(burst %u); closing it", pp->label, (unsigned long long)s->id, (unsigned)id,
+                          pc->circuit_stream_rate, pc->circuit_stream_burst);
+                stream_close(s); /* its record stays: the bucket is not full */
+                return;
+            }
+            c->tokens_milli -= 1000;
         }
+        if (c->streams++ == 0)
+            pp->circuits++;
         s->counted = true;
     }
     /* While a backend connects, tor's side keeps being read into its input buffer (at most
@@ -1283,14 +1355,17 @@ json_t *proxy_to_json(const struct proxy *px)
         return NULL;
     for (const struct proxy_port *pp = px ? px->ports : NULL; pp; pp = pp->next) {
         size_t buffered = proxy_port_buffered(pp);
-        json_t *o = json_pack("{s:s, s:i, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "service",
+        json_t *o = json_pack("{s:s, s:i, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+                              "service",
                               pp->service, "virtual_port", (int)pp->virtual_port, "socket", pp->path, "listening",
                               !pp->removed, "streams_active", (json_int_t)pp->streams_active, "streams_total",
                               (json_int_t)pp->streams_total, "circuits_active", (json_int_t)pp->circuits,
                               "rejected_header", (json_int_t)pp->rejected_header, "rejected_circuit_limit",
                               (json_int_t)pp->rejected_circuit_limit, "rejected_no_backend",
                               (json_int_t)pp->rejected_no_backend, "rejected_stream_limit",
-                              (json_int_t)pp->rejected_stream_limit, "connect_failures", (json_int_t)pp->connect_failures,
+                              (json_int_t)pp->rejected_stream_limit, "rejected_circuit_rate",
+                              (json_int_t)pp->rejected_circuit_rate, "closed_idle", (json_int_t)pp->closed_idle,
+                              "connect_failures", (json_int_t)pp->connect_failures,
                               "bytes_to_backend", (json_int_t)pp->bytes_to_backend, "bytes_to_tor",
                               (json_int_t)pp->bytes_to_tor, "buffered_bytes", (json_int_t)buffered, "streams_spliced",
                               (json_int_t)pp->streams_spliced);
@@ -1310,6 +1385,7 @@ enum proxy_metric {
     PM_FAILURES,
     PM_BYTES,
     PM_BUFFERED,
+    PM_IDLE,
 };
 
 static const struct {
@@ -1325,7 +1401,8 @@ static const struct {
                      "Circuits with at least one stream open on the port."},
     [PM_REJECTED] = {"onionfront_proxy_rejected_streams_total", METRICS_COUNTER,
                      "Streams closed before any backend was tried: header = no valid PROXY line in time, "
-                     "circuit_limit = max_streams_per_circuit reached, no_backend = no backend up, "
+                     "circuit_limit = max_streams_per_circuit reached, circuit_rate = the circuit opened "
+                     "streams faster than circuit_stream_rate, no_backend = no backend up, "
                      "stream_limit = limits.max_open_streams reached (over all ports)."},
     [PM_FAILURES] = {"onionfront_proxy_connect_failures_total", METRICS_COUNTER,
                      "Failed connection attempts to backends; each is retried on another usable backend, "
@@ -1334,6 +1411,8 @@ static const struct {
                   "Bytes read from one side to be copied to the other, counted while streams run."},
     [PM_BUFFERED] = {"onionfront_proxy_buffered_bytes", METRICS_GAUGE,
                      "Bytes held in the port's stream buffers, both directions."},
+    [PM_IDLE] = {"onionfront_proxy_idle_closed_total", METRICS_COUNTER,
+                 "Streams closed after idle_timeout without a byte either way."},
 };
 
 /* One sample with the port's labels and, when `key` is not NULL, one more label. */
@@ -1375,7 +1454,11 @@ int proxy_metrics(const struct proxy *px, struct metrics *m)
                      proxy_metric_sample(m, name, labels, "reason", "circuit_limit",
                                          (double)pp->rejected_circuit_limit) ||
                      proxy_metric_sample(m, name, labels, "reason", "no_backend", (double)pp->rejected_no_backend) ||
-                     proxy_metric_sample(m, name, labels, "reason", "stream_limit", (double)pp->rejected_stream_limit);
+                     proxy_metric_sample(m, name, labels, "reason", "stream_limit", (double)pp->rejected_stream_limit) ||
+                     proxy_metric_sample(m, name, labels, "reason", "circuit_rate", (double)pp->rejected_circuit_rate);
+                break;
+            case PM_IDLE:
+                rc = proxy_metric_sample(m, name, labels, NULL, NULL, (double)pp->closed_idle);
                 break;
             case PM_FAILURES:
                 rc = proxy_metric_sample(m, name, labels, NULL, NULL, (double)pp->connect_failures);

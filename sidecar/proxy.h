@@ -17,6 +17,11 @@
  *    streams open over all ports, a new stream is closed as soon as it is accepted, and tor ends it.
  *  - max_streams_per_circuit > 0 (default 64): a circuit with that many streams open on this port gets
  *    the next one closed at once (circuit id 0, "unknown", is not limited).
+ *  - circuit_stream_rate > 0 (default off): each circuit has a token bucket of circuit_stream_burst new
+ *    streams refilled at that rate per second (kept while it refills, even without open streams); a
+ *    stream finding it empty is closed at once (rejected_circuit_rate).
+ *  - idle_timeout > 0 (default off): an open stream with no byte read from either side for that long
+ *    is closed (closed_idle), through the buffers or spliced alike.
  *  - Connect: IP literals and unix sockets directly, host names through evdns on the loop; each attempt
  *    has connect_timeout_ms. A refused, failed or timed-out attempt is a passive failure for that
  *    backend (backend_passive_failure) and the stream moves to another usable backend, which is safe

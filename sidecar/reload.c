@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "sidecar/config.h"
 #include "sidecar/log.h"
@@ -15,6 +16,7 @@
 #include "sidecar/status.h"
 #include "sidecar/torcaps.h"
 #include "sidecar/worker.h"
+#include "sidecar/workerset.h"
 
 /* Log and return why a reload was refused; the running config stays. */
 static int reload_refused(char *msg, size_t msglen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -83,6 +85,11 @@ int reload_apply(const struct reload_parts *p, const char *path, struct config *
         config_free(nc);
         return -1;
     }
+    /* The services are switched: a first anonymous service starts its tor, the last one gone stops it. */
+    int started = p->workerset ? workerset_apply_modes(p->workerset, nc, err, sizeof(err)) : 0;
+    if (started < 0)
+        log_error("reload: the anonymous services' tor: %s", err);
+    tor_changed = tor_changed || started > 0;
     if (p->probe)
         probe_set_config(p->probe, nc);
     if (p->ob)
@@ -92,9 +99,15 @@ int reload_apply(const struct reload_parts *p, const char *path, struct config *
     if (status_server_set_acl(p->status, &nc->status) < 0)
         log_error("reload: out of memory; the status socket keeps its old allowed users and groups");
     reload_set_log_level(nc);
+    bool new_binary = nc->tor.binary && (*conf)->tor.binary && strcmp(nc->tor.binary, (*conf)->tor.binary) != 0;
     config_free(*conf);
     *conf = nc;
-    snprintf(msg, msglen, "applied %s (%s)", path, tor_changed ? "services changed in tor" : "no change for tor");
+    char roll[400] = "the tors use it from their next start";
+    if (new_binary && p->workerset && workerset_binary_reloaded(p->workerset, nc, roll, sizeof(roll)) < 0)
+        log_warnx("reload: tor.binary is now %s, but the tors cannot restart now (%s): run restart-tor later",
+                  nc->tor.binary, roll);
+    snprintf(msg, msglen, "applied %s (%s%s%s)", path, tor_changed ? "services changed in tor" : "no change for tor",
+             new_binary ? "; tor.binary changed: " : "", new_binary ? roll : "");
     log_info("reload: %s", msg);
     return 0;
 }

@@ -2,7 +2,10 @@
  * read and validate it, refuse what needs a restart (config_restart_needed), then apply only the
  * difference in order — the directory hand-over, the data path (new sockets before tor hears of them),
  * the services' identities (every key checked against the address record), each worker (one SETCONF
- * if tor's view changed), Onion-Location, the status socket's ACL, the log level and format. A refused or failed reload leaves the running config in place.
+ * if tor's view changed), the anonymous services' tor started or stopped (workerset_apply_modes),
+ * Onion-Location, the status socket's ACL, the log level and format; a new tor.binary then starts a
+ * rolling restart onto it (workerset_binary_reloaded). A refused or failed reload leaves the running
+ * config in place.
  *
  * Owns nothing: the parts are borrowed for one call. Not the decision when to reload (main.c). */
 #ifndef ONIONFRONT_RELOAD_H
@@ -18,6 +21,7 @@ struct proxy;
 struct service_ids;
 struct status_server;
 struct worker;
+struct workerset;
 
 /* The running parts a reload changes (borrowed). */
 struct reload_parts {
@@ -29,6 +33,8 @@ struct reload_parts {
     struct status_server *status;
     struct probe *probe; /* NULL when no end-to-end probe runs */
     struct ob_frontend *ob; /* Onionbalance's frontend (NULL: none) */
+    struct workerset *workerset; /* starts or stops the anonymous services' tor; a changed tor.binary starts a
+                                    rolling restart onto it; NULL: neither */
 };
 
 /* Reload `path` into the running parts, whose config is *conf. Return 0 with "applied PATH (...)" in

@@ -17,10 +17,12 @@
 #include "sidecar/onionloc.h"
 #include "sidecar/probe.h"
 #include "sidecar/proxy.h"
+#include "sidecar/roll.h"
 #include "sidecar/service.h"
 #include "sidecar/service_id.h"
 #include "sidecar/status.h"
 #include "sidecar/tor.h"
+#include "sidecar/torscrape.h"
 #include "sidecar/verify.h"
 #include "sidecar/version.h"
 #include "sidecar/worker.h"
@@ -42,6 +44,23 @@ static void report_problem(json_t *problems, const char *fmt, ...)
     json_array_append_new(problems, json_string(text));
 }
 
+/* The worker that hosts the i-th service: the first listed tor of its mode (for single onions instance 1,
+ * the tor "status" always showed), else workers[0]. */
+static const struct worker *report_host(const struct report_src *r, size_t i)
+{
+    const struct service_id *id = service_ids_at(r->ids, i);
+    for (size_t k = 0; id && k < r->n_workers; k++)
+        if (worker_mode(r->workers[k]) == id->conf->mode)
+            return r->workers[k];
+    return r->workers[0];
+}
+
+/* How "status" names a worker's tor in a problem: "tor" as always, "anonymous tor" for that one. */
+static const char *report_tor_name(const struct worker *w)
+{
+    return worker_mode(w) == SERVICE_MODE_ANONYMOUS ? "anonymous tor" : "tor";
+}
+
 /* The problems of one worker: its tor's state and mode, and each service's upload, HSDirs, probe and
  * verdict through it (a refused service is reported once, by report_status_json). Counts the services with a confirmed upload in *uploaded (if not NULL). */
 static void report_worker_problems(const struct report_src *r, const struct worker *w, json_t *problems,
@@ -55,15 +74,15 @@ static void report_worker_problems(const struct report_src *r, const struct work
     int boot = tor_sup_bootstrap_progress(tor);
     /* while shutting down, report_status_json says so once instead */
     if (!r->shutting_down && ts == TOR_BOOTSTRAPPING && boot >= 0)
-        report_problem(problems, "tor is bootstrapping (%d %%)", boot);
+        report_problem(problems, "%s is bootstrapping (%d %%)", report_tor_name(w), boot);
     else if (!r->shutting_down && ts != TOR_RUNNING)
-        report_problem(problems, "tor is %s", tor_state_str(ts));
+        report_problem(problems, "%s is %s", report_tor_name(w), tor_state_str(ts));
     if (verify_mode_state(verify) == VERIFY_MODE_VIOLATION)
-        report_problem(problems, "tor is not in single-onion mode: %s", verify_mode_detail(verify));
+        report_problem(problems, "%s", verify_mode_problem(verify));
     for (size_t i = 0; i < service_mgr_count(services); i++) {
         const char *name = service_mgr_name(services, i), *address = service_mgr_address(services, i);
         struct descriptor_counts dc;
-        if (service_id_refusal(service_ids_at(r->ids, i)))
+        if (service_id_refusal(service_ids_at(r->ids, i)) || !service_mgr_hosts(services, i))
             continue;
         if (service_ids_at(r->ids, i)->conf->onionbalance.role == OB_ROLE_FRONTEND)
             continue; /* not on the tors: Onionbalance publishes it (ob_frontend_problems) */
@@ -78,9 +97,9 @@ static void report_worker_problems(const struct report_src *r, const struct work
             if (descriptor_service_counts(descriptors, address, &dc) == 0 && dc.probe_served == 0)
                 report_problem(problems, "service %s: the last fetch probe found its descriptor on no HSDir", name);
         }
-        if (address[0] && verify_service_verdict(verify, address) == VERIFY_NOT_SINGLE_ONION)
-            report_problem(problems, "service %s: not a single onion service (its circuits are mostly multi-hop)",
-                           name);
+        enum verify_verdict v = address[0] ? verify_service_verdict(verify, address) : VERIFY_UNVERIFIED;
+        if (verify_verdict_is_violation(v))
+            report_problem(problems, "service %s: %s", name, verify_verdict_problem(v));
     }
 }
 
@@ -140,8 +159,8 @@ static json_t *report_tor_json(const struct worker *w)
     const char *version = tor_sup_version(tor), *problem = worker_problem(w);
     long pid = tor_sup_pid(tor);
     double up = tor_sup_uptime(tor);
-    return json_pack("{s:I, s:s, s:o, s:o, s:o, s:I, s:o, s:s}", "instance", (json_int_t)worker_instance(w) + 1,
-                     "state", tor_state_str(tor_sup_state(tor)), "bootstrap_progress",
+    return json_pack("{s:I, s:s, s:s, s:o, s:o, s:o, s:I, s:o, s:s}", "instance", (json_int_t)worker_instance(w) + 1,
+                     "kind", service_mode_str(worker_mode(w)), "state", tor_state_str(tor_sup_state(tor)), "bootstrap_progress",
                      boot >= 0 ? json_integer(boot) : json_null(), "version",
                      version[0] ? json_string(version) : json_null(), "pid", pid > 0 ? json_integer(pid) : json_null(),
                      "restarts", (json_int_t)tor_sup_restarts(tor), "uptime_seconds",
@@ -165,7 +184,8 @@ json_t *report_status_json(const struct report_src *r)
             json_array_append_new(problems, json_string(refusal));
     }
     for (size_t k = 0; k < r->n_workers; k++) {
-        report_worker_problems(r, r->workers[k], problems, k == 0 ? &uploaded : NULL);
+        bool counts = k == 0 || worker_mode(r->workers[k]) == SERVICE_MODE_ANONYMOUS; /* each service once */
+        report_worker_problems(r, r->workers[k], problems, counts ? &uploaded : NULL);
         usable = usable || report_tor_usable(tor_sup_state(worker_tor(r->workers[k])));
         json_array_append_new(tors, report_tor_json(r->workers[k]));
     }
@@ -178,22 +198,33 @@ json_t *report_status_json(const struct report_src *r)
     /* "tor": the first tor's row (as with one tor), "tors": every tor's. */
     json_t *tor = report_tor_json(w0);
     json_object_del(tor, "instance");
+    json_object_del(tor, "kind");
     json_object_del(tor, "uptime_seconds");
     json_object_del(tor, "verdict");
     json_object_set_new(tor, "mode", json_string(tor_mode_str(r->conf->tor.mode)));
-    return json_pack("{s:s, s:s, s:I, s:I, s:I, s:o, s:o, s:o, s:{s:I, s:I}}", "state", state, "version",
+    return json_pack("{s:s, s:s, s:I, s:I, s:I, s:o, s:o, s:o, s:o, s:{s:I, s:I}}", "state", state, "version",
                      ONIONFRONT_VERSION, "pid", (json_int_t)getpid(), "started", (json_int_t)r->started_wall,
                      "uptime_seconds", (json_int_t)(now.tv_sec - r->started.tv_sec), "problems", problems, "tor",
-                     tor, "tors", tors, "services", "total", (json_int_t)n, "uploaded", (json_int_t)uploaded);
+                     tor, "tors", tors, "roll", r->roll ? roll_to_json(r->roll) : json_null(), "services", "total",
+                     (json_int_t)n, "uploaded", (json_int_t)uploaded);
 }
 
 json_t *report_services_json(const struct report_src *r)
 {
-    /* The first worker's view of each service (the one tor "status" shows). */
-    const struct worker *w = r->workers[0];
-    json_t *arr = service_mgr_to_json(worker_services(w)), *svc;
+    /* Each service as the tor that hosts it sees it (report_host): the first tor of its mode. */
+    json_t *arr = service_mgr_to_json(worker_services(r->workers[0])), *svc;
     size_t i;
+    for (size_t k = 1; arr && k < r->n_workers; k++) {
+        if (worker_mode(r->workers[k]) == worker_mode(r->workers[0]))
+            continue;
+        json_t *other = service_mgr_to_json(worker_services(r->workers[k]));
+        json_array_foreach(other, i, svc)
+            if (report_host(r, i) == r->workers[k])
+                json_array_set(arr, i, svc);
+        json_decref(other);
+    }
     json_array_foreach(arr, i, svc) {
+        const struct worker *w = report_host(r, i);
         const char *address = service_mgr_address(worker_services(w), i);
         json_t *desc = address[0] ? descriptor_service_to_json(worker_descriptors(w), address) : NULL;
         json_t *ver = address[0] ? verify_service_to_json(worker_verify(w), address) : NULL;
@@ -204,6 +235,11 @@ json_t *report_services_json(const struct report_src *r)
         json_t *ob = ob_frontend_service_json(r->ob, r->conf, service_mgr_name(worker_services(w), i), address);
         if (ob)
             json_object_set_new(svc, "onionbalance", ob);
+        /* tor's own per-service counters (MetricsPort, spawn mode): only what tor exported, else null */
+        json_t *tm = address[0] ? torscrape_service_to_json(worker_scrape(w), address) : NULL;
+        const struct service_conf *sc = config_find_service(r->conf, service_mgr_name(worker_services(w), i));
+        json_object_set_new(svc, "tor_metrics", tm ? tm : json_null());
+        json_object_set_new(svc, "pow_enabled", json_boolean(sc && sc->dos.pow_enabled));
         if (ver) {
             json_object_set(svc, "verdict", json_object_get(ver, "verdict"));
             json_object_set_new(svc, "verify", ver);
@@ -214,7 +250,12 @@ json_t *report_services_json(const struct report_src *r)
 
 json_t *report_circuits_json(const struct report_src *r)
 {
-    return verify_to_json(worker_verify(r->workers[0]));
+    /* The first tor's, and the anonymous services' tor's under "anonymous" while it runs. */
+    json_t *o = verify_to_json(worker_verify(r->workers[0]));
+    for (size_t k = 1; o && k < r->n_workers; k++)
+        if (worker_mode(r->workers[k]) == SERVICE_MODE_ANONYMOUS)
+            json_object_set_new(o, "anonymous", verify_to_json(worker_verify(r->workers[k])));
+    return o;
 }
 
 json_t *report_backends_json(const struct report_src *r)
@@ -246,6 +287,14 @@ fail:
     json_decref(ports);
     json_decref(arr);
     return NULL;
+}
+
+/* The tor_hs values of worker `w`'s tor (torscrape.h), for the services it runs. */
+static int report_tor_hs_metrics(const struct worker *w, struct metrics *m)
+{
+    const char *names[CONFIG_MAX_SERVICES], *addrs[CONFIG_MAX_SERVICES];
+    size_t n = worker_service_list(w, names, addrs);
+    return torscrape_metrics(worker_scrape(w), names, addrs, n, m);
 }
 
 char *report_metrics_text(const struct report_src *r)
@@ -294,9 +343,9 @@ char *report_metrics_text(const struct report_src *r)
         free(pools);
     }
     rc = rc || proxy_metrics(r->proxy, m) < 0 || metrics_http_metrics(r->metrics_http, m) < 0 ||
-         descriptor_metrics(worker_descriptors(w), m) < 0 ||
+         descriptor_metrics(worker_descriptors(w), m) < 0 || report_tor_hs_metrics(w, m) < 0 ||
          verify_metrics(worker_verify(w), m) < 0 || (r->probe && probe_metrics(r->probe, m) < 0) ||
-         ob_frontend_metrics(r->ob, m) < 0;
+         (r->roll && roll_metrics(r->roll, m) < 0) || ob_frontend_metrics(r->ob, m) < 0;
     /* A module with families of its own adds its *_metrics call here. */
     char *text = rc ? NULL : strdup(metrics_text(m, NULL));
     if (!text)
@@ -320,8 +369,9 @@ size_t report_reachability(const struct report_src *r, struct onionloc_entry *ou
                       ? st != LADDER_DOWN && running /* a lost tor withdraws it at once, as before */
                       : workers_service_reachable(r->workers, r->n_workers, id->address);
         up = up && !r->shutting_down && id->address[0] &&
-             verify_service_verdict(worker_verify(r->workers[0]), id->address) != VERIFY_NOT_SINGLE_ONION;
-        out[n] = (struct onionloc_entry){id->conf, id->address, up};
+             !verify_verdict_is_violation(verify_service_verdict(worker_verify(report_host(r, n)), id->address));
+        /* Advertised only where the service asks for it (services[].onion_location). */
+        out[n] = (struct onionloc_entry){id->conf, id->address, up && id->conf->onion_location};
         *reachable += up;
     }
     return n;

@@ -18,6 +18,7 @@ struct metrics_http;
 struct ob_frontend;
 struct probe;
 struct proxy;
+struct roll;
 struct service_ids;
 struct status_server;
 struct worker;
@@ -32,6 +33,7 @@ struct report_src {
     const struct status_server *status; /* may be NULL: no status connection counters */
     const struct metrics_http *metrics_http; /* NULL without metrics.listen: its families stay empty */
     const struct probe *probe;               /* the end-to-end probe (its verdicts, repairs, metrics) */
+    const struct roll *roll;                 /* restart-tor's rolling restart; NULL: shown as null */
     time_t started_wall;                /* Unix time onionfront started */
     struct timespec started;            /* CLOCK_MONOTONIC, for uptime */
     bool shutting_down;
@@ -42,7 +44,8 @@ struct report_src {
  * "problems": tor not bootstrapped, a tor mode violation, a refused service (its key is missing or not
  * the recorded one), a service without a confirmed upload, with
  * failed HSDirs, not found by the fetch probe or not single onion, a port without a backend up), ok —
- * with tor's state. Returns a new reference. */
+ * with tor's state, each tor's row and the rolling restart ("roll": roll_to_json). Returns a new
+ * reference. */
 json_t *report_status_json(const struct report_src *r);
 
 /* "services": service_mgr_to_json, each element (same order as service_mgr_count) with the keys
@@ -62,8 +65,8 @@ json_t *report_backends_json(const struct report_src *r);
 char *report_metrics_text(const struct report_src *r);
 
 /* The Onion-Location files' entries: each service (config order, at most `cap`) with whether it is
- * verified reachable through any worker now (never while shutting down). Return how many, and the
- * reachable ones in *reachable. */
+ * advertised: its onion_location is on and it is verified reachable through any worker now (never while
+ * shutting down). Return how many, and the reachable ones (advertised or not) in *reachable. */
 size_t report_reachability(const struct report_src *r, struct onionloc_entry *out, size_t cap, size_t *reachable);
 
 /* systemd's STATUS= line: stopping, running with `reachable` of the services reachable, tor

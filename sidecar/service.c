@@ -36,6 +36,7 @@ struct service_mgr {
     size_t n;
     struct cp_conn *conn;
     unsigned instance;      /* which tor (instance.h): its copies of the key directories */
+    enum service_mode mode; /* this tor hosts only the services of this mode (workerset.h) */
     struct cp_info foreign; /* the attached tor's own HiddenService* lines, kept in every SETCONF */
     bool foreign_known;     /* `foreign` is this connection's answer: until then no SETCONF may be sent,
                                since it would replace (remove) the tor's own services */
@@ -78,12 +79,17 @@ static const struct service_id *service_id_at(const struct service_mgr *m, size_
     return service_ids_at(m->ids, i);
 }
 
-/* Is the i-th service handed to tor (not refused)? */
+bool service_mgr_hosts(const struct service_mgr *m, size_t i)
+{
+    return i < m->n && service_id_at(m, i)->conf->mode == m->mode;
+}
+
+/* Is the i-th service handed to tor (hosted here, not refused)? */
 static bool service_in_tor(const struct service_mgr *m, size_t i)
 {
     /* An Onionbalance frontend's key is the master key: Onionbalance publishes it, never a tor. */
-    return !service_id_refusal(service_id_at(m, i)) && !m->services[i].copy_bad && !m->services[i].ob_bad &&
-           service_id_at(m, i)->conf->onionbalance.role != OB_ROLE_FRONTEND;
+    return service_mgr_hosts(m, i) && !service_id_refusal(service_id_at(m, i)) && !m->services[i].copy_bad &&
+           !m->services[i].ob_bad && service_id_at(m, i)->conf->onionbalance.role != OB_ROLE_FRONTEND;
 }
 
 void service_mgr_free(struct service_mgr *m)
@@ -114,15 +120,16 @@ int service_mgr_reconfigure(struct service_mgr *m, const struct config *conf, bo
         const struct service_conf *sc = &conf->services[i];
         const struct service_conf *old = config_find_service(m->conf, sc->name);
         const struct service_id *id = service_ids_at(m->ids, i);
+        bool mine = sc->mode == m->mode || (old && old->mode == m->mode); /* another tor's: not this one's view */
         if (old && id->kept) {
             next[i] = m->services[old - m->conf->services]; /* the same service in tor: keeps its state */
-            changed = changed || (!service_id_refusal(id) && !service_conf_tor_equal(old, sc));
+            changed = changed || (mine && !service_id_refusal(id) && !service_conf_tor_equal(old, sc));
         } else {
-            changed = true;
+            changed = changed || mine;
         }
     }
     for (size_t j = 0; j < m->n; j++)
-        changed = changed || !config_find_service(conf, m->conf->services[j].name);
+        changed = changed || (m->conf->services[j].mode == m->mode && !config_find_service(conf, m->conf->services[j].name));
     free(m->services);
     m->services = next;
     m->n = n;
@@ -326,6 +333,8 @@ static void service_publish(struct service_mgr *m)
     for (size_t i = 0; i < m->n; i++) {
         char copy[PATH_MAX];
         m->services[i].copy_bad = false;
+        if (!service_mgr_hosts(m, i))
+            continue; /* another tor's */
         if (!service_ids_verify_key(m->ids, i))
             m->services[i].uploaded = false;
         else if (m->instance > 0 && service_id_at(m, i)->conf->onionbalance.role != OB_ROLE_FRONTEND)
@@ -637,6 +646,11 @@ void service_mgr_set_instance(struct service_mgr *m, unsigned instance)
     m->instance = instance;
 }
 
+void service_mgr_set_mode(struct service_mgr *m, enum service_mode mode)
+{
+    m->mode = mode;
+}
+
 int service_mgr_renew(struct service_mgr *m)
 {
     char err[256];
@@ -700,7 +714,8 @@ json_t *service_mgr_to_json(const struct service_mgr *m)
             }
         char address[80];
         snprintf(address, sizeof(address), "%s.onion", id->address);
-        json_t *o = ports ? json_pack("{s:s, s:o, s:o, s:b, s:I, s:I}", "name", id->conf->name, "address",
+        json_t *o = ports ? json_pack("{s:s, s:s, s:o, s:o, s:b, s:I, s:I}", "name", id->conf->name, "mode",
+                                      service_mode_str(id->conf->mode), "address",
                                       id->address[0] ? json_string(address) : json_null(), "ports", ports,
                                       "uploaded", s->uploaded, "uploads", (json_int_t)s->uploads,
                                       "reapplied", (json_int_t)s->reapplied)
@@ -717,21 +732,23 @@ json_t *service_mgr_to_json(const struct service_mgr *m)
 
 int service_mgr_metrics(const struct service_mgr *m, struct metrics *out)
 {
-    size_t uploaded = 0;
-    for (size_t i = 0; i < m->n; i++)
+    size_t uploaded = 0, hosted = 0;
+    for (size_t i = 0; i < m->n; i++) {
         uploaded += m->services[i].uploaded;
+        hosted += service_mgr_hosts(m, i);
+    }
     if (metrics_family(out, "onionfront_services", METRICS_GAUGE,
                        "Configured onion services by state: uploaded = tor confirmed a descriptor upload, "
                        "pending = not yet.") < 0 ||
         metrics_sample(out, "onionfront_services", (const char *const[]){"state", "uploaded", NULL},
                        (double)uploaded) < 0 ||
         metrics_sample(out, "onionfront_services", (const char *const[]){"state", "pending", NULL},
-                       (double)(m->n - uploaded)) < 0 ||
+                       (double)(hosted - uploaded)) < 0 ||
         metrics_family(out, "onionfront_service_up", METRICS_GAUGE,
                        "1 once tor confirmed a descriptor upload for the service, else 0.") < 0)
         return -1;
     for (size_t i = 0; i < m->n; i++)
-        if (metrics_sample(out, "onionfront_service_up",
+        if (service_mgr_hosts(m, i) && metrics_sample(out, "onionfront_service_up",
                            (const char *const[]){"service", service_id_at(m, i)->conf->name, NULL},
                            m->services[i].uploaded ? 1 : 0) < 0)
             return -1;
@@ -740,7 +757,7 @@ int service_mgr_metrics(const struct service_mgr *m, struct metrics *out)
                        "onionfront handed it back.") < 0)
         return -1;
     for (size_t i = 0; i < m->n; i++)
-        if (metrics_sample(out, "onionfront_service_reapplied_total",
+        if (service_mgr_hosts(m, i) && metrics_sample(out, "onionfront_service_reapplied_total",
                            (const char *const[]){"service", service_id_at(m, i)->conf->name, NULL},
                            (double)m->services[i].reapplied) < 0)
             return -1;

@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "sidecar/config.h"
+
 struct config;
 struct cp_conn;
 struct metrics;
@@ -58,6 +60,14 @@ void service_mgr_unpublish(struct service_mgr *m, void (*done)(void *arg), void 
  * Before service_mgr_attach. A copy that does not hold the service's key leaves that service out (logged). */
 void service_mgr_set_instance(struct service_mgr *m, unsigned instance);
 
+/* Make this manager's tor host only the services of `mode` (workerset.h: the single-onion tors host the
+ * single ones, the anonymous services' tor the anonymous ones; SERVICE_MODE_SINGLE by default). Before
+ * service_mgr_attach. The others stay in the list (indices follow service_ids) but are never handed over. */
+void service_mgr_set_mode(struct service_mgr *m, enum service_mode mode);
+
+/* Does this manager's tor host the i-th service (its mode)? */
+bool service_mgr_hosts(const struct service_mgr *m, size_t i);
+
 /* Make tor build new descriptors for our services now (a standby taking over: rend-spec-v3's revision
  * counter comes from the time a descriptor is built, and HSDirs keep the highest, so re-posting the old
  * one would be refused — TOR-FACTS): one SETCONF without them, then one with them. Their introduction and
@@ -72,7 +82,7 @@ const char *service_mgr_name(const struct service_mgr *m, size_t i);
 bool service_mgr_uploaded(const struct service_mgr *m, size_t i);
 
 /* The services for the status socket, in config order. Returns a new reference (NULL on OOM):
- * [{"name", "address" ("<56 chars>.onion", null before the key is loaded or while refused), "ports":
+ * [{"name", "mode" ("single" or "anonymous"), "address" ("<56 chars>.onion", null before the key is loaded or while refused), "ports":
  *   [{"virtual", "targets": [address as written in the config ...]}], "uploaded" (bool), "uploads"
  *   (confirmed HS_DESC UPLOADED events), "reapplied" (times tor dropped the service, e.g. on a reload, and
  *   it was handed back), "refused" (why, only for a refused service)}]. */

@@ -1,6 +1,7 @@
 /* service_id.c — each service's name, key, address and refusal, kept once (see service_id.h). */
 #include "sidecar/service_id.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include "sidecar/addrbook.h"
 #include "sidecar/clientauth.h"
 #include "sidecar/config.h"
+#include "sidecar/fsutil.h"
 #include "sidecar/log.h"
 
 struct service_ids {
@@ -46,26 +48,50 @@ void service_ids_free(struct service_ids *s)
     free(s);
 }
 
+/* The mode rule: a key never moves between modes. Is `sc`'s recorded address of another mode than `sc`
+ * (the record says which mode each address was given to)? Then put the refusal, naming the service and
+ * what to do (a new key), into `refusal` and return true. */
+static bool service_id_mode_changed(const struct addrbook *book, const struct service_conf *sc, char *refusal,
+                                    size_t refusal_len)
+{
+    enum service_mode was = addrbook_mode(book, sc->name);
+    if (was == sc->mode)
+        return false;
+    snprintf(refusal, refusal_len,
+             "service %s: REFUSED: its mode changed from %s to %s, but %s.onion has been %s (recorded "
+             "in %s), and a key never moves between modes: %s. To make %s %s, give it a new key and address on "
+             "purpose: keep \"mode\": \"%s\" in the config, run onionfront new-key %s, then reload (or start)",
+             sc->name, service_mode_str(was), service_mode_str(sc->mode), addrbook_address(book, sc->name),
+             was == SERVICE_MODE_SINGLE ? "a single onion service" : "an anonymous service", addrbook_path(book),
+             was == SERVICE_MODE_SINGLE
+                 ? "a single onion's key is tied to this server's location, so it must never be an anonymous service"
+                 : "an anonymous service's key must never serve a single onion, which would tie it to this server's "
+                   "location",
+             sc->name, service_mode_str(sc->mode), service_mode_str(sc->mode), sc->name);
+    return true;
+}
+
 /* The one rule for a service's key, against the address record `book` (addrbook.h): a service the record
  * knows must have the recorded key (loaded, never created); a new one gets its key loaded or created,
  * and recorded (*book_changed set). The secret is wiped at once: tor reads the key files itself.
  * Return 1 with the address in `address` (KEYS_ADDRESS_SIZE bytes), 0 if the service is refused (the
  * reason in `refusal`), or -1 with an error naming the service (a new service's key cannot be made). */
 static int service_id_key_only(struct addrbook *book, const struct service_conf *sc, char *address,
-                               bool *book_changed, char *refusal, size_t refusal_len, char *err, size_t errlen)
+                               bool *book_changed, bool *mode_refused, char *refusal, size_t refusal_len, char *err,
+                               size_t errlen)
 {
     struct onion_key key;
     bool created = false;
     char kerr[768];
     if (!addrbook_address(book, sc->name)) {
-        if (keys_load_or_create(sc->key_dir, &key, &created, kerr, sizeof(kerr)) < 0) {
+        if (keys_load_or_create_mode(sc->key_dir, sc->mode, &key, &created, kerr, sizeof(kerr)) < 0) {
             snprintf(err, errlen, "service %s: %s", sc->name, kerr);
             return -1;
         }
         snprintf(address, KEYS_ADDRESS_SIZE, "%s", key.address);
         onion_key_clear(&key);
-        if (addrbook_note_key(book, sc->name, address, created ? ADDRBOOK_CREATED : ADDRBOOK_LOADED, time(NULL),
-                              err, errlen) < 0)
+        if (addrbook_note_key(book, sc->name, address, created ? ADDRBOOK_CREATED : ADDRBOOK_LOADED, sc->mode,
+                              time(NULL), err, errlen) < 0)
             return -1;
         *book_changed = true;
         if (created)
@@ -77,7 +103,9 @@ static int service_id_key_only(struct addrbook *book, const struct service_conf 
                          sc->name, address, addrbook_path(book));
         return 1;
     }
-    int rc = keys_load(sc->key_dir, &key, kerr, sizeof(kerr));
+    if ((*mode_refused = service_id_mode_changed(book, sc, refusal, refusal_len)))
+        return 0;
+    int rc = keys_load_mode(sc->key_dir, sc->mode, &key, kerr, sizeof(kerr));
     enum addrbook_verdict v =
         addrbook_check(book, sc->name, sc->key_dir, rc == 0 ? key.address : NULL, kerr, refusal, refusal_len);
     if (v == ADDRBOOK_SAME)
@@ -86,19 +114,25 @@ static int service_id_key_only(struct addrbook *book, const struct service_conf 
     return v == ADDRBOOK_SAME ? 1 : 0;
 }
 
-/* The key rule above, then the service's client authorization files (clientauth.h): a service whose
+/* The key rule above (*mode_refused: refused by the mode rule), then the service's client authorization files (clientauth.h): a service whose
  * authorized_clients directory cannot be brought in line, or holds a file onionfront did not write, is
  * refused, since tor would ignore a malformed file and might publish it without authorization. */
 static int service_id_key_check(struct addrbook *book, const struct service_conf *sc, char *address,
-                                bool *book_changed, char *refusal, size_t refusal_len, char *err, size_t errlen)
+                                bool *book_changed, bool *mode_refused, char *refusal, size_t refusal_len, char *err,
+                                size_t errlen)
 {
     char cerr[1024];
-    int rc = service_id_key_only(book, sc, address, book_changed, refusal, refusal_len, err, errlen);
-    if (rc == 1 && clientauth_sync(sc, cerr, sizeof(cerr)) < 0) {
+    *mode_refused = false;
+    int rc = service_id_key_only(book, sc, address, book_changed, mode_refused, refusal, refusal_len, err, errlen);
+    int arc = rc == 1 ? clientauth_sync(sc, cerr, sizeof(cerr)) : 0;
+    if (arc < 0) {
         snprintf(refusal, refusal_len, "service %s: REFUSED: client authorization: %s. The other services keep "
                  "running", sc->name, cerr);
         return 0;
     }
+    if (arc == 1)
+        log_notice_f(LOG_SERVICE(sc->name), "service %s: client authorization removed on purpose "
+                     "(drop_client_auth): the service is public now", sc->name);
     return rc;
 }
 
@@ -115,27 +149,33 @@ static int service_ids_book_save(const struct addrbook *book, bool changed, char
 int service_id_prepare_key(const struct config *conf, const struct service_conf *sc, char *err, size_t errlen)
 {
     char address[KEYS_ADDRESS_SIZE], refusal[2048];
-    bool changed = false;
+    bool changed = false, mode_refused;
     struct addrbook *book = addrbook_load(conf->state_dir, err, errlen);
     if (!book)
         return -1;
-    int rc = service_id_key_check(book, sc, address, &changed, refusal, sizeof(refusal), err, errlen);
+    int rc = service_id_key_check(book, sc, address, &changed, &mode_refused, refusal, sizeof(refusal), err, errlen);
     if (rc >= 0 && service_ids_book_save(book, changed, err, errlen) < 0)
         rc = -1;
     addrbook_free(book);
     return rc;
 }
 
-/* Check `id`'s key against `book` and set its address, or its refusal (logged). Return 0 (also when
- * refused), or -1 with an error. */
-static int service_id_load_key(struct service_id *id, struct addrbook *book, bool *book_changed, char *err,
-                               size_t errlen)
+/* Check `id`'s key against `book` and set its address, or its refusal (logged). On a `reload`, a service
+ * whose mode changed is an error instead (the whole reload is refused: the running config stays). Return
+ * 0 (also when refused), or -1 with an error. */
+static int service_id_load_key(struct service_id *id, struct addrbook *book, bool *book_changed, bool reload,
+                               char *err, size_t errlen)
 {
+    bool mode_refused;
     id->refused[0] = '\0';
-    int rc = service_id_key_check(book, id->conf, id->address, book_changed, id->refused, sizeof(id->refused), err,
-                                  errlen);
+    int rc = service_id_key_check(book, id->conf, id->address, book_changed, &mode_refused, id->refused,
+                                  sizeof(id->refused), err, errlen);
     if (rc < 0)
         return -1;
+    if (rc == 0 && reload && mode_refused) {
+        snprintf(err, errlen, "%s", id->refused);
+        return -1;
+    }
     if (rc == 0) {
         id->address[0] = '\0';
         log_error_f(LOG_SERVICE(id->conf->name), "%s", id->refused);
@@ -157,7 +197,7 @@ static int service_ids_check_all(const struct config *conf, struct service_id *i
         struct service_id *id = &ids[i];
         char before[KEYS_ADDRESS_SIZE];
         snprintf(before, sizeof(before), "%s", id->address);
-        rc = service_id_load_key(id, book, &changed, err, errlen);
+        rc = service_id_load_key(id, book, &changed, kept != NULL, err, errlen);
         bool same = kept && kept[i] && strcmp(before, id->address) == 0;
         if (rc == 0 && !id->refused[0] && !same)
             log_info_f(LOG_SERVICE(id->conf->name), "service %s: loaded its key, address %s.onion", id->conf->name,
@@ -172,6 +212,19 @@ static int service_ids_check_all(const struct config *conf, struct service_id *i
 int service_ids_load_keys(struct service_ids *s, char *err, size_t errlen)
 {
     return service_ids_check_all(s->conf, s->ids, s->n, NULL, err, errlen);
+}
+
+int service_ids_start(struct service_ids *s, char *err, size_t errlen)
+{
+    char keys_dir[PATH_MAX];
+    if (snprintf(keys_dir, sizeof(keys_dir), "%s/keys", s->conf->state_dir) >= (int)sizeof(keys_dir)) {
+        snprintf(err, errlen, "state_dir is too long");
+        return -1;
+    }
+    if (fs_ensure_private_dir(s->conf->state_dir, NULL, err, errlen) < 0 ||
+        fs_ensure_private_dir(keys_dir, NULL, err, errlen) < 0)
+        return -1;
+    return service_ids_load_keys(s, err, errlen);
 }
 
 int service_ids_reconfigure(struct service_ids *s, const struct config *conf, char *err, size_t errlen)
@@ -229,7 +282,7 @@ bool service_ids_verify_copy(const struct service_ids *s, size_t i, const char *
     if (i >= s->n || s->ids[i].refused[0])
         return false;
     const struct service_id *id = &s->ids[i];
-    int rc = keys_load(dir, &key, kerr, sizeof(kerr));
+    int rc = keys_load_mode(dir, id->conf->mode, &key, kerr, sizeof(kerr));
     bool same = rc == 0 && strcmp(key.address, id->address) == 0;
     if (rc == 0 && !same)
         snprintf(kerr, sizeof(kerr), "%s holds the key of %s.onion", dir, key.address);
@@ -250,7 +303,7 @@ bool service_ids_verify_key(struct service_ids *s, size_t i)
     struct service_id *id = &s->ids[i];
     if (id->refused[0])
         return false;
-    int rc = keys_load(id->conf->key_dir, &key, kerr, sizeof(kerr));
+    int rc = keys_load_mode(id->conf->key_dir, id->conf->mode, &key, kerr, sizeof(kerr));
     char cerr[1024];
     bool auth_ok = rc == 0 && clientauth_check(id->conf, cerr, sizeof(cerr)) == 0;
     if (rc == 0 && strcmp(key.address, id->address) == 0 && auth_ok) {

@@ -44,6 +44,7 @@ static const char *const status_cmd_names[STATUS_CMD_COUNT_] = {
     [STATUS_CMD_STATUS] = "status",     [STATUS_CMD_SERVICES] = "services", [STATUS_CMD_BACKENDS] = "backends",
     [STATUS_CMD_CIRCUITS] = "circuits", [STATUS_CMD_METRICS] = "metrics",   [STATUS_CMD_RELOAD] = "reload",
     [STATUS_CMD_HELP] = "help",         [STATUS_CMD_LOG_LEVEL] = "log-level",
+    [STATUS_CMD_RESTART_TOR] = "restart-tor",
 };
 
 const char *status_cmd_str(enum status_cmd c)
@@ -91,7 +92,7 @@ static void status_sanitize(char *err)
 
 static const char status_usage[] = "send a JSON object such as {\"cmd\":\"status\"} or a command word "
                                    "(status, services, backends, circuits, metrics, reload, help, "
-                                   "log-level LEVEL [SECONDS])";
+                                   "log-level LEVEL [SECONDS], restart-tor)";
 
 #define STATUS_MAX_SECONDS 604800u /* log-level: a week */
 
@@ -362,20 +363,24 @@ char *status_execute(const struct status_providers *p, const struct status_reque
         free(text);
         break;
     case STATUS_CMD_RELOAD:
-        if (!p->reload) {
+    case STATUS_CMD_RESTART_TOR: {
+        bool reload = req->cmd == STATUS_CMD_RELOAD;
+        int (*act)(void *, char *, size_t) = reload ? p->reload : p->restart_tor;
+        if (!act) {
             snprintf(msg, sizeof(msg), "%s: not available", name);
             break;
         }
-        if (p->reload(p->arg, msg, sizeof(msg)) < 0) {
+        if (act(p->arg, msg, sizeof(msg)) < 0) {
             if (!msg[0])
-                snprintf(msg, sizeof(msg), "reload failed");
+                snprintf(msg, sizeof(msg), "%s failed", name);
             break;
         }
-        result = json_pack("{s:b}", "reloaded", 1);
+        result = json_pack("{s:b}", reload ? "reloaded" : "started", 1);
         if (result && msg[0])
             json_object_set_new(result, "message", json_string(msg)); /* NULL (not UTF-8) is refused */
         msg[0] = '\0';
         break;
+    }
     case STATUS_CMD_HELP:
         result = status_help();
         break;

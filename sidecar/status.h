@@ -21,6 +21,10 @@
  *            metrics                                   result: Prometheus text format 0.0.4, one string
  *            reload                                    result: {"reloaded":true,"message":"..."};
  *                                                      a refused config: ok false, error = why
+ *            restart-tor                               result: {"started":true,"message":"..."}: a
+ *                                                      rolling restart of the tors began (roll.h; it
+ *                                                      runs on, "status" shows it under "roll");
+ *                                                      refused (one runs, a tor is down): ok false
  *            help                                      result: the list of command names
  *            log-level LEVEL [SECONDS]                 result: {"level":LEVEL,"message":"..."}
  *              {"cmd":"log-level","level":"debug","seconds":300}: log at LEVEL (debug, info, notice,
@@ -81,6 +85,7 @@ enum status_cmd {
     STATUS_CMD_RELOAD,
     STATUS_CMD_HELP,
     STATUS_CMD_LOG_LEVEL,
+    STATUS_CMD_RESTART_TOR,
     STATUS_CMD_COUNT_ /* not a command */
 };
 /* The protocol's spelling ("status", "services" ...). */
@@ -101,6 +106,8 @@ struct status_providers {
     int (*reload)(void *arg, char *msg, size_t msglen);
     /* log-level: 0 with what was done in `msg`, or -1 with why not (log_override's contract). */
     int (*log_level)(const char *level, unsigned seconds, char *msg, size_t msglen);
+    /* restart-tor: as reload (reply {"started":true,"message":msg}). */
+    int (*restart_tor)(void *arg, char *msg, size_t msglen);
 };
 
 /* A parsed request line. */

@@ -239,6 +239,23 @@ static void out_duration(struct out *o, long long s)
 
 static void summary_tor(struct out *o, const json_t *tor);
 
+/* restart-tor's line: the running roll's step, else how the last one ended; nothing before the first. */
+static void summary_roll(struct out *o, const json_t *roll)
+{
+    const char *state = jstr(roll, "state");
+    const json_t *last = json_object_get(roll, "last_result");
+    if (state && strcmp(state, "idle") != 0) {
+        long long survivor = jint(roll, "survivor");
+        out_printf(o, "restart-tor: tor %lld of %lld %s", jint(roll, "current"), jint(roll, "total"), state);
+        if (survivor > 0)
+            out_printf(o, " (tor %lld publishes first)", survivor);
+        out_printf(o, ", %lld done (%s)\n", jint(roll, "restarted"), jstr(roll, "why") ? jstr(roll, "why") : "");
+    } else if (json_is_object(last)) {
+        out_printf(o, "restart-tor: last %s: %s\n", json_is_true(json_object_get(last, "ok")) ? "ok" : "failed",
+                   jstr(last, "message") ? jstr(last, "message") : "");
+    }
+}
+
 static void summary_status(struct out *o, const json_t *st)
 {
     const char *state = jstr(st, "state");
@@ -258,13 +275,18 @@ static void summary_status(struct out *o, const json_t *st)
     /* Several tors: one line each ("tor 1: ..."); one tor: "tor: ..." as always. */
     if (json_array_size(tors) > 1) {
         json_array_foreach(tors, k, tor) {
-            out_printf(o, "tor %lld: ", jint(tor, "instance"));
+            const char *kind = jstr(tor, "kind");
+            if (kind && strcmp(kind, "anonymous") == 0)
+                out_printf(o, "anonymous tor: ");
+            else
+                out_printf(o, "tor %lld: ", jint(tor, "instance"));
             summary_tor(o, tor);
         }
     } else if (json_is_object(tor = json_object_get(st, "tor"))) {
         out_printf(o, "tor: ");
         summary_tor(o, tor);
     }
+    summary_roll(o, json_object_get(st, "roll"));
     const json_t *problems = json_object_get(st, "problems");
     size_t i;
     const json_t *p;
@@ -349,6 +371,29 @@ static void summary_onionbalance(struct out *o, const json_t *ob)
     out_printf(o, "; last confirmed upload %s; %lld restarts\n", last ? last : "none", jint(ob, "restarts"));
 }
 
+/* "  dos          PoW on, effort 0, queue 0; introductions 2 (0 rejected); rendezvous 2 (0 failed)": tor's
+ * own numbers (MetricsPort); a value tor did not export is left out, never shown as 0. */
+static void summary_tor_metrics(struct out *o, const json_t *svc)
+{
+    static const struct {
+        const char *key, *fmt;
+    } parts[] = {
+        {"pow_suggested_effort", ", effort %.0f"},      {"pow_queue_length", ", queue %.0f"},
+        {"introductions_received", "; introductions %.0f"}, {"introductions_rejected", " (%.0f rejected)"},
+        {"rendezvous_created", "; rendezvous %.0f"},   {"rendezvous_errors", " (%.0f failed)"},
+    };
+    const json_t *tm = json_object_get(svc, "tor_metrics"), *pow = json_object_get(svc, "pow_enabled");
+    if (!json_is_boolean(pow))
+        return;
+    out_printf(o, "  %-12s PoW %s", "dos", json_is_true(pow) ? "on" : "off");
+    for (size_t i = 0; json_is_object(tm) && i < sizeof(parts) / sizeof(parts[0]); i++) {
+        const json_t *v = json_object_get(tm, parts[i].key);
+        if (json_is_number(v))
+            out_printf(o, parts[i].fmt, json_number_value(v));
+    }
+    out_printf(o, "%s\n", json_is_object(tm) ? "" : " (tor's metrics not read)");
+}
+
 static void summary_service(struct out *o, const json_t *svc, const json_t *backends)
 {
     if (!json_is_object(svc))
@@ -369,6 +414,10 @@ static void summary_service(struct out *o, const json_t *svc, const json_t *back
         out_printf(o, "\n");
     }
 
+    const char *mode = jstr(svc, "mode");
+    if (mode)
+        out_printf(o, "  %-12s %s\n", "mode", strcmp(mode, "anonymous") == 0 ? "anonymous (location-hidden)"
+                                                                            : "single onion (NOT location-hidden)");
     const json_t *ob = json_object_get(svc, "onionbalance");
     if (json_is_object(ob))
         summary_onionbalance(o, ob);
@@ -397,6 +446,7 @@ static void summary_service(struct out *o, const json_t *svc, const json_t *back
     } else if (json_is_boolean(uploaded)) {
         out_printf(o, "  %-12s %s\n", "descriptor", json_is_true(uploaded) ? "uploaded" : "not uploaded yet");
     }
+    summary_tor_metrics(o, svc);
     if (name)
         summary_backends(o, name, backends);
 }

@@ -11,8 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <sys/file.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
@@ -67,13 +70,15 @@ struct tor_sup {
     struct timespec lost_at; /* when that happened */
 
     unsigned instance;       /* which of tor.instances (instance.h): its paths */
-    char label[16];          /* "tor", "tor 2" for the second instance, "probe tor": its log lines' prefix */
+    char label[16];          /* "tor", "tor 2" for the second instance, "tor (probe)": its log lines' prefix
+                              * (never "... tor", so that the service tor's "tor: " lines stay its own) */
     char data_dir[PATH_MAX];
     char torrc_dir[PATH_MAX];
     char control_dir[PATH_MAX];
     char control_socket[PATH_MAX];
     char torrc_path[PATH_MAX];
     char socks_socket[PATH_MAX]; /* TOR_ROLE_PROBE_CLIENT: its SocksPort */
+    unsigned metrics_port;       /* spawned service tor: its MetricsPort on 127.0.0.1, picked at each launch */
 
     struct event *retry_ev;     /* connect retry while STARTING, and restart after BACKOFF */
     struct event *deadline_ev;  /* bootstrap deadline */
@@ -97,15 +102,15 @@ const char *tor_state_str(enum tor_state s)
     return "unknown";
 }
 
-/* A client tor (the probe's, Onionbalance's) is always onionfront's own; the service tor is spawned or
- * attached. */
+/* A client tor (the probe's, Onionbalance's) and the anonymous services' tor are always onionfront's own;
+ * the service tor is spawned or attached. */
 static bool tor_is_spawn(const struct tor_sup *t)
 {
     return t->role != TOR_ROLE_SERVICE || t->conf->tor.mode == TOR_MODE_SPAWN;
 }
 
 /* A client tor's file prefix ("probe": <state_dir>/probe-tor, probe-torrc, <run_dir>/probe/), or NULL for
- * the service tor. */
+ * a tor that runs services (single-onion or anonymous). */
 static const char *tor_client_name(const struct tor_sup *t)
 {
     return t->role == TOR_ROLE_PROBE_CLIENT ? "probe" : t->role == TOR_ROLE_OB_CLIENT ? "ob" : NULL;
@@ -267,16 +272,19 @@ static void tor_deadline_cb(evutil_socket_t fd, short what, void *arg)
 
 /* ---- verification ---- */
 
-/* Why this tor is not fit (single_onion.h's rule), as tor.c has always said it, or NULL. */
-static const char *tor_check_mode(const struct cp_info *conf, const struct cp_info *info)
+/* Why this tor is not fit for its role (single_onion.h's rules), into `out`; false if it is fit. */
+static bool tor_check_mode(const struct tor_sup *t, const struct cp_info *conf, const struct cp_info *info,
+                           char *out, size_t outlen)
 {
     struct single_onion_problem p;
-    if (single_onion_check(conf, info, &p))
-        return NULL;
+    bool anonymous = t->role == TOR_ROLE_ANONYMOUS;
+    if (anonymous ? anonymous_tor_check(conf, info, &p) : single_onion_check(conf, info, &p))
+        return false;
     if (p.listener)
-        return "tor has a client port (SocksPort/TransPort/NATDPort/DNSPort/HTTPTunnelPort) open";
-    return p.key == single_onion_conf_keys[0] ? "HiddenServiceSingleHopMode is not 1"
-                                              : "HiddenServiceNonAnonymousMode is not 1";
+        snprintf(out, outlen, "tor has a client port (SocksPort/TransPort/NATDPort/DNSPort/HTTPTunnelPort) open");
+    else
+        snprintf(out, outlen, "%s is not %s", p.key, p.want);
+    return true;
 }
 
 /* Attach mode: tor only uses key directories its own user owns (measured: SETCONF HiddenServiceDir of
@@ -336,7 +344,8 @@ static void tor_verify_listeners_cb(struct cp_conn *c, const struct cp_reply *r,
         tor_restart_later(t, "cannot parse GETINFO answer");
         return;
     }
-    const char *problem = tor_check_mode(&v->conf, &info);
+    char problem[160];
+    bool unfit = tor_check_mode(t, &v->conf, &info, problem, sizeof(problem));
     const char *ver = cp_info_get(&info, "version");
     if (ver)
         snprintf(t->version, sizeof(t->version), "%s", ver);
@@ -349,11 +358,16 @@ static void tor_verify_listeners_cb(struct cp_conn *c, const struct cp_reply *r,
     cp_info_clear(&info);
     cp_info_clear(&v->conf);
     free(v);
-    if (problem) {
-        char why[256];
-        snprintf(why, sizeof(why), "refusing to use this tor: %s; onionfront only runs single onion "
-                 "services on a tor with HiddenServiceSingleHopMode 1, HiddenServiceNonAnonymousMode 1 "
-                 "and no client ports", problem);
+    if (unfit) {
+        char why[400];
+        if (t->role == TOR_ROLE_ANONYMOUS)
+            snprintf(why, sizeof(why), "refusing to use this tor: %s; onionfront runs anonymous services only "
+                     "on an ordinary tor (HiddenServiceSingleHopMode 0, HiddenServiceNonAnonymousMode 0) without "
+                     "client ports", problem);
+        else
+            snprintf(why, sizeof(why), "refusing to use this tor: %s; onionfront only runs single onion "
+                     "services on a tor with HiddenServiceSingleHopMode 1, HiddenServiceNonAnonymousMode 1 "
+                     "and no client ports", problem);
         if (tor_is_spawn(t))
             tor_restart_later(t, why); /* our own torrc should make this impossible */
         else
@@ -365,7 +379,9 @@ static void tor_verify_listeners_cb(struct cp_conn *c, const struct cp_reply *r,
         tor_fail(t, uid_problem);
         return;
     }
-    log_info("%s: verified single-hop, non-anonymous mode with no client ports (tor %s)", t->label, t->version);
+    log_info("%s: verified %s mode with no client ports (tor %s)", t->label,
+             t->role == TOR_ROLE_ANONYMOUS ? "ordinary (multi-hop, anonymous)" : "single-hop, non-anonymous",
+             t->version);
     tor_handover(t);
 }
 
@@ -439,7 +455,7 @@ static void tor_configure(struct tor_sup *t)
         goto fail;
     }
     free(cmd);
-    if (t->role != TOR_ROLE_SERVICE) {
+    if (tor_client_name(t)) {
         /* An ordinary client: nothing to verify, and it never runs a service. */
         tor_handover(t);
         return;
@@ -615,9 +631,9 @@ static void tor_retry_cb(evutil_socket_t fd, short what, void *arg)
         tor_try_connect(t);
 }
 
-/* Something went wrong with the current tor or connection: tear it down and start again after a
- * growing delay (1, 2, 4 ... restart_backoff_max seconds). */
-static void tor_restart_later(struct tor_sup *t, const char *why)
+/* Something went wrong with the current tor or connection (or a planned restart, logged at `level`):
+ * tear it down and start again after a growing delay (1, 2, 4 ... restart_backoff_max seconds). */
+static void tor_restart_later_at(struct tor_sup *t, enum log_level level, const char *why)
 {
     if (t->stopping || t->state == TOR_FAILED)
         return;
@@ -637,9 +653,15 @@ static void tor_restart_later(struct tor_sup *t, const char *why)
     unsigned max = (unsigned)t->conf->tor.restart_backoff_max;
     t->backoff_s = t->backoff_s == 0 ? 1 : (t->backoff_s * 2 > max ? max : t->backoff_s * 2);
     t->restarts++;
-    log_warnx("%s: %s; %s in %u s", t->label, why, tor_is_spawn(t) ? "restarting tor" : "reconnecting", t->backoff_s);
+    log_msg(level, "%s: %s; %s in %u s", t->label, why, tor_is_spawn(t) ? "restarting tor" : "reconnecting",
+            t->backoff_s);
     tor_set_state(t, TOR_BACKOFF);
     event_add(t->retry_ev, &(struct timeval){t->backoff_s, 0});
+}
+
+static void tor_restart_later(struct tor_sup *t, const char *why)
+{
+    tor_restart_later_at(t, LOG_LVL_WARN, why);
 }
 
 /* tor's command line as onionfront starts it (argv, NULL-terminated): one place, for the launch and for
@@ -692,7 +714,7 @@ static bool tor_leftover_is_ours(const struct tor_sup *t, int pidfd, long pid)
         return false;
 
     uid_t tor_uid = geteuid();
-    if (t->conf->tor.user && t->role == TOR_ROLE_SERVICE) {
+    if (t->conf->tor.user && !tor_client_name(t)) {
         const struct passwd *pw = getpwnam(t->conf->tor.user);
         if (!pw)
             return false;
@@ -782,6 +804,25 @@ static int tor_replace_leftover(struct tor_sup *t, char *err, size_t errlen)
     return 0;
 }
 
+/* A TCP port on 127.0.0.1 that is free now (the kernel's pick for a bound socket, closed again) for
+ * tor's MetricsPort: tor 0.4.9 takes no "auto" there. Another process could take it before tor binds;
+ * then tor fails to start and the restart picks again. Return the port, or 0 with a message. */
+static unsigned tor_pick_loopback_port(char *err, size_t errlen)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(sa);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+        getsockname(fd, (struct sockaddr *)&sa, &len) < 0) {
+        snprintf(err, errlen, "no free port on 127.0.0.1 for tor's MetricsPort: %s", strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return 0;
+    }
+    close(fd);
+    return ntohs(sa.sin_port);
+}
+
 static int tor_write_torrc(struct tor_sup *t, char *err, size_t errlen)
 {
     struct torrc_params p = {
@@ -789,15 +830,20 @@ static int tor_write_torrc(struct tor_sup *t, char *err, size_t errlen)
         .control_socket = t->control_socket,
         .socks_socket = t->socks_socket[0] ? t->socks_socket : NULL, /* Onionbalance's tor: none */
         .controller_pid = getpid(),
-        /* The probe client runs as onionfront's user: its SocksPort lies in onionfront's 0700 run_dir. */
-        .user = t->role == TOR_ROLE_SERVICE ? t->conf->tor.user : NULL,
+        /* Client tors run as onionfront's user: the probe's SocksPort lies in onionfront's 0700 run_dir. */
+        .user = !tor_client_name(t) ? t->conf->tor.user : NULL,
         .extra = (const char *const *)t->conf->tor.extra_torrc,
         .n_extra = t->conf->tor.n_extra_torrc,
     };
     const char *client = tor_client_name(t);
     char name[16];
     snprintf(name, sizeof(name), "%s%storrc", client ? client : "", client ? "-" : "");
-    char *text = torrc_render(client ? torrc_client_template : torrc_template, &p, err, errlen);
+    if (!client && !(p.metrics_port = t->metrics_port = tor_pick_loopback_port(err, errlen)))
+        return -1;
+    const char *tmpl = client ? torrc_client_template
+                       : t->role == TOR_ROLE_ANONYMOUS ? torrc_anonymous_template
+                                                       : torrc_template;
+    char *text = torrc_render(tmpl, &p, err, errlen);
     if (!text)
         return -1;
     int rc = fs_write_atomic(t->torrc_dir, name, text, strlen(text), 0600, err, errlen);
@@ -860,8 +906,9 @@ struct tor_sup *tor_sup_new(struct event_base *base, struct proc_mgr *procs, con
 void tor_sup_set_role(struct tor_sup *t, enum tor_role role)
 {
     t->role = role;
-    snprintf(t->label, sizeof(t->label), "%s", role == TOR_ROLE_PROBE_CLIENT ? "probe tor"
-                                               : role == TOR_ROLE_OB_CLIENT  ? "ob tor"
+    snprintf(t->label, sizeof(t->label), "%s", role == TOR_ROLE_PROBE_CLIENT ? "tor (probe)"
+                                               : role == TOR_ROLE_OB_CLIENT  ? "tor (ob)"
+                                               : role == TOR_ROLE_ANONYMOUS  ? "anonymous tor"
                                                                              : "tor");
 }
 
@@ -871,6 +918,8 @@ void tor_sup_set_role(struct tor_sup *t, enum tor_role role)
 static int tor_paths(struct tor_sup *t, struct instance_paths *ip, char *err, size_t errlen)
 {
     const struct config *c = t->conf;
+    if (t->role == TOR_ROLE_ANONYMOUS)
+        return instance_anonymous_paths(c, ip, err, errlen);
     const char *client = tor_client_name(t);
     if (!client)
         return instance_paths(c, t->instance, ip, err, errlen);
@@ -911,7 +960,8 @@ int tor_sup_start(struct tor_sup *t, char *err, size_t errlen)
         /* tor itself insists on a private DataDirectory; the control socket's directory must be 0700
          * so only onionfront's user can reach the control port. */
         if (fs_ensure_private_dir(c->state_dir, NULL, err, errlen) < 0 ||
-            (!client && instance_make_dirs(c, t->instance, err, errlen) < 0) ||
+            (t->role == TOR_ROLE_SERVICE && instance_make_dirs(c, t->instance, err, errlen) < 0) ||
+            (t->role == TOR_ROLE_ANONYMOUS && fs_ensure_private_dir(ip.dir, NULL, err, errlen) < 0) ||
             fs_ensure_private_dir(t->data_dir, NULL, err, errlen) < 0 ||
             fs_ensure_private_dir(c->run_dir, NULL, err, errlen) < 0 ||
             fs_ensure_private_dir(t->control_dir, NULL, err, errlen) < 0)
@@ -997,9 +1047,19 @@ const char *tor_sup_socks_socket(const struct tor_sup *t)
     return t->socks_socket;
 }
 
+unsigned tor_sup_metrics_port(const struct tor_sup *t)
+{
+    return tor_is_spawn(t) && t->role == TOR_ROLE_SERVICE ? t->metrics_port : 0;
+}
+
 void tor_sup_restart(struct tor_sup *t, const char *why)
 {
     tor_restart_later(t, why);
+}
+
+void tor_sup_restart_planned(struct tor_sup *t, const char *why)
+{
+    tor_restart_later_at(t, LOG_LVL_NOTICE, why);
 }
 
 long tor_sup_pid(const struct tor_sup *t)

@@ -45,6 +45,9 @@ enum tor_role {
     TOR_ROLE_OB_CLIENT,    /* the client tor Onionbalance's frontend drives (ob_frontend.h): like the probe's,
                               with DataDirectory <state_dir>/ob-tor, torrc <state_dir>/ob-torrc, its control
                               socket in <run_dir>/ob/, and no SocksPort */
+    TOR_ROLE_ANONYMOUS,    /* the anonymous services' ordinary tor (workerset.h): always spawned, paths from
+                              instance_anonymous_paths, tor.user and tor.extra_torrc like the service tor,
+                              verified NOT single-hop and without client ports (anonymous_tor_check) */
 };
 
 /* The level of one line of tor's own log ("Dec 03 10:00:00.000 [warn] ..."): its "[err]", "[warn]",
@@ -97,14 +100,20 @@ unsigned tor_sup_restarts(const struct tor_sup *t);
 double tor_sup_uptime(const struct tor_sup *t);          /* seconds since this tor started, -1 unless it is up */
 long tor_sup_pid(const struct tor_sup *t);               /* spawn mode: tor's pid, else -1 */
 long tor_sup_uid(const struct tor_sup *t);               /* the verified tor's uid (process/uid), -1 unknown */
-/* TOR_ROLE_PROBE_CLIENT: the SocksPort's unix socket path (set by tor_sup_start); "" otherwise. */
 /* The control socket's path (set by tor_sup_start). */
 const char *tor_sup_control_socket(const struct tor_sup *t);
+/* TOR_ROLE_PROBE_CLIENT: the SocksPort's unix socket path (set by tor_sup_start); "" otherwise. */
 const char *tor_sup_socks_socket(const struct tor_sup *t);
+/* A spawned service tor: its MetricsPort on 127.0.0.1 (torrc: MetricsPortPolicy accept 127.0.0.1), picked
+ * at each launch; 0 otherwise (attach mode: the operator's tor, whose MetricsPort is not ours to set). */
+unsigned tor_sup_metrics_port(const struct tor_sup *t);
 
 /* Give up on the current tor as if it had hung: kill (spawn) or disconnect (attach), then start again
  * with the usual backoff (logged once at warning with `why`). Nothing while stopping or in backoff. */
 void tor_sup_restart(struct tor_sup *t, const char *why);
+
+/* The same, on purpose (a rolling restart, roll.h): logged at notice instead of warning. */
+void tor_sup_restart_planned(struct tor_sup *t, const char *why);
 
 /* The current control connection when CONFIGURING/BOOTSTRAPPING/RUNNING, else NULL. */
 struct cp_conn *tor_sup_conn(const struct tor_sup *t);

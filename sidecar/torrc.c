@@ -7,6 +7,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What every tor onionfront spawns from a built-in template has: its files, its log on stdout, and a
+ * control socket with cookie authentication, owned by onionfront (it exits when onionfront does). */
+#define TORRC_OWNED_TOR                                                                                       \
+    "DataDirectory @DATA_DIR@\n"                                                                              \
+    "PidFile @DATA_DIR@/tor.pid\n"                                                                            \
+    "RunAsDaemon 0\n"                                                                                         \
+    "Log notice stdout\n"                                                                                     \
+    "ControlPort unix:@CONTROL_SOCKET@\n"                                                                     \
+    "CookieAuthentication 1\n"                                                                                \
+    "__OwningControllerProcess @CONTROLLER_PID@\n"
+
 const char torrc_client_template[] =
     "## torrc for one of onionfront's client tors (the probe's, Onionbalance's), written by onionfront at\n"
     "## every start: an ordinary tor client (never the single-onion tor) that fetches and posts descriptors.\n"
@@ -14,13 +25,25 @@ const char torrc_client_template[] =
     "## ExtendedErrors: SOCKS5 replies name the onion-service stage that failed. Onionbalance's: none.\n"
     "@SOCKS_LINE@\n"
     "ORPort 0\n"
-    "DataDirectory @DATA_DIR@\n"
-    "PidFile @DATA_DIR@/tor.pid\n"
-    "RunAsDaemon 0\n"
-    "Log notice stdout\n"
-    "ControlPort unix:@CONTROL_SOCKET@\n"
-    "CookieAuthentication 1\n"
-    "__OwningControllerProcess @CONTROLLER_PID@\n"
+    TORRC_OWNED_TOR
+    "@EXTRA_TORRC@\n";
+
+const char torrc_anonymous_template[] =
+    "## torrc for onionfront's anonymous tor, written by onionfront at every start: an ordinary tor that\n"
+    "## hosts only the services whose mode is \"anonymous\". They are location-hidden: this tor has no\n"
+    "## single-hop options (tor fixes that mode for a process's life, so single onions run on another tor),\n"
+    "## and no client port, so it is never used as a client.\n"
+    "SocksPort 0\n"
+    "TransPort 0\n"
+    "NATDPort 0\n"
+    "DNSPort 0\n"
+    "## Layer-2 guards for its onion-service circuits (guard discovery), whatever the consensus says.\n"
+    "VanguardsLiteEnabled 1\n"
+    "## tor's metrics (per service), read by onionfront; loopback only, a free port picked at each start.\n"
+    "MetricsPort 127.0.0.1:@METRICS_PORT@\n"
+    "MetricsPortPolicy accept 127.0.0.1\n"
+    TORRC_OWNED_TOR
+    "@USER_LINE@\n"
     "@EXTRA_TORRC@\n";
 
 /* A path goes into the torrc unquoted: allow only characters that need no quoting. */
@@ -73,6 +96,13 @@ static int torrc_expand(struct evbuffer *out, const char *name, size_t name_len,
             torrc_add_path(out, "SOCKS socket", p->socks_socket, err, errlen) < 0)
             return -1;
         return evbuffer_add_printf(out, " IsolateSOCKSAuth ExtendedErrors") < 0 ? -1 : 0;
+    }
+    if (IS("METRICS_PORT")) {
+        if (p->metrics_port < 1 || p->metrics_port > 65535) {
+            snprintf(err, errlen, "torrc: MetricsPort %u is not a port (1-65535)", p->metrics_port);
+            return -1;
+        }
+        return evbuffer_add_printf(out, "%u", p->metrics_port) < 0 ? -1 : 0;
     }
     if (IS("CONTROLLER_PID"))
         return evbuffer_add_printf(out, "%ld", (long)p->controller_pid) < 0 ? -1 : 0;

@@ -36,6 +36,7 @@ struct vsvc {
     char address[64];
     unsigned long one_hop[2], multi_hop[2];      /* by KIND_* */
     unsigned long hops[2][VERIFY_MAX_HOPS + 1];  /* by KIND_*, index = hops (capped) */
+    unsigned long not_anonymous; /* intro/rend circuits that broke anonymous_circ_fits (anonymous tor) */
     double last_built;
     enum verify_verdict verdict; /* the last verdict logged */
 };
@@ -58,8 +59,10 @@ struct verify {
         bool used;
     } seen[VERIFY_SEEN];
     size_t seen_next;
+    enum service_mode kind; /* the kind of tor this is (verify_set_mode): which rules apply */
     enum verify_mode mode;
     char mode_detail[160];
+    char mode_problem[220]; /* the violation as "status" lists it */
     double mode_checked;
     struct verify_check *check;
 };
@@ -81,6 +84,10 @@ const char *verify_verdict_str(enum verify_verdict v)
         return "single_onion";
     case VERIFY_NOT_SINGLE_ONION:
         return "not_single_onion";
+    case VERIFY_ANONYMOUS:
+        return "anonymous";
+    case VERIFY_NOT_ANONYMOUS:
+        return "not_anonymous";
     }
     return "unknown";
 }
@@ -127,20 +134,25 @@ static const struct vsvc *verify_find(const struct verify *v, const char *addres
     return s ? s : vsvc_find(v->others, v->n_others, address);
 }
 
-static enum verify_verdict vsvc_verdict(const struct vsvc *s)
+/* The verdict on `s` by the rule of a tor of `kind`. */
+static enum verify_verdict vsvc_verdict(const struct vsvc *s, enum service_mode kind)
 {
     unsigned long one = s->one_hop[KIND_INTRO] + s->one_hop[KIND_REND];
     unsigned long multi = s->multi_hop[KIND_INTRO] + s->multi_hop[KIND_REND];
+    if (kind == SERVICE_MODE_ANONYMOUS && s->not_anonymous > 0)
+        return VERIFY_NOT_ANONYMOUS; /* at once: an ordinary tor never retries with one hop */
     if (one + multi < VERIFY_MIN_EVIDENCE)
         return VERIFY_UNVERIFIED;
+    if (kind == SERVICE_MODE_ANONYMOUS)
+        return VERIFY_ANONYMOUS;
     return one > multi ? VERIFY_SINGLE_ONION : VERIFY_NOT_SINGLE_ONION;
 }
 
-static void vsvc_detail(const struct vsvc *s, char *buf, size_t len)
+static void vsvc_detail(const struct vsvc *s, enum service_mode kind, char *buf, size_t len)
 {
     unsigned long one = s->one_hop[KIND_INTRO] + s->one_hop[KIND_REND];
     unsigned long multi = s->multi_hop[KIND_INTRO] + s->multi_hop[KIND_REND];
-    switch (vsvc_verdict(s)) {
+    switch (vsvc_verdict(s, kind)) {
     case VERIFY_UNVERIFIED:
         snprintf(buf, len, "%lu introduction/rendezvous circuit%s built so far; need %d", one + multi,
                  one + multi == 1 ? "" : "s", VERIFY_MIN_EVIDENCE);
@@ -152,22 +164,34 @@ static void vsvc_detail(const struct vsvc *s, char *buf, size_t len)
     case VERIFY_NOT_SINGLE_ONION:
         snprintf(buf, len, "%lu of %lu introduction/rendezvous circuits multi-hop", multi, one + multi);
         break;
+    case VERIFY_ANONYMOUS:
+        snprintf(buf, len, "all %lu introduction/rendezvous circuits multi-hop (at least %d hops)", one + multi,
+                 ANONYMOUS_MIN_HOPS);
+        break;
+    case VERIFY_NOT_ANONYMOUS:
+        snprintf(buf, len, "%lu of %lu introduction/rendezvous circuits had fewer than %d hops or ONEHOP_TUNNEL "
+                 "(%lu one hop)", s->not_anonymous, one + multi, ANONYMOUS_MIN_HOPS, one);
+        break;
     }
 }
 
 /* Log a verdict when it changes. */
-static void vsvc_judge(struct vsvc *s, bool ours)
+static void vsvc_judge(struct vsvc *s, bool ours, enum service_mode kind)
 {
-    enum verify_verdict now = vsvc_verdict(s);
+    enum verify_verdict now = vsvc_verdict(s, kind);
     if (now == s->verdict)
         return;
     s->verdict = now;
     char detail[160];
-    vsvc_detail(s, detail, sizeof(detail));
-    if (ours && now == VERIFY_SINGLE_ONION)
-        log_info_f(LOG_SERVICE(s->name), "service %s: verified single onion: %s", s->name, detail);
+    vsvc_detail(s, kind, detail, sizeof(detail));
+    if (ours && (now == VERIFY_SINGLE_ONION || now == VERIFY_ANONYMOUS))
+        log_info_f(LOG_SERVICE(s->name), "service %s: verified %s: %s", s->name,
+                   now == VERIFY_ANONYMOUS ? "anonymous" : "single onion", detail);
     else if (ours && now == VERIFY_NOT_SINGLE_ONION)
         log_warnx_f(LOG_SERVICE(s->name), "service %s: NOT a single onion service: %s", s->name, detail);
+    else if (ours && now == VERIFY_NOT_ANONYMOUS)
+        log_warnx_f(LOG_SERVICE(s->name), "service %s: NOT ANONYMOUS: %s; introduction and rendezvous relays "
+                    "may have seen this server's address", s->name, detail);
     else if (!ours && now != VERIFY_UNVERIFIED)
         log_notice("verify: tor also runs %s.onion, which is not onionfront's: %s (%s)", s->address,
                    verify_verdict_str(now), detail);
@@ -210,18 +234,20 @@ void verify_on_circ(struct verify *v, const struct cp_event_circ *c)
             return;
     }
     int kind = intro ? KIND_INTRO : KIND_REND;
-    bool one = c->n_hops == 1 && (c->build_flags & CP_BUILD_ONEHOP_TUNNEL);
+    bool one = single_onion_circ_fits(c);
     if (one)
         s->one_hop[kind]++;
     else
         s->multi_hop[kind]++;
+    if (v->kind == SERVICE_MODE_ANONYMOUS && !anonymous_circ_fits(c))
+        s->not_anonymous++;
     s->hops[kind][hops]++;
     s->last_built = verify_wall();
-    if (!one && ours)
+    if (!one && ours && v->kind == SERVICE_MODE_SINGLE)
         log_debug_f(LOG_SERVICE(s->name), "service %s: %s circuit %lu built with %zu hop%s%s", s->name, c->purpose,
                     c->id, c->n_hops, c->n_hops == 1 ? "" : "s",
                     c->build_flags & CP_BUILD_ONEHOP_TUNNEL ? "" : " (no ONEHOP_TUNNEL)");
-    vsvc_judge(s, ours);
+    vsvc_judge(s, ours, v->kind);
 }
 
 /* ---- mode ------------------------------------------------------------------------------------------- */
@@ -231,27 +257,30 @@ enum verify_mode verify_on_mode(struct verify *v, const struct cp_info *conf, co
     enum verify_mode mode = VERIFY_MODE_OK;
     char detail[sizeof(v->mode_detail)] = "";
     struct single_onion_problem p;
+    bool anonymous = v->kind == SERVICE_MODE_ANONYMOUS;
+    const char *what = anonymous ? "the anonymous services' tor is no longer an ordinary tor"
+                                 : "tor is no longer in single-onion mode";
     if (!conf || !listeners) {
         mode = VERIFY_MODE_UNKNOWN;
         snprintf(detail, sizeof(detail), "tor did not answer the mode check");
-    } else if (!single_onion_check(conf, listeners, &p)) {
+    } else if (!(anonymous ? anonymous_tor_check(conf, listeners, &p) : single_onion_check(conf, listeners, &p))) {
         mode = VERIFY_MODE_VIOLATION;
         if (p.listener)
             snprintf(detail, sizeof(detail), "tor has a client port open (%s=%.60s)", p.key, p.value);
         else
-            snprintf(detail, sizeof(detail), "%s is %s, not 1", p.key, p.value ? p.value : "unset");
+            snprintf(detail, sizeof(detail), "%s is %s, not %s", p.key, p.value ? p.value : "unset", p.want);
     }
     v->mode_checked = verify_wall();
     if (mode != v->mode || strcmp(detail, v->mode_detail) != 0) {
         if (mode == VERIFY_MODE_VIOLATION)
-            log_warnx("verify: tor is no longer in single-onion mode: %s; its services are not what "
-                      "onionfront promises", detail);
+            log_warnx("verify: %s: %s; its services are not what onionfront promises", what, detail);
         else if (mode == VERIFY_MODE_OK)
-            log_info("verify: tor mode %s: single-hop, non-anonymous, no client ports",
-                     v->mode == VERIFY_MODE_VIOLATION ? "restored" : "checked");
+            log_info("verify: tor mode %s: %s, no client ports", v->mode == VERIFY_MODE_VIOLATION ? "restored" : "checked",
+                     anonymous ? "ordinary (multi-hop)" : "single-hop, non-anonymous");
         else
             log_info("verify: tor mode unknown: %s", detail);
     }
+    snprintf(v->mode_problem, sizeof(v->mode_problem), "%s: %s", what, detail);
     v->mode = mode;
     snprintf(v->mode_detail, sizeof(v->mode_detail), "%s", detail);
     return mode;
@@ -460,7 +489,7 @@ void verify_detach(struct verify *v)
 enum verify_verdict verify_service_verdict(const struct verify *v, const char *address)
 {
     const struct vsvc *s = verify_find(v, address);
-    return s ? vsvc_verdict(s) : VERIFY_UNVERIFIED;
+    return s ? vsvc_verdict(s, v->kind) : VERIFY_UNVERIFIED;
 }
 
 enum verify_mode verify_mode_state(const struct verify *v)
@@ -473,6 +502,28 @@ const char *verify_mode_detail(const struct verify *v)
     return v->mode_detail;
 }
 
+const char *verify_mode_problem(const struct verify *v)
+{
+    return v->mode == VERIFY_MODE_VIOLATION ? v->mode_problem : "";
+}
+
+void verify_set_mode(struct verify *v, enum service_mode kind)
+{
+    v->kind = kind;
+}
+
+bool verify_verdict_is_violation(enum verify_verdict v)
+{
+    return v == VERIFY_NOT_SINGLE_ONION || v == VERIFY_NOT_ANONYMOUS;
+}
+
+const char *verify_verdict_problem(enum verify_verdict v)
+{
+    if (v == VERIFY_NOT_ANONYMOUS)
+        return "NOT anonymous: an introduction or rendezvous circuit had fewer than 3 hops";
+    return v == VERIFY_NOT_SINGLE_ONION ? "not a single onion service (its circuits are mostly multi-hop)" : "";
+}
+
 int verify_service_counts(const struct verify *v, const char *address, struct verify_counts *out)
 {
     const struct vsvc *s = verify_find(v, address);
@@ -483,6 +534,7 @@ int verify_service_counts(const struct verify *v, const char *address, struct ve
     out->intro_multi_hop = s->multi_hop[KIND_INTRO];
     out->rend_one_hop = s->one_hop[KIND_REND];
     out->rend_multi_hop = s->multi_hop[KIND_REND];
+    out->not_anonymous = s->not_anonymous;
     return 0;
 }
 
@@ -521,12 +573,12 @@ static json_t *kind_to_json(const struct vsvc *s, int kind)
                      (json_int_t)s->multi_hop[kind], "hops", hops ? hops : json_object());
 }
 
-static json_t *vsvc_to_json(const struct vsvc *s, bool ours)
+static json_t *vsvc_to_json(const struct vsvc *s, bool ours, enum service_mode kind)
 {
     char detail[160];
-    vsvc_detail(s, detail, sizeof(detail));
+    vsvc_detail(s, kind, detail, sizeof(detail));
     json_t *o = json_pack("{s:s, s:s, s:s, s:o, s:o, s:o}", "address", s->address, "verdict",
-                          verify_verdict_str(vsvc_verdict(s)), "detail", detail, "intro", kind_to_json(s, KIND_INTRO),
+                          verify_verdict_str(vsvc_verdict(s, kind)), "detail", detail, "intro", kind_to_json(s, KIND_INTRO),
                           "rend", kind_to_json(s, KIND_REND), "last_built", json_time(s->last_built));
     if (o && ours)
         json_object_set_new(o, "service", json_string(s->name));
@@ -536,16 +588,16 @@ static json_t *vsvc_to_json(const struct vsvc *s, bool ours)
 json_t *verify_service_to_json(const struct verify *v, const char *address)
 {
     const struct vsvc *s = vsvc_find(v->ours, v->n_ours, address);
-    return s ? vsvc_to_json(s, true) : NULL;
+    return s ? vsvc_to_json(s, true, v->kind) : NULL;
 }
 
 json_t *verify_to_json(const struct verify *v)
 {
     json_t *ours = json_array(), *others = json_array(), *circs = json_object();
     for (size_t i = 0; ours && i < v->n_ours; i++)
-        json_array_append_new(ours, vsvc_to_json(v->ours[i], true));
+        json_array_append_new(ours, vsvc_to_json(v->ours[i], true, v->kind));
     for (size_t i = 0; others && i < v->n_others; i++)
-        json_array_append_new(others, vsvc_to_json(v->others[i], false));
+        json_array_append_new(others, vsvc_to_json(v->others[i], false, v->kind));
     for (size_t p = 0; circs && p < VERIFY_N_PURPOSES; p++) {
         json_t *byhops = NULL;
         for (size_t h = 0; h <= VERIFY_MAX_HOPS; h++) {
@@ -580,11 +632,13 @@ int verify_metrics(const struct verify *v, struct metrics *m)
                                 (double)v->circuits[p][h]);
         }
     rc = rc || metrics_family(m, "onionfront_service_verified", METRICS_GAUGE,
-                              "1 if the service's introduction and rendezvous circuits show a single onion "
-                              "(mostly one hop), else 0.");
-    for (size_t i = 0; !rc && i < v->n_ours; i++)
+                              "1 if the service's introduction and rendezvous circuits show its mode (a single "
+                              "onion: mostly one hop; an anonymous service: all multi-hop), else 0.");
+    for (size_t i = 0; !rc && i < v->n_ours; i++) {
+        enum verify_verdict vv = vsvc_verdict(v->ours[i], v->kind);
         rc = metrics_sample(m, "onionfront_service_verified", (const char *const[]){"service", v->ours[i]->name, NULL},
-                            vsvc_verdict(v->ours[i]) == VERIFY_SINGLE_ONION ? 1 : 0);
+                            vv == VERIFY_SINGLE_ONION || vv == VERIFY_ANONYMOUS ? 1 : 0);
+    }
     rc = rc || metrics_family(m, "onionfront_tor_mode_ok", METRICS_GAUGE,
                               "1 if tor's last mode check found single-hop, non-anonymous mode and no client "
                               "ports, 0 on a violation; no sample while unknown.");

@@ -7,7 +7,9 @@
  * rendezvous with a multi-hop circuit, so a few multi-hop circuits are counted as retries, not flagged.
  * The verdict per service: "unverified" (fewer than VERIFY_MIN_EVIDENCE circuits), "single_onion" (more
  * than half one-hop) or "not_single_onion" (mostly multi-hop — a service added with ADD_ONION on a
- * single-hop tor is one: TOR-FACTS). Services that are not onionfront's (another controller's ADD_ONION,
+ * single-hop tor is one: TOR-FACTS). On the anonymous services' tor (verify_set_mode) the other rule
+ * (single_onion.h's anonymous_circ_fits): "anonymous" once VERIFY_MIN_EVIDENCE circuits are built and
+ * none broke it, "not_anonymous" from the first one that did (a one-hop circuit: never a retry there). Services that are not onionfront's (another controller's ADD_ONION,
  * an attached tor's own) get the same verdicts under "other services". HS_SERVICE_HSDIR circuits
  * (descriptor uploads, multi-hop by design) and every other purpose are counted by hops, never flagged.
  *
@@ -25,6 +27,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "sidecar/config.h"
+
 struct event_base;
 struct cp_conn;
 struct cp_event_circ;
@@ -41,8 +45,10 @@ enum verify_verdict {
     VERIFY_UNVERIFIED,
     VERIFY_SINGLE_ONION,
     VERIFY_NOT_SINGLE_ONION,
+    VERIFY_ANONYMOUS,     /* an anonymous service: enough intro/rend circuits, all multi-hop */
+    VERIFY_NOT_ANONYMOUS, /* an anonymous service with a circuit that breaks anonymous_circ_fits */
 };
-/* "unverified", "single_onion", "not_single_onion" */
+/* "unverified", "single_onion", "not_single_onion", "anonymous", "not_anonymous" */
 const char *verify_verdict_str(enum verify_verdict v);
 
 enum verify_mode {
@@ -59,6 +65,10 @@ struct verify *verify_new(struct event_base *base);
 /* Free. Free the control connection first (its pending commands complete into this object). NULL is a
  * no-op. */
 void verify_free(struct verify *v);
+
+/* Make this the verifier of the tor of `kind` (worker_set_mode; SERVICE_MODE_SINGLE by default): the
+ * anonymous services' tor is judged by anonymous_tor_check instead of the single-onion rule. */
+void verify_set_mode(struct verify *v, enum service_mode kind);
 
 /* Set onionfront's services: names[i] (label) and addresses[i] (56 base32 characters, "" = not known
  * yet). Counters of addresses that stay are kept. Return 0, or -1 on OOM (old list kept). */
@@ -83,11 +93,19 @@ enum verify_verdict verify_service_verdict(const struct verify *v, const char *a
 enum verify_mode verify_mode_state(const struct verify *v);
 /* What is wrong with the mode, or "" (borrowed). */
 const char *verify_mode_detail(const struct verify *v);
+/* A violation as "status" lists it ("tor is no longer in single-onion mode: ..."), or "" (borrowed). */
+const char *verify_mode_problem(const struct verify *v);
+
+/* Is `v` a service's violation of its mode (status lists it, Onion-Location withdraws it)? */
+bool verify_verdict_is_violation(enum verify_verdict v);
+/* Such a violation as "status" says it after "service NAME: ", or "" for a verdict that is none. */
+const char *verify_verdict_problem(enum verify_verdict v);
 
 /* Per-service counts (for tests and summaries). */
 struct verify_counts {
     unsigned long intro_one_hop, intro_multi_hop; /* one hop = 1 hop and ONEHOP_TUNNEL */
     unsigned long rend_one_hop, rend_multi_hop;
+    unsigned long not_anonymous; /* anonymous services' tor: intro/rend circuits that broke the rule */
 };
 /* Fill *out for `address` (ours or another service's). Return 0, or -1 if never seen. */
 int verify_service_counts(const struct verify *v, const char *address, struct verify_counts *out);
@@ -104,7 +122,7 @@ json_t *verify_service_to_json(const struct verify *v, const char *address);
 json_t *verify_to_json(const struct verify *v);
 
 /* Append onionfront_circuits_total{purpose,hops}, onionfront_service_verified{service} (1 for
- * single_onion, else 0) and onionfront_tor_mode_ok (1/0; no sample while unknown). Return 0 or -1. */
+ * single_onion or anonymous, else 0) and onionfront_tor_mode_ok (1/0; no sample while unknown). Return 0 or -1. */
 int verify_metrics(const struct verify *v, struct metrics *m);
 
 #endif

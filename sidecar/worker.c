@@ -13,6 +13,7 @@
 #include "sidecar/service.h"
 #include "sidecar/tor.h"
 #include "sidecar/torcaps.h"
+#include "sidecar/torscrape.h"
 #include "sidecar/verify.h"
 
 struct worker {
@@ -23,23 +24,32 @@ struct worker {
     struct service_mgr *services;
     struct descriptor_tracker *descriptors; /* HS_DESC tracking, fetch probe, republishing */
     struct verify *verify;                  /* single-onion verification (CIRC, mode re-checks) */
+    struct torscrape *scrape;               /* a spawned tor's MetricsPort, read while it is up */
+    struct event_base *base;
     char problem[200];                      /* why tor was lost or failed, until it bootstraps again */
     bool stopping;                          /* worker_stop called, or failed: hand nothing to tor */
     unsigned instance;                      /* which of tor.instances (instance.h) */
+    enum service_mode mode;                 /* the kind of tor: which services it hosts (worker_set_mode) */
 };
 
 /* Give the descriptor tracker and the verifier the services' names and addresses and the probe
  * settings: at start-up once the keys are loaded, and after each applied reload. */
+size_t worker_service_list(const struct worker *w, const char **names, const char **addrs)
+{
+    size_t n = 0, all = service_mgr_count(w->services);
+    for (size_t i = 0; i < all && n < CONFIG_MAX_SERVICES; i++) {
+        if (!service_mgr_hosts(w->services, i))
+            continue; /* another kind of tor's: never on this one */
+        names[n] = service_mgr_name(w->services, i);
+        addrs[n++] = service_mgr_address(w->services, i);
+    }
+    return n;
+}
+
 void worker_sync_services(struct worker *w)
 {
     const char *names[CONFIG_MAX_SERVICES], *addrs[CONFIG_MAX_SERVICES];
-    size_t n = service_mgr_count(w->services);
-    if (n > CONFIG_MAX_SERVICES)
-        n = CONFIG_MAX_SERVICES;
-    for (size_t i = 0; i < n; i++) {
-        names[i] = service_mgr_name(w->services, i);
-        addrs[i] = service_mgr_address(w->services, i);
-    }
+    size_t n = worker_service_list(w, names, addrs);
     descriptor_tracker_set_probe_conf(w->descriptors, &w->conf->probe);
     if (descriptor_tracker_set_services(w->descriptors, names, addrs, n) < 0 ||
         verify_set_services(w->verify, names, addrs, n) < 0)
@@ -60,7 +70,7 @@ static void worker_tor_ready_cb(struct tor_sup *t, struct cp_conn *conn, void *a
      * must be that user's before the services' SETCONF (known only now, from process/uid). */
     char err[1024];
     /* A second tor's key copies are made again for each of its tors: from the one key, checked anew. */
-    bool again = w->conf->tor.mode != TOR_MODE_SPAWN || w->instance > 0;
+    bool again = (w->conf->tor.mode != TOR_MODE_SPAWN || w->instance > 0) && w->mode == SERVICE_MODE_SINGLE;
     if (!w->stopping && again && worker_hand_over(w, w->conf, err, sizeof(err)) < 0) {
         worker_fail(w, err);
         return;
@@ -72,6 +82,7 @@ static void worker_tor_ready_cb(struct tor_sup *t, struct cp_conn *conn, void *a
         service_mgr_attach(w->services, conn);
         descriptor_tracker_attach(w->descriptors, conn);
         verify_attach(w->verify, conn);
+        torscrape_set_port(w->scrape, tor_sup_metrics_port(t));
     }
     w->cbs.ready(w, w->arg);
 }
@@ -91,6 +102,7 @@ static void worker_tor_lost_cb(struct tor_sup *t, const char *why, void *arg)
     service_mgr_detach(w->services);
     descriptor_tracker_detach(w->descriptors);
     verify_detach(w->verify);
+    torscrape_set_port(w->scrape, 0);
     snprintf(w->problem, sizeof(w->problem), "%s", why ? why : "lost");
     w->cbs.lost(w, w->problem, w->arg);
 }
@@ -127,8 +139,10 @@ struct worker *worker_new(struct event_base *base, struct proc_mgr *procs, const
     w->services = service_mgr_new(conf, ids);
     w->descriptors = descriptor_tracker_new(base, &conf->probe);
     w->verify = verify_new(base);
+    w->base = base;
+    w->scrape = torscrape_new(base, "tor");
     w->tor = tor_sup_new(base, procs, conf, &tor_cbs, w);
-    if (!w->services || !w->descriptors || !w->verify || !w->tor) {
+    if (!w->services || !w->descriptors || !w->verify || !w->scrape || !w->tor) {
         worker_free(w);
         return NULL;
     }
@@ -142,6 +156,7 @@ void worker_free(struct worker *w)
     /* The tor supervisor (and its connection) goes before the services that subscribed to that
      * connection; the verifier and tracker after it: its pending commands complete into them. */
     tor_sup_free(w->tor);
+    torscrape_free(w->scrape);
     verify_free(w->verify);
     descriptor_tracker_free(w->descriptors);
     service_mgr_free(w->services);
@@ -150,6 +165,8 @@ void worker_free(struct worker *w)
 
 int worker_hand_over(const struct worker *w, const struct config *conf, char *err, size_t errlen)
 {
+    if (w->mode == SERVICE_MODE_ANONYMOUS)
+        return handover_apply_anonymous(conf, err, errlen);
     if (w->instance > 0)
         return handover_apply_instance(conf, w->instance, err, errlen);
     return handover_apply(conf, tor_sup_uid(w->tor), err, errlen);
@@ -157,14 +174,35 @@ int worker_hand_over(const struct worker *w, const struct config *conf, char *er
 
 void worker_set_instance(struct worker *w, unsigned instance)
 {
+    char label[16];
     w->instance = instance;
     tor_sup_set_instance(w->tor, instance);
+    /* Its log lines name the instance as tor.c's do ("tor 2"); nothing is scraped before the start. */
+    snprintf(label, sizeof(label), "tor %u", instance + 1);
+    struct torscrape *s = instance > 0 ? torscrape_new(w->base, label) : NULL;
+    if (s) {
+        torscrape_free(w->scrape);
+        w->scrape = s;
+    }
     service_mgr_set_instance(w->services, instance);
 }
 
 unsigned worker_instance(const struct worker *w)
 {
     return w->instance;
+}
+
+void worker_set_mode(struct worker *w, enum service_mode mode)
+{
+    w->mode = mode;
+    tor_sup_set_role(w->tor, mode == SERVICE_MODE_ANONYMOUS ? TOR_ROLE_ANONYMOUS : TOR_ROLE_SERVICE);
+    service_mgr_set_mode(w->services, mode);
+    verify_set_mode(w->verify, mode);
+}
+
+enum service_mode worker_mode(const struct worker *w)
+{
+    return w->mode;
 }
 
 bool worker_is_up(const struct worker *w)
@@ -179,7 +217,8 @@ int worker_renew_descriptors(struct worker *w)
 
 double worker_last_upload_at(const struct worker *w, const char *address)
 {
-    return descriptor_service_last_round_at(w->descriptors, address);
+    bool complete;
+    return descriptor_service_fetched_round_at(w->descriptors, address, &complete);
 }
 
 int worker_start(struct worker *w, char *err, size_t errlen)
@@ -190,6 +229,7 @@ int worker_start(struct worker *w, char *err, size_t errlen)
         snprintf(err, errlen, "%s", terr);
         return -1;
     }
+    w->stopping = false; /* a worker may be started again after worker_stop (the anonymous services' tor) */
     if (tor_sup_start(w->tor, terr, sizeof(terr)) < 0) {
         snprintf(err, errlen, "cannot start tor: %s", terr);
         return -1;
@@ -257,4 +297,9 @@ struct descriptor_tracker *worker_descriptors(const struct worker *w)
 struct verify *worker_verify(const struct worker *w)
 {
     return w->verify;
+}
+
+struct torscrape *worker_scrape(const struct worker *w)
+{
+    return w->scrape;
 }

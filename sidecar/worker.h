@@ -3,15 +3,17 @@
  * descriptor tracker (descriptor.c) and the circuit verifier (verify.c). It wires them to each new
  * control connection and detaches them when it is lost, and reports up through callbacks.
  *
- * Owns those four objects. Not the data path (proxy, pools, health checks: shared by all workers, since
- * every tor's HiddenServicePort points at the same per-port sockets), the event base, systemd or the
- * status socket (main.c, report.c). The daemon holds a list of workers; report.c reads them through the
+ * Owns those four objects, and the reader of a spawned tor's MetricsPort (torscrape.c). Not the data
+ * path (proxy, pools, health checks: shared by all workers, since every tor's HiddenServicePort points
+ * at the same per-port sockets), the event base, systemd or the status socket (main.c, report.c). The daemon holds a list of workers; report.c reads them through the
  * borrowed handles below. */
 #ifndef ONIONFRONT_WORKER_H
 #define ONIONFRONT_WORKER_H
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#include "sidecar/config.h"
 
 struct config;
 struct descriptor_tracker;
@@ -20,6 +22,7 @@ struct proc_mgr;
 struct service_ids;
 struct service_mgr;
 struct tor_sup;
+struct torscrape;
 struct verify;
 struct worker;
 
@@ -49,6 +52,12 @@ struct worker *worker_new(struct event_base *base, struct proc_mgr *procs, const
 void worker_set_instance(struct worker *w, unsigned instance);
 unsigned worker_instance(const struct worker *w);
 
+/* Make this worker the tor of the services of `mode` (default SERVICE_MODE_SINGLE): an anonymous one is
+ * an ordinary tor (TOR_ROLE_ANONYMOUS, instance_anonymous_paths) hosting only the anonymous services; a
+ * single one hosts only the single onions. Its tracker and verifier get only those. Before starting. */
+void worker_set_mode(struct worker *w, enum service_mode mode);
+enum service_mode worker_mode(const struct worker *w);
+
 /* Is its tor bootstrapped and running (and the worker not stopping)? */
 bool worker_is_up(const struct worker *w);
 
@@ -56,7 +65,9 @@ bool worker_is_up(const struct worker *w);
  * taking over from a lost tor whose descriptors HSDirs served. Return 0, or -1 if its tor is not up. */
 int worker_renew_descriptors(struct worker *w);
 
-/* descriptor_service_last_round_at on this worker's tor: -1 if it never uploaded `address`. */
+/* When this worker's tor last started uploading the descriptor of `address` that clients fetch
+ * (descriptor_service_fetched_round_at, confirmed or not), or -1 if never. Of several tors, HSDirs serve
+ * the one with the latest. */
 double worker_last_upload_at(const struct worker *w, const char *address);
 
 /* Free: the tor supervisor (killing a spawned tor still running) first, then what subscribed to its
@@ -67,11 +78,16 @@ void worker_free(struct worker *w);
  * verifier the services' names and addresses. */
 void worker_sync_services(struct worker *w);
 
+/* Put the services' names and addresses ("" if none yet), in service_mgr order, into `names` and
+ * `addrs` (CONFIG_MAX_SERVICES entries each, borrowed strings). Return how many. */
+size_t worker_service_list(const struct worker *w, const char **names, const char **addrs);
+
 /* Hand the directories this worker's tor uses to its user (handover.h) for `conf` (the running or a
  * reloaded one). Return 0, or -1 with a message. */
 int worker_hand_over(const struct worker *w, const struct config *conf, char *err, size_t errlen);
 
-/* Start the tor (tor_sup_start). Return 0, or -1 with "cannot start tor: <why>". */
+/* Start the tor (tor_sup_start); also again after worker_stop's cbs->stopped. Return 0, or -1 with
+ * "cannot start tor: <why>". */
 int worker_start(struct worker *w, char *err, size_t errlen);
 
 /* Remove the services from the tor, then stop it; cbs->stopped follows. Nothing is handed to a tor that
@@ -101,5 +117,6 @@ struct tor_sup *worker_tor(const struct worker *w);
 struct service_mgr *worker_services(const struct worker *w);
 struct descriptor_tracker *worker_descriptors(const struct worker *w);
 struct verify *worker_verify(const struct worker *w);
+struct torscrape *worker_scrape(const struct worker *w);
 
 #endif

@@ -9,6 +9,7 @@
  * visitors are not disturbed. */
 #include "sidecar/workerset.h"
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,19 +19,38 @@
 #include "sidecar/instance.h"
 #include "sidecar/log.h"
 #include "sidecar/probe.h"
+#include "sidecar/binwatch.h"
+#include "sidecar/clock.h"
+#include "sidecar/roll.h"
 #include "sidecar/service_id.h"
 #include "sidecar/tor.h"
+#include "sidecar/torcaps.h"
 #include "sidecar/worker.h"
+
+/* The anonymous services' tor (see workerset.h): created with the set, started only while wanted. */
+struct workerset_anon {
+    struct worker *w;
+    bool on;          /* wanted and listed at workers[n] */
+    bool stopping;    /* worker_stop sent, cbs->stopped not yet seen */
+    bool restart;     /* wanted again while stopping: start once stopped */
+};
 
 struct workerset {
     struct service_ids *ids;
     struct worker_callbacks cbs; /* the daemon's */
     void *arg;
-    struct worker *workers[INSTANCE_MAX];
+    struct worker *workers[INSTANCE_MAX + 1]; /* the single-onion tors, then the anonymous one while on */
     size_t n, n_stopped;
     bool stopping;
     unsigned long failovers; /* survivors told to publish anew */
+    struct roll *roll;       /* restart-tor: the workers one at a time */
+    struct binwatch *binwatch; /* spawn mode: tor.binary replaced on disk -> a roll */
+    bool binary_said;          /* a declined binary change was logged (once until one is taken) */
+    struct workerset_anon anon;
 };
+
+static void workerset_anon_want(struct workerset *ws);
+static int workerset_anon_prepare(struct workerset *ws, const struct config *conf, char *err, size_t errlen);
 
 /* The first worker other than `lost` whose tor is up, or NULL. */
 static struct worker *workerset_survivor(const struct workerset *ws, const struct worker *lost)
@@ -39,6 +59,14 @@ static struct worker *workerset_survivor(const struct workerset *ws, const struc
         if (ws->workers[k] != lost && worker_is_up(ws->workers[k]))
             return ws->workers[k];
     return NULL;
+}
+
+/* Does each single-onion tor publish this service's descriptor? Not an anonymous service (its own tor),
+ * nor an Onionbalance frontend (Onionbalance publishes the master descriptor on its own tor). */
+static bool workerset_publishes(const struct service_id *id)
+{
+    return id->address[0] && id->conf->mode == SERVICE_MODE_SINGLE &&
+           id->conf->onionbalance.role != OB_ROLE_FRONTEND;
 }
 
 /* `lost`'s tor is gone: if HSDirs may serve its descriptors of any service (it uploaded after the
@@ -55,7 +83,8 @@ static void workerset_failover(struct workerset *ws, struct worker *lost, const 
     size_t stale = 0, n = service_ids_count(ws->ids);
     for (size_t i = 0; i < n; i++) {
         const struct service_id *id = service_ids_at(ws->ids, i);
-        if (id->address[0] && worker_last_upload_at(lost, id->address) >= worker_last_upload_at(s, id->address))
+        if (workerset_publishes(id) &&
+            worker_last_upload_at(lost, id->address) >= worker_last_upload_at(s, id->address))
             stale++;
     }
     unsigned sk = worker_instance(s) + 1;
@@ -87,8 +116,10 @@ static void workerset_bootstrapped_cb(struct worker *w, void *arg)
 static void workerset_lost_cb(struct worker *w, const char *why, void *arg)
 {
     struct workerset *ws = arg;
-    if (!ws->stopping && ws->n > 1)
+    if (!ws->stopping && ws->n > 1 && w != ws->anon.w)
         workerset_failover(ws, w, why);
+    if (w != ws->anon.w) /* the roll is over the single-onion tors */
+        roll_worker_lost(ws->roll, worker_instance(w), why);
     ws->cbs.lost(w, why, ws->arg);
 }
 
@@ -98,11 +129,125 @@ static void workerset_failed_cb(struct worker *w, const char *why, void *arg)
     ws->cbs.failed(w, why, ws->arg);
 }
 
+static void workerset_anon_stopped(struct workerset *ws);
+
 static void workerset_stopped_cb(struct worker *w, void *arg)
 {
     struct workerset *ws = arg;
-    if (++ws->n_stopped == ws->n)
+    if (w == ws->anon.w && ws->anon.stopping) {
+        workerset_anon_stopped(ws); /* the last anonymous service went (a reload), or came back meanwhile */
+        return;
+    }
+    if (++ws->n_stopped == ws->n + ws->anon.on)
         ws->cbs.stopped(w, ws->arg);
+}
+
+/* ---- the rolling restart's view of the workers (roll.h) ------------------------------------------ */
+
+static size_t workerset_roll_count(void *arg)
+{
+    return ((const struct workerset *)arg)->n;
+}
+
+static bool workerset_roll_is_up(void *arg, size_t k)
+{
+    return worker_is_up(((const struct workerset *)arg)->workers[k]);
+}
+
+static unsigned workerset_roll_restarts(void *arg, size_t k)
+{
+    return tor_sup_restarts(worker_tor(((const struct workerset *)arg)->workers[k]));
+}
+
+/* For every service with an address: every responsible HSDir holds tor k's latest upload of the
+ * descriptor clients fetch, and that upload started after tor `other`'s latest of it (other given: HSDirs
+ * keep the newer, so they serve k's) or at or after `since` (other NULL). */
+static bool workerset_all_complete_after(const struct workerset *ws, size_t k, const struct worker *other,
+                                         double since)
+{
+    size_t n = service_ids_count(ws->ids);
+    bool complete;
+    for (size_t i = 0; i < n; i++) {
+        const char *address = service_ids_at(ws->ids, i)->address;
+        if (!workerset_publishes(service_ids_at(ws->ids, i)))
+            continue; /* not published by the single-onion tors rolled */
+        double at = descriptor_service_fetched_round_at(worker_descriptors(ws->workers[k]), address, &complete);
+        if (!complete || (other ? at <= worker_last_upload_at(other, address) : at < since))
+            return false;
+    }
+    return true;
+}
+
+static bool workerset_roll_serves(void *arg, size_t s, size_t k)
+{
+    const struct workerset *ws = arg;
+    return workerset_all_complete_after(ws, s, ws->workers[k], -1);
+}
+
+static bool workerset_roll_published_since(void *arg, size_t k, double since)
+{
+    return workerset_all_complete_after(arg, k, NULL, since);
+}
+
+static int workerset_roll_renew(void *arg, size_t k)
+{
+    const struct workerset *ws = arg;
+    return ws->stopping ? -1 : worker_renew_descriptors(ws->workers[k]);
+}
+
+static void workerset_roll_restart(void *arg, size_t k, const char *why)
+{
+    tor_sup_restart_planned(worker_tor(((const struct workerset *)arg)->workers[k]), why);
+}
+
+static double workerset_roll_now(void *arg)
+{
+    (void)arg;
+    return (double)clock_now_ms() / 1e3;
+}
+
+/* ---- a new tor binary --------------------------------------------------------------------------- */
+
+/* binwatch: tor.binary was replaced. Roll onto the new file if it runs (`--version`: a half-installed
+ * upgrade must not take the tors down) and no roll is running; else decline, to be asked again. */
+static int workerset_binary_changed_cb(void *arg, const char *path)
+{
+    struct workerset *ws = arg;
+    struct torcaps caps;
+    char err[256], why[128], msg[300];
+    const char *old = tor_sup_version(worker_tor(ws->workers[0]));
+    if (ws->stopping)
+        return -1;
+    if (torcaps_probe(path, &caps, err, sizeof(err)) < 0) {
+        if (!ws->binary_said)
+            log_warnx("tor.binary %s changed, but the new file does not run (%s); the tors keep the old one", path,
+                      err);
+        ws->binary_said = true;
+        return -1;
+    }
+    snprintf(why, sizeof(why), "tor.binary changed: %s -> %s", old[0] ? old : "unknown", caps.version_text);
+    if (roll_start(ws->roll, why, msg, sizeof(msg)) < 0) {
+        if (!ws->binary_said)
+            log_notice("tor.binary %s changed (tor %s -> %s), but %s; trying again every %d s", path,
+                       old[0] ? old : "unknown", caps.version_text, msg, BINWATCH_INTERVAL_S);
+        ws->binary_said = true;
+        return -1;
+    }
+    ws->binary_said = false;
+    log_notice("tor.binary %s changed (running tor %s, the file now %s): rolling restart", path,
+               old[0] ? old : "unknown", caps.version_text);
+    return 0;
+}
+
+int workerset_binary_reloaded(struct workerset *ws, const struct config *conf, char *msg, size_t msglen)
+{
+    char why[PATH_MAX + 64];
+    if (binwatch_set_path(ws->binwatch, conf->tor.binary) < 0) {
+        snprintf(msg, msglen, "out of memory");
+        return -1;
+    }
+    snprintf(why, sizeof(why), "tor.binary is now %s", conf->tor.binary);
+    return workerset_restart_tor(ws, conf, why, msg, msglen);
 }
 
 struct workerset *workerset_new(struct event_base *base, struct proc_mgr *procs, const struct config *conf,
@@ -118,9 +263,24 @@ struct workerset *workerset_new(struct event_base *base, struct proc_mgr *procs,
     struct workerset *ws = calloc(1, sizeof(*ws));
     if (!ws)
         return NULL;
+    const struct roll_ops ops = {.arg = ws,
+                                 .count = workerset_roll_count,
+                                 .is_up = workerset_roll_is_up,
+                                 .restarts = workerset_roll_restarts,
+                                 .serves = workerset_roll_serves,
+                                 .published_since = workerset_roll_published_since,
+                                 .renew = workerset_roll_renew,
+                                 .restart = workerset_roll_restart,
+                                 .now = workerset_roll_now};
     ws->ids = ids;
     ws->cbs = *cbs;
     ws->arg = arg;
+    if (!(ws->roll = roll_new(base, &ops)) ||
+        !(ws->binwatch = binwatch_new(base, workerset_binary_changed_cb, ws)) ||
+        (conf->tor.mode == TOR_MODE_SPAWN && binwatch_set_path(ws->binwatch, conf->tor.binary) < 0)) {
+        workerset_free(ws);
+        return NULL;
+    }
     unsigned want = conf->tor.instances >= 1 && conf->tor.instances <= INSTANCE_MAX ? conf->tor.instances : 1;
     for (; ws->n < want; ws->n++) {
         if (!(ws->workers[ws->n] = worker_new(base, procs, conf, ids, &wcbs, ws))) {
@@ -129,6 +289,14 @@ struct workerset *workerset_new(struct event_base *base, struct proc_mgr *procs,
         }
         worker_set_instance(ws->workers[ws->n], (unsigned)ws->n);
     }
+    /* The anonymous services' tor exists from the start (nothing runs until it is wanted). */
+    if (!(ws->anon.w = worker_new(base, procs, conf, ids, &wcbs, ws))) {
+        workerset_free(ws);
+        return NULL;
+    }
+    worker_set_mode(ws->anon.w, SERVICE_MODE_ANONYMOUS);
+    if (config_count_mode(conf, SERVICE_MODE_ANONYMOUS) > 0)
+        workerset_anon_want(ws);
     return ws;
 }
 
@@ -138,12 +306,15 @@ void workerset_free(struct workerset *ws)
         return;
     for (size_t k = 0; k < ws->n; k++)
         worker_free(ws->workers[k]);
+    worker_free(ws->anon.w);
+    binwatch_free(ws->binwatch);
+    roll_free(ws->roll);
     free(ws);
 }
 
 struct worker *const *workerset_list(const struct workerset *ws, size_t *n)
 {
-    *n = ws->n;
+    *n = ws->n + ws->anon.on;
     return ws->workers;
 }
 
@@ -154,7 +325,7 @@ int workerset_prepare(struct workerset *ws, const struct config *conf, char *err
         if (worker_hand_over(ws->workers[k], conf, err, errlen) < 0)
             return -1;
     }
-    return 0;
+    return workerset_anon_prepare(ws, conf, err, errlen);
 }
 
 int workerset_start(struct workerset *ws, char *err, size_t errlen)
@@ -162,13 +333,35 @@ int workerset_start(struct workerset *ws, char *err, size_t errlen)
     for (size_t k = 0; k < ws->n; k++)
         if (worker_start(ws->workers[k], err, errlen) < 0)
             return -1;
-    return 0;
+    return ws->anon.on ? worker_start(ws->anon.w, err, errlen) : 0;
+}
+
+int workerset_restart_tor(struct workerset *ws, const struct config *conf, const char *why, char *msg,
+                          size_t msglen)
+{
+    if (ws->stopping) {
+        snprintf(msg, msglen, "onionfront is shutting down");
+        return -1;
+    }
+    if (conf->tor.mode != TOR_MODE_SPAWN) {
+        snprintf(msg, msglen, "tor.mode is attach: onionfront does not start or stop that tor");
+        return -1;
+    }
+    return roll_start(ws->roll, why, msg, msglen);
+}
+
+const struct roll *workerset_roll(const struct workerset *ws)
+{
+    return ws ? ws->roll : NULL;
 }
 
 void workerset_stop(struct workerset *ws)
 {
     ws->stopping = true;
-    for (size_t k = 0; k < ws->n; k++)
+    roll_abort(ws->roll, "onionfront is shutting down");
+    if (ws->anon.stopping)
+        ws->anon.on = false; /* stopping already (a reload removed the last anonymous service) */
+    for (size_t k = 0; k < ws->n + ws->anon.on; k++)
         worker_stop(ws->workers[k]); /* removes the services from its tor, then stops it */
 }
 
@@ -178,7 +371,7 @@ static bool workerset_published_cb(void *arg, const char *address)
 {
     const struct workerset *ws = arg;
     struct descriptor_counts dc;
-    for (size_t k = 0; k < ws->n; k++)
+    for (size_t k = 0; k < ws->n + ws->anon.on; k++)
         if (descriptor_service_counts(worker_descriptors(ws->workers[k]), address, &dc) == 0 &&
             dc.uploads_confirmed > 0)
             return true;
@@ -189,7 +382,7 @@ static int workerset_repost_cb(void *arg, const char *address)
 {
     const struct workerset *ws = arg;
     int rc = -1;
-    for (size_t k = 0; !ws->stopping && k < ws->n; k++)
+    for (size_t k = 0; !ws->stopping && k < ws->n + ws->anon.on; k++)
         if (worker_is_up(ws->workers[k]) && descriptor_repost(worker_descriptors(ws->workers[k]), address) == 0)
             rc = 0;
     return rc;
@@ -200,6 +393,12 @@ static void workerset_restart_tor_cb(void *arg, const char *address, const char 
     const struct workerset *ws = arg;
     if (ws->stopping)
         return;
+    const struct service_id *id = service_ids_find(ws->ids, address);
+    if (id && id->conf->mode == SERVICE_MODE_ANONYMOUS) {
+        if (ws->anon.on)
+            tor_sup_restart(worker_tor(ws->anon.w), why); /* its only tor */
+        return;
+    }
     struct worker *newest = NULL;
     for (size_t k = 0; ws->n > 1 && k < ws->n; k++)
         if (worker_is_up(ws->workers[k]) &&
@@ -216,4 +415,66 @@ static void workerset_restart_tor_cb(void *arg, const char *address, const char 
 struct probe_actions workerset_probe_actions(struct workerset *ws)
 {
     return (struct probe_actions){workerset_published_cb, workerset_repost_cb, workerset_restart_tor_cb, ws};
+}
+
+/* ---- the anonymous services' tor ------------------------------------------------------------------ */
+
+/* The anonymous services' tor is wanted: list it after the single-onion tors. */
+static void workerset_anon_want(struct workerset *ws)
+{
+    ws->anon.on = true;
+    ws->workers[ws->n] = ws->anon.w;
+}
+
+static int workerset_anon_prepare(struct workerset *ws, const struct config *conf, char *err, size_t errlen)
+{
+    if (!ws->anon.on)
+        return 0;
+    worker_sync_services(ws->anon.w);
+    return worker_hand_over(ws->anon.w, conf, err, errlen);
+}
+
+/* Start the anonymous services' tor (logged). */
+static void workerset_anon_start(struct workerset *ws)
+{
+    char err[1024];
+    ws->anon.restart = false;
+    if (worker_start(ws->anon.w, err, sizeof(err)) < 0)
+        log_error("anonymous tor: %s; the anonymous services wait for the next reload", err);
+    else
+        log_info("anonymous tor: started for the anonymous services");
+}
+
+static void workerset_anon_stopped(struct workerset *ws)
+{
+    ws->anon.stopping = false;
+    log_info("anonymous tor: stopped (no anonymous service left)");
+    if (ws->anon.restart && ws->anon.on && !ws->stopping)
+        workerset_anon_start(ws);
+}
+
+int workerset_apply_modes(struct workerset *ws, const struct config *conf, char *err, size_t errlen)
+{
+    bool want = config_count_mode(conf, SERVICE_MODE_ANONYMOUS) > 0, was = ws->anon.on;
+    if (!was && worker_reconfigure(ws->anon.w, conf, NULL, err, errlen) < 0)
+        return -1; /* not listed, so the reload did not switch it; it borrows the config */
+    if (ws->stopping || want == was)
+        return 0;
+    if (!want) {
+        ws->anon.on = false;
+        ws->anon.stopping = true;
+        ws->anon.restart = false;
+        worker_stop(ws->anon.w); /* removes its services from its tor, then stops it */
+        return 1;
+    }
+    workerset_anon_want(ws);
+    if (workerset_anon_prepare(ws, conf, err, errlen) < 0) {
+        ws->anon.on = false;
+        return -1;
+    }
+    if (ws->anon.stopping)
+        ws->anon.restart = true; /* never two tors on its DataDirectory: start once the old one is gone */
+    else
+        workerset_anon_start(ws);
+    return 1;
 }

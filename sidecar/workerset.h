@@ -3,9 +3,17 @@
  * descriptors, a live one builds and uploads new ones at once (so new visitors reach a live tor), then
  * the lost one restarts by itself as a single tor always did.
  *
- * Owns the workers (creation, start, stop, free) and the failover rule. Not the tors themselves
- * (worker.c), the data path nor reports (report.c reads workerset_list). With one instance it is exactly
- * the one worker of before. */
+ * Per-service modes (config.h's enum service_mode): tor fixes single-hop mode for a process's life, so the
+ * anonymous services run on one more worker, an ordinary tor (worker_set_mode) that hosts only them, while
+ * the single-onion tors host only the single onions. It runs only while at least one anonymous service
+ * exists: started at start-up or by the reload that adds the first, stopped by the reload that removes
+ * the last (workerset_apply_modes). It is listed after the single-onion tors; failover is only between
+ * these, and the probe's repairs of an anonymous service act on it alone.
+ *
+ * Owns the workers (creation, start, stop, free), the failover rule and the rolling restart over them
+ * (roll.h: `onionfront restart-tor`, and by itself when tor.binary is replaced on disk: binwatch.h). Not
+ * the tors themselves (worker.c), the data path nor reports (report.c reads workerset_list). With one
+ * instance it is exactly the one worker of before. */
 #ifndef ONIONFRONT_WORKERSET_H
 #define ONIONFRONT_WORKERSET_H
 
@@ -15,6 +23,7 @@ struct config;
 struct event_base;
 struct proc_mgr;
 struct probe_actions;
+struct roll;
 struct service_ids;
 struct worker;
 struct worker_callbacks;
@@ -26,7 +35,8 @@ struct workerset *workerset_new(struct event_base *base, struct proc_mgr *procs,
                                 struct service_ids *ids, const struct worker_callbacks *cbs, void *arg);
 void workerset_free(struct workerset *ws); /* NULL is a no-op */
 
-/* The workers, instance 0 first; *n set to how many. Borrowed until workerset_free. */
+/* The workers, instance 0 first, then the anonymous services' tor while it runs; *n set to how many.
+ * Borrowed until workerset_free (the list changes with workerset_apply_modes). */
 struct worker *const *workerset_list(const struct workerset *ws, size_t *n);
 
 /* After the keys are loaded: each worker's services (worker_sync_services) and its directories'
@@ -41,6 +51,26 @@ int workerset_start(struct workerset *ws, char *err, size_t errlen);
  * one tor, restart it; with several, restart only the tor whose descriptor HSDirs serve (the last to
  * upload), so that the failover rule moves visitors to a survivor instead of all tors going down at once. */
 struct probe_actions workerset_probe_actions(struct workerset *ws);
+
+/* After a reload applied `conf` to the listed workers (worker_reconfigure): start the anonymous services'
+ * tor if `conf` has the first anonymous service (its directories handed over, then started; once an old
+ * one being stopped is gone), stop it if `conf` has none left. Return 1 if it was started or stopped, 0
+ * if nothing changed, or -1 with a message (out of memory, a hand-over that failed; it is then not
+ * started). A tor that cannot be started is logged. */
+int workerset_apply_modes(struct workerset *ws, const struct config *conf, char *err, size_t errlen);
+
+/* restart-tor: start a rolling restart of the workers (roll.h), `why` shown. Refused while stopping, in
+ * attach mode (`conf`, the running config: onionfront does not own that tor), or while a roll runs or a
+ * tor is down. Return 0 with what started in `msg`, or -1 with why not. */
+int workerset_restart_tor(struct workerset *ws, const struct config *conf, const char *why, char *msg,
+                          size_t msglen);
+
+/* A reload changed tor.binary (`conf`, the new config): watch the new path (binwatch.h; the watcher also
+ * rolls by itself when the file on disk is replaced) and start a roll onto it, as workerset_restart_tor. */
+int workerset_binary_reloaded(struct workerset *ws, const struct config *conf, char *msg, size_t msglen);
+
+/* The rolling restart's state, for reports (NULL for a NULL set). Borrowed until workerset_free. */
+const struct roll *workerset_roll(const struct workerset *ws);
 
 /* Stop every worker (worker_stop); cbs->stopped follows once all are gone. */
 void workerset_stop(struct workerset *ws);

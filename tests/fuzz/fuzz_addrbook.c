@@ -32,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         (void)addrbook_check(b, names[i], "/k", NULL, "gone", msg, sizeof(msg));
         if (a)
             (void)addrbook_note_published(b, names[i], a, 0);
-        (void)addrbook_note_key(b, names[i], addr, ADDRBOOK_NEW_KEY, 0, err, sizeof(err));
+        (void)addrbook_note_key(b, names[i], addr, ADDRBOOK_NEW_KEY, SERVICE_MODE_SINGLE, 0, err, sizeof(err));
         if (addrbook_address(b, names[i]) && strcmp(addrbook_address(b, names[i]), addr) != 0 && names[i][0])
             __builtin_trap();
     }

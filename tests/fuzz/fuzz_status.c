@@ -54,7 +54,7 @@ static void fuzz_check_reply(const char *line, size_t len)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const struct status_providers providers = {
-        NULL, fuzz_object, fuzz_object, NULL, fuzz_object, fuzz_metrics, fuzz_reload, fuzz_log_level,
+        NULL, fuzz_object, fuzz_object, NULL, fuzz_object, fuzz_metrics, fuzz_reload, fuzz_log_level, fuzz_reload,
     };
     struct status_request req;
     char err[256];

@@ -130,10 +130,11 @@ of_extra_torrc_json() {
 }
 
 # of_write_config FILE SERVICES_JSON [EXTRA_TOP_LEVEL_JSON] — state and run dirs under $OF_TMP;
-# tor.instances from $OF_TOR_INSTANCES when set.
+# tor.instances from $OF_TOR_INSTANCES and tor.binary from $OF_TOR_BINARY when set.
 of_write_config() {
   local file=$1 services=$2 extra=${3:-} instances=""
   [[ -n ${OF_TOR_INSTANCES:-} ]] && instances=" \"instances\": $OF_TOR_INSTANCES,"
+  [[ -n ${OF_TOR_BINARY:-} ]] && instances+=" \"binary\": \"$OF_TOR_BINARY\","
   cat >"$file" <<EOF
 {
   "state_dir": "$OF_TMP/state",
@@ -234,6 +235,59 @@ of_fetch_until() {
 
 of_torctl() { "$OF_TORCTL_BIN" "$@"; }
 
+# of_tor_field CONFIG FIELD INSTANCE — a field of one tor's row in `onionfront status --json` ("" if absent).
+of_tor_field() {
+  "$OF_BIN" -c "$1" status --json 2>/dev/null | python3 -c '
+import json, sys
+try:
+    d = json.load(sys.stdin)
+    t = next(t for t in d["status"]["tors"] if t["instance"] == int(sys.argv[2]))
+    v = t[sys.argv[1]]
+    print("" if v is None else v)
+except Exception:
+    print("")' "$2" "$3"
+}
+
+# of_wait_secs TIMEOUT_S COMMAND... — like of_wait_until, bounded by wall-clock time (for slow commands).
+of_wait_secs() {
+  local end=$((SECONDS + $1))
+  shift
+  while ((SECONDS < end)); do
+    "$@" && return 0
+    sleep 0.5
+  done
+  return 1
+}
+
+# of_client_loop_start URL OUTFILE — in the background, one request every 0.2 s through the private
+# network's client, each on a fresh circuit (a new SOCKS username: tor's stream isolation), until
+# of_client_loop_stop; each line of OUTFILE: start end ok|fail. Sets OF_LOOP_PID.
+of_client_loop_start() {
+  local url=$1 out=$2
+  : >"$out"
+  rm -f "$out.stop"
+  (
+    i=0
+    while [[ ! -e $out.stop ]]; do
+      i=$((i + 1))
+      t0=$(of_now)
+      if curl -sS --fail --max-time "${OF_LOOP_MAX_TIME:-20}" --socks5-hostname "127.0.0.1:$TESTNET_SOCKS_PORT" \
+        --proxy-user "iso$$-$i:x" -o /dev/null "$url" 2>>"$out.err"; then r=ok; else r=fail; fi
+      echo "$t0 $(of_now) $r" >>"$out"
+      sleep 0.2
+    done
+  ) &
+  OF_LOOP_PID=$!
+  of_track_pid "$OF_LOOP_PID"
+}
+
+# of_client_loop_stop OUTFILE — end the loop after its current request (bounded).
+of_client_loop_stop() {
+  touch "$1.stop"
+  of_wait_until 40 bash -c "! kill -0 $OF_LOOP_PID 2>/dev/null"
+  wait "$OF_LOOP_PID" 2>/dev/null
+}
+
 # Require the private network (started by tests/run-tests.sh or the caller).
 of_require_testnet() {
   if [[ -z ${TESTNET_SOCKS_PORT:-} || -z ${TESTNET_TORRC_EXTRA:-} ]]; then
@@ -241,4 +295,40 @@ of_require_testnet() {
       "'tests/testnet/testnet.sh run DIR -- bash $0'" >&2
     exit 2
   fi
+}
+
+# of_require_stem — python3-stem (a test tool) for tests/integration/hs_desc_fetch.py: sets PY (Debian's
+# python3, which has it) and FETCH (the script); a missing stem is a failure.
+of_require_stem() {
+  PY=/usr/bin/python3
+  FETCH="$OF_ROOT/tests/integration/hs_desc_fetch.py"
+  "$PY" -c 'import stem' 2>/dev/null && return 0
+  of_fail "python3-stem is not installed (tests/install-deps.sh test installs it)"
+  of_summary
+  return 1
+}
+
+# of_start_client_tor NAME [TORRC_LINE...] — a client tor of the test's own on the private network, in
+# $OF_TMP/NAME, with a SocksPort on a free 127.0.0.1 port; the extra lines go into its torrc (say
+# "ClientOnionAuthDir DIR"). Waits (bounded, 120 s) for bootstrap. Sets OF_LAST_PID and OF_CLIENT_SOCKS.
+of_start_client_tor() {
+  local name=$1 dir="$OF_TMP/$1" i
+  shift
+  mkdir -p "$dir/data" && chmod 700 "$dir" "$dir/data"
+  OF_CLIENT_SOCKS=$(of_free_port) || return 1
+  {
+    cat "$TESTNET_TORRC_EXTRA"
+    printf '%s\n' "DataDirectory $dir/data" "SocksPort 127.0.0.1:$OF_CLIENT_SOCKS" "Log notice file $dir/notice.log" \
+      "SafeLogging 0" "GeoIPFile /dev/null" "GeoIPv6File /dev/null" "ShutdownWaitLength 0" "$@"
+  } >"$dir/torrc"
+  /usr/bin/tor -f "$dir/torrc" >"$dir/stdout.log" 2>&1 &
+  OF_LAST_PID=$!
+  of_track_pid "$OF_LAST_PID"
+  for ((i = 0; i < 1200; i++)); do
+    grep -q 'Bootstrapped 100' "$dir/notice.log" 2>/dev/null && return 0
+    kill -0 "$OF_LAST_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  of_log "client tor $name did not bootstrap: $(tail -n 5 "$dir/notice.log" "$dir/stdout.log" 2>&1)"
+  return 1
 }

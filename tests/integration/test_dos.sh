@@ -8,6 +8,9 @@
 #    SETCONF (tor's options lose the PoW lines); tor then uploads the descriptor again, observed on the
 #    service tor's HS_DESC events (tor 0.4.9.11: UPLOAD/UPLOADED to every responsible HSDir with the same
 #    descriptor ids and no CREATED event), and a descriptor fetched afterwards has no pow-params line;
+#  - tor's MetricsPort (127.0.0.1 only) is read by onionfront: `status --json services` shows per service
+#    pow_enabled and tor_metrics (PoW suggested effort and queue, introductions received >= 1 after the
+#    fetches, rejected, rendezvous created/errors), and /metrics the onionfront_tor_hs_* samples;
 #  - bad input: PoW asked of a tor binary without the pow module (a wrapper script around tor that
 #    answers "pow: no") is refused by check-config and at start, with an error naming
 #    services[0].dos.pow.enabled (the same check runs on reload: sidecar/reload.c).
@@ -16,13 +19,7 @@ source "$(dirname "$0")/lib.sh"
 of_require_testnet
 of_init
 
-PY=/usr/bin/python3 # Debian's python3, which has python3-stem
-FETCH="$(dirname "$0")/hs_desc_fetch.py"
-if ! "$PY" -c 'import stem' 2>/dev/null; then
-  of_fail "python3-stem is not installed (tests/install-deps.sh test installs it)"
-  of_summary
-  exit 1
-fi
+of_require_stem || exit 1
 
 port=$(of_free_port)
 of_start_backend web "$port" http || exit 1
@@ -80,6 +77,33 @@ of_log "pow line: $(grep -E '^pow-params' "$OF_TMP/inner-on.txt")"
 of_check "the descriptor lists 4 introduction points" \
   test "$(grep -c '^introduction-point ' "$OF_TMP/inner-on.txt")" -eq 4
 
+# --- tor's MetricsPort, read by onionfront: per-service values in status and /metrics --------------------
+mp=$(of_torctl "$ctl" "GETCONF MetricsPort" "GETCONF MetricsPortPolicy" 2>&1)
+of_log "tor: $(tr '\n' ' ' <<<"$mp")"
+of_check "tor's MetricsPort is on 127.0.0.1 only" grep -Eq '^250[- ]MetricsPort=127\.0\.0\.1:[0-9]+$' <<<"$mp"
+of_check "and only 127.0.0.1 may read it" grep -q 'MetricsPortPolicy=accept 127.0.0.1' <<<"$mp"
+svc_field() { # FIELD — services[0].FIELD from onionfront status --json services, as JSON
+  "$OF_BIN" -c "$config" status --json services 2>/dev/null |
+    python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)[0].get(sys.argv[1])))' "$1"
+}
+intro_seen() { # the page fetches above reached tor as introductions; a scrape (every 10 s) shows them
+  svc_field tor_metrics | python3 -c 'import json,sys; t=json.load(sys.stdin); sys.exit(0 if t and t.get("introductions_received", 0) >= 1 else 1)'
+}
+of_check "status shows tor's introductions_received >= 1 for the service" of_wait_until 40 intro_seen
+tm=$(svc_field tor_metrics)
+of_log "status tor_metrics: $tm"
+for k in pow_suggested_effort pow_queue_length introductions_received introductions_rejected rendezvous_created \
+  rendezvous_errors; do
+  of_check "status tor_metrics has $k" grep -q "\"$k\": [0-9]" <<<"$tm"
+done
+of_check "status says PoW is enabled" test "$(svc_field pow_enabled)" = true
+mt=$("$OF_BIN" -c "$config" status metrics 2>&1)
+of_check "/metrics has the PoW suggested effort for the service" \
+  grep -Eq '^onionfront_tor_hs_pow_suggested_effort\{service="web"\} [0-9]' <<<"$mt"
+of_check "/metrics has its introductions received" \
+  grep -Eq '^onionfront_tor_hs_introductions_received_total\{service="web"\} [1-9]' <<<"$mt"
+of_check "/metrics says tor's MetricsPort was read" grep -q '^onionfront_tor_metrics_up 1$' <<<"$mt"
+
 # --- a reload that turns PoW off ------------------------------------------------------------------------
 events=$OF_TMP/events.txt
 of_torctl "$ctl" -e HS_DESC -t 120 >"$events" 2>&1 &
@@ -114,6 +138,7 @@ of_log "HS_DESC after the reload: $(grep -c ' CREATED ' "$events") CREATED, $(gr
 nopow() { fetch_desc "$OF_TMP/inner-off.txt" && ! grep -q '^pow-params' "$OF_TMP/inner-off.txt"; }
 of_check "a descriptor fetched after the reload has no pow-params line" of_wait_until 90 nopow
 of_check "the page is still served" of_fetch "http://$addr/" "$OF_TMP/page1.html" 30
+of_check "status says PoW is off now" test "$(svc_field pow_enabled)" = false
 
 # --- a reload asking PoW of a tor without the module is refused; so is such a start ---------------------
 of_stop_pid "$ev_pid" 5

@@ -41,7 +41,7 @@ of_check "the unit runs /usr/bin/onionfront" \
 # --- the installed binary ------------------------------------------------------------------------------
 of_check "the installed binary reports its version" \
   bash -c "'$dest/usr/bin/onionfront' --version | grep -Eq '^onionfront [0-9]+\.[0-9]+'"
-for cfg in "$dest"/usr/share/onionfront/*.json; do
+for cfg in "$dest"/usr/share/onionfront/onionfront*.json; do
   of_check "installed $(basename "$cfg") passes check-config" "$dest/usr/bin/onionfront" check-config "$cfg"
 done
 

@@ -25,28 +25,8 @@ OF_TOR_INSTANCES=2 of_write_config "$config" \
   '"probe": { "hsfetch_interval": 10, "republish_deadline": 15 }'
 of_start_onionfront "$config" "$log"
 
-# it_tor FIELD INSTANCE — a field of one tor's row in `onionfront status --json` ("" if absent).
-it_tor() {
-  "$OF_BIN" -c "$config" status --json 2>/dev/null | python3 -c '
-import json, sys
-try:
-    d = json.load(sys.stdin)
-    t = next(t for t in d["status"]["tors"] if t["instance"] == int(sys.argv[2]))
-    v = t[sys.argv[1]]
-    print("" if v is None else v)
-except Exception:
-    print("")' "$1" "$2"
-}
-# it_wait TIMEOUT_S COMMAND... — like of_wait_until, bounded by wall-clock time (each try runs the CLI).
-it_wait() {
-  local end=$((SECONDS + $1))
-  shift
-  while ((SECONDS < end)); do
-    "$@" && return 0
-    sleep 0.5
-  done
-  return 1
-}
+it_tor() { of_tor_field "$config" "$1" "$2"; }
+it_wait() { of_wait_secs "$@"; }
 it_both_running() { [[ $(it_tor state 1) == running && $(it_tor state 2) == running ]]; }
 
 of_check "onionfront logs the service's address" of_wait_log "$log" "service web: .*address [a-z2-7]{56}\.onion" 30
@@ -70,20 +50,7 @@ sleep 10
 
 # A client loop: one request every 0.2 s, each on a fresh circuit (a new SOCKS username).
 loop_out=$OF_TMP/loop.txt
-: >"$loop_out"
-(
-  i=0
-  while [[ ! -e $OF_TMP/loop.stop ]]; do
-    i=$((i + 1))
-    t0=$(of_now)
-    if curl -sS --fail --max-time 20 --socks5-hostname "127.0.0.1:$TESTNET_SOCKS_PORT" \
-      --proxy-user "iso$$-$i:x" -o /dev/null "http://$addr/" 2>/dev/null; then r=ok; else r=fail; fi
-    echo "$t0 $(of_now) $r" >>"$loop_out"
-    sleep 0.2
-  done
-) &
-loop_pid=$!
-of_track_pid "$loop_pid"
+of_client_loop_start "http://$addr/" "$loop_out"
 sleep 5
 victim=$pid2
 kill_at=$(of_now)
@@ -93,9 +60,7 @@ of_check "onionfront logs the failover once" of_wait_log "$log" "failover: tor 2
 new_pid2_ok() { local p; p=$(it_tor pid 2); [[ -n $p && $p != "$victim" && $(it_tor state 2) == running ]]; }
 of_check "the killed tor comes back with a new pid" it_wait 120 new_pid2_ok
 sleep 20
-touch "$OF_TMP/loop.stop"
-of_wait_until 30 bash -c "! kill -0 $loop_pid 2>/dev/null"
-wait "$loop_pid" 2>/dev/null
+of_client_loop_stop "$loop_out"
 of_check "the address is unchanged" test "$(of_address_from_log "$log" web)" = "$addr"
 back_at=$(of_now)
 of_check "the service is fetchable after the kill" of_fetch_until "http://$addr/" "$OF_TMP/page2" 150

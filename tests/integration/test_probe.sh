@@ -6,7 +6,9 @@
 #  - all backends killed: "down" at stage http (or stream), the repair ladder starts (each step logged
 #    once), Onion-Location is withdrawn from the include file and from the HTTP endpoint, read through a
 #    separate nginx that knows only that endpoint; `onionfront status` exits 2, `check` says CRITICAL;
-#  - a backend back: "reachable" again, the header returns, status exits 0.
+#  - a backend back: "reachable" again, the header returns, status exits 0;
+#  - the whole private network frozen (the onion unreachable while onionfront's tors run): "down", the
+#    ladder's steps in order, each once (re-post, restart tor, alert); thawed: "reachable" again.
 set -u
 source "$(dirname "$0")/lib.sh"
 of_require_testnet
@@ -132,6 +134,41 @@ of_log "reachable again $(of_elapsed "$t0") s after the backend came back"
 of_check "the include file carries the header again" of_wait_until 10 grep -q "$addr" "$ol_dir/alpha.conf"
 of_check "nginx sends the header again" of_wait_until 10 test -n "$(onion_header /page)"
 of_check "'reachable again' is logged" grep -q 'reachable again end to end' "$log"
+
+# --- the onion unreachable from the network: the ladder on a tor-level outage ---------------------------
+# Every authority and relay of the private network is frozen (SIGSTOP by the PIDs testnet.sh recorded,
+# each checked to be a tor on that node's torrc): the service's descriptor and introduction points are
+# out of reach, while both of onionfront's tors stay up and answer on their control ports (so only the
+# ladder, not the tor supervisor, acts). A detached watchdog thaws them after a bound even if this script
+# is killed; the trap thaws them on any exit.
+frozen=()
+thaw() { ((${#frozen[@]})) && kill -CONT "${frozen[@]}" 2>/dev/null; frozen=(); }
+trap 'thaw; of_cleanup' EXIT
+trap 'thaw; of_cleanup; exit 130' INT TERM
+for node in "$TESTNET_DIR"/auth* "$TESTNET_DIR"/relay*; do
+  pid=$(cat "$node/pid" 2>/dev/null) || continue
+  [[ $pid =~ ^[0-9]+$ ]] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$node/torrc" && frozen+=("$pid")
+done
+mark=$(wc -l <"$log")
+after_mark() { tail -n +"$((mark + 1))" "$log"; }
+of_check "the private network's nodes are found to freeze (${#frozen[@]})" test "${#frozen[@]}" -ge 4
+setsid bash -c 'sleep 240; kill -CONT "$@" 2>/dev/null' _ "${frozen[@]}" </dev/null >/dev/null 2>&1 &
+kill -STOP "${frozen[@]}"
+t0=$(of_now)
+of_log "froze ${#frozen[@]} nodes of the private network"
+of_check "network frozen: the probe reports the service down" of_wait_until 120 state_is down
+of_log "down $(of_elapsed "$t0") s after the freeze, stage $(jq -r '.services | .[0].probe.last.stage' "$OF_TMP/status.json")"
+of_check "network frozen: repair step 1 (re-post) is logged" of_wait_until 60 bash -c "tail -n +$((mark + 1)) '$log' | grep -q 'repair step 1: re-posting'"
+of_check "network frozen: repair step 2 (restart tor) follows" of_wait_until 120 bash -c "tail -n +$((mark + 1)) '$log' | grep -q 'repair step 2: restarting its tor'"
+of_check "network frozen: step 3 (alert) follows" of_wait_until 120 bash -c "tail -n +$((mark + 1)) '$log' | grep -q 'nothing left to try, alerting'"
+thaw
+of_log "thawed the network $(of_elapsed "$t0") s after the freeze"
+steps=$(after_mark | grep -oE 'repair step [12]|nothing left to try' | tr '\n' ',')
+of_check "network frozen: the steps came in order, each once ($steps)" test "$steps" = "repair step 1,repair step 2,nothing left to try,"
+of_check "network frozen: onionfront's tor was restarted by the ladder" bash -c "tail -n +$((mark + 1)) '$log' | grep -q 'tor: started'"
+t0=$(of_now)
+of_check "network thawed: the probe reports the service reachable again" of_wait_until 300 bash -c "s=\$('$OF_BIN' -c '$config' status --json | jq -r '.services | .[0].probe.state'); [[ \$s == reachable || \$s == degraded ]]"
+of_log "reachable again $(of_elapsed "$t0") s after the thaw"
 
 of_stop_onionfront
 of_check "onionfront exits 0" test $? -eq 0

@@ -104,14 +104,46 @@ static void test_missing_file_is_empty(void **state)
     addrbook_free(NULL);
 }
 
+/* Each address's mode: recorded, read back after a save, "single" for an entry without one (records from
+ * before per-service modes) and for an unknown service; a new key may be of another mode; a bad mode
+ * value makes the record corrupt. */
+static void test_mode(void **state)
+{
+    struct st *s = *state;
+    char err[512];
+    struct addrbook *b = load_ok(s);
+    assert_int_equal(addrbook_mode(b, "hid"), SERVICE_MODE_SINGLE);
+    assert_int_equal(addrbook_note_key(b, "hid", A1, ADDRBOOK_CREATED, SERVICE_MODE_ANONYMOUS, T0, err, sizeof(err)), 1);
+    assert_int_equal(addrbook_note_key(b, "web", A2, ADDRBOOK_CREATED, SERVICE_MODE_SINGLE, T0, err, sizeof(err)), 1);
+    save_ok(b);
+    addrbook_free(b);
+    b = load_ok(s);
+    assert_int_equal(addrbook_mode(b, "hid"), SERVICE_MODE_ANONYMOUS);
+    assert_int_equal(addrbook_mode(b, "web"), SERVICE_MODE_SINGLE);
+    assert_int_equal(addrbook_note_key(b, "web", A3, ADDRBOOK_NEW_KEY, SERVICE_MODE_ANONYMOUS, T0 + 9, err, sizeof(err)), 1);
+    assert_int_equal(addrbook_mode(b, "web"), SERVICE_MODE_ANONYMOUS);
+    addrbook_free(b);
+    static const char old[] = "{\"format\": \"onionfront-addresses 1\", \"services\": {\"web\": {\"addresses\": "
+                              "[{\"address\": \"" A1 "\", \"since\": \"x\", \"how\": \"created\"}]}}}";
+    b = addrbook_parse(s->dir, "old", old, strlen(old), err, sizeof(err));
+    assert_non_null(b);
+    assert_int_equal(addrbook_mode(b, "web"), SERVICE_MODE_SINGLE);
+    addrbook_free(b);
+    static const char bad[] = "{\"format\": \"onionfront-addresses 1\", \"services\": {\"web\": {\"addresses\": "
+                              "[{\"address\": \"" A1 "\", \"since\": \"x\", \"how\": \"created\", \"mode\": "
+                              "\"hidden\"}]}}}";
+    assert_null(addrbook_parse(s->dir, "bad", bad, strlen(bad), err, sizeof(err)));
+    assert_non_null(strstr(err, "services.web.addresses[0].mode"));
+}
+
 static void test_round_trip(void **state)
 {
     struct st *s = *state;
     char err[512];
     struct addrbook *b = load_ok(s);
-    assert_int_equal(addrbook_note_key(b, "web", A1, ADDRBOOK_CREATED, T0, err, sizeof(err)), 1);
-    assert_int_equal(addrbook_note_key(b, "api", A2, ADDRBOOK_LOADED, T0, err, sizeof(err)), 1);
-    assert_int_equal(addrbook_note_key(b, "web", A1, ADDRBOOK_LOADED, T0 + 5, err, sizeof(err)), 0); /* known */
+    assert_int_equal(addrbook_note_key(b, "web", A1, ADDRBOOK_CREATED, SERVICE_MODE_SINGLE, T0, err, sizeof(err)), 1);
+    assert_int_equal(addrbook_note_key(b, "api", A2, ADDRBOOK_LOADED, SERVICE_MODE_SINGLE, T0, err, sizeof(err)), 1);
+    assert_int_equal(addrbook_note_key(b, "web", A1, ADDRBOOK_LOADED, SERVICE_MODE_SINGLE, T0 + 5, err, sizeof(err)), 0); /* known */
     assert_int_equal(addrbook_note_published(b, "web", A1, T0 + 4), 1);
     assert_int_equal(addrbook_note_published(b, "web", A1, T0 + 9), 0);  /* the first one counts */
     assert_int_equal(addrbook_note_published(b, "web", A2, T0 + 9), 0);  /* not web's address */
@@ -123,7 +155,7 @@ static void test_round_trip(void **state)
     assert_string_equal(addrbook_address(b, "web"), A1);
     assert_string_equal(addrbook_address(b, "api"), A2);
     /* a deliberate change: new-key */
-    assert_int_equal(addrbook_note_key(b, "web", A3, ADDRBOOK_NEW_KEY, T0 + 3600, err, sizeof(err)), 1);
+    assert_int_equal(addrbook_note_key(b, "web", A3, ADDRBOOK_NEW_KEY, SERVICE_MODE_SINGLE, T0 + 3600, err, sizeof(err)), 1);
     assert_string_equal(addrbook_address(b, "web"), A3);
     assert_int_equal(addrbook_count(b, "web"), 2);
     save_ok(b);
@@ -156,7 +188,7 @@ static void test_round_trip(void **state)
 
     /* and an import back to the first address is one more deliberate change */
     b = load_ok(s);
-    assert_int_equal(addrbook_note_key(b, "web", A1, ADDRBOOK_IMPORTED, T0 + 7200, err, sizeof(err)), 1);
+    assert_int_equal(addrbook_note_key(b, "web", A1, ADDRBOOK_IMPORTED, SERVICE_MODE_SINGLE, T0 + 7200, err, sizeof(err)), 1);
     assert_string_equal(addrbook_address(b, "web"), A1);
     assert_int_equal(addrbook_count(b, "web"), 3);
     addrbook_free(b);
@@ -167,11 +199,11 @@ static void test_accidental_change_refused(void **state)
     struct st *s = *state;
     char err[512] = "";
     struct addrbook *b = load_ok(s);
-    assert_int_equal(addrbook_note_key(b, "web", A1, ADDRBOOK_CREATED, T0, err, sizeof(err)), 1);
-    assert_int_equal(addrbook_note_key(b, "web", A2, ADDRBOOK_CREATED, T0, err, sizeof(err)), -1);
+    assert_int_equal(addrbook_note_key(b, "web", A1, ADDRBOOK_CREATED, SERVICE_MODE_SINGLE, T0, err, sizeof(err)), 1);
+    assert_int_equal(addrbook_note_key(b, "web", A2, ADDRBOOK_CREATED, SERVICE_MODE_SINGLE, T0, err, sizeof(err)), -1);
     assert_non_null(strstr(err, A1));
-    assert_int_equal(addrbook_note_key(b, "web", A2, ADDRBOOK_LOADED, T0, err, sizeof(err)), -1);
-    assert_int_equal(addrbook_note_key(b, "web", "not-an-address", ADDRBOOK_NEW_KEY, T0, err, sizeof(err)), -1);
+    assert_int_equal(addrbook_note_key(b, "web", A2, ADDRBOOK_LOADED, SERVICE_MODE_SINGLE, T0, err, sizeof(err)), -1);
+    assert_int_equal(addrbook_note_key(b, "web", "not-an-address", ADDRBOOK_NEW_KEY, SERVICE_MODE_SINGLE, T0, err, sizeof(err)), -1);
     assert_string_equal(addrbook_address(b, "web"), A1);
     assert_int_equal(addrbook_count(b, "web"), 1);
     addrbook_free(b);
@@ -187,7 +219,7 @@ static void test_written_atomically_0600(void **state)
     mode_t old = umask(0);
     struct addrbook *b = addrbook_parse(s->dir, s->path, EMPTY, strlen(EMPTY), err, sizeof(err));
     assert_non_null(b);
-    assert_int_equal(addrbook_note_key(b, "web", A1, ADDRBOOK_CREATED, T0, err, sizeof(err)), 1);
+    assert_int_equal(addrbook_note_key(b, "web", A1, ADDRBOOK_CREATED, SERVICE_MODE_SINGLE, T0, err, sizeof(err)), 1);
     save_ok(b);
     umask(old);
     addrbook_free(b);
@@ -277,7 +309,7 @@ static void test_check_table(void **state)
     struct st *s = *state;
     char err[512], msg[2048];
     struct addrbook *b = load_ok(s);
-    assert_int_equal(addrbook_note_key(b, "web", A1, ADDRBOOK_CREATED, T0, err, sizeof(err)), 1);
+    assert_int_equal(addrbook_note_key(b, "web", A1, ADDRBOOK_CREATED, SERVICE_MODE_SINGLE, T0, err, sizeof(err)), 1);
     static const struct {
         const char *service, *key_address, *key_error;
         enum addrbook_verdict want;
@@ -320,6 +352,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_missing_file_is_empty, setup, teardown),
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mode, setup, teardown),
         cmocka_unit_test_setup_teardown(test_accidental_change_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_written_atomically_0600, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_files, setup, teardown),

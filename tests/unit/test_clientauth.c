@@ -2,8 +2,10 @@
  * clients' files written (content, 0600) with onionfront's list; a client removed from the config has
  * its file removed; a planted unknown file, a malformed or changed file, a group-readable file and a
  * symlinked authorized_clients directory are refused with the file named; without clients nothing is
- * created, and a leftover .auth file is refused (tor would still enforce it). Plus the config side: the
- * key is validated and upper-cased, a pasted "descriptor:x25519:" prefix accepted.
+ * created, and a leftover .auth file is refused (tor would still enforce it). Never fail open: a config
+ * that drops every client of a restricted service is refused unless drop_client_auth says so; an
+ * unwritable directory fails the sync. Plus the config side: the key is validated and upper-cased, a
+ * pasted "descriptor:x25519:" prefix accepted, drop_client_auth's type and its conflict with client_auth.
  *
  * Why: tor silently ignores a malformed .auth file and enforces authorization only if one loads, so a
  * mistake here makes a private service public. */
@@ -51,28 +53,28 @@ static int teardown(void **state)
     return rc;
 }
 
-/* Load a config whose one service has key_dir <dir>/keys and the client_auth `clients` (JSON, or "" for
- * none). */
-static const struct service_conf *load(struct ctx *c, const char *clients)
+/* Load a config whose one service has key_dir <dir>/keys and the extra service fields `fields` (JSON
+ * members, or "" for none). */
+static const struct service_conf *load_fields(struct ctx *c, const char *fields)
 {
     char json[2048];
     snprintf(json, sizeof(json),
              "{\"state_dir\":\"%s/state\",\"run_dir\":\"%s/run\",\"services\":[{\"name\":\"web\",\"key_dir\":"
              "\"%s/keys\",%s%s\"ports\":[{\"virtual\":80,\"target\":\"127.0.0.1:1\"}]}]}",
-             c->dir, c->dir, c->dir, clients[0] ? "\"client_auth\":" : "", clients[0] ? clients : "");
+             c->dir, c->dir, c->dir, fields, fields[0] ? "," : "");
     config_free(c->conf);
-    char fixed[2100];
-    /* the client list needs a comma after it */
-    if (clients[0]) {
-        const char *p = strstr(json, "\"ports\"");
-        snprintf(fixed, sizeof(fixed), "%.*s,%s", (int)(p - json), json, p);
-    } else {
-        snprintf(fixed, sizeof(fixed), "%s", json);
-    }
-    c->conf = config_load_string(fixed, strlen(fixed), c->err, sizeof(c->err));
+    c->conf = config_load_string(json, strlen(json), c->err, sizeof(c->err));
     if (!c->conf)
-        fail_msg("%s\n%s", c->err, fixed);
+        fail_msg("%s\n%s", c->err, json);
     return &c->conf->services[0];
+}
+
+/* As load_fields, with the client_auth `clients` (JSON, or "" for none). */
+static const struct service_conf *load(struct ctx *c, const char *clients)
+{
+    char fields[1024];
+    snprintf(fields, sizeof(fields), "%s%s", clients[0] ? "\"client_auth\":" : "", clients);
+    return load_fields(c, fields);
 }
 
 static void path(const struct ctx *c, const char *name, char *out, size_t len)
@@ -139,10 +141,100 @@ static void test_write_and_remove(void **state)
     path(c, "alice.auth", p, sizeof(p));
     assert_int_equal(access(p, F_OK), 0);
 
-    /* no clients any more: alice's file goes too, and the service is public on purpose */
+    /* no clients any more: never fail open. Refused, naming the way out; alice's file stays */
+    sc = load(c, "");
+    assert_int_equal(clientauth_sync(sc, c->err, sizeof(c->err)), -1);
+    assert_non_null(strstr(c->err, "the service was restricted to clients (alice) and the config lists none"));
+    assert_non_null(strstr(c->err, "\"drop_client_auth\": true"));
+    assert_int_equal(access(p, F_OK), 0);
+    assert_int_equal(clientauth_check(sc, c->err, sizeof(c->err)), -1); /* tor would still enforce alice */
+
+    /* said on purpose: alice's file goes and the service is public (1 says so once) */
+    sc = load_fields(c, "\"drop_client_auth\":true");
+    assert_int_equal(clientauth_sync(sc, c->err, sizeof(c->err)), 1);
+    assert_int_equal(access(p, F_OK), -1);
+    assert_int_equal(clientauth_sync(sc, c->err, sizeof(c->err)), 0);
+    /* from now on a config without clients needs no flag */
     sc = load(c, "");
     assert_int_equal(clientauth_sync(sc, c->err, sizeof(c->err)), 0);
+    assert_int_equal(clientauth_check(sc, c->err, sizeof(c->err)), 0);
+}
+
+/* tor warns about every file in authorized_clients that does not end in .auth: onionfront keeps its list
+ * in key_dir, writes nothing for a service without clients (tor creates the empty directory itself), and
+ * takes over a list from where it used to be, removing it there. */
+static void test_only_auth_files(void **state)
+{
+    struct ctx *c = *state;
+    char p[256], q[256];
+    mkkeys(c);
+    path(c, "", p, sizeof(p));
+    assert_int_equal(mkdir(p, 0700), 0); /* as tor leaves it */
+    const struct service_conf *sc = load(c, "");
+    assert_int_equal(clientauth_sync(sc, c->err, sizeof(c->err)), 0);
+    snprintf(q, sizeof(q), "%s/keys/" CLIENTAUTH_LIST, c->dir);
+    assert_int_equal(access(q, F_OK), -1);
+    path(c, CLIENTAUTH_OLD_LIST, p, sizeof(p));
     assert_int_equal(access(p, F_OK), -1);
+
+    sc = load(c, "[{\"name\":\"alice\",\"public_key\":\"" K1 "\"}]");
+    assert_int_equal(clientauth_sync(sc, c->err, sizeof(c->err)), 0);
+    assert_int_equal(access(q, F_OK), 0);
+    assert_int_equal(access(p, F_OK), -1);
+
+    /* an old list in authorized_clients (bob was written then): taken over, bob removed, then gone */
+    unlink(q);
+    write_file(p, "alice\nbob\n");
+    path(c, "bob.auth", q, sizeof(q));
+    write_file(q, "descriptor:x25519:" K1 "\n");
+    assert_int_equal(clientauth_sync(sc, c->err, sizeof(c->err)), 0);
+    assert_int_equal(access(q, F_OK), -1);
+    assert_int_equal(access(p, F_OK), -1);
+    /* and the list in key_dir still knows alice: dropping her needs the flag */
+    sc = load(c, "");
+    assert_int_equal(clientauth_sync(sc, c->err, sizeof(c->err)), -1);
+    /* also when someone removed authorized_clients itself */
+    path(c, "alice.auth", q, sizeof(q));
+    unlink(q);
+    path(c, "", q, sizeof(q));
+    assert_int_equal(rmdir(q), 0);
+    assert_int_equal(clientauth_check(sc, c->err, sizeof(c->err)), -1);
+    assert_non_null(strstr(c->err, "restricted to clients (alice)"));
+}
+
+static void test_drop_flag_config(void **state)
+{
+    struct ctx *c = *state;
+    char json[1024];
+    snprintf(json, sizeof(json),
+             "{\"state_dir\":\"%s/state\",\"run_dir\":\"%s/run\",\"services\":[{\"name\":\"web\","
+             "\"drop_client_auth\":true,\"client_auth\":[{\"name\":\"a\",\"public_key\":\"" K1 "\"}],"
+             "\"ports\":[{\"virtual\":80,\"target\":\"127.0.0.1:1\"}]}]}",
+             c->dir, c->dir);
+    assert_null(config_load_string(json, strlen(json), c->err, sizeof(c->err)));
+    assert_non_null(strstr(c->err, "services[0].drop_client_auth: cannot be set with client_auth"));
+    snprintf(json, sizeof(json),
+             "{\"state_dir\":\"%s/state\",\"run_dir\":\"%s/run\",\"services\":[{\"name\":\"web\","
+             "\"drop_client_auth\":1,\"ports\":[{\"virtual\":80,\"target\":\"127.0.0.1:1\"}]}]}",
+             c->dir, c->dir);
+    assert_null(config_load_string(json, strlen(json), c->err, sizeof(c->err)));
+    assert_non_null(strstr(c->err, "services[0].drop_client_auth: must be true or false"));
+}
+
+/* A directory onionfront cannot write: the sync fails (the caller refuses the service, never publishes
+ * it without its clients). */
+static void test_write_fails(void **state)
+{
+    struct ctx *c = *state;
+    char p[256];
+    mkkeys(c);
+    path(c, "", p, sizeof(p));
+    FILE *f = fopen(p, "w"); /* authorized_clients is a plain file */
+    assert_non_null(f);
+    fclose(f);
+    const struct service_conf *sc = load(c, "[{\"name\":\"alice\",\"public_key\":\"" K1 "\"}]");
+    assert_int_equal(clientauth_sync(sc, c->err, sizeof(c->err)), -1);
+    assert_non_null(strstr(c->err, "authorized_clients: cannot open"));
 }
 
 static void test_refused(void **state)
@@ -183,8 +275,10 @@ static void test_refused(void **state)
     assert_non_null(strstr(c->err, "authorized_clients: cannot open (a symlink is refused)"));
     unlink(p);
 
-    /* no clients configured, but a .auth file there: tor would enforce it */
+    /* no clients configured (nor listed), but a .auth file there: tor would enforce it */
     sc = load(c, "");
+    snprintf(q, sizeof(q), "%s/keys/" CLIENTAUTH_LIST, c->dir);
+    assert_int_equal(unlink(q), 0);
     assert_int_equal(mkdir(p, 0700), 0);
     path(c, "old.auth", q, sizeof(q));
     write_file(q, "descriptor:x25519:" K1 "\n");
@@ -220,6 +314,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_write_and_remove, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_clients_no_dir, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_only_auth_files, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_drop_flag_config, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_write_fails, setup, teardown),
         cmocka_unit_test(test_config_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -240,6 +240,8 @@ static const struct bad_case bad_cases[] = {
     BAD(TOR("'extra_torrc':['DNSPort 53']"), "tor.extra_torrc[0]: option \"DNSPort\" " OWNED),
     BAD(TOR("'extra_torrc':['HTTPTunnelPort 8118']"), "tor.extra_torrc[0]: option \"HTTPTunnelPort\" " OWNED),
     BAD(TOR("'extra_torrc':['ControlPort 9051']"), "tor.extra_torrc[0]: option \"ControlPort\" " OWNED),
+    BAD(TOR("'extra_torrc':['MetricsPort 0.0.0.0:9035']"), "tor.extra_torrc[0]: option \"MetricsPort\" " OWNED),
+    BAD(TOR("'extra_torrc':['MetricsPortPolicy accept *']"), "tor.extra_torrc[0]: option \"MetricsPortPolicy\" " OWNED),
     BAD(TOR("'extra_torrc':['ControlSocket /x']"), "tor.extra_torrc[0]: option \"ControlSocket\" " OWNED),
     BAD(TOR("'extra_torrc':['DataDirectory /tmp']"), "tor.extra_torrc[0]: option \"DataDirectory\" " OWNED),
     BAD(TOR("'extra_torrc':['CookieAuthentication 0']"),
@@ -419,6 +421,15 @@ static const struct bad_case bad_cases[] = {
         P0 ".connect_timeout_ms: must be 100-60000"),
     BAD(PORT("'virtual':80,'target':'127.0.0.1:1','max_streams_per_circuit':65536"),
         P0 ".max_streams_per_circuit: must be 0-65535"),
+    BAD(PORT("'virtual':80,'target':'127.0.0.1:1','circuit_stream_rate':65536"),
+        P0 ".circuit_stream_rate: must be 0-65535"),
+    BAD(PORT("'virtual':80,'target':'127.0.0.1:1','circuit_stream_rate':'5'"), P0 ".circuit_stream_rate: must be an integer"),
+    BAD(PORT("'virtual':80,'target':'127.0.0.1:1','circuit_stream_rate':5,'circuit_stream_burst':0"),
+        P0 ".circuit_stream_burst: must be 1-131070"),
+    BAD(PORT("'virtual':80,'target':'127.0.0.1:1','circuit_stream_burst':5"),
+        P0 ".circuit_stream_burst: needs circuit_stream_rate > 0"),
+    BAD(PORT("'virtual':80,'target':'127.0.0.1:1','idle_timeout':86401"), P0 ".idle_timeout: must be 0-86400"),
+    BAD(PORT("'virtual':80,'target':'127.0.0.1:1','idle_timeout':-1"), P0 ".idle_timeout: must be 0-86400"),
     BAD(PORT("'virtual':80,'target':'127.0.0.1:1','proxy_protocol':'yes'"),
         P0 ".proxy_protocol: must be true or false"),
     BAD(PORT("'virtual':80,'target':'127.0.0.1:1','proxy_protocol':1"),
@@ -531,6 +542,14 @@ static const struct bad_case bad_cases[] = {
     BAD(OLOC("'dir':'/etc/nginx','on_change':['/usr/sbin/nginx',1]"), "onion_location.on_change[1]: must be a string"),
     BAD(OLOC("'dir':'/etc/nginx','listen':'web:8081'"), "onion_location.listen: must be an IP address and port, e.g. \"10.0.0.5:8081\" or \"[::1]:8081\""),
     BAD(OLOC("'dir':'/etc/nginx','listen':8081"), "onion_location.listen: must be a string or null"),
+    /* services[].mode and onion_location */
+    BAD(SVC(",'mode':'hidden'"), "services[0].mode: must be one of \"single\", \"anonymous\""),
+    BAD(SVC(",'mode':1"), "services[0].mode: must be one of \"single\", \"anonymous\""),
+    BAD(SVC(",'onion_location':'yes'"), "services[0].onion_location: must be true or false"),
+    BAD(TOP("'tor':{'mode':'attach','control_socket':'/run/tor/control'},'services':[{'name':'web','mode':"
+            "'anonymous'," PORTS1 "}]"),
+        "services[0].mode: \"anonymous\" needs tor.mode \"spawn\": onionfront runs the anonymous services' tor "
+        "itself, and an attached tor is a single-onion tor"),
     /* services[].probe */
     BAD(SVC(",'probe':{'port':81}"), "services[0].probe.port: must be one of the service's virtual ports"),
     BAD(SVC(",'probe':{'type':'ping'}"), "services[0].probe.type: must be one of \"http\", \"connect\""),
@@ -580,6 +599,10 @@ static void test_minimal_defaults(void **state)
     const struct service_conf *s = &c->services[0];
     assert_string_equal(s->name, "web");
     assert_string_equal(s->key_dir, "/var/lib/of/keys/web");
+    assert_int_equal(s->mode, SERVICE_MODE_SINGLE);
+    assert_true(s->onion_location);
+    assert_int_equal(config_count_mode(c, SERVICE_MODE_SINGLE), 1);
+    assert_int_equal(config_count_mode(c, SERVICE_MODE_ANONYMOUS), 0);
     assert_int_equal(s->max_streams, 0);
     /* tor's own defaults: nothing different is sent to tor */
     assert_false(s->dos.pow_enabled);
@@ -606,6 +629,9 @@ static void test_minimal_defaults(void **state)
     assert_int_equal(p->balance, BALANCE_ROUND_ROBIN);
     assert_int_equal(p->connect_timeout_ms, 3000);
     assert_int_equal(p->max_streams_per_circuit, CONFIG_DEFAULT_MAX_STREAMS_PER_CIRCUIT);
+    assert_int_equal(p->circuit_stream_rate, 0); /* off */
+    assert_int_equal(p->circuit_stream_burst, 10);
+    assert_int_equal(p->idle_timeout_s, 0); /* off */
     assert_false(p->proxy_protocol);
     assert_int_equal(p->health.type, HEALTH_TCP);
     assert_int_equal(p->health.interval_ms, 2000);
@@ -646,6 +672,7 @@ static void test_full_config(void **state)
         "  {'virtual':443,'backends':[{'name':'app1','address':'[::1]:8443','weight':3},"
         "                             {'address':'unix:/run/app2.sock','weight':0}],"
         "   'balance':'circuit','connect_timeout_ms':500,'max_streams_per_circuit':8,'proxy_protocol':true,"
+        "   'circuit_stream_rate':20,'idle_timeout':300,"
         "   'health':{'type':'https','interval_ms':5000,'timeout_ms':4999,'rise':1,'fall':100,'method':'HEAD',"
         "             'path':'/health?full=1','host':'shop.example','expect_status':[204,200,301],"
         "             'tls_verify':false}},"
@@ -709,6 +736,9 @@ static void test_full_config(void **state)
     assert_int_equal(p->balance, BALANCE_CIRCUIT);
     assert_int_equal(p->connect_timeout_ms, 500);
     assert_int_equal(p->max_streams_per_circuit, 8);
+    assert_int_equal(p->circuit_stream_rate, 20);
+    assert_int_equal(p->circuit_stream_burst, 40); /* 2 x rate */
+    assert_int_equal(p->idle_timeout_s, 300);
     assert_true(p->proxy_protocol);
     assert_int_equal(p->health.type, HEALTH_HTTPS);
     assert_int_equal(p->health.interval_ms, 5000);
@@ -939,6 +969,8 @@ static void test_stringers_round_trip(void **state)
     config_free(c);
     assert_true(same);
     assert_string_equal(backend_addr_kind_str(BACKEND_ADDR_UNIX), "unix");
+    assert_string_equal(service_mode_str(SERVICE_MODE_SINGLE), "single");
+    assert_string_equal(service_mode_str(SERVICE_MODE_ANONYMOUS), "anonymous");
     assert_string_equal(balance_policy_str((enum balance_policy)99), "unknown");
 }
 
@@ -1287,6 +1319,11 @@ static const struct equal_case equal_cases[] = {
     {EQ_PORT1, "'ports':[{'virtual':81,'target':'127.0.0.1:8080'}]", false, false},
     {EQ_PORT1, EQ_PORT1 ",'max_streams':10", false, false},
     {EQ_PORT1, EQ_PORT1 ",'key_dir':'/keys/web'", false, false},
+    /* the mode is the tor's business (another tor), Onion-Location only onionfront's */
+    {EQ_PORT1, EQ_PORT1 ",'mode':'anonymous'", false, false},
+    {EQ_PORT1, EQ_PORT1 ",'mode':'single'", true, true},
+    {EQ_PORT1, EQ_PORT1 ",'onion_location':false", false, true},
+    {EQ_PORT1 ",'mode':'anonymous'", EQ_PORT1 ",'mode':'anonymous','onion_location':false", true, true},
     /* every dos setting is tor's business; the same values spelled out are no change */
     {EQ_PORT1, EQ_PORT1 ",'dos':{'pow':{'enabled':true}}", false, false},
     {EQ_PORT1, EQ_PORT1 ",'dos':{'pow':{'queue_rate':250,'queue_burst':2500},'num_intro_points':3}", true, true},
@@ -1385,7 +1422,8 @@ static const struct restart_case restart_cases[] = {
     {TOP(SVC1), "{'state_dir':'/var/lib/of2','run_dir':'/run/of'," SVC1 "}", "state_dir"},
     {TOP(SVC1), "{'state_dir':'/var/lib/of','run_dir':'/run/of2'," SVC1 "}", "run_dir"},
     {RS_BASE, TOR("'mode':'attach','control_socket':'/run/tor/control'"), "tor.mode"},
-    {RS_BASE, TOR("'mode':'spawn','binary':'/usr/local/bin/tor'"), "tor.binary"},
+    /* a new tor.binary is a rolling restart (reload.c), not a restart of onionfront */
+    {RS_BASE, TOR("'mode':'spawn','binary':'/usr/local/bin/tor'"), NULL},
     {TOR("'mode':'attach','control_socket':'/run/tor/control'"),
      TOR("'mode':'attach','control_socket':'/run/tor2/control'"), "tor.control_socket"},
     {RS_BASE, TOR("'mode':'spawn','binary':'/usr/bin/tor','user':'debian-tor'"), "tor.user"},
@@ -1412,6 +1450,27 @@ static void test_restart_needed(void **state)
             fail_msg("case %zu: got %s / %s, want %s\n  a: %s\n  b: %s", i, ab ? ab : "(none)", ba ? ba : "(none)",
                      rc->want ? rc->want : "(none)", rc->a, rc->b);
     }
+}
+
+/* An anonymous service beside a single one: its mode, Onion-Location off unless asked. */
+static void test_service_modes(void **state)
+{
+    struct test_state *ts = *state;
+    const struct config *c = ts->cfg = load_ok(
+        ts, SERVICES("{'name':'web'," PORTS1 "},{'name':'hidden','mode':'anonymous'," PORTS1 "},"
+                     "{'name':'hidden2','mode':'anonymous','onion_location':true," PORTS1 "},"
+                     "{'name':'quiet','mode':'single','onion_location':false," PORTS1 "}"));
+    assert_int_equal(c->services[0].mode, SERVICE_MODE_SINGLE);
+    assert_true(c->services[0].onion_location);
+    assert_int_equal(c->services[1].mode, SERVICE_MODE_ANONYMOUS);
+    assert_false(c->services[1].onion_location);
+    assert_string_equal(c->services[1].key_dir, "/var/lib/of/keys/hidden");
+    assert_int_equal(c->services[2].mode, SERVICE_MODE_ANONYMOUS);
+    assert_true(c->services[2].onion_location);
+    assert_int_equal(c->services[3].mode, SERVICE_MODE_SINGLE);
+    assert_false(c->services[3].onion_location);
+    assert_int_equal(config_count_mode(c, SERVICE_MODE_SINGLE), 2);
+    assert_int_equal(config_count_mode(c, SERVICE_MODE_ANONYMOUS), 2);
 }
 
 /* Leaf structs hold no pointers: a copy stays valid after the config is freed. */
@@ -1452,6 +1511,7 @@ int main(void)
         T(test_equal),
         T(test_port_equal_other_service),
         T(test_leaf_copy),
+        T(test_service_modes),
     };
     static struct CMUnitTest bad_tests[ARRAY_LEN(bad_cases)];
     for (size_t i = 0; i < ARRAY_LEN(bad_cases); i++)

@@ -326,6 +326,32 @@ static void test_start_two_descriptors(void **state)
     json_decref(svc);
 }
 
+/* descriptor_service_fetched_round_at (a rolling restart's view): the fetched descriptor's round start,
+ * complete only once every responsible HSDir holds it, and incomplete again while a newer round is
+ * pending. */
+static void test_fetched_round_at(void **state)
+{
+    struct fixture *f = *state;
+    bool complete = true;
+    assert_true(descriptor_service_fetched_round_at(f->t, ONION, &complete) < 0);
+    assert_false(complete);
+    feed_range(f, start_events, 0, N_UPLOAD_END);
+    assert_true(descriptor_service_fetched_round_at(f->t, ONION, &complete) == T0);
+    assert_false(complete);
+    feed_range(f, start_events, N_UPLOAD_END, N_START);
+    assert_true(descriptor_service_fetched_round_at(f->t, ONION, &complete) == T0);
+    assert_true(complete);
+    assert_true(descriptor_service_fetched_round_at(f->t, ONION2, &complete) < 0);
+    assert_false(complete);
+    f->now = T0 + 60;
+    feed_range(f, start_events, 0, N_UPLOAD_END); /* a new round of the same descriptors */
+    assert_true(descriptor_service_fetched_round_at(f->t, ONION, &complete) == T0 + 60);
+    assert_false(complete);
+    feed_range(f, start_events, N_UPLOAD_END, N_START);
+    assert_true(descriptor_service_fetched_round_at(f->t, ONION, &complete) == T0 + 60);
+    assert_true(complete);
+}
+
 /* The same HSDir is responsible for both descriptors: the first UPLOADED confirms the earlier upload,
  * the second one the other; one UPLOADED alone leaves the other pending. */
 static void test_uploaded_without_id_shared_hsdir(void **state)
@@ -1113,6 +1139,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_start_two_descriptors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_uploaded_without_id_shared_hsdir, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fetched_round_at, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ambiguous_match_corrected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_duplicates, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_hsdir_no_answer, setup, teardown),

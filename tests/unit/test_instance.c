@@ -93,6 +93,25 @@ static void test_paths(void **state)
     assert_string_equal(kd, want);
 }
 
+/* The anonymous services' tor: its own directory and control socket, no key copies. */
+static void test_anonymous_paths(void **state)
+{
+    struct test *x = *state;
+    struct instance_paths p;
+    char err[256], want[512];
+    assert_int_equal(instance_anonymous_paths(x->conf, &p, err, sizeof(err)), 0);
+    snprintf(want, sizeof(want), "%s/state/anonymous/tor", x->dir);
+    assert_string_equal(p.data_dir, want);
+    snprintf(want, sizeof(want), "%s/state/anonymous", x->dir);
+    assert_string_equal(p.torrc_dir, want);
+    assert_string_equal(p.dir, want);
+    snprintf(want, sizeof(want), "%s/run/control-anonymous/control.sock", x->dir);
+    assert_string_equal(p.control_socket, want);
+    snprintf(want, sizeof(want), "%s/run/control-anonymous", x->dir);
+    assert_string_equal(p.control_dir, want);
+    assert_string_equal(p.keys_dir, "");
+}
+
 static void test_copy(void **state)
 {
     struct test *x = *state;
@@ -137,6 +156,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_paths, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_anonymous_paths, setup, teardown),
         cmocka_unit_test_setup_teardown(test_copy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_copy_refuses_other_key, setup, teardown),
     };

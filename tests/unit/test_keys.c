@@ -586,6 +586,64 @@ static void test_anonymity_rule(void **state)
     assert_err_has(err, path, "not a regular file");
 }
 
+/* Anonymous services: the same rule from the other side. A marked directory (a single onion's) is refused,
+ * also for a new key; an unmarked one is used and claimed (authorized_clients/), after which the
+ * single-onion rule refuses it; a new anonymous key never gets the marker; import and install follow the
+ * same rule. */
+static void test_anonymous_rule(void **state)
+{
+    struct keys_state *s = *state;
+    struct onion_key k;
+    char err[1024], dir[192], dst[192];
+    bool created = false;
+
+    /* a single onion's directory never serves an anonymous service */
+    snprintf(dir, sizeof dir, "%s/single", s->base);
+    make_tor_dir(dir);
+    assert_int_equal(keys_load(dir, &k, err, sizeof err), 0); /* marks it */
+    onion_key_clear(&k);
+    assert_true(file_exists(dir, "onion_service_non_anonymous"));
+    assert_int_equal(keys_load_mode(dir, SERVICE_MODE_ANONYMOUS, &k, err, sizeof err), -1);
+    assert_err_has(err, dir, "onion_service_non_anonymous");
+    assert_err_has(err, "new-key", "single onion");
+    assert_int_equal(keys_load_or_create_mode(dir, SERVICE_MODE_ANONYMOUS, &k, &created, err, sizeof err), -1);
+    snprintf(dst, sizeof dst, "%s/imported", s->base);
+    assert_int_equal(keys_import_mode(dir, dst, SERVICE_MODE_ANONYMOUS, NULL, err, sizeof err), -1);
+    assert_false(file_exists(dst, "hs_ed25519_secret_key"));
+    /* ... nor gets a new anonymous key next to the marker */
+    snprintf(dir, sizeof dir, "%s/markedempty", s->base);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    put_file(dir, "onion_service_non_anonymous", "", 0, 0600);
+    assert_int_equal(keys_load_or_create_mode(dir, SERVICE_MODE_ANONYMOUS, &k, &created, err, sizeof err), -1);
+    assert_false(file_exists(dir, "hs_ed25519_secret_key"));
+
+    /* an unused directory (mkp224o output) is claimed for the anonymous service, never marked */
+    snprintf(dir, sizeof dir, "%s/fresh", s->base);
+    make_tor_dir(dir);
+    assert_int_equal(keys_load_mode(dir, SERVICE_MODE_ANONYMOUS, &k, err, sizeof err), 0);
+    assert_string_equal(k.address, TOR_KEY_ADDR);
+    onion_key_clear(&k);
+    assert_false(file_exists(dir, "onion_service_non_anonymous"));
+    assert_true(file_exists(dir, "authorized_clients"));
+    assert_int_equal(keys_load(dir, &k, err, sizeof err), -1); /* and never serves a single onion */
+    assert_err_has(err, "anonymous", NULL);
+
+    /* a new anonymous key: no marker; the single-onion rule refuses it */
+    assert_int_equal(keys_load_or_create_mode(s->dir, SERVICE_MODE_ANONYMOUS, &k, &created, err, sizeof err), 0);
+    assert_true(created);
+    onion_key_clear(&k);
+    assert_false(file_exists(s->dir, "onion_service_non_anonymous"));
+    assert_int_equal(keys_load_mode(s->dir, SERVICE_MODE_ANONYMOUS, &k, err, sizeof err), 0);
+    onion_key_clear(&k);
+    assert_int_equal(keys_load(s->dir, &k, err, sizeof err), -1);
+    assert_int_equal(keys_load_or_create(s->dir, &k, &created, err, sizeof err), -1);
+    /* import into an anonymous service's directory: no marker either */
+    snprintf(dst, sizeof dst, "%s/imported2", s->base);
+    assert_int_equal(keys_import_mode(s->dir, dst, SERVICE_MODE_ANONYMOUS, NULL, err, sizeof err), 0);
+    assert_false(file_exists(dst, "onion_service_non_anonymous"));
+    assert_int_equal(keys_import(s->dir, dst, NULL, err, sizeof err), -1); /* as a single onion: refused */
+}
+
 /* A directory holding no key, even if tor left traces in it, gets a fresh, marked key. */
 static void test_create_in_used_empty_dir(void **state)
 {
@@ -793,6 +851,7 @@ int main(void)
         cmocka_unit_test(test_address_vectors),
         cmocka_unit_test(test_address_equal),
         cmocka_unit_test_setup_teardown(test_create_then_load, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_anonymous_rule, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_gives_new_keys, setup, teardown),
         cmocka_unit_test_setup_teardown(test_load_known_keys, setup, teardown),
         cmocka_unit_test_setup_teardown(test_load_public_files_readable, setup, teardown),

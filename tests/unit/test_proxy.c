@@ -834,15 +834,22 @@ static void test_connect_timeout_then_retry(void **state)
     close(hole);
 }
 
-static void test_circuit_limit(void **state)
+/* An echo backend and the proxy's port 80 on it, with the port fields `extra`. */
+static struct tb *start_echo_proxy(struct ctx *c, const char *extra)
 {
-    struct ctx *c = *state;
     struct tb *echo = tb_start(c, TB_ECHO);
     char live[64], ports[1024];
     snprintf(live, sizeof(live), "127.0.0.1:%u", echo->port);
     const char *a[] = {live};
-    ports_json(ports, sizeof(ports), "\"max_streams_per_circuit\": 2,", 1, a, NULL);
+    ports_json(ports, sizeof(ports), extra, 1, a, NULL);
     start_proxy(c, ports);
+    return echo;
+}
+
+static void test_circuit_limit(void **state)
+{
+    struct ctx *c = *state;
+    struct tb *echo = start_echo_proxy(c, "\"max_streams_per_circuit\": 2,");
 
     /* Two streams of circuit 59 open and working. */
     struct tc *open1 = tc_open(c, c->path80), *open2 = tc_open(c, c->path80);
@@ -871,6 +878,70 @@ static void test_circuit_limit(void **state)
     tc_free(open2);
     struct stat_wait sw = {c, "circuits_active", 0};
     assert_true(run_until(c, stat_is, &sw, 5));
+}
+
+static bool tc_has_or_closed(void *arg)
+{
+    struct want_bytes *w = arg;
+    return tc_has(w) || tc_closed(w->t);
+}
+
+/* circuit_stream_rate 1/s, burst 2: six streams of one circuit sent back to back get at least one
+ * refused (counted as rejected_circuit_rate) — all six would need 4 s — and the first two served;
+ * another circuit is not affected. */
+static void test_circuit_rate(void **state)
+{
+    struct ctx *c = *state;
+    start_echo_proxy(c, "\"circuit_stream_rate\": 1, \"circuit_stream_burst\": 2,");
+    struct tc *t[6];
+    for (int i = 0; i < 6; i++) {
+        t[i] = tc_open(c, c->path80);
+        tc_send(t[i], LINE59 "hello", strlen(LINE59) + 5);
+    }
+    int served = 0, refused = 0;
+    for (int i = 0; i < 6; i++) {
+        struct want_bytes w = {t[i], 5};
+        assert_true(run_until(c, tc_has_or_closed, &w, 5));
+        if (tc_has(&w))
+            served++;
+        else if (tc_closed(t[i]) && evbuffer_get_length(t[i]->received) == 0)
+            refused++;
+    }
+    print_message("    %d served, %d refused\n", served, refused);
+    assert_int_equal(served + refused, 6);
+    assert_true(served >= 2);
+    assert_true(refused >= 1);
+    assert_int_equal(port_stat(c, 80, "rejected_circuit_rate"), refused);
+    assert_int_equal(port_stat(c, 80, "rejected_circuit_limit"), 0);
+    echo_stream(c, c->path80, LINE60, "other circuit");
+    for (int i = 0; i < 6; i++)
+        tc_free(t[i]);
+    struct stat_wait sw = {c, "circuits_active", 0};
+    assert_true(run_until(c, stat_is, &sw, 5));
+}
+
+/* idle_timeout 1 s: a stream that sends a byte keeps going; one without a byte either way for 1 s is
+ * closed, not before (order: a marker 1 ms sooner runs first), and counted. */
+static void test_idle_timeout(void **state)
+{
+    struct ctx *c = *state;
+    start_echo_proxy(c, "\"idle_timeout\": 1,");
+    struct tc *t = tc_open(c, c->path80);
+    tc_send(t, LINE59 "a", strlen(LINE59) + 1);
+    struct want_bytes w = {t, 1};
+    assert_true(run_until(c, tc_has, &w, 5));
+    run_for(c, 0.5);
+    assert_false(tc_closed(t));
+    /* a byte now: the stream is not idle for another second from here */
+    struct marker m;
+    double t0 = now_s();
+    marker_arm(c, &m, 1000, tc_closed, t);
+    tc_send(t, "b", 1);
+    assert_true(run_until(c, tc_closed, t, 10));
+    marker_check(&m, t0);
+    assert_int_equal(evbuffer_get_length(t->received), 2); /* both echoed before */
+    assert_int_equal(port_stat(c, 80, "closed_idle"), 1);
+    tc_free(t);
 }
 
 static void test_proxy_protocol_v2(void **state)
@@ -1715,6 +1786,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_half_close_from_backend, setup, teardown),
         cmocka_unit_test_setup_teardown(test_half_close_from_client, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fin_timeout, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_circuit_rate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_idle_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reset_before_first_byte, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reset_after_first_byte, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unix_and_hostname_backends, setup, teardown),

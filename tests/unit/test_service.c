@@ -166,10 +166,10 @@ static int teardown(void **state)
 static struct config *load_conf(struct ctx *c, const char *services)
 {
     char json[4096], err[512];
-    int n = snprintf(json, sizeof(json),
-                     "{'state_dir':'%s/state','run_dir':'%s/run',"
-                     "'tor':{'mode':'attach','control_socket':'/run/tor/control'},'services':[%s]}",
-                     c->dir, c->dir, services);
+    /* anonymous services need a spawned tor (config.c); the manager itself does not care */
+    const char *tor = strstr(services, "anonymous") ? "{}" : "{'mode':'attach','control_socket':'/run/tor/control'}";
+    int n = snprintf(json, sizeof(json), "{'state_dir':'%s/state','run_dir':'%s/run','tor':%s,'services':[%s]}",
+                     c->dir, c->dir, tor, services);
     assert_true(n > 0 && (size_t)n < sizeof(json));
     for (char *q = json; *q; q++)
         *q = *q == '\'' ? '"' : *q;
@@ -737,7 +737,7 @@ static void test_deliberate_change_taken_on_reload(void **state)
     snprintf(sdir, sizeof(sdir), "%s/state", c->dir);
     struct addrbook *b = addrbook_load(sdir, err, sizeof(err));
     assert_non_null(b);
-    assert_int_equal(addrbook_note_key(b, "web", k.address, ADDRBOOK_NEW_KEY, time(NULL), err, sizeof(err)), 1);
+    assert_int_equal(addrbook_note_key(b, "web", k.address, ADDRBOOK_NEW_KEY, SERVICE_MODE_SINGLE, time(NULL), err, sizeof(err)), 1);
     assert_int_equal(addrbook_save(b, err, sizeof(err)), 0);
     addrbook_free(b);
     assert_true(reconfigure_ok(c, WEB "," API));
@@ -839,14 +839,15 @@ static void test_to_json(void **state)
     json_t *all = service_mgr_to_json(c->m);
     assert_int_equal(json_array_size(all), 2);
     for (size_t i = 0; i < 2; i++) {
-        const char *name = NULL, *address = NULL;
+        const char *name = NULL, *address = NULL, *mode = NULL;
         json_t *ports = NULL;
         int uploaded = -1;
         json_int_t uploads = -1, reapplied = -1;
-        if (json_unpack_ex(json_array_get(all, i), &jerr, JSON_STRICT, "{s:s, s:s, s:o, s:b, s:I, s:I}", "name",
-                           &name, "address", &address, "ports", &ports, "uploaded", &uploaded, "uploads", &uploads,
-                           "reapplied", &reapplied) < 0)
+        if (json_unpack_ex(json_array_get(all, i), &jerr, JSON_STRICT, "{s:s, s:s, s:s, s:o, s:b, s:I, s:I}", "name",
+                           &name, "mode", &mode, "address", &address, "ports", &ports, "uploaded", &uploaded,
+                           "uploads", &uploads, "reapplied", &reapplied) < 0)
             fail_msg("services[%zu]: %s", i, jerr.text);
+        assert_string_equal(mode, "single");
         assert_int_equal(reapplied, 0);
         assert_string_equal(name, service_mgr_name(c->m, i));
         snprintf(want, sizeof(want), "%s.onion", service_mgr_address(c->m, i));
@@ -1291,6 +1292,46 @@ static void test_check_answer_older_than_setconf_ignored(void **state)
     assert_int_equal(reapplied_of(c, "web"), 0);
 }
 
+#define HID "{'name':'hid','mode':'anonymous','ports':[{'virtual':80,'target':'127.0.0.1:7001'}]}"
+#define HID2 "{'name':'hid2','mode':'anonymous','ports':[{'virtual':80,'target':'127.0.0.1:7002'}]}"
+
+/* Per-service modes: a single-onion tor's manager hands tor only the single services, and a reload that
+ * adds or removes an anonymous service (another tor's) sends it nothing; the anonymous tor's manager
+ * hosts only the anonymous ones. */
+static void test_mode_hosts_only_its_services(void **state)
+{
+    struct ctx *c = *state;
+    const char *d = c->dir;
+    char web[KEYS_ADDRESS_SIZE];
+    start_mgr(c, WEB "," HID);
+    address_of(c, "web", web);
+    assert_true(service_mgr_hosts(c->m, find(c, "web")));
+    assert_false(service_mgr_hosts(c->m, find(c, "hid")));
+    struct service_mgr *anon = service_mgr_new(c->conf, c->ids);
+    assert_non_null(anon);
+    service_mgr_set_mode(anon, SERVICE_MODE_ANONYMOUS);
+    assert_false(service_mgr_hosts(anon, find(c, "web")));
+    assert_true(service_mgr_hosts(anon, find(c, "hid")));
+    service_mgr_free(anon);
+
+    script_attach(c);
+    step(c, FAKE_CTL_SEND, 0, NO_HS_GETCONF);
+    step(c, FAKE_CTL_EXPECT, 0, "SETCONF " WEB_TOR, d, d, d); /* no hid */
+    step(c, FAKE_CTL_SEND, 0, "250 OK\r\n650 HS_DESC UPLOADED %s UNKNOWN $" FP1 "~relay1\r\n", web);
+    script_sync(c);
+    attach_fake(c);
+    assert_int_equal(fake_ctl_run_until(c->base, web_uploaded, c, LOOP_BOUND_MS), 0);
+    check_fake(c);
+    /* another anonymous service, then none: the single-onion tor's view does not change */
+    assert_false(reconfigure_ok(c, WEB "," HID "," HID2));
+    assert_false(reconfigure_ok(c, WEB));
+    sync_fake(c);
+    check_fake(c);
+    json_t *o = service_json(c, find(c, "web"), NULL);
+    assert_string_equal(json_string_value(json_object_get(o, "mode")), "single");
+    json_decref(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1306,6 +1347,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_to_json, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics_pending, setup, teardown),
         cmocka_unit_test_setup_teardown(test_attach_publishes_complete_group, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mode_hosts_only_its_services, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dos_reload_resends_group, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fresh_tor_unpublish_and_detach, setup, teardown),
         cmocka_unit_test_setup_teardown(test_getconf_refused_sends_nothing, setup, teardown),

@@ -8,7 +8,7 @@
  * Covers: addresses empty until the keys are loaded, then 56 characters and different per service;
  * lookup by address (any case, with or without ".onion") and by index, NULL out of range or unknown;
  * reconfigure keeps the address of a service that stays, gives a renamed service (new key directory) a
- * new one, keeps the old list when a new key cannot be made. */
+ * new one, keeps the old list when a new key cannot be made; the mode rule (keys never cross modes). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -22,6 +22,7 @@
 
 #include <ctype.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "sidecar/config.h"
 #include "sidecar/log.h"
@@ -130,11 +131,62 @@ static void test_reconfigure(void **state)
     assert_string_equal(service_ids_at(x->ids, 1)->address, web);
 }
 
+#define ANON(name, port) "{'name':'" name "','mode':'anonymous','ports':[{'virtual':" port ",'target':'127.0.0.1:1'}]}"
+
+/* Keys never cross modes: a reload moving web from single to anonymous is refused as a whole (naming web
+ * and a new key; the running list stays); a start with web anonymous refuses web only; a new anonymous
+ * service gets a key without the single-onion marker, recorded as anonymous, and moving it to single is
+ * refused the same way. */
+static void test_mode_rule(void **state)
+{
+    struct test *x = *state;
+    char err[2048], web[KEYS_ADDRESS_SIZE], path[256];
+    snprintf(web, sizeof(web), "%s", service_ids_at(x->ids, 0)->address);
+
+    x->next = load(x, ANON("web", "80") "," SVC("api", "81"));
+    assert_int_equal(service_ids_reconfigure(x->ids, x->next, err, sizeof(err)), -1);
+    if (!strstr(err, "service web: ") || !strstr(err, "new-key web") || !strstr(err, "from single to anonymous"))
+        fail_msg("reload error: %s", err);
+    assert_ptr_equal(service_ids_at(x->ids, 0)->conf, &x->conf->services[0]);
+    assert_string_equal(service_ids_at(x->ids, 0)->address, web);
+    assert_null(service_id_refusal(service_ids_at(x->ids, 0)));
+
+    /* at start: web refused (with what to do), api runs */
+    struct service_ids *fresh = service_ids_new(x->next);
+    assert_non_null(fresh);
+    assert_int_equal(service_ids_load_keys(fresh, err, sizeof(err)), 0);
+    const char *why = service_id_refusal(service_ids_at(fresh, 0));
+    assert_non_null(why);
+    assert_non_null(strstr(why, "new-key web"));
+    assert_null(service_id_refusal(service_ids_at(fresh, 1)));
+    assert_string_equal(service_ids_at(fresh, 0)->address, "");
+    service_ids_free(fresh);
+    config_free(x->next);
+
+    /* a new anonymous service: its own key, never marked */
+    x->next = load(x, SVC("web", "80") "," SVC("api", "81") "," ANON("hid", "82"));
+    assert_int_equal(service_ids_reconfigure(x->ids, x->next, err, sizeof(err)), 0);
+    config_free(x->conf);
+    x->conf = x->next;
+    x->next = NULL;
+    assert_int_equal(strlen(service_ids_at(x->ids, 2)->address), 56);
+    snprintf(path, sizeof(path), "%s/state/keys/hid/onion_service_non_anonymous", x->dir);
+    assert_int_not_equal(access(path, F_OK), 0);
+    snprintf(path, sizeof(path), "%s/state/keys/web/onion_service_non_anonymous", x->dir);
+    assert_int_equal(access(path, F_OK), 0);
+    /* ... and it never becomes a single onion */
+    x->next = load(x, SVC("web", "80") "," SVC("api", "81") "," SVC("hid", "82"));
+    assert_int_equal(service_ids_reconfigure(x->ids, x->next, err, sizeof(err)), -1);
+    if (!strstr(err, "service hid: ") || !strstr(err, "new-key hid") || !strstr(err, "from anonymous to single"))
+        fail_msg("reload error: %s", err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_lookup, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reconfigure, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mode_rule, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

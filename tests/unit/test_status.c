@@ -51,6 +51,7 @@
 struct fake {
     unsigned calls[STATUS_CMD_COUNT_];
     bool reload_fails;
+    bool rolling; /* restart-tor was accepted once */
     bool status_fails; /* the provider returns NULL */
     size_t metrics_size; /* 0: a small text */
 };
@@ -130,10 +131,24 @@ static int fake_log_level(const char *level, unsigned seconds, char *msg, size_t
     return 0;
 }
 
+/* restart-tor: refused while the fake says a roll runs. */
+static int fake_restart_tor(void *arg, char *msg, size_t msglen)
+{
+    struct fake *f = arg;
+    f->calls[STATUS_CMD_RESTART_TOR]++;
+    if (f->rolling) {
+        snprintf(msg, msglen, "a rolling restart is already running");
+        return -1;
+    }
+    f->rolling = true;
+    snprintf(msg, msglen, "rolling restart of 2 tors started");
+    return 0;
+}
+
 static void fake_providers(struct status_providers *p, struct fake *f)
 {
-    *p = (struct status_providers){f,           fake_status, fake_services, fake_backends, fake_circuits,
-                                   fake_metrics, fake_reload, fake_log_level};
+    *p = (struct status_providers){f,           fake_status, fake_services,  fake_backends,   fake_circuits,
+                                   fake_metrics, fake_reload, fake_log_level, fake_restart_tor};
 }
 
 /* ---- the parser -------------------------------------------------------------------------------------- */
@@ -157,6 +172,8 @@ static const struct parse_case parse_cases[] = {
     {"{\"cmd\":\"help\"}", 0, STATUS_PARSE_OK, STATUS_CMD_HELP, NULL, NULL},
     {"status", 0, STATUS_PARSE_OK, STATUS_CMD_STATUS, NULL, NULL},
     {"  reload\r", 0, STATUS_PARSE_OK, STATUS_CMD_RELOAD, NULL, NULL},
+    {"restart-tor", 0, STATUS_PARSE_OK, STATUS_CMD_RESTART_TOR, NULL, NULL},
+    {"{\"cmd\":\"restart-tor\"}", 0, STATUS_PARSE_OK, STATUS_CMD_RESTART_TOR, NULL, NULL},
     {"metrics\t", 0, STATUS_PARSE_OK, STATUS_CMD_METRICS, NULL, NULL},
     {"", 0, STATUS_PARSE_EMPTY, 0, NULL, NULL},
     {" \t \r", 0, STATUS_PARSE_EMPTY, 0, NULL, NULL},
@@ -400,6 +417,17 @@ static void test_execute_each_command(void **state)
     assert_int_equal(json_integer_value(json_object_get(r, "id")), 42);
     json_decref(r);
 
+    r = execute(&p, STATUS_CMD_RESTART_TOR, NULL);
+    assert_ok_reply(r);
+    assert_true(json_is_true(json_object_get(json_object_get(r, "result"), "started")));
+    assert_string_equal(json_string_value(json_object_get(json_object_get(r, "result"), "message")),
+                        "rolling restart of 2 tors started");
+    json_decref(r);
+    r = execute(&p, STATUS_CMD_RESTART_TOR, NULL);
+    assert_error_reply(r, "already running");
+    json_decref(r);
+    assert_int_equal(f.calls[STATUS_CMD_RESTART_TOR], 2);
+
     r = execute(&p, STATUS_CMD_HELP, NULL);
     assert_ok_reply(r);
     json_t *names = json_object_get(r, "result");
@@ -448,7 +476,9 @@ static void test_execute_missing_and_failing_providers(void **state)
     json_t *r = execute(&p, STATUS_CMD_STATUS, NULL);
     assert_error_reply(r, "status: internal error");
     json_decref(r);
-    for (int i = STATUS_CMD_SERVICES; i <= STATUS_CMD_RELOAD; i++) {
+    for (int i = STATUS_CMD_SERVICES; i < STATUS_CMD_COUNT_; i++) {
+        if (i == STATUS_CMD_HELP)
+            continue; /* needs no provider */
         r = execute(&p, (enum status_cmd)i, NULL);
         char want[64];
         snprintf(want, sizeof(want), "%s: not available", status_cmd_str((enum status_cmd)i));

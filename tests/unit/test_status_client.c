@@ -100,6 +100,15 @@ static const struct {
      NULL, NULL,
      "onionfront: degraded\ntor 1: running, bootstrapped 100%, pid 10, 0 restarts, up 1m 05s\n"
      "tor 2: backoff, 1 restart (tor (pid 11) killed by signal 9)\n"},
+    /* restart-tor: the running roll's step, or how the last one ended. */
+    {"{\"state\":\"ok\",\"roll\":{\"state\":\"handover\",\"current\":1,\"survivor\":2,\"restarted\":0,"
+     "\"total\":2,\"why\":\"requested by restart-tor\",\"last_result\":null}}",
+     NULL, NULL, "onionfront: ok\nrestart-tor: tor 1 of 2 handover (tor 2 publishes first), 0 done (requested by "
+     "restart-tor)\n"},
+    {"{\"state\":\"ok\",\"roll\":{\"state\":\"idle\",\"current\":null,\"last_result\":{\"ok\":false,"
+     "\"message\":\"aborted: tor 1 went down while tor 2 was restarting\"}}}",
+     NULL, NULL, "onionfront: ok\nrestart-tor: last failed: aborted: tor 1 went down while tor 2 was restarting\n"},
+    {"{\"state\":\"ok\",\"roll\":{\"state\":\"idle\",\"last_result\":null}}", NULL, NULL, "onionfront: ok\n"},
     /* Wrong types are skipped, never trusted. */
     {"{\"state\":5,\"version\":[],\"uptime_seconds\":\"long\",\"tor\":\"running\",\"problems\":{}}", "{}", "7",
      "onionfront: unknown\n"},
@@ -113,6 +122,18 @@ static const struct {
      "\"hsdirs_total\":8}}]",
      "[{\"service\":\"s\",\"backends\":[{\"name\":\"b\",\"state\":\"up\",\"last_result\":\"connect timeout\"}]}]",
      "\nservice s: x.onion\n  descriptor   0/8 HSDirs confirmed\n  backends     1/1 up - b up\n"},
+    /* tor's own numbers: only those tor exported (absent is not 0); none read yet says so */
+    {NULL,
+     "[{\"name\":\"p\",\"pow_enabled\":true,\"tor_metrics\":{\"pow_suggested_effort\":12.0,\"pow_queue_length\":3,"
+     "\"introductions_received\":40,\"introductions_rejected\":2,\"rendezvous_created\":38,"
+     "\"rendezvous_errors\":1}},"
+     "{\"name\":\"q\",\"pow_enabled\":false,\"tor_metrics\":{\"introductions_received\":5}},"
+     "{\"name\":\"r\",\"pow_enabled\":false,\"tor_metrics\":null}]",
+     NULL,
+     "\nservice p: (no address yet)\n"
+     "  dos          PoW on, effort 12, queue 3; introductions 40 (2 rejected); rendezvous 38 (1 failed)\n"
+     "\nservice q: (no address yet)\n  dos          PoW off; introductions 5\n"
+     "\nservice r: (no address yet)\n  dos          PoW off (tor's metrics not read)\n"},
 };
 
 static void test_summary_table(void **state)
@@ -292,6 +313,13 @@ static int srv_reload(void *arg, char *msg, size_t msglen)
     return 0;
 }
 
+static int srv_restart_tor(void *arg, char *msg, size_t msglen)
+{
+    (void)arg;
+    snprintf(msg, msglen, "rolling restart of 2 tors started (requested by restart-tor)");
+    return 0;
+}
+
 /* Echo what arrived, so the client's request can be checked from its output. */
 static int srv_log_level(const char *level, unsigned seconds, char *msg, size_t msglen)
 {
@@ -322,8 +350,8 @@ static pid_t start_server(const char *path)
     close(ready[0]);
     struct event_base *base = event_base_new();
     int dummy = 0;
-    struct status_providers p = {&dummy,      srv_status, srv_services, srv_backends, NULL,
-                                 srv_metrics, srv_reload, srv_log_level};
+    struct status_providers p = {&dummy,      srv_status, srv_services,  srv_backends,   NULL,
+                                 srv_metrics, srv_reload, srv_log_level, srv_restart_tor};
     struct status_server *srv = status_server_new(base, &p);
     struct status_conf conf = {.socket = (char *)path};
     char err[256];
@@ -420,6 +448,12 @@ static void test_run_against_server(void **state)
     out = run(s->path, "reload", false, &rc, &err);
     assert_int_equal(rc, 0);
     assert_string_equal(out, "reloaded: applied /etc/x.json (no change for tor)\n");
+    free(out);
+    free(err);
+
+    out = run(s->path, "restart-tor", false, &rc, &err);
+    assert_int_equal(rc, 0);
+    assert_string_equal(out, "rolling restart of 2 tors started (requested by restart-tor)\n");
     free(out);
     free(err);
 

@@ -27,7 +27,8 @@ static void test_builtin_template_is_single_onion(void **state)
 {
     (void)state;
     const char *extra[] = {"TestingTorNetwork 1", "DirAuthority auth1 orport=5000 127.0.0.1:7000 ABCD"};
-    struct torrc_params p = {"/var/lib/onionfront/tor", "/run/onionfront/control/control.sock", 4242, NULL, extra, 2, NULL};
+    struct torrc_params p = {"/var/lib/onionfront/tor", "/run/onionfront/control/control.sock", 4242, NULL, extra, 2, NULL,
+                             19555};
     char err[256] = "";
     char *t = torrc_render(torrc_template, &p, err, sizeof(err));
     assert_non_null(t);
@@ -40,6 +41,9 @@ static void test_builtin_template_is_single_onion(void **state)
     assert_int_equal(count_lines_equal(t, "__OwningControllerProcess 4242"), 1);
     assert_int_equal(count_lines_equal(t, "TestingTorNetwork 1"), 1);
     assert_int_equal(count_lines_equal(t, extra[1]), 1);
+    /* tor's metrics on loopback, readable from loopback only */
+    assert_int_equal(count_lines_equal(t, "MetricsPort 127.0.0.1:19555"), 1);
+    assert_int_equal(count_lines_equal(t, "MetricsPortPolicy accept 127.0.0.1"), 1);
     assert_null(strstr(t, "@"));   /* every placeholder filled */
     assert_null(strstr(t, "User ")); /* no user configured */
     free(t);
@@ -51,7 +55,7 @@ static void test_client_template(void **state)
     (void)state;
     const char *extra[] = {"TestingTorNetwork 1"};
     struct torrc_params p = {"/var/lib/onionfront/probe-tor", "/run/onionfront/probe/control.sock", 4242, NULL, extra, 1,
-                             "/run/onionfront/probe/socks.sock"};
+                             "/run/onionfront/probe/socks.sock", 0};
     char err[256] = "";
     char *t = torrc_render(torrc_client_template, &p, err, sizeof(err));
     assert_non_null(t);
@@ -71,7 +75,7 @@ static void test_client_template(void **state)
 static void test_client_without_socks(void **state)
 {
     (void)state;
-    struct torrc_params p = {"/var/lib/onionfront/ob-tor", "/run/onionfront/ob/control.sock", 4242, NULL, NULL, 0, NULL};
+    struct torrc_params p = {"/var/lib/onionfront/ob-tor", "/run/onionfront/ob/control.sock", 4242, NULL, NULL, 0, NULL, 0};
     char err[256] = "";
     char *t = torrc_render(torrc_client_template, &p, err, sizeof(err));
     assert_non_null(t);
@@ -81,10 +85,35 @@ static void test_client_without_socks(void **state)
     free(t);
 }
 
+/* The anonymous services' tor: ordinary (no single-hop option), no client port, vanguards-lite pinned on,
+ * tor's User as for the service tor. */
+static void test_anonymous_template(void **state)
+{
+    (void)state;
+    const char *extra[] = {"TestingTorNetwork 1"};
+    struct torrc_params p = {"/var/lib/onionfront/anonymous/tor", "/run/onionfront/control-anonymous/control.sock",
+                             4242, "debian-tor", extra, 1, NULL, 9053};
+    char err[256] = "";
+    char *t = torrc_render(torrc_anonymous_template, &p, err, sizeof(err));
+    assert_non_null(t);
+    assert_null(strstr(t, "HiddenServiceSingleHopMode"));
+    assert_null(strstr(t, "HiddenServiceNonAnonymousMode"));
+    assert_int_equal(count_lines_equal(t, "SocksPort 0"), 1);
+    assert_int_equal(count_lines_equal(t, "VanguardsLiteEnabled 1"), 1);
+    assert_int_equal(count_lines_equal(t, "DataDirectory /var/lib/onionfront/anonymous/tor"), 1);
+    assert_int_equal(count_lines_equal(t, "ControlPort unix:/run/onionfront/control-anonymous/control.sock"), 1);
+    assert_int_equal(count_lines_equal(t, "User debian-tor"), 1);
+    assert_int_equal(count_lines_equal(t, "TestingTorNetwork 1"), 1);
+    assert_int_equal(count_lines_equal(t, "MetricsPort 127.0.0.1:9053"), 1);
+    assert_int_equal(count_lines_equal(t, "MetricsPortPolicy accept 127.0.0.1"), 1);
+    assert_null(strstr(t, "@"));
+    free(t);
+}
+
 static void test_user_line(void **state)
 {
     (void)state;
-    struct torrc_params p = {"/d", "/c/s", 1, "debian-tor", NULL, 0, NULL};
+    struct torrc_params p = {"/d", "/c/s", 1, "debian-tor", NULL, 0, NULL, 9052};
     char err[256];
     char *t = torrc_render(torrc_template, &p, err, sizeof(err));
     assert_non_null(t);
@@ -103,13 +132,14 @@ static void test_refusals(void **state)
     (void)state;
     const char *nl_extra[] = {"TestingTorNetwork 1\nSocksPort 9050"};
     const struct refusal cases[] = {
-        {"DataDirectory @DATA_DIR@\n", {"/a dir", "/c", 1, NULL, NULL, 0, NULL}, "data directory \"/a dir\""},
-        {"DataDirectory @DATA_DIR@\n", {"relative", "/c", 1, NULL, NULL, 0, NULL}, "must be an absolute path"},
-        {"ControlPort unix:@CONTROL_SOCKET@\n", {"/d", "/c\"x", 1, NULL, NULL, 0, NULL}, "control socket"},
-        {"@USER_LINE@\n", {"/d", "/c", 1, "bad user", NULL, 0, NULL}, "user name"},
-        {"@EXTRA_TORRC@\n", {"/d", "/c", 1, NULL, nl_extra, 1, NULL}, "extra line 0 contains a line break"},
-        {"@NOPE@\n", {"/d", "/c", 1, NULL, NULL, 0, NULL}, "unknown placeholder @NOPE@"},
-        {"x @DATA_DIR\n", {"/d", "/c", 1, NULL, NULL, 0, NULL}, "unterminated placeholder"},
+        {"DataDirectory @DATA_DIR@\n", {"/a dir", "/c", 1, NULL, NULL, 0, NULL, 0}, "data directory \"/a dir\""},
+        {"DataDirectory @DATA_DIR@\n", {"relative", "/c", 1, NULL, NULL, 0, NULL, 0}, "must be an absolute path"},
+        {"ControlPort unix:@CONTROL_SOCKET@\n", {"/d", "/c\"x", 1, NULL, NULL, 0, NULL, 0}, "control socket"},
+        {"@USER_LINE@\n", {"/d", "/c", 1, "bad user", NULL, 0, NULL, 0}, "user name"},
+        {"@EXTRA_TORRC@\n", {"/d", "/c", 1, NULL, nl_extra, 1, NULL, 0}, "extra line 0 contains a line break"},
+        {"@NOPE@\n", {"/d", "/c", 1, NULL, NULL, 0, NULL, 0}, "unknown placeholder @NOPE@"},
+        {"MetricsPort 127.0.0.1:@METRICS_PORT@\n", {"/d", "/c", 1, NULL, NULL, 0, NULL, 0}, "MetricsPort 0 is not a port"},
+        {"x @DATA_DIR\n", {"/d", "/c", 1, NULL, NULL, 0, NULL, 0}, "unterminated placeholder"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char err[256] = "";
@@ -128,6 +158,7 @@ int main(void)
         cmocka_unit_test(test_user_line),
         cmocka_unit_test(test_client_template),
         cmocka_unit_test(test_client_without_socks),
+        cmocka_unit_test(test_anonymous_template),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,7 +5,9 @@
  * onionfront's single-hop tor running a torrc/SETCONF service (one-hop HS_SERVICE_INTRO/REND circuits with
  * ONEHOP_TUNNEL, four-hop HS_SERVICE_HSDIR uploads), a service added on the same tor with
  * `ADD_ONION NEW:ED25519-V3 Flags=NonAnonymous,Detach` (four-hop intro and rendezvous circuits), and the
- * network's client tor (a SocksPort, not single-hop) for the mode violation. */
+ * network's client tor (a SocksPort, not single-hop) for the mode violation; and onionfront's anonymous
+ * services' tor (per-service modes, issue 17; tests/integration/test_modes.sh, 2026-12-04): its intro and
+ * rendezvous circuits are four hops (guard, vanguards-lite layer-2 guard, middle, relay). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -63,6 +65,21 @@ static const char *const repurposed =
     "650 CIRC 11 BUILT $52FA8FCA143160F14519D7FC019717E8705B74AE~tnrelay2 BUILD_FLAGS=ONEHOP_TUNNEL,IS_INTERNAL,NEED_UPTIME PURPOSE=HS_VANGUARDS TIME_CREATED=2026-12-03T05:51:47.161595";
 
 /* Mode answers: onionfront's tor, then the network's client tor. */
+#define HIDDEN "dkmo2t4qy33jinxyenfxpytffkesb267vqbuwva6mz2oavgjvsxmoyid" /* an anonymous service */
+
+/* The anonymous services' tor: two intro circuits (from GETINFO circuit-status) and two rendezvous
+ * circuits (CIRC events), four hops each, no ONEHOP_TUNNEL. */
+static const char *const anonymous[] = {
+    "650 CIRC 6 BUILT $437ABCDE71A69D2CD2B5E8B248C88D46DAE31E45~tnrelay2,$16632D02726C36FF6CB05F2740A14C5C788D970B~tnrelay4,$D2B58C45DF7DBD0979467573F095D35D2EDA7A08~tnauth3,$5D05A2D4D0AA80FD45373205E2CD64591AA67469~tnrelay1 BUILD_FLAGS=IS_INTERNAL,NEED_UPTIME PURPOSE=HS_SERVICE_INTRO HS_STATE=HSSI_ESTABLISHED REND_QUERY=" HIDDEN " TIME_CREATED=2026-12-04T05:29:13.716971",
+    "650 CIRC 7 BUILT $437ABCDE71A69D2CD2B5E8B248C88D46DAE31E45~tnrelay2,$16632D02726C36FF6CB05F2740A14C5C788D970B~tnrelay4,$ABE6AA38CEDBB0D926B6227470195C11A073A17A~tnrelay8,$D2B58C45DF7DBD0979467573F095D35D2EDA7A08~tnauth3 BUILD_FLAGS=IS_INTERNAL,NEED_UPTIME PURPOSE=HS_SERVICE_INTRO HS_STATE=HSSI_ESTABLISHED REND_QUERY=" HIDDEN " TIME_CREATED=2026-12-04T05:29:13.717075",
+    "650 CIRC 41 BUILT $437ABCDE71A69D2CD2B5E8B248C88D46DAE31E45~tnrelay2,$16632D02726C36FF6CB05F2740A14C5C788D970B~tnrelay4,$7BADBBFF33BD3A2CA5CA6DC3AB61B4EF895AA515~tnauth2,$5D05A2D4D0AA80FD45373205E2CD64591AA67469~tnrelay1 BUILD_FLAGS=IS_INTERNAL,NEED_CAPACITY PURPOSE=HS_SERVICE_REND HS_STATE=HSSR_CONNECTING REND_QUERY=" HIDDEN " TIME_CREATED=2026-12-04T05:29:36.644513",
+    "650 CIRC 43 BUILT $437ABCDE71A69D2CD2B5E8B248C88D46DAE31E45~tnrelay2,$5D05A2D4D0AA80FD45373205E2CD64591AA67469~tnrelay1,$ABE6AA38CEDBB0D926B6227470195C11A073A17A~tnrelay8,$7BADBBFF33BD3A2CA5CA6DC3AB61B4EF895AA515~tnauth2 BUILD_FLAGS=IS_INTERNAL,NEED_CAPACITY PURPOSE=HS_SERVICE_REND HS_STATE=HSSR_CONNECTING REND_QUERY=" HIDDEN " TIME_CREATED=2026-12-04T05:29:38.366639",
+};
+/* A one-hop rendezvous circuit for the anonymous service: the single-onion tor's recorded line
+ * (2026-12-04) with the anonymous service's REND_QUERY, i.e. what a single-hop tor would do with it. */
+static const char *const anonymous_one_hop =
+    "650 CIRC 44 BUILT $F80975D0A2D5D54B4BE2E3170D5120802E41785B~tnrelay3 BUILD_FLAGS=ONEHOP_TUNNEL,IS_INTERNAL,NEED_CAPACITY PURPOSE=HS_SERVICE_REND HS_STATE=HSSR_CONNECTING REND_QUERY=" HIDDEN " TIME_CREATED=2026-12-04T05:29:38.021348";
+
 static const char *const conf_ok = "250-HiddenServiceSingleHopMode=1\r\n250 HiddenServiceNonAnonymousMode=1\r\n";
 static const char *const info_ok = "250-net/listeners/socks=\r\n250-net/listeners/trans=\r\n250-net/listeners/natd=\r\n"
                                    "250-net/listeners/dns=\r\n250-net/listeners/httptunnel=\r\n250 OK\r\n";
@@ -335,12 +352,73 @@ static void test_set_services_keeps_counts(void **state)
     assert_int_equal(verify_service_counts(f->v, OURS, &c), -1);
 }
 
+/* The anonymous services' tor: its services' four-hop circuits verify them as anonymous (the same lines
+ * on a single-onion tor's verifier mean "not a single onion"), and one one-hop circuit makes the verdict
+ * not_anonymous at once, a problem (verify_verdict_is_violation). */
+static void test_anonymous(void **state)
+{
+    struct fixture *f = *state;
+    struct verify_counts c;
+    const char *names[] = {"hidden"}, *addrs[] = {HIDDEN};
+    verify_set_mode(f->v, SERVICE_MODE_ANONYMOUS);
+    assert_int_equal(verify_set_services(f->v, names, addrs, 1), 0);
+    feed(f, anonymous[0]);
+    assert_int_equal(verify_service_verdict(f->v, HIDDEN), VERIFY_UNVERIFIED);
+    FEED_ALL(f, anonymous);
+    assert_int_equal(verify_service_verdict(f->v, HIDDEN), VERIFY_ANONYMOUS);
+    assert_false(verify_verdict_is_violation(VERIFY_ANONYMOUS));
+    assert_int_equal(verify_service_counts(f->v, HIDDEN, &c), 0);
+    assert_int_equal(c.intro_multi_hop, 2);
+    assert_int_equal(c.rend_multi_hop, 2);
+    assert_int_equal(c.not_anonymous, 0);
+    assert_int_equal(verify_circuits(f->v, "HS_SERVICE_REND", 4), 2);
+    json_t *j = verify_service_to_json(f->v, HIDDEN);
+    assert_string_equal(json_string_value(json_object_get(j, "verdict")), "anonymous");
+    assert_non_null(strstr(json_string_value(json_object_get(j, "detail")), "all 4"));
+    json_decref(j);
+
+    feed(f, anonymous_one_hop);
+    assert_int_equal(verify_service_verdict(f->v, HIDDEN), VERIFY_NOT_ANONYMOUS);
+    assert_true(verify_verdict_is_violation(VERIFY_NOT_ANONYMOUS));
+    assert_non_null(strstr(verify_verdict_problem(VERIFY_NOT_ANONYMOUS), "NOT anonymous"));
+    assert_int_equal(verify_service_counts(f->v, HIDDEN, &c), 0);
+    assert_int_equal(c.not_anonymous, 1);
+    assert_int_equal(c.rend_one_hop, 1);
+    /* and the same four-hop lines on a single-onion tor: not a single onion */
+    struct verify *single = verify_new(NULL);
+    assert_non_null(single);
+    assert_int_equal(verify_set_services(single, names, addrs, 1), 0);
+    for (size_t i = 0; i < sizeof(anonymous) / sizeof(anonymous[0]); i++) {
+        struct fixture g = {single, f->parser};
+        feed(&g, anonymous[i]);
+    }
+    assert_int_equal(verify_service_verdict(single, HIDDEN), VERIFY_NOT_SINGLE_ONION);
+    verify_free(single);
+}
+
+/* The anonymous services' tor's mode: both single-hop options 0 and no client port is ok; single-hop
+ * mode (the recorded single-onion answer) or a client port is a violation, named in the problem. */
+static void test_anonymous_mode(void **state)
+{
+    struct fixture *f = *state;
+    verify_set_mode(f->v, SERVICE_MODE_ANONYMOUS);
+    assert_int_equal(mode_from(f, conf_client, info_ok), VERIFY_MODE_OK);
+    assert_string_equal(verify_mode_problem(f->v), "");
+    assert_int_equal(mode_from(f, conf_ok, info_ok), VERIFY_MODE_VIOLATION);
+    assert_non_null(strstr(verify_mode_detail(f->v), "HiddenServiceSingleHopMode is 1, not 0"));
+    assert_non_null(strstr(verify_mode_problem(f->v), "no longer an ordinary tor"));
+    assert_int_equal(mode_from(f, conf_client, info_client), VERIFY_MODE_VIOLATION);
+    assert_non_null(strstr(verify_mode_detail(f->v), "net/listeners/socks"));
+}
+
 static void test_strings(void **state)
 {
     (void)state;
     assert_string_equal(verify_verdict_str(VERIFY_UNVERIFIED), "unverified");
     assert_string_equal(verify_verdict_str(VERIFY_SINGLE_ONION), "single_onion");
     assert_string_equal(verify_verdict_str(VERIFY_NOT_SINGLE_ONION), "not_single_onion");
+    assert_string_equal(verify_verdict_str(VERIFY_ANONYMOUS), "anonymous");
+    assert_string_equal(verify_verdict_str(VERIFY_NOT_ANONYMOUS), "not_anonymous");
     assert_string_equal(verify_mode_str(VERIFY_MODE_UNKNOWN), "unknown");
     assert_string_equal(verify_mode_str(VERIFY_MODE_OK), "ok");
     assert_string_equal(verify_mode_str(VERIFY_MODE_VIOLATION), "violation");
@@ -359,6 +437,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_mode, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics, setup, teardown),
         cmocka_unit_test_setup_teardown(test_set_services_keeps_counts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_anonymous, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_anonymous_mode, setup, teardown),
         cmocka_unit_test(test_strings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,7 +6,8 @@
  *
  * Covers: 1 and 2 instances -> that many workers, instance 0 first; workerset_prepare makes instance 2's
  * key copy with the service's address, and nothing for instance 1 beside key_dir; workerset_stop on
- * workers that never started -> stopped() exactly once. */
+ * workers that never started -> stopped() exactly once; restart-tor refused while the tors are not up
+ * and once stopping. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -26,6 +27,7 @@
 #include "sidecar/keys.h"
 #include "sidecar/log.h"
 #include "sidecar/proc.h"
+#include "sidecar/roll.h"
 #include "sidecar/service_id.h"
 #include "sidecar/worker.h"
 #include "sidecar/workerset.h"
@@ -146,7 +148,14 @@ static void test_two(void **state)
         fail_msg("copy: %s", err);
     assert_string_equal(k.address, service_ids_at(x->ids, 0)->address);
     onion_key_clear(&k);
+    /* restart-tor before the tors run: refused, nothing rolls; after stop: refused as shutting down */
+    char msg[300];
+    assert_int_equal(workerset_restart_tor(x->ws, x->conf, "test", msg, sizeof(msg)), -1);
+    assert_non_null(strstr(msg, "tor 1 is not up"));
+    assert_false(roll_is_running(workerset_roll(x->ws)));
     workerset_stop(x->ws);
+    assert_int_equal(workerset_restart_tor(x->ws, x->conf, "test", msg, sizeof(msg)), -1);
+    assert_non_null(strstr(msg, "shutting down"));
     assert_int_equal(x->n_stopped, 1); /* once, for both */
 }
 

@@ -1,0 +1,110 @@
+/* roll.h — a rolling restart of the tors (tor.instances): restart them one at a time so that HSDirs
+ * always serve a descriptor of a tor that stays up, and visitors never find the service gone.
+ *
+ * For each tor k in turn (first one whose descriptors the HSDirs do not serve, TOR-FACTS "two tors with
+ * the same key"):
+ *   HANDOVER    unless another tor that is up already serves (its latest upload round of every service is
+ *               newer than k's and every responsible HSDir confirmed it), wait up to ROLL_SETTLE_S for an
+ *               upload in progress to settle that; then one survivor builds and uploads new descriptors
+ *               (worker_renew_descriptors: a last resort, since it replaces the survivor's introduction
+ *               points) and the roll waits for the HSDirs' confirmations (HS_DESC UPLOADED, counted by
+ *               descriptor.c);
+ *   RESTARTING  k's tor is ended and started again (tor_sup_restart); wait until it is RUNNING;
+ *   PUBLISHING  wait until k's own new descriptors are confirmed by every responsible HSDir; then the next.
+ * With one tor a roll is a plain restart of it: an outage from the stop until its descriptors are up.
+ * Each step has a deadline on the monotonic clock. The roll aborts (logged once, status shows why) when a
+ * deadline passes or a tor other than k goes down mid-roll: k then comes back by itself as after any
+ * loss, and nothing else is stopped.
+ *
+ * Owns the roll's state and, when given an event base, a wake-up timer while rolling. Not the tors: it
+ * acts on them only through struct roll_ops (workerset.c over real workers; fakes in the unit test), so
+ * it is driven by roll_tick with the ops' clock. */
+#ifndef ONIONFRONT_ROLL_H
+#define ONIONFRONT_ROLL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+struct event_base;
+struct metrics;
+struct roll;
+
+#define ROLL_SETTLE_S 20.0     /* an upload in progress may make a tor served before a hand-over */
+#define ROLL_HANDOVER_S 90.0   /* a survivor's new descriptors confirmed */
+#define ROLL_RESTART_S 180.0   /* a restarted tor RUNNING again */
+#define ROLL_PUBLISH_S 120.0   /* its own descriptors confirmed */
+#define ROLL_TICK_MS 250       /* the timer's period while rolling */
+
+enum roll_state {
+    ROLL_IDLE,       /* no roll running */
+    ROLL_HANDOVER,   /* before stopping the current tor: a survivor publishes anew */
+    ROLL_RESTARTING, /* the current tor was ended; waiting for it to run again */
+    ROLL_PUBLISHING, /* waiting for the current tor's own descriptors to be confirmed */
+};
+const char *roll_state_str(enum roll_state s);
+
+/* How the roll sees the tors 0 .. n-1. Every function gets `arg`. */
+struct roll_ops {
+    void *arg;
+    size_t (*count)(void *arg);
+    /* Is tor k bootstrapped and running? */
+    bool (*is_up)(void *arg, size_t k);
+    /* How often tor k was (re)started so far (tor_sup_restarts): a restart that took grows it. */
+    unsigned (*restarts)(void *arg, size_t k);
+    /* Do HSDirs serve tor s's descriptors rather than tor k's: for every service, s's latest upload round
+     * is newer than k's and every responsible HSDir confirmed it? */
+    bool (*serves)(void *arg, size_t s, size_t k);
+    /* Has tor k, for every service, an upload round that started at or after `since` (now's clock),
+     * confirmed by every responsible HSDir? */
+    bool (*published_since)(void *arg, size_t k, double since);
+    /* Make tor k build and upload new descriptors now. 0, or -1 if it cannot. */
+    int (*renew)(void *arg, size_t k);
+    /* End tor k and start it again (its supervisor's restart). */
+    void (*restart)(void *arg, size_t k, const char *why);
+    /* The monotonic clock in seconds. */
+    double (*now)(void *arg);
+};
+
+/* A roll over `ops` (copied). `base` drives a ROLL_TICK_MS timer while rolling (NULL: the caller calls
+ * roll_tick). NULL on OOM. */
+struct roll *roll_new(struct event_base *base, const struct roll_ops *ops);
+void roll_free(struct roll *r); /* NULL is a no-op */
+
+/* Start a roll (`why`, e.g. "requested by restart-tor", is logged and shown). Refused while one runs or
+ * while a tor is not up (with several tors, restarting then would leave none). Return 0 with what
+ * started in `msg`, or -1 with why not. */
+int roll_start(struct roll *r, const char *why, char *msg, size_t msglen);
+
+/* Advance: check the current step's condition, deadline and the other tors at ops->now(). */
+void roll_tick(struct roll *r);
+
+/* Tor k was lost (the worker's lost report): if it is not the one being restarted, abort at once. */
+void roll_worker_lost(struct roll *r, size_t k, const char *why);
+
+/* End a running roll now as aborted with `why` (shutdown); nothing if none runs. */
+void roll_abort(struct roll *r, const char *why);
+
+/* Is a roll running? */
+bool roll_is_running(const struct roll *r);
+
+enum roll_state roll_state(const struct roll *r);
+
+/* The tor being restarted now (0-based), or -1 when idle. */
+long roll_current(const struct roll *r);
+
+/* How the last roll ended: true if it restarted every tor. *message (borrowed) says how it ended; false
+ * with "" if none ended yet. */
+bool roll_last_ok(const struct roll *r, const char **message);
+
+/* {"state", "current" (instance number, 1-based, or null), "survivor" (null unless handing over),
+ *  "restarted" (tors done in this roll), "total", "why", "started" (Unix time or null),
+ *  "step_seconds" (in the current step), "rolls" (finished), "aborted",
+ *  "last_result": null | {"ok", "message", "finished" (Unix time), "seconds"}}. Returns a new reference. */
+json_t *roll_to_json(const struct roll *r);
+
+/* Append onionfront_tor_rolls_total{result="ok"|"aborted"} and onionfront_tor_roll_running to `m`.
+ * Return 0, or -1 (a family twice, or OOM). */
+int roll_metrics(const struct roll *r, struct metrics *m);
+
+#endif

@@ -1,0 +1,200 @@
+#!/bin/bash
+# Client authorization ("restricted discovery", issue 13) end to end, on the private Tor network with
+# real tor 0.4.9.11, and onionfront's rule that it never fails open:
+#  - `onionfront client-auth add` makes a client key pair for a service: the printed private key line
+#    goes into a ClientOnionAuthDir of a client tor started here; the printed entry into the config;
+#    the private key never shows in onionfront's log; `client-auth list` shows the client;
+#  - the descriptor fetched from an HSDir: its outer layer decrypts (auth-client lines), the inner layer
+#    does not without a key, and does with the client's key (decrypted with stem in the test);
+#  - the client tor with the key fetches the page; the network's shared client, without it, cannot;
+#  - a second client added and the first removed by reload: the published descriptor opens with the
+#    second key only; fresh client tors: the second fetches, the removed one cannot;
+#  - a malformed .auth file (mallory.auth) planted beside onionfront's: the reload refuses the service,
+#    naming the file, and tor is not given the service (not published public); removing the file and
+#    reloading restores it;
+#  - a reload whose config lists no clients any more is refused (the service stays away from tor, its
+#    .auth file stays); with "drop_client_auth": true the service becomes public on purpose and the
+#    shared client then fetches the page.
+set -u
+source "$(dirname "$0")/lib.sh"
+of_require_testnet
+of_init
+
+of_require_stem || exit 1
+
+port=$(of_free_port)
+of_start_backend priv "$port" http || exit 1
+config=$OF_TMP/ca.json
+log=$OF_TMP/ca.log
+ctl=$OF_TMP/run/control/control.sock
+keydir=$OF_TMP/state/keys/priv
+authdir=$OF_TMP/client-auth
+svc_json() { # EXTRA_FIELDS
+  printf '[ { "name": "priv", %s "ports": [ { "virtual": 80, "target": "127.0.0.1:%s" } ] } ]' "$1" "$port"
+}
+dump_log() { tail -n 30 "$1" >&2; }
+
+# --- the key pair, before the first start ----------------------------------------------------------------
+of_write_config "$config" "$(svc_json "")"
+of_check "new-key gives the service its address offline" "$OF_BIN" -c "$config" new-key priv
+"$OF_BIN" -c "$config" client-auth add priv alice >"$OF_TMP/add.out" 2>"$OF_TMP/add.err"
+rc=$?
+of_check "client-auth add exits 0 (exit $rc), nothing on stderr" test "$rc" -eq 0 -a ! -s "$OF_TMP/add.err"
+keyline=$(grep -E '^[a-z2-7]{56}:descriptor:x25519:[A-Z2-7]{52}$' "$OF_TMP/add.out")
+entry=$(grep -E '^\{ "name": "alice", "public_key": "[A-Z2-7]{52}" \}$' "$OF_TMP/add.out")
+of_check "it prints one private key line for a ClientOnionAuthDir" test "$(grep -c . <<<"$keyline")" -eq 1
+of_check "and one config entry" test -n "$entry"
+addr=${keyline%%:*}.onion
+priv=${keyline##*:}
+mkdir -p "$authdir" && chmod 700 "$authdir"
+printf '%s\n' "$keyline" >"$authdir/alice.auth_private"
+chmod 600 "$authdir/alice.auth_private"
+out=$("$OF_BIN" -c "$config" client-auth add priv 'no such' 2>&1)
+of_check "client-auth add refuses a bad name" grep -q 'client name "no such" must match' <<<"$out"
+
+# --- restricted: published with auth --------------------------------------------------------------------
+of_write_config "$config" "$(svc_json "\"client_auth\": [ $entry ],")"
+of_start_onionfront "$config" "$log"
+if ! of_wait_log "$log" "service priv: descriptor uploaded" 120; then
+  of_fail "the restricted service was not published"
+  dump_log "$log"
+  of_summary
+  exit 1
+fi
+of_check "onionfront published the address client-auth add named" grep -q "address $addr" "$log"
+of_check "onionfront wrote authorized_clients/alice.auth (0600)" \
+  test "$(stat -c %a "$keydir/authorized_clients/alice.auth" 2>/dev/null)" = 600
+of_check "client-auth list shows alice and agrees with the directory" \
+  bash -c '"$1" -c "$2" client-auth list priv | grep -q "^  alice "' _ "$OF_BIN" "$config"
+
+fetch_desc() { # OUT [--outer | --key K]
+  local out=$1
+  shift
+  "$PY" "$FETCH" "$TESTNET_CLIENT_CONTROL" "$addr" "$@" >"$out" 2>"$out.err"
+}
+# refuse_step WHAT REGEX — after a reload: the log refuses the service (REGEX), tor drops it.
+refuse_step() {
+  if of_wait_log "$log" "$2" 30; then
+    of_pass "$1"
+  else
+    of_fail "no refusal: $1"
+    dump_log "$log"
+  fi
+  of_check "tor no longer has the service" of_wait_until 20 not_in_tor
+}
+outer_ok() { fetch_desc "$OF_TMP/outer.txt" --outer && grep -q '^auth-client ' "$OF_TMP/outer.txt"; }
+of_check "the descriptor's outer layer decrypts and has auth-client lines" of_wait_until 90 outer_ok
+of_log "outer layer: $(grep -c '^auth-client ' "$OF_TMP/outer.txt") auth-client lines," \
+  "$(grep '^desc-auth-type' "$OF_TMP/outer.txt")"
+if fetch_desc "$OF_TMP/inner-nokey.txt"; then
+  of_fail "the inner layer decrypted without a client key: the service is public"
+else
+  of_pass "the inner layer does not decrypt without a client key ($(cat "$OF_TMP/inner-nokey.txt.err"))"
+fi
+if fetch_desc "$OF_TMP/inner-key.txt" --key "$priv" && grep -q '^introduction-point ' "$OF_TMP/inner-key.txt"; then
+  of_pass "with alice's private key the inner layer decrypts and lists introduction points"
+else
+  of_fail "alice's key does not decrypt the inner layer: $(cat "$OF_TMP/inner-key.txt.err")"
+fi
+
+of_start_client_tor alice "ClientOnionAuthDir $authdir" || { of_summary; exit 1; }
+fetch_alice() { curl -sS --fail --max-time 30 --socks5-hostname "127.0.0.1:$OF_CLIENT_SOCKS" -o "$1" "http://$addr/"; }
+if of_wait_until 120 fetch_alice "$OF_TMP/alice.html"; then
+  of_pass "a client tor with alice's key in its ClientOnionAuthDir fetches the page"
+else
+  of_fail "the client with the key cannot fetch the page"
+  tail -n 20 "$OF_TMP/alice/notice.log" >&2
+fi
+of_check "the page is the backend's" grep -q "priv" "$OF_TMP/alice.html"
+if of_fetch "http://$addr/" "$OF_TMP/nokey.html" 30 2>"$OF_TMP/nokey.err"; then
+  of_fail "the shared client without a key fetched the page"
+else
+  of_pass "the shared client without a key cannot fetch the page ($(head -c 200 "$OF_TMP/nokey.err"))"
+fi
+of_check "the private key is not in onionfront's log" bash -c '! grep -qF "$1" "$2"' _ "$priv" "$log"
+of_check "tor found nothing but .auth files in authorized_clients (no warning)" \
+  bash -c '! grep -q "Client authorization unrecognized filename" "$1"' _ "$log"
+
+# --- a second client, then the first removed: the removed client cannot any more --------------------------
+"$OF_BIN" -c "$config" client-auth add priv bob >"$OF_TMP/add-bob.out" 2>&1
+bob_line=$(grep -E '^[a-z2-7]{56}:descriptor:x25519:[A-Z2-7]{52}$' "$OF_TMP/add-bob.out")
+bob_entry=$(grep -E '^\{ "name": "bob", "public_key": "[A-Z2-7]{52}" \}$' "$OF_TMP/add-bob.out")
+of_check "client-auth add makes bob for the same address" test "${bob_line%%:*}.onion" = "$addr" -a -n "$bob_entry"
+of_write_config "$config" "$(svc_json "\"client_auth\": [ $entry, $bob_entry ],")"
+"$OF_BIN" -c "$config" status reload >/dev/null 2>&1
+of_write_config "$config" "$(svc_json "\"client_auth\": [ $bob_entry ],")"
+"$OF_BIN" -c "$config" status reload >/dev/null 2>&1
+of_check "alice.auth is removed, bob.auth written" \
+  of_wait_until 20 test ! -e "$keydir/authorized_clients/alice.auth" -a -e "$keydir/authorized_clients/bob.auth"
+bob_only() { # the descriptor on the HSDirs: bob's key opens it, alice's does not
+  fetch_desc "$OF_TMP/inner-bob.txt" --key "${bob_line##*:}" && ! fetch_desc "$OF_TMP/inner-alice.txt" --key "$priv"
+}
+if of_wait_until 120 bob_only; then
+  of_pass "the published descriptor opens with bob's key and no longer with alice's ($(cat "$OF_TMP/inner-alice.txt.err"))"
+else
+  of_fail "the descriptor after removing alice: bob $(cat "$OF_TMP/inner-bob.txt.err"), alice still opens it?"
+fi
+bobdir=$OF_TMP/bob-auth
+alice2dir=$OF_TMP/alice2-auth
+mkdir -p "$bobdir" "$alice2dir" && chmod 700 "$bobdir" "$alice2dir"
+printf '%s\n' "$bob_line" >"$bobdir/bob.auth_private"
+cp "$authdir/alice.auth_private" "$alice2dir/"
+chmod 600 "$bobdir/bob.auth_private" "$alice2dir/alice.auth_private"
+# Fresh client tors (a client's cached descriptor would still open with the old key): bob fetches,
+# alice with her removed key cannot.
+of_start_client_tor bob "ClientOnionAuthDir $bobdir" || { of_summary; exit 1; }
+bob_socks=$OF_CLIENT_SOCKS
+fetch_bob() { curl -sS --fail --max-time 30 --socks5-hostname "127.0.0.1:$bob_socks" -o "$1" "http://$addr/"; }
+of_check "a fresh client tor with bob's key fetches the page" of_wait_until 120 fetch_bob "$OF_TMP/bob.html"
+of_start_client_tor alice2 "ClientOnionAuthDir $alice2dir" || { of_summary; exit 1; }
+if curl -sS --fail --max-time 60 --socks5-hostname "127.0.0.1:$OF_CLIENT_SOCKS" -o "$OF_TMP/alice2.html" \
+  "http://$addr/" 2>"$OF_TMP/alice2.err"; then
+  of_fail "a fresh client tor with alice's removed key fetched the page"
+else
+  of_pass "a fresh client tor with alice's removed key cannot fetch the page ($(head -c 120 "$OF_TMP/alice2.err"))"
+fi
+
+# --- a planted malformed .auth file: refused, not published public ---------------------------------------
+in_tor() { of_torctl "$ctl" "GETCONF HiddenServiceDir" 2>&1 | grep -qF "$keydir"; }
+not_in_tor() { ! in_tor; }
+printf 'descriptor:x25519:NOTAKEY\n' >"$keydir/authorized_clients/mallory.auth"
+chmod 600 "$keydir/authorized_clients/mallory.auth"
+"$OF_BIN" -c "$config" status reload >/dev/null 2>&1
+refuse_step "the reload refuses the service, naming mallory.auth" \
+  "service priv: REFUSED: client authorization: .*authorized_clients/mallory.auth: unknown file"
+of_check "onionfront status shows the refusal" \
+  bash -c '"$1" -c "$2" status services 2>&1 | grep -q "REFUSED: client authorization"' _ "$OF_BIN" "$config"
+of_check "client-auth list says the directory disagrees (exit 1)" \
+  bash -c '! "$1" -c "$2" client-auth list priv >/dev/null 2>&1' _ "$OF_BIN" "$config"
+if fetch_desc "$OF_TMP/inner-planted.txt"; then
+  of_fail "a descriptor readable without a key was published"
+else
+  of_pass "the descriptor on the HSDirs still needs a key"
+fi
+rm -f "$keydir/authorized_clients/mallory.auth"
+"$OF_BIN" -c "$config" status reload >/dev/null 2>&1
+of_check "with mallory.auth gone a reload gives the service back to tor" of_wait_until 30 in_tor
+
+# --- a reload that drops every client: refused unless said on purpose ----------------------------------
+of_write_config "$config" "$(svc_json "")"
+"$OF_BIN" -c "$config" status reload >/dev/null 2>&1
+refuse_step "a config without clients is refused, naming drop_client_auth" \
+  'service priv: REFUSED: client authorization: .*restricted to clients \(bob\) and the config lists none.*"drop_client_auth": true'
+of_check "bob.auth stays" test -e "$keydir/authorized_clients/bob.auth"
+if of_fetch "http://$addr/" "$OF_TMP/nokey2.html" 30 2>/dev/null; then
+  of_fail "the shared client without a key fetched the page after clients were dropped without the flag"
+else
+  of_pass "the shared client still cannot fetch the page"
+fi
+of_write_config "$config" "$(svc_json '"drop_client_auth": true,')"
+"$OF_BIN" -c "$config" status reload >/dev/null 2>&1
+of_check "with drop_client_auth the removal is logged" \
+  of_wait_log "$log" "service priv: client authorization removed on purpose \(drop_client_auth\)" 30
+of_check "bob.auth is gone" test ! -e "$keydir/authorized_clients/bob.auth"
+public_desc() { fetch_desc "$OF_TMP/inner-public.txt"; }
+of_check "a descriptor fetched now decrypts without a key (public on purpose)" of_wait_until 120 public_desc
+of_check "the shared client fetches the page now" of_fetch_until "http://$addr/" "$OF_TMP/public.html" 120
+of_check "same address throughout" grep -q "address $addr" "$log"
+of_stop_onionfront
+of_check "onionfront stopped cleanly" test $? -eq 0
+of_summary

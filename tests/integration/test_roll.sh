@@ -1,0 +1,158 @@
+#!/bin/bash
+# Rolling restarts of two tors under one onionfront (tor.instances 2, issue 11 step 2), on the private
+# network with real tor, while a client loop fetches through a fresh circuit per request (SOCKS username
+# isolation; one client tor, so its descriptor cache is shared by all requests):
+#  - `onionfront restart-tor`: the roll ends with "restarted 2 tors", both tors have new pids, and no
+#    more than one request per ended tor failed (at most 2: a request in flight on a tor as it ends, or
+#    one that used the client's cached descriptor whose introduction points died with that tor; the
+#    client tor's STREAM/HS_DESC events around each failure are printed). An outage — a window with no
+#    tor serving — fails every request of the loop during it and breaks this bound;
+#  - tor.binary is a copy of /usr/bin/tor that the test owns; replacing it with another copy (cp to a
+#    temporary name, then mv over, as a package upgrade does) makes onionfront log the change with the
+#    old and new versions and roll by itself: again new pids and the same bound on failures;
+#  - a reload (SIGHUP) that points tor.binary at another copy rolls the tors onto it.
+# Timings (how long each roll took, the slowest request) are printed, not asserted.
+set -u
+source "$(dirname "$0")/lib.sh"
+of_require_testnet
+of_init
+trap of_cleanup EXIT
+trap 'of_cleanup; exit 130' INT TERM
+
+port=$(of_free_port)
+of_start_backend web "$port" http || exit 1
+mkdir -p "$OF_TMP/bin"
+cp /usr/bin/tor "$OF_TMP/bin/tor"
+config=$OF_TMP/onionfront.json
+log=$OF_TMP/onionfront.log
+OF_TOR_INSTANCES=2 OF_TOR_BINARY=$OF_TMP/bin/tor of_write_config "$config" \
+  "[ { \"name\": \"web\", \"ports\": [ { \"virtual\": 80, \"target\": \"127.0.0.1:$port\" } ] } ]" \
+  '"probe": { "hsfetch_interval": 10, "republish_deadline": 15 }'
+of_start_onionfront "$config" "$log"
+
+rt_tor() { of_tor_field "$config" "$1" "$2"; }
+# rt_roll FIELD [SUBFIELD] — a field of status's "roll" object ("" if absent or null).
+rt_roll() {
+  "$OF_BIN" -c "$config" status --json 2>/dev/null | python3 -c '
+import json, sys
+try:
+    v = json.load(sys.stdin)["status"]["roll"]
+    for k in sys.argv[1:]:
+        v = v[k]
+    print("" if v is None else str(v).lower() if isinstance(v, bool) else v)
+except Exception:
+    print("")' "$@"
+}
+rt_both_running() { [[ $(rt_tor state 1) == running && $(rt_tor state 2) == running ]]; }
+# rt_roll_done N — N rolls have ended and no roll runs.
+rt_roll_done() { [[ $(rt_roll state) == idle && $(rt_roll rolls) == "$1" ]]; }
+# rt_events_start OUT — record the client tor's HS_DESC and STREAM events with their arrival time (epoch
+# seconds) for 200 s (torctl ends by itself), for the evidence printed when a request fails.
+rt_events_start() {
+  (of_torctl "$TESTNET_CLIENT_CONTROL" -e HS_DESC,STREAM -t 200 2>&1 | while IFS= read -r l; do
+    printf '%s %s\n' "$(date +%s.%N)" "$l"
+  done >"$1") &
+  of_track_pid "$!"
+}
+# rt_loop_report OUT EVENTS WHAT — print the loop's counts and slowest request, and for each failed request
+# its times and the client tor's events for the address around it; echo the number of failures.
+rt_loop_report() {
+  local total failed slowest a=${addr%.onion}
+  total=$(wc -l <"$1")
+  failed=$(grep -c " fail$" "$1")
+  slowest=$(awk '{ d = $2 - $1; if (d > m) m = d } END { printf "%.2f", m }' "$1")
+  of_log "$3: client loop (fresh circuit per request): $total requests, $failed failed, slowest ${slowest} s"
+  [[ -s $1.err ]] && sed 's/^/  curl: /' "$1.err" | sort | uniq -c >&2
+  while read -r t0 t1 _; do
+    of_log "  failed request: $(date -d "@$t0" +%T.%3N) -> $(date -d "@$t1" +%T.%3N); the client tor's events:"
+    awk -v a="$t0" -v b="$t1" -v addr="$a" '$1 >= a - 1 && $1 <= b + 1 && index($0, addr) {
+      cmd = "date -d @" $1 " +%T.%3N"; cmd | getline t; close(cmd); $1 = ""; print "    " t $0 }' "$2" >&2
+  done < <(grep " fail$" "$1")
+  echo "$failed"
+}
+# rt_check_failures WHAT FAILED — what a roll promises visitors: every new request finds a tor serving.
+# What unmodified tor cannot avoid (measured, README): a request in flight on a tor as it is ended, or the
+# next one from a client whose cached descriptor names that tor's introduction points (RESOLVEFAILED /
+# CANT_ATTACH until it refetches). The loop has one request at a time and a roll ends two tors: at most 2.
+rt_check_failures() {
+  of_check "$1: at most one failed request per ended tor ($2 failed of the loop)" test "$2" -le 2
+}
+
+of_check "onionfront logs the service's address" of_wait_log "$log" "service web: .*address [a-z2-7]{56}\.onion" 30
+addr=$(of_address_from_log "$log" web)
+of_check "both tors run and bootstrap" of_wait_secs 120 rt_both_running
+of_check "the service is fetchable" of_fetch_until "http://$addr/" "$OF_TMP/page" 120
+of_check "status shows no roll yet" test "$(rt_roll state)/$(rt_roll rolls)" = idle/0
+sleep 10 # both tors upload (HSDirs keep the later one)
+
+# ---- onionfront restart-tor ------------------------------------------------------------------------
+pid1=$(rt_tor pid 1)
+pid2=$(rt_tor pid 2)
+of_log "tor 1 pid $pid1, tor 2 pid $pid2"
+loop1=$OF_TMP/loop1.txt
+rt_events_start "$OF_TMP/events1.txt"
+OF_LOOP_MAX_TIME=30 of_client_loop_start "http://$addr/" "$loop1"
+sleep 5
+roll_at=$(of_now)
+out=$("$OF_BIN" -c "$config" restart-tor 2>&1)
+of_check "restart-tor starts a rolling restart" grep -q "rolling restart of 2 tors started" <<<"$out"
+out2=$("$OF_BIN" -c "$config" restart-tor 2>&1)
+of_check "a second restart-tor is refused while the roll runs" grep -q "already running" <<<"$out2"
+of_check "status shows the roll" grep -q "^restart-tor: tor [12] of 2" <<<"$("$OF_BIN" -c "$config" status 2>&1)"
+of_check "the roll ends" of_wait_secs 400 rt_roll_done 1
+of_log "roll 1: $(rt_roll last_result message) (status: $(rt_roll last_result seconds) s; seen after $(of_elapsed "$roll_at") s)"
+of_check "the roll restarted both tors" test "$(rt_roll last_result ok)" = true
+new1=$(rt_tor pid 1)
+new2=$(rt_tor pid 2)
+of_log "tor 1 pid $pid1 -> $new1, tor 2 pid $pid2 -> $new2"
+of_check "both tors have new pids" test -n "$new1" -a -n "$new2" -a "$new1" != "$pid1" -a "$new2" != "$pid2"
+sleep 10
+of_client_loop_stop "$loop1"
+grep -E "restart-tor:|failover:" "$log" | sed 's/^/  /' >&2
+failed1=$(rt_loop_report "$loop1" "$OF_TMP/events1.txt" "restart-tor")
+of_check "the loop made requests during the roll" test "$(wc -l <"$loop1")" -gt 20
+rt_check_failures "restart-tor" "$failed1"
+
+# ---- a new tor binary --------------------------------------------------------------------------------
+sleep 5
+pid1=$new1
+pid2=$new2
+loop2=$OF_TMP/loop2.txt
+rt_events_start "$OF_TMP/events2.txt"
+OF_LOOP_MAX_TIME=30 of_client_loop_start "http://$addr/" "$loop2"
+sleep 5
+cp /usr/bin/tor "$OF_TMP/bin/tor.new"
+mv -f "$OF_TMP/bin/tor.new" "$OF_TMP/bin/tor"
+swap_at=$(of_now)
+of_log "replaced $OF_TMP/bin/tor"
+of_check "onionfront logs the new binary with both versions" \
+  of_wait_log "$log" "tor.binary $OF_TMP/bin/tor changed .*Tor version|tor.binary $OF_TMP/bin/tor changed .*[0-9]+\.[0-9]+\.[0-9]+" 70
+of_log "binary change seen after $(of_elapsed "$swap_at") s"
+of_check "the binary change starts a roll that ends" of_wait_secs 400 rt_roll_done 2
+of_log "roll 2: $(rt_roll last_result message) (status: $(rt_roll last_result seconds) s; $(of_elapsed "$swap_at") s after the swap)"
+of_check "the second roll restarted both tors" test "$(rt_roll last_result ok)" = true
+new1=$(rt_tor pid 1)
+new2=$(rt_tor pid 2)
+of_check "both tors have new pids again" test -n "$new1" -a -n "$new2" -a "$new1" != "$pid1" -a "$new2" != "$pid2"
+of_check "tor 1 runs the new file" test "$(readlink "/proc/$new1/exe")" = "$OF_TMP/bin/tor"
+sleep 10
+of_client_loop_stop "$loop2"
+grep -E "restart-tor:|tor.binary|failover:" "$log" | sed -n '/tor.binary changed/,$p' | sed 's/^/  /' >&2
+failed2=$(rt_loop_report "$loop2" "$OF_TMP/events2.txt" "binary change")
+of_check "the loop made requests during the second roll" test "$(wc -l <"$loop2")" -gt 20
+rt_check_failures "the binary-change roll" "$failed2"
+
+# ---- a reload that changes tor.binary ------------------------------------------------------------------
+cp /usr/bin/tor "$OF_TMP/bin/tor2"
+sed -i "s|\"binary\": \"$OF_TMP/bin/tor\"|\"binary\": \"$OF_TMP/bin/tor2\"|" "$config"
+of_check "the config names the second copy" grep -q "$OF_TMP/bin/tor2" "$config"
+kill -HUP "$OF_PID"
+of_check "the reload applies tor.binary by a roll" of_wait_log "$log" "reload: applied .*tor.binary changed: rolling" 30
+of_check "that roll ends" of_wait_secs 400 rt_roll_done 3
+of_check "the third roll restarted both tors" test "$(rt_roll last_result ok)" = true
+rt_runs_tor2() { [[ $(readlink "/proc/$(rt_tor pid "$1")/exe") == "$OF_TMP/bin/tor2" ]]; }
+of_check "both tors run the reloaded tor.binary" rt_runs_tor2 1
+of_check "both tors run the reloaded tor.binary (tor 2)" rt_runs_tor2 2
+of_check "the address is unchanged" test "$(of_address_from_log "$log" web)" = "$addr"
+of_check "onionfront stops cleanly" of_stop_onionfront
+of_summary

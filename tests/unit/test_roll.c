@@ -1,0 +1,368 @@
+/* test_roll.c — unit tests for sidecar/roll.c, the rolling restart of the tors.
+ *
+ * Why: a roll must never end the tor whose descriptors HSDirs serve while no other is confirmed as
+ * served, must wait for each restarted tor to run and publish before touching the next, and must stop
+ * (once, with a reason) when another tor dies or a step overruns. Real tors: test_roll.sh.
+ *
+ * Covers, with fake tors (struct roll_ops) and a fake clock: the order (the tor not served first, no new
+ * upload needed; then the other, served by the first), the hand-over (first a wait for an upload in
+ * progress; then a survivor renews, and nothing is ended until its upload is confirmed), the waits (RUNNING, then published after the stop), one tor (a
+ * plain restart), refusals (a tor down, a roll running), aborts (the other tor down mid-roll through the
+ * tick and through roll_worker_lost, each step's deadline), roll_to_json, roll_metrics. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "sidecar/log.h"
+#include "sidecar/metrics.h"
+#include "sidecar/roll.h"
+
+#define N_MAX 4
+
+/* Fake tors: each has a latest upload round (`round_at`) and the start of the latest round every HSDir
+ * confirmed (`complete_at`, -1 none); actions are recorded as text ("R1" renew tor 1, "S2" restart tor 2). */
+struct fake {
+    size_t n;
+    double now;
+    bool up[N_MAX];
+    unsigned restarts[N_MAX];
+    double round_at[N_MAX], complete_at[N_MAX];
+    char actions[128];
+    int renew_rc;
+};
+
+static size_t f_count(void *arg)
+{
+    return ((struct fake *)arg)->n;
+}
+
+static bool f_is_up(void *arg, size_t k)
+{
+    return ((struct fake *)arg)->up[k];
+}
+
+static unsigned f_restarts(void *arg, size_t k)
+{
+    return ((struct fake *)arg)->restarts[k];
+}
+
+static bool f_serves(void *arg, size_t s, size_t k)
+{
+    struct fake *f = arg;
+    return f->complete_at[s] >= 0 && f->complete_at[s] > f->round_at[k];
+}
+
+static bool f_published_since(void *arg, size_t k, double since)
+{
+    struct fake *f = arg;
+    return f->complete_at[k] >= since;
+}
+
+static void f_record(struct fake *f, char what, size_t k)
+{
+    size_t len = strlen(f->actions);
+    snprintf(f->actions + len, sizeof(f->actions) - len, "%s%c%zu", len ? " " : "", what, k + 1);
+}
+
+static int f_renew(void *arg, size_t k)
+{
+    struct fake *f = arg;
+    f_record(f, 'R', k);
+    if (f->renew_rc == 0)
+        f->round_at[k] = f->now; /* a new round, not confirmed yet */
+    return f->renew_rc;
+}
+
+static void f_restart(void *arg, size_t k, const char *why)
+{
+    struct fake *f = arg;
+    assert_non_null(strstr(why, "rolling restart"));
+    f_record(f, 'S', k);
+    f->up[k] = false;
+    f->restarts[k]++;
+}
+
+static double f_now(void *arg)
+{
+    return ((struct fake *)arg)->now;
+}
+
+/* Tor k uploads a new round now and every HSDir confirms it. */
+static void f_publish(struct fake *f, size_t k)
+{
+    f->round_at[k] = f->complete_at[k] = f->now;
+}
+
+struct test {
+    struct fake f;
+    struct roll *r;
+    char msg[256];
+};
+
+static int setup(void **state)
+{
+    struct test *x = calloc(1, sizeof(*x));
+    assert_non_null(x);
+    log_set_level(getenv("TEST_DEBUG") ? LOG_LVL_DEBUG : LOG_LVL_ERROR);
+    x->f.n = 2;
+    x->f.now = 1000;
+    for (size_t k = 0; k < N_MAX; k++) {
+        x->f.up[k] = true;
+        x->f.round_at[k] = x->f.complete_at[k] = -1;
+    }
+    struct roll_ops ops = {&x->f, f_count, f_is_up, f_restarts, f_serves, f_published_since, f_renew, f_restart,
+                           f_now};
+    x->r = roll_new(NULL, &ops);
+    assert_non_null(x->r);
+    *state = x;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct test *x = *state;
+    roll_free(x->r);
+    free(x);
+    return 0;
+}
+
+static void advance(struct test *x, double s)
+{
+    x->f.now += s;
+    roll_tick(x->r);
+}
+
+/* Tor k (0-based) comes back from its restart and publishes; the roll moves on. */
+static void come_back(struct test *x, size_t k)
+{
+    advance(x, 2);
+    x->f.up[k] = true;
+    advance(x, 0.25);
+    assert_int_equal(roll_state(x->r), ROLL_PUBLISHING);
+    assert_int_equal(roll_current(x->r), (long)k);
+    f_publish(&x->f, k);
+    advance(x, 0.25);
+}
+
+static void assert_last(struct test *x, bool ok, const char *part)
+{
+    const char *m;
+    assert_false(roll_is_running(x->r));
+    assert_int_equal(roll_last_ok(x->r, &m), ok);
+    assert_non_null(strstr(m, part));
+}
+
+/* HSDirs serve tor 1 (it uploaded last): tor 2 goes first without any new upload, then tor 1, which tor 2
+ * serves by then. */
+static void test_order_not_served_first(void **state)
+{
+    struct test *x = *state;
+    x->f.round_at[1] = x->f.complete_at[1] = 900;
+    x->f.round_at[0] = x->f.complete_at[0] = 950;
+    assert_int_equal(roll_start(x->r, "test", x->msg, sizeof(x->msg)), 0);
+    assert_non_null(strstr(x->msg, "rolling restart of 2 tors"));
+    assert_string_equal(x->f.actions, "S2");
+    assert_int_equal(roll_current(x->r), 1);
+    come_back(x, 1);
+    assert_string_equal(x->f.actions, "S2 S1");
+    come_back(x, 0);
+    assert_string_equal(x->f.actions, "S2 S1");
+    assert_last(x, true, "restarted 2 tors");
+}
+
+/* Nobody is confirmed as served (tor 2's last round is not confirmed everywhere): tor 2 renews, and tor 1
+ * is ended only once that upload is confirmed. */
+static void test_handover_waits_for_confirmation(void **state)
+{
+    struct test *x = *state;
+    x->f.round_at[0] = x->f.complete_at[0] = 900;
+    x->f.round_at[1] = 950; /* pending */
+    assert_int_equal(roll_start(x->r, "test", x->msg, sizeof(x->msg)), 0);
+    assert_string_equal(x->f.actions, ""); /* an upload in progress may still settle it */
+    advance(x, ROLL_SETTLE_S - 1);
+    assert_string_equal(x->f.actions, "");
+    advance(x, 1);
+    assert_string_equal(x->f.actions, "R2");
+    json_t *j = roll_to_json(x->r);
+    assert_string_equal(json_string_value(json_object_get(j, "state")), "handover");
+    assert_int_equal(json_integer_value(json_object_get(j, "current")), 1);
+    assert_int_equal(json_integer_value(json_object_get(j, "survivor")), 2);
+    json_decref(j);
+    for (int i = 0; i < 20; i++)
+        advance(x, 1);
+    assert_string_equal(x->f.actions, "R2"); /* still waiting: tor 1 untouched */
+    assert_int_equal(roll_state(x->r), ROLL_HANDOVER);
+    f_publish(&x->f, 1);
+    advance(x, 0.25);
+    assert_string_equal(x->f.actions, "R2 S1");
+    /* RUNNING is not enough: tor 1 must publish after its stop; an old confirmed round does not count */
+    advance(x, 2);
+    x->f.up[0] = true;
+    for (int i = 0; i < 10; i++)
+        advance(x, 1);
+    assert_int_equal(roll_current(x->r), 0);
+    f_publish(&x->f, 0);
+    advance(x, 0.25);
+    /* tor 1 now serves: tor 2 restarts without another hand-over */
+    assert_string_equal(x->f.actions, "R2 S1 S2");
+    come_back(x, 1);
+    assert_last(x, true, "restarted 2 tors");
+}
+
+/* Nobody is served at the start, but tor 2's upload in progress completes within ROLL_SETTLE_S: tor 1
+ * restarts without a hand-over. */
+static void test_settle_without_handover(void **state)
+{
+    struct test *x = *state;
+    x->f.round_at[0] = x->f.complete_at[0] = 900;
+    x->f.round_at[1] = 950; /* pending */
+    assert_int_equal(roll_start(x->r, "test", x->msg, sizeof(x->msg)), 0);
+    advance(x, 3);
+    assert_string_equal(x->f.actions, "");
+    x->f.complete_at[1] = 950;
+    advance(x, 0.25);
+    assert_string_equal(x->f.actions, "S1");
+    come_back(x, 0);
+    come_back(x, 1);
+    assert_string_equal(x->f.actions, "S1 S2");
+    assert_last(x, true, "restarted 2 tors");
+}
+
+/* A restarted tor that is up but has not restarted (the count did not grow) is not taken as back. */
+static void test_restart_must_take(void **state)
+{
+    struct test *x = *state;
+    x->f.n = 1;
+    f_publish(&x->f, 0);
+    assert_int_equal(roll_start(x->r, "test", x->msg, sizeof(x->msg)), 0);
+    assert_non_null(strstr(x->msg, "unreachable until it is back"));
+    assert_string_equal(x->f.actions, "S1"); /* one tor: a plain restart, no hand-over */
+    x->f.up[0] = true;
+    x->f.restarts[0]--; /* as if the restart had not happened */
+    advance(x, 1);
+    x->f.now += 1;
+    f_publish(&x->f, 0);
+    advance(x, 1);
+    assert_true(roll_is_running(x->r));
+    x->f.restarts[0]++;
+    advance(x, 1);
+    advance(x, 1);
+    assert_last(x, true, "restarted 1 tor");
+}
+
+static void test_refusals(void **state)
+{
+    struct test *x = *state;
+    x->f.up[1] = false;
+    assert_int_equal(roll_start(x->r, "test", x->msg, sizeof(x->msg)), -1);
+    assert_non_null(strstr(x->msg, "tor 2 is not up"));
+    assert_string_equal(x->f.actions, "");
+    x->f.up[1] = true;
+    x->f.round_at[0] = x->f.complete_at[0] = 1;
+    assert_int_equal(roll_start(x->r, "test", x->msg, sizeof(x->msg)), 0);
+    assert_int_equal(roll_start(x->r, "again", x->msg, sizeof(x->msg)), -1);
+    assert_non_null(strstr(x->msg, "already running"));
+    x->f.renew_rc = -1;
+    roll_abort(x->r, "shutting down");
+    assert_last(x, false, "shutting down");
+    /* a survivor that cannot renew: aborted before anything is ended */
+    x->f.round_at[0] = x->f.complete_at[0] = -1;
+    x->f.up[1] = true;
+    assert_int_equal(roll_start(x->r, "test", x->msg, sizeof(x->msg)), 0);
+    advance(x, ROLL_SETTLE_S);
+    assert_last(x, false, "cannot publish");
+    assert_int_equal(x->f.restarts[0] + x->f.restarts[1], 1); /* only the first roll's restart */
+}
+
+/* The other tor dies while tor 2 restarts: aborted once, nothing more is restarted. */
+static void test_abort_other_dies(void **state)
+{
+    struct test *x = *state;
+    x->f.round_at[0] = x->f.complete_at[0] = 950;
+    assert_int_equal(roll_start(x->r, "test", x->msg, sizeof(x->msg)), 0);
+    assert_string_equal(x->f.actions, "S2");
+    advance(x, 1);
+    x->f.up[0] = false;
+    advance(x, 0.25);
+    assert_last(x, false, "tor 1 went down while tor 2 was restarting");
+    x->f.up[0] = x->f.up[1] = true;
+    f_publish(&x->f, 1);
+    advance(x, 1);
+    assert_string_equal(x->f.actions, "S2");
+    json_t *j = roll_to_json(x->r);
+    assert_string_equal(json_string_value(json_object_get(j, "state")), "idle");
+    json_t *last = json_object_get(j, "last_result");
+    assert_false(json_is_true(json_object_get(last, "ok")));
+    assert_int_equal(json_integer_value(json_object_get(j, "aborted")), 1);
+    json_decref(j);
+    struct metrics *m = metrics_new();
+    assert_non_null(m);
+    assert_int_equal(roll_metrics(x->r, m), 0);
+    const char *text = metrics_text(m, NULL);
+    assert_non_null(strstr(text, "onionfront_tor_rolls_total{result=\"ok\"} 0\n"));
+    assert_non_null(strstr(text, "onionfront_tor_rolls_total{result=\"aborted\"} 1\n"));
+    assert_non_null(strstr(text, "onionfront_tor_roll_running 0\n"));
+    metrics_free(m);
+
+    /* again, through the worker's lost report (before any tick), during the hand-over */
+    x->f.round_at[0] = x->f.complete_at[0] = -1;
+    x->f.round_at[1] = x->f.complete_at[1] = -1;
+    assert_int_equal(roll_start(x->r, "test", x->msg, sizeof(x->msg)), 0);
+    advance(x, ROLL_SETTLE_S);
+    assert_string_equal(x->f.actions, "S2 R2");
+    roll_worker_lost(x->r, 0, "ignored: the one being restarted"); /* tor 1 is current: no abort */
+    assert_true(roll_is_running(x->r));
+    roll_worker_lost(x->r, 1, "killed");
+    assert_last(x, false, "tor 2 was lost (killed)");
+    advance(x, 100);
+    assert_string_equal(x->f.actions, "S2 R2");
+}
+
+/* Each step's deadline on the fake clock. */
+static void test_deadlines(void **state)
+{
+    struct test *x = *state;
+    assert_int_equal(roll_start(x->r, "test", x->msg, sizeof(x->msg)), 0);
+    advance(x, ROLL_SETTLE_S);
+    assert_string_equal(x->f.actions, "R2");
+    advance(x, ROLL_HANDOVER_S - 1);
+    assert_true(roll_is_running(x->r));
+    advance(x, 1);
+    assert_last(x, false, "tor 1 was not stopped");
+    assert_string_equal(x->f.actions, "R2");
+
+    x->f.complete_at[1] = x->f.round_at[1] = x->f.now; /* tor 2 serves */
+    assert_int_equal(roll_start(x->r, "test", x->msg, sizeof(x->msg)), 0);
+    assert_string_equal(x->f.actions, "R2 S1");
+    advance(x, ROLL_RESTART_S);
+    assert_last(x, false, "not running again");
+
+    x->f.up[0] = true;
+    assert_int_equal(roll_start(x->r, "test", x->msg, sizeof(x->msg)), 0);
+    assert_string_equal(x->f.actions, "R2 S1 S1");
+    x->f.up[0] = true;
+    advance(x, 1);
+    advance(x, ROLL_PUBLISH_S);
+    assert_last(x, false, "descriptors were not confirmed");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_order_not_served_first, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_handover_waits_for_confirmation, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_settle_without_handover, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_restart_must_take, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_abort_other_dies, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deadlines, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,172 @@
+/* test_torscrape.c — unit tests for sidecar/torscrape.c, with the real event loop and libcurl against an
+ * evhttp server on 127.0.0.1 standing in for tor's MetricsPort.
+ *
+ * Why: the values must be tor's current ones or absent — never stale after tor is gone or answers
+ * something the parser refuses.
+ *
+ * Covers: the recorded tor 0.4.9.11 answer is read at once after torscrape_set_port, shown per service
+ * as JSON (only fields tor exported) and as onionfront_tor_hs_* samples for the named services (not for
+ * a service tor does not list); a malformed answer, an HTTP error and port 0 forget the values
+ * (onionfront_tor_metrics_up 0, no samples). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "sidecar/metrics.h"
+#include "sidecar/tormetrics.h"
+#include "sidecar/torscrape.h"
+
+#define SAMPLE "tests/unit/data/tor-0.4.9.11-metrics.txt"
+#define PRIV_POW "n34y7dymsnjidn7r2vphpr7gkm7nknwnfvndx5e5j5umngt2llxjt2ad"
+#define OTHER "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+
+struct ctx {
+    struct event_base *base;
+    struct evhttp *http;
+    unsigned port;
+    int status;
+    const char *body;
+    unsigned requests;
+    char sample[1 << 20];
+};
+
+static void http_cb(struct evhttp_request *req, void *arg)
+{
+    struct ctx *c = arg;
+    c->requests++;
+    struct evbuffer *b = evbuffer_new();
+    evbuffer_add(b, c->body, strlen(c->body));
+    evhttp_send_reply(req, c->status, "x", b);
+    evbuffer_free(b);
+}
+
+static int setup(void **state)
+{
+    struct ctx *c = calloc(1, sizeof(*c));
+    FILE *f = fopen(SAMPLE, "r");
+    if (!c || !f)
+        return -1;
+    c->sample[fread(c->sample, 1, sizeof(c->sample) - 1, f)] = '\0';
+    fclose(f);
+    c->base = event_base_new();
+    c->http = evhttp_new(c->base);
+    evhttp_set_gencb(c->http, http_cb, c);
+    struct evhttp_bound_socket *s = evhttp_bind_socket_with_handle(c->http, "127.0.0.1", 0);
+    if (!s)
+        return -1;
+    struct sockaddr_in sa;
+    socklen_t len = sizeof(sa);
+    getsockname(evhttp_bound_socket_get_fd(s), (struct sockaddr *)&sa, &len);
+    c->port = ntohs(sa.sin_port);
+    c->status = 200;
+    c->body = c->sample;
+    *state = c;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct ctx *c = *state;
+    evhttp_free(c->http);
+    event_base_free(c->base);
+    free(c);
+    return 0;
+}
+
+/* Run the loop until `requests` answers were sent and their results taken (bounded: 5 s). */
+static void run_until(struct ctx *c, unsigned requests)
+{
+    for (int i = 0; i < 500 && c->requests < requests; i++) {
+        struct timeval tv = {0, 10000};
+        event_base_loopexit(c->base, &tv);
+        event_base_dispatch(c->base);
+    }
+    assert_true(c->requests >= requests);
+    for (int i = 0; i < 20; i++) { /* the completion comes a loop turn or two later */
+        struct timeval tv = {0, 10000};
+        event_base_loopexit(c->base, &tv);
+        event_base_dispatch(c->base);
+    }
+}
+
+static char *metrics_of(struct torscrape *s)
+{
+    struct metrics *m = metrics_new();
+    const char *names[] = {"web", "other"}, *addrs[] = {PRIV_POW, OTHER};
+    assert_int_equal(torscrape_metrics(s, names, addrs, 2, m), 0);
+    char *t = strdup(metrics_text(m, NULL));
+    metrics_free(m);
+    return t;
+}
+
+static void test_scrape(void **state)
+{
+    struct ctx *c = *state;
+    struct torscrape *s = torscrape_new(c->base, "tor");
+    assert_null(torscrape_latest(s));
+    torscrape_set_port(s, c->port);
+    run_until(c, 1);
+    assert_non_null(torscrape_latest(s));
+    assert_int_equal(torscrape_latest(s)->n, 2);
+
+    json_t *o = torscrape_service_to_json(s, PRIV_POW ".onion");
+    assert_non_null(o);
+    assert_int_equal(json_object_size(o), TORMETRICS_N);
+    assert_true(json_real_value(json_object_get(o, "introductions_received")) == 1);
+    assert_true(json_real_value(json_object_get(o, "pow_suggested_effort")) == 0);
+    json_decref(o);
+    assert_null(torscrape_service_to_json(s, OTHER));
+
+    char *t = metrics_of(s);
+    assert_non_null(strstr(t, "onionfront_tor_metrics_up 1\n"));
+    assert_non_null(strstr(t, "onionfront_tor_hs_introductions_received_total{service=\"web\"} 1\n"));
+    assert_non_null(strstr(t, "onionfront_tor_hs_pow_suggested_effort{service=\"web\"} 0\n"));
+    assert_non_null(strstr(t, "onionfront_tor_hs_rendezvous_errors_total{service=\"web\"} 0\n"));
+    assert_null(strstr(t, "service=\"other\""));
+    free(t);
+
+    /* tor answers something the parser refuses: the values go */
+    c->body = "tor_hs_intro_num_total 1\n";
+    torscrape_set_port(s, 0);
+    torscrape_set_port(s, c->port);
+    run_until(c, 2);
+    assert_null(torscrape_latest(s));
+    t = metrics_of(s);
+    assert_non_null(strstr(t, "onionfront_tor_metrics_up 0\n"));
+    assert_null(strstr(t, "service=\"web\""));
+    free(t);
+
+    /* good again, then an HTTP error */
+    c->body = c->sample;
+    torscrape_set_port(s, 0);
+    torscrape_set_port(s, c->port);
+    run_until(c, 3);
+    assert_non_null(torscrape_latest(s));
+    c->status = 503;
+    torscrape_set_port(s, 0);
+    assert_null(torscrape_latest(s)); /* port 0: forgotten at once */
+    torscrape_set_port(s, c->port);
+    run_until(c, 4);
+    assert_null(torscrape_latest(s));
+    torscrape_free(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_scrape, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
