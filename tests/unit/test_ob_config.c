@@ -122,6 +122,10 @@ static void test_refused(void **state)
          "services[0].ports: not for an Onionbalance frontend"},
         {FRONT("") ",{\"name\":\"front2\",\"onionbalance\":{\"frontend\":true}}",
          "services[1]: a second Onionbalance frontend (services[0] is one)"},
+        {"{\"name\":\"web\",\"mode\":\"anonymous\"," PORTS ",\"onionbalance\":{\"master_address\":\"" A0 "\"}}",
+         "services[0].onionbalance: only for a service with mode \"single\""},
+        {"{\"name\":\"front\",\"mode\":\"anonymous\",\"onionbalance\":{\"frontend\":true}}",
+         "services[0].onionbalance: only for a service with mode \"single\""},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char err[512] = "";
