@@ -23,32 +23,6 @@ static void clientauth_line(const struct client_auth_conf *cl, char *out, size_t
     snprintf(out, len, "descriptor:x25519:%s\n", cl->public_key);
 }
 
-/* Write `len` bytes as `name` in the open directory `dfd`, atomically: a new 0600 temporary file
- * (O_EXCL|O_NOFOLLOW), fsync, renameat, fsync of the directory. */
-static int clientauth_write_at(int dfd, const char *dir, const char *name, const char *data, size_t len, char *err,
-                               size_t errlen)
-{
-    char tmp[64];
-    snprintf(tmp, sizeof(tmp), ".tmp-%ld", (long)getpid());
-    unlinkat(dfd, tmp, 0);
-    int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        snprintf(err, errlen, "%s/%s: cannot create: %s", dir, tmp, strerror(errno));
-        return -1;
-    }
-    bool ok = write(fd, data, len) == (ssize_t)len && fsync(fd) == 0;
-    int e = errno;
-    close(fd);
-    if (!ok || renameat(dfd, tmp, dfd, name) < 0) {
-        e = ok ? errno : e;
-        unlinkat(dfd, tmp, 0);
-        snprintf(err, errlen, "%s/%s: cannot write: %s", dir, name, strerror(e));
-        return -1;
-    }
-    fsync(dfd);
-    return 0;
-}
-
 /* The configured client whose file is `fname` ("<name>.auth"), or NULL. */
 static const struct client_auth_conf *clientauth_find(const struct service_conf *sc, const char *fname)
 {
@@ -183,12 +157,12 @@ static int clientauth_fix(const struct service_conf *sc, int kfd, int dfd, const
     for (size_t i = 0; i < sc->n_clients; i++)
         if (!clientauth_listed(list, sc->clients[i].name))
             o += (size_t)snprintf(next + o, CLIENTAUTH_LIST_MAX * 2 - o, "%s\n", sc->clients[i].name);
-    int rc = clientauth_write_at(kfd, sc->key_dir, CLIENTAUTH_LIST, next, o, err, errlen);
+    int rc = fs_write_at(kfd, sc->key_dir, CLIENTAUTH_LIST, next, o, err, errlen);
     for (size_t i = 0; rc == 0 && i < sc->n_clients; i++) {
         char fname[CONFIG_SERVICE_NAME_MAX + 8], line[CLIENTAUTH_FILE_MAX];
         snprintf(fname, sizeof(fname), "%s.auth", sc->clients[i].name);
         clientauth_line(&sc->clients[i], line, sizeof(line));
-        rc = clientauth_write_at(dfd, dir, fname, line, strlen(line), err, errlen);
+        rc = fs_write_at(dfd, dir, fname, line, strlen(line), err, errlen);
     }
     if (rc == 0)
         rc = clientauth_scan(sc, dfd, dir, next, true, err, errlen);
@@ -197,7 +171,7 @@ static int clientauth_fix(const struct service_conf *sc, int kfd, int dfd, const
     for (size_t i = 0; rc == 0 && i < sc->n_clients; i++)
         o += (size_t)snprintf(next + o, CLIENTAUTH_LIST_MAX * 2 - o, "%s\n", sc->clients[i].name);
     if (rc == 0)
-        rc = clientauth_write_at(kfd, sc->key_dir, CLIENTAUTH_LIST, next, o, err, errlen);
+        rc = fs_write_at(kfd, sc->key_dir, CLIENTAUTH_LIST, next, o, err, errlen);
     /* tor warns about every file in authorized_clients not ending in .auth: the old list goes */
     if (rc == 0 && unlinkat(dfd, CLIENTAUTH_OLD_LIST, 0) == 0)
         fsync(dfd);
@@ -247,7 +221,7 @@ static int clientauth_run(const struct service_conf *sc, bool fix, char *err, si
     else
         rc = clientauth_scan(sc, dfd, dir, list, false, err, errlen);
     if (rc == 0 && fix && dropping && dfd < 0) /* the directory went with its files: only the list is left */
-        rc = clientauth_write_at(kfd, sc->key_dir, CLIENTAUTH_LIST, "", 0, err, errlen);
+        rc = fs_write_at(kfd, sc->key_dir, CLIENTAUTH_LIST, "", 0, err, errlen);
 done:
     if (dfd >= 0)
         close(dfd);

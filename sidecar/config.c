@@ -1460,7 +1460,8 @@ static int config_parse_service_mode(struct config_ctx *c, const char *obj, json
 static int config_parse_service(struct config_ctx *c, const char *obj, json_t *o, struct config *cfg, size_t idx)
 {
     static const char *const keys[] = {"name",        "mode",  "onion_location",   "key_dir", "max_streams", "dos",
-                                       "client_auth", "drop_client_auth", "ports", "probe",       NULL};
+                                       "client_auth", "drop_client_auth", "ports", "probe",       "onionbalance",
+                                       NULL};
     struct service_conf *svc = &cfg->services[idx];
     char p[FIELD_PATH_LEN];
     const char *s = NULL;
@@ -1501,6 +1502,19 @@ static int config_parse_service(struct config_ctx *c, const char *obj, json_t *o
         config_sub(p, obj, "drop_client_auth");
         return config_fail(c, p, "cannot be set with client_auth (it removes every client, on purpose)");
     }
+    config_sub(p, obj, "onionbalance");
+    if (ob_conf_parse(json_object_get(o, "onionbalance"), p, &svc->dos, &svc->onionbalance, c->err, c->errlen) < 0)
+        return -1;
+    /* Instances run on the single-onion tors (their keys are copied per tor, ob_config beside them). */
+    if (svc->onionbalance.role != OB_ROLE_NONE && svc->mode != SERVICE_MODE_SINGLE)
+        return config_fail(c, p, "only for a service with mode \"single\": onionfront runs Onionbalance instances "
+                                 "on its single-onion tors");
+    /* Onionbalance publishes a frontend's address; visitors reach the instances' ports, not this machine. */
+    if (svc->onionbalance.role == OB_ROLE_FRONTEND)
+        return config_refuse_keys(c, obj, o,
+                                  (const char *const[]){"ports", "probe", "client_auth", "drop_client_auth", NULL},
+                                  "not for an Onionbalance frontend: visitors of the master address reach the "
+                                  "instances, whose own services set it");
 
     json_t *arr;
     if (config_get_array(c, obj, o, "ports", true, 1, CONFIG_MAX_PORTS, &arr) < 0)
@@ -1734,6 +1748,10 @@ static int config_parse_root(struct config_ctx *c, json_t *root, struct config *
         config_subi(p, "", "services", i);
         if (config_parse_service(c, p, json_array_get(arr, i), cfg, i) < 0)
             return -1;
+        for (size_t j = 0; j < i && cfg->services[i].onionbalance.role == OB_ROLE_FRONTEND; j++)
+            if (cfg->services[j].onionbalance.role == OB_ROLE_FRONTEND)
+                return config_fail(c, p, "a second Onionbalance frontend (services[%zu] is one): onionfront runs "
+                                         "one Onionbalance, for one master address", j);
     }
 
     if (config_parse_status(c, json_object_get(root, "status"), cfg) < 0 ||
@@ -1917,7 +1935,8 @@ bool service_conf_tor_equal(const struct service_conf *a, const struct service_c
 {
     if (strcmp(a->name, b->name) != 0 || a->mode != b->mode || strcmp(a->key_dir, b->key_dir) != 0 ||
         a->max_streams != b->max_streams || !dos_conf_equal(&a->dos, &b->dos) || a->n_ports != b->n_ports ||
-        a->n_clients != b->n_clients || a->drop_client_auth != b->drop_client_auth)
+        a->n_clients != b->n_clients || a->drop_client_auth != b->drop_client_auth ||
+        !ob_conf_equal(&a->onionbalance, &b->onionbalance))
         return false;
     /* A changed client list must reach tor: any successful SETCONF makes it re-read authorized_clients. */
     for (size_t i = 0; i < a->n_clients; i++)

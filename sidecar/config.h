@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "sidecar/ob_config.h"
+
 #define CONFIG_MAX_SERVICES 64
 #define CONFIG_MAX_PORTS 64         /* per service */
 #define CONFIG_MAX_BACKENDS 64      /* per port */
@@ -194,6 +196,7 @@ struct service_conf {
     struct port_conf *ports;
     size_t n_ports; /* >= 1 */
     struct probe_target_conf probe;
+    struct ob_conf onionbalance; /* its Onionbalance role (ob_config.h); role OB_ROLE_NONE by default */
 };
 
 struct tor_conf {
@@ -295,7 +298,8 @@ size_t config_count_mode(const struct config *cfg, enum service_mode mode);
 bool service_conf_equal(const struct service_conf *a, const struct service_conf *b);
 
 /* True if tor would be given the same HiddenService* lines for both: same name, mode, key_dir, max_streams, dos
- * settings and set of virtual ports. Backends, balance, health and the other data-path settings are ignored. */
+ * settings, Onionbalance role and set of virtual ports. Backends, balance, health and the other data-path
+ * settings are ignored. */
 bool service_conf_tor_equal(const struct service_conf *a, const struct service_conf *b);
 
 bool dos_conf_equal(const struct dos_conf *a, const struct dos_conf *b);

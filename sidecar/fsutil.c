@@ -288,6 +288,30 @@ int fs_set_dir_owner_mode(const char *path, uid_t uid, gid_t gid, mode_t mode, c
     return rc < 0 ? -1 : 0;
 }
 
+int fs_write_at(int dfd, const char *dir, const char *name, const void *data, size_t len, char *err,
+                size_t errlen)
+{
+    char tmp[64];
+    snprintf(tmp, sizeof(tmp), ".tmp-%ld", (long)getpid());
+    unlinkat(dfd, tmp, 0);
+    int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s/%s: cannot create: %s", dir, tmp, strerror(errno));
+        return -1;
+    }
+    bool ok = write(fd, data, len) == (ssize_t)len && fsync(fd) == 0;
+    int e = errno;
+    close(fd);
+    if (!ok || renameat(dfd, tmp, dfd, name) < 0) {
+        e = ok ? errno : e;
+        unlinkat(dfd, tmp, 0);
+        snprintf(err, errlen, "%s/%s: cannot write: %s", dir, name, strerror(e));
+        return -1;
+    }
+    fsync(dfd);
+    return 0;
+}
+
 int fs_read_small_at(int dfd, const char *dir, const char *name, void *buf, size_t cap, size_t *len,
                      struct stat *st_out, char *err, size_t errlen)
 {

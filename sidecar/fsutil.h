@@ -56,6 +56,13 @@ int fs_open_dir(const char *path, bool private, char *err, size_t errlen);
 int fs_read_small_at(int dfd, const char *dir, const char *name, void *buf, size_t cap, size_t *len,
                      struct stat *st_out, char *err, size_t errlen);
 
+/* Replace `name` (a plain name) in the open directory `dfd` (named `dir` in messages) with `len` bytes of
+ * `data`, mode 0600, for a directory another user may write (tor's HiddenServiceDir): a temporary file
+ * created with O_CREAT|O_EXCL|O_NOFOLLOW, fsync'ed and renamed over `name` (a planted symlink of that name
+ * is replaced, never followed), then `dfd` fsync'ed. Return 0, or -1 with a message naming the path. */
+int fs_write_at(int dfd, const char *dir, const char *name, const void *data, size_t len, char *err,
+                size_t errlen);
+
 /* Is the open directory `dfd` one that a user other than this process's (or root) could change: owned
  * by another user, or group/other-writable without the sticky bit? A path-based chown/chmod/bind inside
  * such a directory can be redirected by a planted symlink; callers must not do one there. Returns true

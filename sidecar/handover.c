@@ -94,6 +94,8 @@ int handover_apply_instance(const struct config *c, unsigned k, char *err, size_
         const struct service_conf *sc = &c->services[i];
         if (sc->mode != SERVICE_MODE_SINGLE)
             continue; /* the anonymous services' tor uses key_dir itself; no copy of their keys anywhere */
+        if (sc->onionbalance.role == OB_ROLE_FRONTEND)
+            continue; /* the master key: Onionbalance's, never a tor's (ob_frontend.h) */
         int rc = service_id_prepare_key(c, sc, kerr, sizeof(kerr));
         if (rc == 1)
             rc = instance_copy_key(c, sc, k, kerr, sizeof(kerr));
@@ -171,7 +173,9 @@ int handover_apply(const struct config *c, long attached_uid, char *err, size_t 
         /* A key is created only for a service the address record does not know; a known service whose
          * key is missing or different is refused (0) and not handed over: service_ids says why. */
         int rc = service_id_prepare_key(c, sc, kerr, sizeof(kerr));
-        if (rc == 1)
+        /* An Onionbalance frontend's key is the master key: it stays onionfront's (Onionbalance runs as
+         * onionfront's user), out of reach of tor's. */
+        if (rc == 1 && sc->onionbalance.role != OB_ROLE_FRONTEND)
             rc = fs_chown_tree(sc->key_dir, uid, gid, kerr, sizeof(kerr));
         if (rc < 0) {
             snprintf(err, errlen, "service %s: %s", sc->name, kerr);

@@ -3,7 +3,6 @@
  * their per-tor state in worker.c, the data path in proxy.c (with health_set.c), the status socket's
  * documents in report.c, the subcommands in cli.c. */
 #include <event2/event.h>
-#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,11 +12,11 @@
 
 #include "sidecar/cli.h"
 #include "sidecar/config.h"
-#include "sidecar/fsutil.h"
 #include "sidecar/health_set.h"
 #include "sidecar/log.h"
 #include "sidecar/metrics_http.h"
 #include "sidecar/onionloc.h"
+#include "sidecar/ob_frontend.h"
 #include "sidecar/probe.h"
 #include "sidecar/proc.h"
 #include "sidecar/proxy.h"
@@ -41,6 +40,7 @@ struct daemon {
     struct service_ids *ids;                    /* each service's name, key and address, for all tors */
     struct workerset *workers; /* the tors: tor.instances single-onion ones, and the anonymous services' */
     struct probe *probe;       /* the end-to-end probe and its client tor */
+    struct ob_frontend *ob;    /* Onionbalance's frontend and its tor (nothing runs without a frontend) */
     struct proxy *proxy;               /* the data path and its backend pools */
     struct health_set *health;         /* one active health checker per live pool */
     struct status_server *status;
@@ -71,7 +71,7 @@ static struct report_src daemon_report_src(const struct daemon *d)
     size_t n = 0;
     struct worker *const *ws = d->workers ? workerset_list(d->workers, &n) : NULL;
     return (struct report_src){d->conf, d->ids, ws, n, d->proxy, d->status, d->metrics_http, d->probe,
-                               workerset_roll(d->workers), d->started_wall, d->started, d->shutting_down};
+                               workerset_roll(d->workers), d->started_wall, d->started, d->shutting_down, d->ob};
 }
 
 /* ---- systemd notification and Onion-Location files ------------------------------------------------- */
@@ -151,7 +151,8 @@ static int daemon_reload_cb(void *arg, char *msg, size_t msglen)
     if (d->ready_sent)
         sdnotify_update(d->notify, "RELOADING=1\n", "reloading %s", d->config_path);
     struct report_src r = daemon_report_src(d);
-    struct reload_parts parts = {d->ids, r.workers, r.n_workers, d->proxy, d->onionloc, d->status, d->probe, d->workers};
+    struct reload_parts parts = {d->ids, r.workers, r.n_workers, d->proxy, d->onionloc, d->status, d->probe, d->ob,
+                                 d->workers};
     int rc = reload_apply(&parts, d->config_path, &d->conf, msg, msglen);
     if (d->ready_sent)
         daemon_update_status(d, "READY=1\n");
@@ -252,6 +253,7 @@ static void daemon_free(struct daemon *d)
     metrics_http_free(d->metrics_http);
     status_server_free(d->status);
     probe_free(d->probe); /* before the workers its repairs act on */
+    ob_frontend_free(d->ob);
     workerset_free(d->workers);
     service_ids_free(d->ids);
     proxy_free(d->proxy); /* calls health_set_pool_removed for each pool: the checkers go first */
@@ -303,6 +305,7 @@ static int daemon_create(struct daemon *d)
         goto oom;
     struct probe_actions actions = workerset_probe_actions(d->workers);
     d->probe = probe_new(d->base, d->procs, d->conf, d->ids, &actions);
+    d->ob = ob_frontend_new(d->base, d->procs, d->conf, d->ids);
     clock_gettime(CLOCK_MONOTONIC, &d->started);
     d->started_wall = time(NULL);
     d->status = status_server_new(d->base, &providers);
@@ -310,7 +313,7 @@ static int daemon_create(struct daemon *d)
     d->shutdown_bound_ev = evtimer_new(d->base, daemon_shutdown_bound_cb, d);
     d->onionloc = onionloc_new(d->base, d->procs, &d->conf->onion_location);
     d->poll_ev = event_new(d->base, -1, EV_PERSIST, daemon_poll_cb, d);
-    if (!d->probe || !d->status || !d->health || !d->shutdown_bound_ev || !d->onionloc || !d->poll_ev)
+    if (!d->probe || !d->ob || !d->status || !d->health || !d->shutdown_bound_ev || !d->onionloc || !d->poll_ev)
         goto oom;
     for (size_t i = 0; i < sizeof(daemon_signals) / sizeof(daemon_signals[0]); i++)
         if (!(d->signal_evs[i] = evsignal_new(d->base, daemon_signals[i], daemon_signal_cb, d)) ||
@@ -328,13 +331,7 @@ oom:
  * onionfront on the same config), the data path's sockets, then the tors. Return 0, or -1 with err. */
 static int daemon_start(struct daemon *d, char *err, size_t errlen)
 {
-    /* The state directory and the default parent of the key directories; tor.c adds the rest. */
-    char keys_dir[PATH_MAX];
-    snprintf(keys_dir, sizeof(keys_dir), "%s/keys", d->conf->state_dir);
-    if (fs_ensure_private_dir(d->conf->state_dir, NULL, err, errlen) < 0 ||
-        fs_ensure_private_dir(keys_dir, NULL, err, errlen) < 0 || service_ids_load_keys(d->ids, err, errlen) < 0)
-        return -1;
-    if (workerset_prepare(d->workers, d->conf, err, errlen) < 0)
+    if (service_ids_start(d->ids, err, errlen) < 0 || workerset_prepare(d->workers, d->conf, err, errlen) < 0)
         return -1;
     if (status_server_listen(d->status, &d->conf->status, d->conf->run_dir, err, errlen) < 0 ||
         onionloc_listen(d->onionloc, &d->conf->onion_location, err, errlen) < 0 ||
@@ -347,7 +344,7 @@ static int daemon_start(struct daemon *d, char *err, size_t errlen)
         return -1;
     if (workerset_start(d->workers, err, errlen) < 0)
         return -1;
-    return probe_start(d->probe, err, errlen);
+    return probe_start(d->probe, err, errlen) < 0 ? -1 : ob_frontend_start(d->ob, err, errlen);
 }
 
 static int cmd_run(const char *config_path)

@@ -9,6 +9,7 @@
 #include "sidecar/config.h"
 #include "sidecar/log.h"
 #include "sidecar/onionloc.h"
+#include "sidecar/ob_frontend.h"
 #include "sidecar/probe.h"
 #include "sidecar/proxy.h"
 #include "sidecar/service_id.h"
@@ -91,6 +92,8 @@ int reload_apply(const struct reload_parts *p, const char *path, struct config *
     tor_changed = tor_changed || started > 0;
     if (p->probe)
         probe_set_config(p->probe, nc);
+    if (p->ob)
+        ob_frontend_set_config(p->ob, nc);
     if (onionloc_set_config(p->onionloc, &nc->onion_location, err, sizeof(err)) < 0)
         log_error("reload: onion_location: %s", err);
     if (status_server_set_acl(p->status, &nc->status) < 0)

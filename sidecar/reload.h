@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 struct config;
+struct ob_frontend;
 struct onionloc;
 struct probe;
 struct proxy;
@@ -31,6 +32,7 @@ struct reload_parts {
     struct onionloc *onionloc;
     struct status_server *status;
     struct probe *probe; /* NULL when no end-to-end probe runs */
+    struct ob_frontend *ob; /* Onionbalance's frontend (NULL: none) */
     struct workerset *workerset; /* starts or stops the anonymous services' tor; a changed tor.binary starts a
                                     rolling restart onto it; NULL: neither */
 };

@@ -13,6 +13,7 @@
 #include "sidecar/log.h"
 #include "sidecar/metrics.h"
 #include "sidecar/metrics_http.h"
+#include "sidecar/ob_frontend.h"
 #include "sidecar/onionloc.h"
 #include "sidecar/probe.h"
 #include "sidecar/proxy.h"
@@ -83,6 +84,8 @@ static void report_worker_problems(const struct report_src *r, const struct work
         struct descriptor_counts dc;
         if (service_id_refusal(service_ids_at(r->ids, i)) || !service_mgr_hosts(services, i))
             continue;
+        if (service_ids_at(r->ids, i)->conf->onionbalance.role == OB_ROLE_FRONTEND)
+            continue; /* not on the tors: Onionbalance publishes it (ob_frontend_problems) */
         if (!service_mgr_uploaded(services, i)) {
             report_problem(problems, "service %s: no descriptor upload confirmed yet", name);
         } else {
@@ -187,6 +190,7 @@ json_t *report_status_json(const struct report_src *r)
         json_array_append_new(tors, report_tor_json(r->workers[k]));
     }
     report_pool_problems(r, problems);
+    ob_frontend_problems(r->ob, problems);
     bool probe_down = report_probe_problems(r, problems);
     const char *state = r->shutting_down || !usable || probe_down ? "down"
                         : json_array_size(problems) ? "degraded"
@@ -228,6 +232,9 @@ json_t *report_services_json(const struct report_src *r)
         if (desc)
             json_object_set_new(svc, "descriptor", desc);
         json_object_set_new(svc, "probe", probe ? probe : json_null());
+        json_t *ob = ob_frontend_service_json(r->ob, r->conf, service_mgr_name(worker_services(w), i), address);
+        if (ob)
+            json_object_set_new(svc, "onionbalance", ob);
         /* tor's own per-service counters (MetricsPort, spawn mode): only what tor exported, else null */
         json_t *tm = address[0] ? torscrape_service_to_json(worker_scrape(w), address) : NULL;
         const struct service_conf *sc = config_find_service(r->conf, service_mgr_name(worker_services(w), i));
@@ -338,7 +345,7 @@ char *report_metrics_text(const struct report_src *r)
     rc = rc || proxy_metrics(r->proxy, m) < 0 || metrics_http_metrics(r->metrics_http, m) < 0 ||
          descriptor_metrics(worker_descriptors(w), m) < 0 || report_tor_hs_metrics(w, m) < 0 ||
          verify_metrics(worker_verify(w), m) < 0 || (r->probe && probe_metrics(r->probe, m) < 0) ||
-         (r->roll && roll_metrics(r->roll, m) < 0);
+         (r->roll && roll_metrics(r->roll, m) < 0) || ob_frontend_metrics(r->ob, m) < 0;
     /* A module with families of its own adds its *_metrics call here. */
     char *text = rc ? NULL : strdup(metrics_text(m, NULL));
     if (!text)

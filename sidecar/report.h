@@ -15,6 +15,7 @@
 struct config;
 struct onionloc_entry;
 struct metrics_http;
+struct ob_frontend;
 struct probe;
 struct proxy;
 struct roll;
@@ -36,6 +37,7 @@ struct report_src {
     time_t started_wall;                /* Unix time onionfront started */
     struct timespec started;            /* CLOCK_MONOTONIC, for uptime */
     bool shutting_down;
+    const struct ob_frontend *ob; /* Onionbalance's frontend (ob_frontend.h); NULL: none */
 };
 
 /* "status": the overall state — down (no usable tor, or shutting down), degraded (something listed in

@@ -15,6 +15,7 @@
 #include "sidecar/keys.h"
 #include "sidecar/log.h"
 #include "sidecar/metrics.h"
+#include "sidecar/ob_instance.h"
 #include "sidecar/proxy.h"
 #include "sidecar/service_id.h"
 
@@ -25,6 +26,7 @@ struct service {
     bool in_tor;                     /* listed in tor's last GETCONF HiddenServiceOptions answer */
     unsigned reapplied;              /* times tor dropped it (a reload) and it was handed back */
     bool copy_bad;                   /* instance >= 1: its key copy is not the service's key; left out */
+    bool ob_bad;                     /* its Onionbalance ob_config could not be written; left out */
 };
 
 struct service_mgr {
@@ -85,7 +87,9 @@ bool service_mgr_hosts(const struct service_mgr *m, size_t i)
 /* Is the i-th service handed to tor (hosted here, not refused)? */
 static bool service_in_tor(const struct service_mgr *m, size_t i)
 {
-    return service_mgr_hosts(m, i) && !service_id_refusal(service_id_at(m, i)) && !m->services[i].copy_bad;
+    /* An Onionbalance frontend's key is the master key: Onionbalance publishes it, never a tor. */
+    return service_mgr_hosts(m, i) && !service_id_refusal(service_id_at(m, i)) && !m->services[i].copy_bad &&
+           !m->services[i].ob_bad && service_id_at(m, i)->conf->onionbalance.role != OB_ROLE_FRONTEND;
 }
 
 void service_mgr_free(struct service_mgr *m)
@@ -220,7 +224,7 @@ static char *service_setconf_cmd(const struct service_mgr *m, bool ours, char *e
 {
     size_t cap = m->foreign.n + 1;
     for (size_t i = 0; ours && i < m->n; i++)
-        cap += 2 + SERVICE_DOS_ITEMS_MAX + service_id_at(m, i)->conf->n_ports; /* Dir, ports, dos, ExportCircuitID */
+        cap += 3 + SERVICE_DOS_ITEMS_MAX + service_id_at(m, i)->conf->n_ports; /* Dir, ports, dos, OB, ExportCircuitID */
     struct cp_conf_item *items = calloc(cap, sizeof(*items));
     char **owned = calloc(cap, sizeof(*owned));
     char *cmd = NULL;
@@ -263,6 +267,12 @@ static char *service_setconf_cmd(const struct service_mgr *m, bool ours, char *e
             snprintf(err, errlen, "out of memory");
             goto done;
         }
+        /* ob_config is in the directory (service_publish): tor reads it while parsing this. */
+        if (sc->onionbalance.role == OB_ROLE_INSTANCE) {
+            items[n].key = "HiddenServiceOnionBalanceInstance";
+            items[n].value = "1";
+            n++;
+        }
         /* tor's first line on every stream names the circuit (PROXY v1); proxy.c reads and drops it. */
         items[n].key = "HiddenServiceExportCircuitID";
         items[n].value = "haproxy";
@@ -298,6 +308,25 @@ static void service_setconf_cb(struct cp_conn *c, const struct cp_reply *r, cons
     log_info("services: %zu service%s handed to tor", m->n, m->n == 1 ? "" : "s");
 }
 
+/* An Onionbalance instance's ob_config must be in the directory this tor uses before the SETCONF. */
+static void service_ob_prepare(struct service_mgr *m, size_t i)
+{
+    const struct service_id *id = service_id_at(m, i);
+    char dir[PATH_MAX], err[PATH_MAX + 256];
+    bool was_bad = m->services[i].ob_bad;
+    m->services[i].ob_bad = false;
+    if (id->conf->onionbalance.role != OB_ROLE_INSTANCE || service_id_refusal(id))
+        return;
+    if (instance_key_dir(m->conf, id->conf, m->instance, dir, sizeof(dir)) < 0) {
+        snprintf(err, sizeof(err), "its key directory's path is too long");
+        m->services[i].ob_bad = true;
+    } else if (ob_instance_prepare(dir, id->address, &id->conf->onionbalance, err, sizeof(err)) < 0) {
+        m->services[i].ob_bad = true;
+    }
+    if (m->services[i].ob_bad && !was_bad)
+        log_error("services: service %s left out: Onionbalance instance: %s", id->conf->name, err);
+}
+
 static void service_publish(struct service_mgr *m)
 {
     char err[512];
@@ -308,10 +337,11 @@ static void service_publish(struct service_mgr *m)
             continue; /* another tor's */
         if (!service_ids_verify_key(m->ids, i))
             m->services[i].uploaded = false;
-        else if (m->instance > 0)
+        else if (m->instance > 0 && service_id_at(m, i)->conf->onionbalance.role != OB_ROLE_FRONTEND)
             m->services[i].copy_bad =
                 instance_key_dir(m->conf, service_id_at(m, i)->conf, m->instance, copy, sizeof(copy)) < 0 ||
                 !service_ids_verify_copy(m->ids, i, copy);
+        service_ob_prepare(m, i);
     }
     char *cmd = service_setconf_cmd(m, true, err, sizeof(err));
     clock_gettime(CLOCK_MONOTONIC, &m->published_at);
@@ -439,7 +469,7 @@ static void service_check_cb(struct cp_conn *c, const struct cp_reply *r, const 
     bool reloaded = m->reload_seen;
     m->reload_seen = false;
     for (size_t i = 0; i < m->n; i++)
-        if (!m->services[i].in_tor) {
+        if (!m->services[i].in_tor && service_in_tor(m, i)) { /* not one we leave out on purpose */
             m->services[i].reapplied++;
             dropped++;
         }
@@ -461,7 +491,7 @@ static void service_check_cb(struct cp_conn *c, const struct cp_reply *r, const 
 static bool service_all_listed(const struct service_mgr *m, const struct cp_info *changed)
 {
     for (size_t i = 0; i < m->n; i++) {
-        bool found = false;
+        bool found = !service_in_tor(m, i); /* left out on purpose */
         for (size_t j = 0; j < changed->n && !found; j++)
             found = strcmp(changed->items[j].key, "HiddenServiceDir") == 0 && changed->items[j].value &&
                     service_dir_is(m, i, changed->items[j].value);

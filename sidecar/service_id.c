@@ -1,6 +1,7 @@
 /* service_id.c — each service's name, key, address and refusal, kept once (see service_id.h). */
 #include "sidecar/service_id.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include "sidecar/addrbook.h"
 #include "sidecar/clientauth.h"
 #include "sidecar/config.h"
+#include "sidecar/fsutil.h"
 #include "sidecar/log.h"
 
 struct service_ids {
@@ -210,6 +212,19 @@ static int service_ids_check_all(const struct config *conf, struct service_id *i
 int service_ids_load_keys(struct service_ids *s, char *err, size_t errlen)
 {
     return service_ids_check_all(s->conf, s->ids, s->n, NULL, err, errlen);
+}
+
+int service_ids_start(struct service_ids *s, char *err, size_t errlen)
+{
+    char keys_dir[PATH_MAX];
+    if (snprintf(keys_dir, sizeof(keys_dir), "%s/keys", s->conf->state_dir) >= (int)sizeof(keys_dir)) {
+        snprintf(err, errlen, "state_dir is too long");
+        return -1;
+    }
+    if (fs_ensure_private_dir(s->conf->state_dir, NULL, err, errlen) < 0 ||
+        fs_ensure_private_dir(keys_dir, NULL, err, errlen) < 0)
+        return -1;
+    return service_ids_load_keys(s, err, errlen);
 }
 
 int service_ids_reconfigure(struct service_ids *s, const struct config *conf, char *err, size_t errlen)

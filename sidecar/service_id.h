@@ -39,6 +39,9 @@ void service_ids_free(struct service_ids *s); /* NULL is a no-op */
  * address) and recorded. Return 0 (also with refused services), or -1 with a message naming the service
  * and file (a new service's key cannot be made, the record is corrupt or cannot be written). */
 int service_ids_load_keys(struct service_ids *s, char *err, size_t errlen);
+/* At daemon start: onionfront's state directory and <state_dir>/keys (0700; the default parent of the key
+ * directories, tor.c adds the rest), then service_ids_load_keys. */
+int service_ids_start(struct service_ids *s, char *err, size_t errlen);
 
 /* Switch to `conf` (reload): check every service's key against the record again (a known service whose
  * key went missing or changed is refused, one refused before whose key is back is accepted, a key

@@ -350,6 +350,27 @@ static void summary_backends(struct out *o, const char *service, const json_t *b
     }
 }
 
+/* "onionbalance": an instance's master, or the frontend's state, instances and last confirmed upload. */
+static void summary_onionbalance(struct out *o, const json_t *ob)
+{
+    const char *role = jstr(ob, "role"), *master = jstr(ob, "master_address");
+    if (role && strcmp(role, "instance") == 0) {
+        out_printf(o, "  %-12s instance of %s\n", "onionbalance", master ? master : "?");
+        return;
+    }
+    const char *state = jstr(ob, "state"), *last = jstr(ob, "last_confirmed_upload");
+    size_t i, with = 0;
+    const json_t *in;
+    json_array_foreach(json_object_get(ob, "instances"), i, in) {
+        with += json_is_true(json_object_get(in, "descriptor_received"));
+    }
+    out_printf(o, "  %-12s frontend, %s; %zu of %zu instances with a descriptor", "onionbalance",
+               state ? state : "?", with, json_array_size(json_object_get(ob, "instances")));
+    if (jint(ob, "intro_points") >= 0)
+        out_printf(o, ", %lld intro points", jint(ob, "intro_points"));
+    out_printf(o, "; last confirmed upload %s; %lld restarts\n", last ? last : "none", jint(ob, "restarts"));
+}
+
 /* "  dos          PoW on, effort 0, queue 0; introductions 2 (0 rejected); rendezvous 2 (0 failed)": tor's
  * own numbers (MetricsPort); a value tor did not export is left out, never shown as 0. */
 static void summary_tor_metrics(struct out *o, const json_t *svc)
@@ -397,6 +418,11 @@ static void summary_service(struct out *o, const json_t *svc, const json_t *back
     if (mode)
         out_printf(o, "  %-12s %s\n", "mode", strcmp(mode, "anonymous") == 0 ? "anonymous (location-hidden)"
                                                                             : "single onion (NOT location-hidden)");
+    const json_t *ob = json_object_get(svc, "onionbalance");
+    if (json_is_object(ob))
+        summary_onionbalance(o, ob);
+    if (json_is_object(ob) && strcmp(jstr(ob, "role") ? jstr(ob, "role") : "", "frontend") == 0)
+        return; /* not on this machine's tors: no verdict, descriptor or backends of its own */
     const char *verdict = jstr(svc, "verdict");
     if (verdict) {
         out_printf(o, "  %-12s ", "verdict");

@@ -102,11 +102,18 @@ const char *tor_state_str(enum tor_state s)
     return "unknown";
 }
 
-/* The probe client and the anonymous services' tor are always onionfront's own; the service tor is
- * spawned or attached. */
+/* A client tor (the probe's, Onionbalance's) and the anonymous services' tor are always onionfront's own;
+ * the service tor is spawned or attached. */
 static bool tor_is_spawn(const struct tor_sup *t)
 {
     return t->role != TOR_ROLE_SERVICE || t->conf->tor.mode == TOR_MODE_SPAWN;
+}
+
+/* A client tor's file prefix ("probe": <state_dir>/probe-tor, probe-torrc, <run_dir>/probe/), or NULL for
+ * a tor that runs services (single-onion or anonymous). */
+static const char *tor_client_name(const struct tor_sup *t)
+{
+    return t->role == TOR_ROLE_PROBE_CLIENT ? "probe" : t->role == TOR_ROLE_OB_CLIENT ? "ob" : NULL;
 }
 
 /* tor.binary, or Debian's tor for a probe client beside an attached tor (tor.binary is then unset). */
@@ -448,7 +455,7 @@ static void tor_configure(struct tor_sup *t)
         goto fail;
     }
     free(cmd);
-    if (t->role == TOR_ROLE_PROBE_CLIENT) {
+    if (tor_client_name(t)) {
         /* An ordinary client: nothing to verify, and it never runs a service. */
         tor_handover(t);
         return;
@@ -558,7 +565,10 @@ static void tor_line_cb(struct proc *p, const char *line, void *arg)
     (void)p;
     /* tor's own log at its own level, so its warnings are warnings (the non-anonymous-mode warnings at
      * start too: onionfront's own start warning says the same). */
-    log_relay(tor_line_level(line), t->role == TOR_ROLE_PROBE_CLIENT ? "probe-tor" : t->label, line);
+    log_relay(tor_line_level(line), t->role == TOR_ROLE_PROBE_CLIENT ? "probe-tor"
+                                    : t->role == TOR_ROLE_OB_CLIENT  ? "ob-tor"
+                                                                     : t->label,
+              line);
 }
 
 static void tor_exit_cb(struct proc *p, int wstatus, void *arg)
@@ -704,7 +714,7 @@ static bool tor_leftover_is_ours(const struct tor_sup *t, int pidfd, long pid)
         return false;
 
     uid_t tor_uid = geteuid();
-    if (t->conf->tor.user && t->role != TOR_ROLE_PROBE_CLIENT) {
+    if (t->conf->tor.user && !tor_client_name(t)) {
         const struct passwd *pw = getpwnam(t->conf->tor.user);
         if (!pw)
             return false;
@@ -818,14 +828,16 @@ static int tor_write_torrc(struct tor_sup *t, char *err, size_t errlen)
     struct torrc_params p = {
         .data_dir = t->data_dir,
         .control_socket = t->control_socket,
-        .socks_socket = t->socks_socket,
+        .socks_socket = t->socks_socket[0] ? t->socks_socket : NULL, /* Onionbalance's tor: none */
         .controller_pid = getpid(),
-        /* The probe client runs as onionfront's user: its SocksPort lies in onionfront's 0700 run_dir. */
-        .user = t->role != TOR_ROLE_PROBE_CLIENT ? t->conf->tor.user : NULL,
+        /* Client tors run as onionfront's user: the probe's SocksPort lies in onionfront's 0700 run_dir. */
+        .user = !tor_client_name(t) ? t->conf->tor.user : NULL,
         .extra = (const char *const *)t->conf->tor.extra_torrc,
         .n_extra = t->conf->tor.n_extra_torrc,
     };
-    bool client = t->role == TOR_ROLE_PROBE_CLIENT;
+    const char *client = tor_client_name(t);
+    char name[16];
+    snprintf(name, sizeof(name), "%s%storrc", client ? client : "", client ? "-" : "");
     if (!client && !(p.metrics_port = t->metrics_port = tor_pick_loopback_port(err, errlen)))
         return -1;
     const char *tmpl = client ? torrc_client_template
@@ -834,7 +846,7 @@ static int tor_write_torrc(struct tor_sup *t, char *err, size_t errlen)
     char *text = torrc_render(tmpl, &p, err, errlen);
     if (!text)
         return -1;
-    int rc = fs_write_atomic(t->torrc_dir, client ? "probe-torrc" : "torrc", text, strlen(text), 0600, err, errlen);
+    int rc = fs_write_atomic(t->torrc_dir, name, text, strlen(text), 0600, err, errlen);
     free(text);
     return rc;
 }
@@ -894,29 +906,33 @@ struct tor_sup *tor_sup_new(struct event_base *base, struct proc_mgr *procs, con
 void tor_sup_set_role(struct tor_sup *t, enum tor_role role)
 {
     t->role = role;
-    snprintf(t->label, sizeof(t->label), "%s",
-             role == TOR_ROLE_PROBE_CLIENT ? "tor (probe)" : role == TOR_ROLE_ANONYMOUS ? "anonymous tor" : "tor");
+    snprintf(t->label, sizeof(t->label), "%s", role == TOR_ROLE_PROBE_CLIENT ? "tor (probe)"
+                                               : role == TOR_ROLE_OB_CLIENT  ? "tor (ob)"
+                                               : role == TOR_ROLE_ANONYMOUS  ? "anonymous tor"
+                                                                             : "tor");
 }
 
-/* Where this tor's files go: instance.h's paths for a service tor; for the probe client
- * <state_dir>/probe-tor, <state_dir>/probe-torrc and its sockets in <run_dir>/probe/ (0700, like the
- * control socket's directory). */
+/* Where this tor's files go: instance.h's paths for a service tor; for a client tor named N (probe, ob)
+ * <state_dir>/N-tor, <state_dir>/N-torrc and its sockets in <run_dir>/N/ (0700, like the control socket's
+ * directory); only the probe's has a SocksPort. */
 static int tor_paths(struct tor_sup *t, struct instance_paths *ip, char *err, size_t errlen)
 {
     const struct config *c = t->conf;
     if (t->role == TOR_ROLE_ANONYMOUS)
         return instance_anonymous_paths(c, ip, err, errlen);
-    if (t->role != TOR_ROLE_PROBE_CLIENT)
+    const char *client = tor_client_name(t);
+    if (!client)
         return instance_paths(c, t->instance, ip, err, errlen);
     memset(ip, 0, sizeof(*ip));
-    int n = snprintf(ip->control_dir, sizeof(ip->control_dir), "%s/probe", c->run_dir);
+    int n = snprintf(ip->control_dir, sizeof(ip->control_dir), "%s/%s", c->run_dir, client);
     if (n < 0 || (size_t)n + sizeof("/control.sock") > sizeof(ip->control_dir) ||
-        snprintf(ip->data_dir, sizeof(ip->data_dir), "%s/probe-tor", c->state_dir) >= (int)sizeof(ip->data_dir) ||
+        snprintf(ip->data_dir, sizeof(ip->data_dir), "%s/%s-tor", c->state_dir, client) >= (int)sizeof(ip->data_dir) ||
         snprintf(ip->torrc_dir, sizeof(ip->torrc_dir), "%s", c->state_dir) >= (int)sizeof(ip->torrc_dir) ||
         snprintf(ip->control_socket, sizeof(ip->control_socket), "%s/control.sock", ip->control_dir) >=
             (int)sizeof(ip->control_socket) ||
-        snprintf(t->socks_socket, sizeof(t->socks_socket), "%s/socks.sock", ip->control_dir) >=
-            (int)sizeof(t->socks_socket)) {
+        (t->role == TOR_ROLE_PROBE_CLIENT &&
+         snprintf(t->socks_socket, sizeof(t->socks_socket), "%s/socks.sock", ip->control_dir) >=
+             (int)sizeof(t->socks_socket))) {
         snprintf(err, errlen, "run_dir or state_dir is too long");
         return -1;
     }
@@ -926,7 +942,8 @@ static int tor_paths(struct tor_sup *t, struct instance_paths *ip, char *err, si
 int tor_sup_start(struct tor_sup *t, char *err, size_t errlen)
 {
     const struct config *c = t->conf;
-    bool client = t->role == TOR_ROLE_PROBE_CLIENT;
+    const char *name = tor_client_name(t);
+    bool client = name != NULL;
     struct instance_paths ip;
     if (tor_paths(t, &ip, err, errlen) < 0)
         return -1;
@@ -934,8 +951,8 @@ int tor_sup_start(struct tor_sup *t, char *err, size_t errlen)
     if (tor_is_spawn(t)) {
         snprintf(t->data_dir, sizeof(t->data_dir), "%s", ip.data_dir);
         snprintf(t->torrc_dir, sizeof(t->torrc_dir), "%s", ip.torrc_dir);
-        if (snprintf(t->torrc_path, sizeof(t->torrc_path), "%.*s/%s", (int)sizeof(t->torrc_path) - 13, ip.torrc_dir,
-                     client ? "probe-torrc" : "torrc") >= (int)sizeof(t->torrc_path) - 1) {
+        if (snprintf(t->torrc_path, sizeof(t->torrc_path), "%.*s/%s%storrc", (int)sizeof(t->torrc_path) - 13,
+                     ip.torrc_dir, client ? name : "", client ? "-" : "") >= (int)sizeof(t->torrc_path) - 1) {
             snprintf(err, errlen, "state_dir is too long");
             return -1;
         }
@@ -1018,6 +1035,11 @@ unsigned tor_sup_restarts(const struct tor_sup *t)
 long tor_sup_uid(const struct tor_sup *t)
 {
     return t->uid;
+}
+
+const char *tor_sup_control_socket(const struct tor_sup *t)
+{
+    return t->control_socket;
 }
 
 const char *tor_sup_socks_socket(const struct tor_sup *t)

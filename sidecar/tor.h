@@ -42,6 +42,9 @@ enum tor_role {
                               spawned (tor.binary, else /usr/bin/tor), DataDirectory <state_dir>/probe-tor,
                               torrc <state_dir>/probe-torrc, control and SocksPort sockets in <run_dir>/probe/,
                               tor.extra_torrc, no User (it runs as onionfront's user), no ORPort */
+    TOR_ROLE_OB_CLIENT,    /* the client tor Onionbalance's frontend drives (ob_frontend.h): like the probe's,
+                              with DataDirectory <state_dir>/ob-tor, torrc <state_dir>/ob-torrc, its control
+                              socket in <run_dir>/ob/, and no SocksPort */
     TOR_ROLE_ANONYMOUS,    /* the anonymous services' ordinary tor (workerset.h): always spawned, paths from
                               instance_anonymous_paths, tor.user and tor.extra_torrc like the service tor,
                               verified NOT single-hop and without client ports (anonymous_tor_check) */
@@ -97,6 +100,8 @@ unsigned tor_sup_restarts(const struct tor_sup *t);
 double tor_sup_uptime(const struct tor_sup *t);          /* seconds since this tor started, -1 unless it is up */
 long tor_sup_pid(const struct tor_sup *t);               /* spawn mode: tor's pid, else -1 */
 long tor_sup_uid(const struct tor_sup *t);               /* the verified tor's uid (process/uid), -1 unknown */
+/* The control socket's path (set by tor_sup_start). */
+const char *tor_sup_control_socket(const struct tor_sup *t);
 /* TOR_ROLE_PROBE_CLIENT: the SocksPort's unix socket path (set by tor_sup_start); "" otherwise. */
 const char *tor_sup_socks_socket(const struct tor_sup *t);
 /* A spawned service tor: its MetricsPort on 127.0.0.1 (torrc: MetricsPortPolicy accept 127.0.0.1), picked

@@ -19,11 +19,11 @@
     "__OwningControllerProcess @CONTROLLER_PID@\n"
 
 const char torrc_client_template[] =
-    "## torrc for onionfront's probe client tor, written by onionfront at every start: an ordinary tor\n"
-    "## client (never the single-onion tor) that fetches the services through real circuits.\n"
-    "## IsolateSOCKSAuth: each probe's own SOCKS username gets its own circuit; ExtendedErrors: SOCKS5\n"
-    "## replies name the onion-service stage that failed (descriptor, introduction, rendezvous).\n"
-    "SocksPort unix:@SOCKS_SOCKET@ IsolateSOCKSAuth ExtendedErrors\n"
+    "## torrc for one of onionfront's client tors (the probe's, Onionbalance's), written by onionfront at\n"
+    "## every start: an ordinary tor client (never the single-onion tor) that fetches and posts descriptors.\n"
+    "## The probe's SocksPort: IsolateSOCKSAuth: each probe's own SOCKS username gets its own circuit;\n"
+    "## ExtendedErrors: SOCKS5 replies name the onion-service stage that failed. Onionbalance's: none.\n"
+    "@SOCKS_LINE@\n"
     "ORPort 0\n"
     TORRC_OWNED_TOR
     "@EXTRA_TORRC@\n";
@@ -89,6 +89,14 @@ static int torrc_expand(struct evbuffer *out, const char *name, size_t name_len,
         return torrc_add_path(out, "control socket", p->control_socket, err, errlen);
     if (IS("SOCKS_SOCKET"))
         return torrc_add_path(out, "SOCKS socket", p->socks_socket, err, errlen);
+    if (IS("SOCKS_LINE")) {
+        if (!p->socks_socket)
+            return evbuffer_add_printf(out, "SocksPort 0") < 0 ? -1 : 0;
+        if (evbuffer_add_printf(out, "SocksPort unix:") < 0 ||
+            torrc_add_path(out, "SOCKS socket", p->socks_socket, err, errlen) < 0)
+            return -1;
+        return evbuffer_add_printf(out, " IsolateSOCKSAuth ExtendedErrors") < 0 ? -1 : 0;
+    }
     if (IS("METRICS_PORT")) {
         if (p->metrics_port < 1 || p->metrics_port > 65535) {
             snprintf(err, errlen, "torrc: MetricsPort %u is not a port (1-65535)", p->metrics_port);

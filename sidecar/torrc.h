@@ -16,7 +16,8 @@ struct torrc_params {
     const char *user;           /* tor's User option, or NULL */
     const char *const *extra;   /* extra lines (already validated by config.c) */
     size_t n_extra;
-    const char *socks_socket;   /* torrc_client_template only: the SocksPort's absolute unix socket path */
+    const char *socks_socket;   /* torrc_client_template only: the SocksPort's absolute unix socket path, or
+                                   NULL for none ("SocksPort 0": Onionbalance's tor) */
     unsigned metrics_port;      /* torrc_template: tor's MetricsPort on 127.0.0.1, 1-65535 */
 };
 

@@ -61,6 +61,14 @@ static struct worker *workerset_survivor(const struct workerset *ws, const struc
     return NULL;
 }
 
+/* Does each single-onion tor publish this service's descriptor? Not an anonymous service (its own tor),
+ * nor an Onionbalance frontend (Onionbalance publishes the master descriptor on its own tor). */
+static bool workerset_publishes(const struct service_id *id)
+{
+    return id->address[0] && id->conf->mode == SERVICE_MODE_SINGLE &&
+           id->conf->onionbalance.role != OB_ROLE_FRONTEND;
+}
+
 /* `lost`'s tor is gone: if HSDirs may serve its descriptors of any service (it uploaded after the
  * survivor), make the survivor publish anew. Logged once per loss. */
 static void workerset_failover(struct workerset *ws, struct worker *lost, const char *why)
@@ -75,7 +83,7 @@ static void workerset_failover(struct workerset *ws, struct worker *lost, const 
     size_t stale = 0, n = service_ids_count(ws->ids);
     for (size_t i = 0; i < n; i++) {
         const struct service_id *id = service_ids_at(ws->ids, i);
-        if (id->address[0] && id->conf->mode == SERVICE_MODE_SINGLE &&
+        if (workerset_publishes(id) &&
             worker_last_upload_at(lost, id->address) >= worker_last_upload_at(s, id->address))
             stale++;
     }
@@ -161,8 +169,8 @@ static bool workerset_all_complete_after(const struct workerset *ws, size_t k, c
     bool complete;
     for (size_t i = 0; i < n; i++) {
         const char *address = service_ids_at(ws->ids, i)->address;
-        if (!address[0] || service_ids_at(ws->ids, i)->conf->mode != SERVICE_MODE_SINGLE)
-            continue; /* the anonymous services' tor is not one of the single-onion tors rolled */
+        if (!workerset_publishes(service_ids_at(ws->ids, i)))
+            continue; /* not published by the single-onion tors rolled */
         double at = descriptor_service_fetched_round_at(worker_descriptors(ws->workers[k]), address, &complete);
         if (!complete || (other ? at <= worker_last_upload_at(other, address) : at < since))
             return false;

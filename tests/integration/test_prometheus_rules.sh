@@ -10,7 +10,8 @@ PROMTOOL=$(command -v promtool) || { of_fail "promtool is missing (tests/install
 rules=$OF_ROOT/templates/prometheus-alerts.yml
 tests=$OF_ROOT/tests/prometheus/alerts-test.yml
 of_check "promtool check rules accepts the shipped rules" "$PROMTOOL" check rules "$rules"
-for a in OnionServiceDown OnionDescriptorNotConfirmed OnionBackendPoolEmpty OnionNotSingleOnion OnionTorRestartLoop; do
+for a in OnionServiceDown OnionDescriptorNotConfirmed OnionBackendPoolEmpty OnionNotSingleOnion OnionTorRestartLoop \
+  OnionbalanceNotPublishing; do
   of_check "the test fires $a" grep -q "alertname: $a" "$tests"
 done
 (cd "$(dirname "$tests")" && "$PROMTOOL" test rules "$(basename "$tests")") >"$OF_TMP/test.out" 2>&1

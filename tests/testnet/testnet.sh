@@ -35,6 +35,8 @@ TN_GENCERT=${TESTNET_TOR_GENCERT:-tor-gencert}
 TN_DELAYFWD=${TESTNET_DELAYFWD:-$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/../.." && pwd)/build/tools/delayfwd}
 # One-way delay (ms) per tor link of the network being handled; set by tn_load_delay.
 TN_DELAY=0
+# The authorities' V3AuthVotingInterval (s) of the network being handled; set by tn_load_voting.
+TN_VOTING=10
 
 # ---------------------------------------------------------------- helpers
 
@@ -74,7 +76,9 @@ usage: testnet.sh COMMAND [ARGS]
 environment: TESTNET_BASE_PORT (default 19000; ports base..base+49 are used),
   TESTNET_BOOTSTRAP_TIMEOUT (s, default 120), TESTNET_STOP_TIMEOUT (s, default 5),
   TESTNET_DELAY_MS (start: ms added per tor link and direction by a delayfwd in
-  front of every ORPort; default 0 = none), TESTNET_DELAYFWD (its binary)
+  front of every ORPort; default 0 = none), TESTNET_DELAYFWD (its binary),
+  TESTNET_VOTING_INTERVAL (start of a new or stopped network: the authorities'
+  voting interval, 10-60 s, default 10; Onionbalance's --is-testnet needs 20)
 EOF
 }
 
@@ -291,7 +295,7 @@ TestingV3AuthInitialVotingInterval 5
 TestingV3AuthInitialVoteDelay 2
 TestingV3AuthInitialDistDelay 2
 TestingV3AuthVotingStartOffset 0
-V3AuthVotingInterval 10
+V3AuthVotingInterval $(tn_recorded_voting)
 V3AuthVoteDelay 2
 V3AuthDistDelay 2
 EOF
@@ -576,6 +580,39 @@ tn_load_delay() {
 	fi
 }
 
+# The voting interval recorded for TN_DIR (written by the start that generated the
+# network), or 10.
+tn_recorded_voting() {
+	local v=10
+	[[ -r $TN_DIR/voting_interval ]] && read -r v 2>/dev/null < "$TN_DIR/voting_interval"
+	[[ $v =~ ^[0-9]+$ ]] || v=10
+	printf '%d' "$v"
+}
+
+# Set TN_VOTING. With $1 = start: a network of which nothing runs takes
+# TESTNET_VOTING_INTERVAL (10-60 s, default 10) and records it; a (partly)
+# running one keeps its recorded interval, and a different one is refused.
+# Onionbalance's --is-testnet mode hard-codes chutney's 20 s (see README.md).
+tn_load_voting() {
+	local rec node any=0
+	rec=$(tn_recorded_voting)
+	TN_VOTING=$rec
+	[[ ${1:-} == start ]] || return 0
+	if [[ -n ${TESTNET_VOTING_INTERVAL:-} ]] && { ! [[ $TESTNET_VOTING_INTERVAL =~ ^[0-9]{2}$ ]] ||
+		(( 10#$TESTNET_VOTING_INTERVAL < 10 || 10#$TESTNET_VOTING_INTERVAL > 60 )); }; then
+		tn_die "TESTNET_VOTING_INTERVAL must be 10..60 (seconds), got '$TESTNET_VOTING_INTERVAL'"
+	fi
+	for node in $(tn_nodes); do tn_node_running "$node" && any=1; done
+	if (( any )); then
+		if [[ -n ${TESTNET_VOTING_INTERVAL:-} ]] && (( 10#$TESTNET_VOTING_INTERVAL != rec )); then
+			tn_die "the network in $TN_DIR votes every $rec s, TESTNET_VOTING_INTERVAL=$TESTNET_VOTING_INTERVAL; stop it first"
+		fi
+		return 0
+	fi
+	TN_VOTING=$(( 10#${TESTNET_VOTING_INTERVAL:-$rec} ))
+	printf '%d\n' "$TN_VOTING" > "$TN_DIR/voting_interval"
+}
+
 # Start the forwarder unless it runs (latency mode). It runs in its own
 # session, like the daemonised tors, and records its own PID before exec.
 tn_start_fwd() {
@@ -764,6 +801,7 @@ cmd_start() {
 	tn_load_base strict
 	tn_is_complete || tn_generate
 	tn_load_delay start
+	tn_load_voting start
 	for node in $(tn_nodes); do
 		tn_node_running "$node" || { all=0; nodes+=("$node"); }
 	done
@@ -825,6 +863,7 @@ cmd_env() {
 	q TESTNET_AUTHORITY_COUNT "$TN_AUTHS"
 	q TESTNET_AUTHORITIES_FILE "$TN_DIR/authorities.txt"
 	q TESTNET_DELAY_MS "$(tn_recorded_delay)"
+	q TESTNET_VOTING_INTERVAL "$(tn_recorded_voting)"
 }
 
 cmd_status() {

@@ -119,7 +119,7 @@ static int setup(void **state)
     struct status_providers providers = {0};
     x->status = status_server_new(x->base, &providers);
     assert_true(x->onionloc && x->status);
-    x->parts = (struct reload_parts){x->ids, &x->w, 1, x->proxy, x->onionloc, x->status, NULL, NULL};
+    x->parts = (struct reload_parts){x->ids, &x->w, 1, x->proxy, x->onionloc, x->status, NULL, NULL, NULL};
     *state = x;
     return 0;
 }

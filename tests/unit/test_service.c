@@ -1016,6 +1016,61 @@ static void test_dos_reload_resends_group(void **state)
     assert_string_equal(got, api);
 }
 
+/* Onionbalance roles: an instance gets HiddenServiceOnionBalanceInstance in its group and its ob_config in
+ * its key directory (written before the SETCONF is sent); a frontend's key is the master key, which only
+ * Onionbalance publishes: it is never handed to tor, and tor lacking it is no reason to re-apply. */
+#define OB_MASTER "2gs2zgqbl6wc555tifttmnkrfikrd5a74n6rcgzgp4bz53c5j5mbz4ad"
+#define OB_INST "{'name':'inst','ports':[{'virtual':80,'target':'127.0.0.1:7000'}],"                      \
+                "'onionbalance':{'master_address':'" OB_MASTER ".onion'}}"
+#define OB_FRONT "{'name':'front','onionbalance':{'frontend':true}}"
+#define OB_INST_TOR                                                                                          \
+    "HiddenServiceDir=\"%s/state/keys/inst\" HiddenServicePort=\"80 unix:%s/run/proxy/inst-80.sock\" "      \
+    "HiddenServiceOnionBalanceInstance=\"1\" HiddenServiceExportCircuitID=\"haproxy\""
+
+static bool never(void *arg)
+{
+    (void)arg;
+    return false;
+}
+
+static void test_onionbalance_roles(void **state)
+{
+    struct ctx *c = *state;
+    const char *d = c->dir;
+    char path[128], buf[128] = "";
+    start_mgr(c, OB_FRONT "," OB_INST);
+    script_attach(c);
+    step(c, FAKE_CTL_SEND, 0, NO_HS_GETCONF);
+    step(c, FAKE_CTL_EXPECT, 0, "SETCONF " OB_INST_TOR, d, d);
+    /* someone's CONF_CHANGED: checked; tor's answer lists the instance only, and the frontend's absence
+     * is no loss (a SETCONF here would not match the script) */
+    step(c, FAKE_CTL_SEND, 0, "250 OK\r\n650-CONF_CHANGED\r\n650-HiddenServiceDir=/x\r\n650 OK\r\n");
+    step(c, FAKE_CTL_EXPECT, 0, GETCONF_LINE);
+    step(c, FAKE_CTL_SEND, 0, "250-HiddenServiceDir=%s/state/keys/inst\r\n250 HiddenServicePort=80 x\r\n", d);
+    step(c, FAKE_CTL_EXPECT_EOF, 0, NULL); /* a wrong SETCONF would arrive first */
+    attach_fake(c);
+    fake_ctl_run_until(c->base, never, c, 600); /* time for it: runs the loop, asserts nothing */
+    service_mgr_detach(c->m);
+    cp_conn_free(c->conn);
+    c->conn = NULL;
+    assert_int_equal(fake_ctl_run_until(c->base, fake_finished, c, LOOP_BOUND_MS), 0);
+    check_fake(c);
+    snprintf(path, sizeof(path), "%s/state/keys/inst/ob_config", d);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(buf, sizeof(buf), f));
+    fclose(f);
+    assert_string_equal(buf, "MasterOnionAddress " OB_MASTER ".onion\n");
+    snprintf(path, sizeof(path), "%s/state/keys/front/ob_config", d);
+    assert_int_equal(access(path, F_OK), -1);
+    assert_int_equal(fake_ctl_run_until(c->base, fake_finished, c, LOOP_BOUND_MS), 0);
+    check_fake(c);
+    json_int_t uploads;
+    json_t *o = service_json(c, find(c, "front"), &uploads);
+    assert_null(json_object_get(o, "refused"));
+    json_decref(o);
+}
+
 static bool web_uploaded(void *arg)
 {
     struct ctx *c = arg;
@@ -1299,6 +1354,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reload_before_getconf_answer, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tor_reload_reapplies, setup, teardown),
         cmocka_unit_test_setup_teardown(test_check_answer_older_than_setconf_ignored, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_onionbalance_roles, setup, teardown),
     };
     signal(SIGPIPE, SIG_IGN); /* cp_conn.h */
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -71,6 +71,20 @@ static void test_client_template(void **state)
     assert_non_null(strstr(err, "SOCKS socket"));
 }
 
+/* Onionbalance's client tor (no socks_socket): "SocksPort 0", nothing else changes. */
+static void test_client_without_socks(void **state)
+{
+    (void)state;
+    struct torrc_params p = {"/var/lib/onionfront/ob-tor", "/run/onionfront/ob/control.sock", 4242, NULL, NULL, 0, NULL, 0};
+    char err[256] = "";
+    char *t = torrc_render(torrc_client_template, &p, err, sizeof(err));
+    assert_non_null(t);
+    assert_int_equal(count_lines_equal(t, "SocksPort 0"), 1);
+    assert_null(strstr(t, "SocksPort unix"));
+    assert_int_equal(count_lines_equal(t, "ControlPort unix:/run/onionfront/ob/control.sock"), 1);
+    free(t);
+}
+
 /* The anonymous services' tor: ordinary (no single-hop option), no client port, vanguards-lite pinned on,
  * tor's User as for the service tor. */
 static void test_anonymous_template(void **state)
@@ -143,6 +157,7 @@ int main(void)
         cmocka_unit_test(test_builtin_template_is_single_onion),
         cmocka_unit_test(test_user_line),
         cmocka_unit_test(test_client_template),
+        cmocka_unit_test(test_client_without_socks),
         cmocka_unit_test(test_anonymous_template),
         cmocka_unit_test(test_refusals),
     };
