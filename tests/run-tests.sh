@@ -88,7 +88,7 @@ if [ "$what" = all ] || [ "$what" = integration ]; then
       n=$(basename "$s" .sh)
       case $n in
         test_onionbalance) w=350 ;; test_roll) w=200 ;; test_testnet) w=140 ;; test_faults) w=110 ;;
-        test_probe) w=130 ;; test_reload) w=95 ;; test_limits) w=70 ;; test_modes) w=65 ;;
+        test_probe) w=130 ;; test_clientauth) w=130 ;; test_reload) w=95 ;; test_limits) w=70 ;; test_modes) w=65 ;;
         test_supervision) w=56 ;; test_core) w=51 ;; test_instances) w=50 ;; test_tor_reload) w=48 ;;
         test_logs) w=42 ;; test_privilege) w=39 ;; test_backends) w=38 ;; *) w=30 ;;
       esac

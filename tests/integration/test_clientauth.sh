@@ -142,6 +142,7 @@ sed 's/^/  | /' "$OF_TMP/rm-alice.out" >&2
 out=$("$OF_BIN" -c "$config" client-auth remove priv carol 2>&1)
 of_check "client-auth remove refuses a client the config does not have" grep -q 'no client named "carol"' <<<"$out"
 of_write_config "$config" "$(svc_json "\"client_auth\": [ $bob_entry ],")"
+removed_at=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 "$OF_BIN" -c "$config" status reload >/dev/null 2>&1
 of_check "alice.auth is removed, bob.auth written" \
   of_wait_until 20 test ! -e "$keydir/authorized_clients/alice.auth" -a -e "$keydir/authorized_clients/bob.auth"
@@ -153,6 +154,24 @@ if of_wait_until 120 bob_only; then
 else
   of_fail "the descriptor after removing alice: bob $(cat "$OF_TMP/inner-bob.txt.err"), alice still opens it?"
 fi
+# One HSDir's copy opening only with bob's key is not all of them: a fresh client asks any responsible
+# HSDir, for either time period. Wait until both descriptors built after the reload are confirmed by
+# every responsible HSDir (onionfront's HS_DESC UPLOADED tally), as an operator would before relying on it.
+uploaded_since() { # ISO_TIME — every descriptor of priv uploaded since then and confirmed by all its HSDirs
+  "$OF_BIN" -c "$config" status --json services 2>/dev/null | "$PY" -c '
+import json, sys
+t0, j = sys.argv[1], json.load(sys.stdin)
+svcs = j if isinstance(j, list) else j.get("services", [])
+descs = [d for s in svcs if s.get("name") == "priv" for d in (s.get("descriptor") or {}).get("descriptors", [])]
+ok = descs and all((d.get("upload_started") or "") >= t0 and d.get("hsdirs") and
+                   all(h.get("state") == "confirmed" and (h.get("confirmed") or "") >= t0 for h in d["hsdirs"])
+                   for d in descs)
+sys.exit(0 if ok else 1)' "$1"
+}
+t_wait=$(of_now)
+of_check "both descriptors built after the removal are confirmed by every responsible HSDir" \
+  of_wait_until 300 uploaded_since "$removed_at"
+of_log "  (waited $(of_elapsed "$t_wait") s for the confirmations)"
 bobdir=$OF_TMP/bob-auth
 alice2dir=$OF_TMP/alice2-auth
 mkdir -p "$bobdir" "$alice2dir" && chmod 700 "$bobdir" "$alice2dir"
