@@ -388,23 +388,66 @@ static void ob_tor_nop_cb(struct tor_sup *t, void *arg)
 
 /* ---- configuration -------------------------------------------------------------------------------- */
 
-/* The frontend service's identity, or NULL. */
-static const struct service_id *ob_find_frontend(const struct ob_frontend *f)
+/* The frontend service's identity among `ids`, or NULL. */
+static const struct service_id *ob_find_frontend(const struct service_ids *ids)
 {
-    for (size_t i = 0; i < service_ids_count(f->ids); i++) {
-        const struct service_id *id = service_ids_at(f->ids, i);
+    for (size_t i = 0; i < service_ids_count(ids); i++) {
+        const struct service_id *id = service_ids_at(ids, i);
         if (id->conf->onionbalance.role == OB_ROLE_FRONTEND)
             return id;
     }
     return NULL;
 }
 
-static bool ob_listed(const struct ob_frontend *f, const char *addr)
+static bool ob_listed(const char (*list)[OB_ADDRESS_LEN + 1], size_t n, const char *addr)
 {
-    for (size_t i = 0; i < f->n_instances; i++)
-        if (strcmp(f->instances[i], addr) == 0)
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(list[i], addr) == 0)
             return true;
     return false;
+}
+
+/* The instances Onionbalance is given for the frontend `front`: its remote ones, then the instance
+ * services of its master among `ids` (each address once). Return how many there are; the first `cap` of
+ * them are put in `out`. */
+static size_t ob_collect_instances(const struct service_ids *ids, const struct service_id *front,
+                                   char (*out)[OB_ADDRESS_LEN + 1], size_t cap)
+{
+    const struct ob_conf *ob = &front->conf->onionbalance;
+    size_t n = 0;
+    for (size_t i = 0; i < ob->n_instances; i++, n++)
+        if (n < cap)
+            memcpy(out[n], ob->instances[i], OB_ADDRESS_LEN + 1);
+    for (size_t i = 0; i < service_ids_count(ids); i++) {
+        const struct service_id *s = service_ids_at(ids, i);
+        if (s->conf->onionbalance.role != OB_ROLE_INSTANCE || !s->address[0] ||
+            !onion_address_equal(s->conf->onionbalance.master_address, front->address) ||
+            ob_listed((const char(*)[OB_ADDRESS_LEN + 1])out, n < cap ? n : cap, s->address))
+            continue;
+        if (n < cap)
+            memcpy(out[n], s->address, OB_ADDRESS_LEN + 1);
+        n++;
+    }
+    return n;
+}
+
+/* The limit's message for `n` instances of the frontend `name`. */
+static void ob_too_many(char *out, size_t len, const char *name, size_t n)
+{
+    snprintf(out, len,
+             "service %s: %zu Onionbalance instances (remote and local); at most %d (2 intro points each; "
+             "clients refuse more than 20)", name, n, OB_MAX_INSTANCES);
+}
+
+int ob_frontend_check(const struct service_ids *ids, char *err, size_t errlen)
+{
+    char list[OB_MAX_INSTANCES + 1][OB_ADDRESS_LEN + 1];
+    const struct service_id *front = ob_find_frontend(ids);
+    size_t n = front && front->address[0] ? ob_collect_instances(ids, front, list, OB_MAX_INSTANCES + 1) : 0;
+    if (n <= OB_MAX_INSTANCES)
+        return 0;
+    ob_too_many(err, errlen, front->conf->name, n);
+    return -1;
 }
 
 /* Take the frontend's settings and instances (remote ones, then this config's instance services of its
@@ -419,32 +462,22 @@ static bool ob_take_config(struct ob_frontend *f, const struct service_id *id)
     memcpy(old_instances, f->instances, sizeof(old_instances));
     memcpy(old_master, f->master, sizeof(old_master));
     const struct ob_conf *ob = &id->conf->onionbalance;
-    f->n_instances = 0;
     snprintf(f->name, sizeof(f->name), "%s", id->conf->name);
     snprintf(f->master, sizeof(f->master), "%s", id->address);
     f->testnet = ob->testnet;
     f->deadline_s = ob->publish_deadline;
-    for (size_t i = 0; i < ob->n_instances; i++)
-        memcpy(f->instances[f->n_instances++], ob->instances[i], OB_ADDRESS_LEN + 1);
-    for (size_t i = 0; i < service_ids_count(f->ids); i++) {
-        const struct service_id *s = service_ids_at(f->ids, i);
-        if (s->conf->onionbalance.role == OB_ROLE_INSTANCE && s->address[0] &&
-            onion_address_equal(s->conf->onionbalance.master_address, id->address) && !ob_listed(f, s->address) &&
-            f->n_instances < sizeof(f->instances) / sizeof(f->instances[0]))
-            memcpy(f->instances[f->n_instances++], s->address, OB_ADDRESS_LEN + 1);
-    }
+    size_t cap = sizeof(f->instances) / sizeof(f->instances[0]), n = ob_collect_instances(f->ids, id, f->instances, cap);
+    f->n_instances = n < cap ? n : cap;
     f->problem[0] = '\0';
     if (!id->address[0])
         snprintf(f->problem, sizeof(f->problem), "service %s: its master key is refused (see above)", f->name);
-    else if (f->n_instances == 0)
+    else if (n == 0)
         snprintf(f->problem, sizeof(f->problem),
                  "service %s: Onionbalance frontend without instances (list them in onionbalance.instances or "
                  "give this config's instance services \"master_address\": \"%s.onion\")",
                  f->name, f->master);
-    else if (f->n_instances > OB_MAX_INSTANCES)
-        snprintf(f->problem, sizeof(f->problem),
-                 "service %s: %zu Onionbalance instances (remote and local); at most %d (2 intro points each; "
-                 "clients refuse more than 20)", f->name, f->n_instances, OB_MAX_INSTANCES);
+    else if (n > OB_MAX_INSTANCES)
+        ob_too_many(f->problem, sizeof(f->problem), f->name, n);
     else if (ob_write_yaml(f, id->conf->key_dir, yerr, sizeof(yerr)) < 0)
         snprintf(f->problem, sizeof(f->problem), "service %s: cannot write Onionbalance's config: %.400s", f->name,
                  yerr);
@@ -494,7 +527,7 @@ struct ob_frontend *ob_frontend_new(struct event_base *base, struct proc_mgr *pr
 int ob_frontend_start(struct ob_frontend *f, char *err, size_t errlen)
 {
     char terr[900];
-    const struct service_id *id = ob_find_frontend(f);
+    const struct service_id *id = ob_find_frontend(f->ids);
     if (!id || f->started)
         return 0;
     if (snprintf(f->yaml_dir, sizeof(f->yaml_dir), "%s/ob", f->conf->state_dir) >= (int)sizeof(f->yaml_dir) ||
@@ -521,7 +554,7 @@ void ob_frontend_set_config(struct ob_frontend *f, const struct config *conf)
 {
     f->conf = conf;
     tor_sup_set_config(f->tor, conf);
-    const struct service_id *id = ob_find_frontend(f);
+    const struct service_id *id = ob_find_frontend(f->ids);
     if (!f->started) {
         char err[1024];
         if (id && ob_frontend_start(f, err, sizeof(err)) < 0)

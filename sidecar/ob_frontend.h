@@ -64,6 +64,13 @@ int ob_frontend_start(struct ob_frontend *f, char *err, size_t errlen);
  * A frontend added by a reload starts; one removed stops. */
 void ob_frontend_set_config(struct ob_frontend *f, const struct config *conf);
 
+/* Check the limit on Onionbalance's instances against identities `ids` (keys loaded): the frontend's
+ * remote instances and its master's local instance services together at most OB_MAX_INSTANCES (its
+ * address is known only once the keys are loaded, so config load can check the remote list only). A
+ * reload runs this before applying anything, so a bad one leaves Onionbalance running. Return 0 (also
+ * without a frontend), or -1 with a message naming the service. */
+int ob_frontend_check(const struct service_ids *ids, char *err, size_t errlen);
+
 /* Free: the child and its tor are killed. NULL is a no-op. */
 void ob_frontend_free(struct ob_frontend *f);
 

@@ -114,12 +114,45 @@ static bool onionloc_address_ok(const char *a)
     return true;
 }
 
-/* The wanted content of one file: the header lines, or "" (not reachable, or no usable address). */
-static char *onionloc_render(const struct onionloc_entry *e, enum onionloc_kind kind)
+/* The address visitors are sent to for `e`: an Onionbalance instance's master address (its own would pin
+ * visitors to one machine and bypass the balancing), else the service's own (a frontend's own address is
+ * the master). */
+static const char *onionloc_advertised(const struct onionloc_entry *e)
+{
+    return e->svc->onionbalance.role == OB_ROLE_INSTANCE ? e->svc->onionbalance.master_address : e->address;
+}
+
+/* The service whose virtual ports make `e`'s URL: its own, except for an Onionbalance frontend, which has
+ * none (visitors reach the instances' ports): then the first of `entries` that is an instance of it. */
+static const struct service_conf *onionloc_port_source(const struct onionloc_entry *e,
+                                                       const struct onionloc_entry *entries, size_t n)
+{
+    if (e->svc->onionbalance.role != OB_ROLE_FRONTEND || !e->address)
+        return e->svc;
+    for (size_t i = 0; i < n; i++)
+        if (entries[i].svc->onionbalance.role == OB_ROLE_INSTANCE &&
+            strcmp(entries[i].svc->onionbalance.master_address, e->address) == 0)
+            return entries[i].svc;
+    return e->svc;
+}
+
+/* `e`'s URL into `out` (128 bytes), or "" (not reachable, or no usable address: the service's own must be
+ * known, and the advertised one well-formed). `ports`: onionloc_port_source's. */
+static void onionloc_entry_url(const struct onionloc_entry *e, const struct service_conf *ports, char *out,
+                               size_t outlen)
+{
+    if (!e || !e->reachable || !onionloc_address_ok(e->address) || !onionloc_address_ok(onionloc_advertised(e)) ||
+        onionloc_url(ports, onionloc_advertised(e), out, outlen) < 0)
+        out[0] = '\0';
+}
+
+/* The wanted content of one file: the header lines, or "" (onionloc_entry_url gave none). */
+static char *onionloc_render(const struct onionloc_entry *e, const struct service_conf *ports,
+                             enum onionloc_kind kind)
 {
     char url[128], buf[1024];
-    if (!e || !e->reachable || !onionloc_address_ok(e->address) ||
-        onionloc_url(e->svc, e->address, url, sizeof(url)) < 0)
+    onionloc_entry_url(e, ports, url, sizeof(url));
+    if (!url[0])
         return strdup("");
     if (kind == ONIONLOC_NGINX)
         snprintf(buf, sizeof(buf),
@@ -203,13 +236,14 @@ static int onionloc_put(struct onionloc *ol, struct onionloc_svc *s, enum onionl
     return 1;
 }
 
-/* Bring both files of `s` to the state of `e` (NULL: not reachable). Return 1 if any changed. */
+/* Bring both files of `s` to the state of `e` (NULL: not reachable; `ports` as onionloc_render's). Return
+ * 1 if any changed. */
 static int onionloc_apply(struct onionloc *ol, struct onionloc_svc *s, const struct onionloc_entry *e,
-                          char *err, size_t errlen)
+                          const struct service_conf *ports, char *err, size_t errlen)
 {
     int changed = 0, failed = 0;
     for (int k = 0; k < ONIONLOC_KINDS; k++) {
-        char *want = onionloc_render(e, (enum onionloc_kind)k);
+        char *want = onionloc_render(e, ports, (enum onionloc_kind)k);
         if (!want) {
             snprintf(err, errlen, "out of memory");
             return -1;
@@ -225,8 +259,7 @@ static int onionloc_apply(struct onionloc *ol, struct onionloc_svc *s, const str
         }
     }
     /* The endpoint follows the verdict even when a file cannot be written. */
-    if (!e || !e->reachable || !e->address || !e->address[0] || onionloc_url(e->svc, e->address, s->url, sizeof(s->url)) < 0)
-        s->url[0] = '\0';
+    onionloc_entry_url(e, ports, s->url, sizeof(s->url));
     bool on = s->content[ONIONLOC_NGINX] && s->content[ONIONLOC_NGINX][0] != '\0';
     if (changed && on != s->on)
         log_info("onion-location: service %s: %s", s->name,
@@ -297,7 +330,9 @@ int onionloc_sync(struct onionloc *ol, const struct onionloc_entry *entries, siz
     for (size_t i = 0; i < n; i++) {
         struct onionloc_svc *s = onionloc_find(ol, entries[i].svc->name, true);
         char kerr[512];
-        int rc = s ? onionloc_apply(ol, s, &entries[i], kerr, sizeof(kerr)) : -1;
+        int rc = s ? onionloc_apply(ol, s, &entries[i], onionloc_port_source(&entries[i], entries, n), kerr,
+                                    sizeof(kerr))
+                   : -1;
         if (!s)
             snprintf(kerr, sizeof(kerr), "out of memory");
         if (s)
@@ -315,7 +350,7 @@ int onionloc_sync(struct onionloc *ol, const struct onionloc_entry *entries, siz
             continue;
         }
         char kerr[512];
-        int rc = onionloc_apply(ol, s, NULL, kerr, sizeof(kerr));
+        int rc = onionloc_apply(ol, s, NULL, NULL, kerr, sizeof(kerr));
         if (rc < 0) { /* keep it, and retry next time */
             if (!failed++)
                 snprintf(e1, sizeof(e1), "%s", kerr);

@@ -12,6 +12,11 @@
  * their content changes; after any change the optional onion_location.on_change command runs once
  * (coalesced: changes while it runs cause one more run after it), bounded in time.
  *
+ * Onionbalance (ob_config.h): visitors are always sent to the MASTER address, never to an instance's. An
+ * instance service's files name its master_address (with the instance's ports); a frontend service's name
+ * its own address, the master (with the ports of a local instance of it in the same sync, else none:
+ * "http://<master>.onion"). Reachability stays the caller's verdict on the reported service.
+ *
  * Owns the files, its copy of the onion_location settings and the on_change child. Does not decide
  * reachability: the caller reports it with onionloc_sync(). Logs file changes and command failures. */
 #ifndef ONIONFRONT_ONIONLOC_H
@@ -35,7 +40,8 @@ struct onionloc;
 /* One service's state, as the caller sees it. */
 struct onionloc_entry {
     const struct service_conf *svc; /* borrowed for the call: name and ports */
-    const char *address;            /* 56 base32 characters without ".onion"; "" or NULL if unknown */
+    const char *address;            /* the service's own address: 56 base32 characters without ".onion";
+                                       "" or NULL if unknown (an instance advertises its master instead) */
     bool reachable;                 /* verified reachable now */
 };
 

@@ -68,6 +68,11 @@ int reload_apply(const struct reload_parts *p, const char *path, struct config *
      * identities and the workers before it go back to the running config (still alive). */
     size_t k = 0;
     int rc = service_ids_reconfigure(p->ids, nc, err, sizeof(err));
+    bool ids_switched = rc == 0;
+    /* Onionbalance's limit needs the new identities (the master's address): checked before any worker or
+     * Onionbalance hears of them, so a bad reload leaves Onionbalance running. */
+    if (rc == 0)
+        rc = ob_frontend_check(p->ids, err, sizeof(err));
     for (; rc == 0 && k < p->n_workers; k++) {
         rc = worker_reconfigure(p->workers[k], nc, &changed, err, sizeof(err));
         tor_changed = tor_changed || changed;
@@ -75,7 +80,7 @@ int reload_apply(const struct reload_parts *p, const char *path, struct config *
     if (rc < 0) {
         char rerr[512];
         reload_refused(msg, msglen, "%s", err);
-        if (k > 0 && service_ids_reconfigure(p->ids, *conf, rerr, sizeof(rerr)) < 0)
+        if (ids_switched && service_ids_reconfigure(p->ids, *conf, rerr, sizeof(rerr)) < 0)
             log_error("reload: cannot restore the services of the running config: %s", rerr);
         for (size_t j = 0; j + 1 < k; j++)
             if (worker_reconfigure(p->workers[j], *conf, NULL, rerr, sizeof(rerr)) < 0)

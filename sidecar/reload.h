@@ -1,7 +1,8 @@
 /* reload.h — applying a reloaded config to the running daemon (SIGHUP, the status socket's "reload"):
  * read and validate it, refuse what needs a restart (config_restart_needed), then apply only the
  * difference in order — the directory hand-over, the data path (new sockets before tor hears of them),
- * the services' identities (every key checked against the address record), each worker (one SETCONF
+ * the services' identities (every key checked against the address record; then Onionbalance's instance
+ * limit, which needs the master's address), each worker (one SETCONF
  * if tor's view changed), the anonymous services' tor started or stopped (workerset_apply_modes),
  * Onion-Location, the status socket's ACL, the log level and format; a new tor.binary then starts a
  * rolling restart onto it (workerset_binary_reloaded). A refused or failed reload leaves the running

@@ -365,9 +365,14 @@ size_t report_reachability(const struct report_src *r, struct onionloc_entry *ou
         bool running = false;
         for (size_t k = 0; k < r->n_workers; k++)
             running = running || tor_sup_state(worker_tor(r->workers[k])) == TOR_RUNNING;
+        /* An Onionbalance frontend is on no tor: its master descriptor is published while Onionbalance's
+         * uploads are confirmed within the deadline (ob_frontend.h). */
+        bool published = id->conf->onionbalance.role == OB_ROLE_FRONTEND
+                             ? ob_frontend_state(r->ob) == OB_FE_PUBLISHING
+                             : workers_service_reachable(r->workers, r->n_workers, id->address);
         bool up = r->probe && probe_verdict(r->probe, id->address, &st)
                       ? st != LADDER_DOWN && running /* a lost tor withdraws it at once, as before */
-                      : workers_service_reachable(r->workers, r->n_workers, id->address);
+                      : published;
         up = up && !r->shutting_down && id->address[0] &&
              !verify_verdict_is_violation(verify_service_verdict(worker_verify(report_host(r, n)), id->address));
         /* Advertised only where the service asks for it (services[].onion_location). */

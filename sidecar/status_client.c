@@ -369,6 +369,17 @@ static void summary_onionbalance(struct out *o, const json_t *ob)
     if (jint(ob, "intro_points") >= 0)
         out_printf(o, ", %lld intro points", jint(ob, "intro_points"));
     out_printf(o, "; last confirmed upload %s; %lld restarts\n", last ? last : "none", jint(ob, "restarts"));
+    /* Each instance by address: which one lacks a descriptor is what an operator needs to know. */
+    json_array_foreach(json_object_get(ob, "instances"), i, in) {
+        const char *addr = jstr(in, "address");
+        out_printf(o, "  %-12s %s: ", "instance", addr ? addr : "?");
+        if (!json_is_true(json_object_get(in, "descriptor_received")))
+            out_printf(o, "no descriptor\n");
+        else if (jint(in, "intro_points") >= 0)
+            out_printf(o, "descriptor received, %lld intro points\n", jint(in, "intro_points"));
+        else
+            out_printf(o, "descriptor received\n");
+    }
 }
 
 /* "  dos          PoW on, effort 0, queue 0; introductions 2 (0 rejected); rendezvous 2 (0 failed)": tor's

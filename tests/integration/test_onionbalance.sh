@@ -81,7 +81,7 @@ conf() {
   cat >"$OF_TMP/$1.json" <<EOF
 { "state_dir": "$OF_TMP/state$1", "run_dir": "$OF_TMP/run$1", "log_level": "info",
   "tor": { "mode": "spawn", "bootstrap_timeout": 120, "command_timeout": 20, "extra_torrc": $(of_extra_torrc_json) },
-  "probe": { "client_tor": false },
+  "probe": { "client_tor": false }, "onion_location": { "dir": "$OF_TMP/onionloc$1" },
   "services": $2 }
 EOF
 }
@@ -144,6 +144,17 @@ of_check "A: the master descriptor fetched back from an HSDir by Onionbalance's 
 two_instances() { [[ $(ob intro_points) == 4 ]]; }
 of_check "A: Onionbalance has both instances' descriptors (4 intro points in status)" of_wait_until 120 two_instances
 "$OF_BIN" -c "$OF_TMP/A.json" status | grep -E "^service|onionbalance" >&2
+
+# Onion-Location sends visitors to the master, never to an instance: B's and A's instance include files
+# and A's frontend file name the master address.
+names_master() { # MACHINE SERVICE
+  grep -qF "Onion-Location http://$master\$request_uri" "$OF_TMP/onionloc$1/$2.conf" 2>/dev/null
+}
+of_check "Onion-Location: B's instance file names the master" of_wait_until 30 names_master B instb
+a_names_master() { names_master A insta && names_master A front; }
+of_check "Onion-Location: A's instance and frontend files name the master" of_wait_until 30 a_names_master
+of_check "Onion-Location: no include file names an instance's own address" \
+  bash -c "! grep -rqF '$inst_b' '$OF_TMP/onionlocA' '$OF_TMP/onionlocB'"
 
 of_check "a request through the master address reaches an instance's backend" \
   of_fetch_until "http://$master/" "$OF_TMP/page1.html" 180

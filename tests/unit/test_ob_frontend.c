@@ -28,15 +28,12 @@
 #include "sidecar/ob_frontend.h"
 #include "sidecar/proc.h"
 #include "sidecar/service_id.h"
+#include "tests/fake/onion_addrs.h"
 #include "tests/fake/tmpdir.h"
 
 #define A0 "2gs2zgqbl6wc555tifttmnkrfikrd5a74n6rcgzgp4bz53c5j5mbz4ad"
 #define A1 "nk47d24ppuzyr5hz2wdpm3uz7vkaqdpsyrdpbzmgncyjycfbnxidqgyd"
-#define EIGHT                                                                                                \
-    "'2gs2zgqbl6wc555tifttmnkrfikrd5a74n6rcgzgp4bz53c5j5mbz4ad','nk47d24ppuzyr5hz2wdpm3uz7vkaqdpsyrdpbzmgncyjycfbnxidqgyd'," \
-    "'afpx426fv2xuqnzebcpjeuwmco2qsungw2kbeurhmxh7jv4agbxcytqd','f5iffsp5cwyzuggfqtibgy2wqgmgcpymgtueicpppe4hbgqvt3bihcqd'," \
-    "'sqer3vskeh76sqquxrwrpxxliodtuxhs6ctrws24vknfzanwsz62bnyd','rdn7meuxfrmuulbpnxpespxrytgspln2rq3on26qboe76fb2xjqqfsyd'," \
-    "'dwjk2s3jq75agr6mlux3nt46i7ed6t3mv2z3l33pmkltauujehby6eqd','7ocizgnzuq7mpbtkepvaadazhgqwr5p7c4yuuc4iy67hchl667ia3qad'"
+#define EIGHT TEST_EIGHT_ADDRESSES
 
 struct ctx {
     char dir[64];

@@ -371,6 +371,52 @@ static void test_reload_moves_directory(void **state)
     config_free(conf2);
 }
 
+/* Onionbalance: visitors go to the master, never to an instance. An instance's files name its
+ * master_address (with its own ports) while it is reachable and are emptied when it is not; a frontend's
+ * name its own address (the master) with a local instance's ports. */
+static void test_onionbalance_advertises_master(void **state)
+{
+    struct ctx *c = *state;
+    char json[2048], err[512];
+    snprintf(json, sizeof(json),
+             "{\"state_dir\": \"/var/lib/of\", \"run_dir\": \"/run/of\","
+             " \"services\": ["
+             "  {\"name\": \"front\", \"onionbalance\": {\"frontend\": true}},"
+             "  {\"name\": \"inst\", \"ports\": [{\"virtual\": 443, \"target\": \"127.0.0.1:8443\"}],"
+             "   \"onionbalance\": {\"master_address\": \"%s.onion\"}}],"
+             " \"onion_location\": {\"dir\": \"%s\"}}",
+             ADDR_A, c->dir);
+    struct config *conf = config_load_string(json, strlen(json), err, sizeof(err));
+    if (!conf)
+        fail_msg("config: %s", err);
+    struct onionloc *ol = onionloc_new(c->base, c->procs, &conf->onion_location);
+    assert_non_null(ol);
+    /* The frontend's own address is the master (ADDR_A); the instance's own is ADDR_B. */
+    struct onionloc_entry e[2] = {{&conf->services[0], ADDR_A, true}, {&conf->services[1], ADDR_B, true}};
+    assert_int_equal(onionloc_sync(ol, e, 2, err, sizeof(err)), 2);
+    const char *inst = read_file(c->dir, "inst.conf");
+    assert_non_null(strstr(inst, "add_header Onion-Location https://" ADDR_A ".onion$request_uri always;\n"));
+    assert_null(strstr(inst, ADDR_B));
+    assert_null(strstr(read_file(c->dir, "inst.apache.conf"), ADDR_B));
+    assert_non_null(strstr(read_file(c->dir, "inst.apache.conf"), "\"https://" ADDR_A ".onion$1\""));
+    assert_non_null(strstr(read_file(c->dir, "front.conf"), "Onion-Location https://" ADDR_A ".onion$request_uri"));
+
+    /* Withdrawal follows the instance's own verdict, as for any service. */
+    e[1].reachable = false;
+    assert_int_equal(onionloc_sync(ol, e, 2, err, sizeof(err)), 1);
+    assert_string_equal(read_file(c->dir, "inst.conf"), "");
+    assert_string_equal(read_file(c->dir, "inst.apache.conf"), "");
+    /* An instance whose own address is unknown (refused) advertises nothing either. */
+    e[1] = (struct onionloc_entry){&conf->services[1], "", true};
+    assert_int_equal(onionloc_sync(ol, e, 2, err, sizeof(err)), 0);
+    assert_string_equal(read_file(c->dir, "inst.conf"), "");
+    /* A frontend with no local instance: no ports to go by, plain http. */
+    assert_int_equal(onionloc_sync(ol, e, 1, err, sizeof(err)), 1);
+    assert_non_null(strstr(read_file(c->dir, "front.conf"), "Onion-Location http://" ADDR_A ".onion$request_uri"));
+    onionloc_free(ol);
+    config_free(conf);
+}
+
 static void test_flush_when_idle_is_immediate(void **state)
 {
     struct ctx *c = *state;
@@ -395,6 +441,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_runs_coalesce_while_running, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reload_moves_directory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_flush_when_idle_is_immediate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_onionbalance_advertises_master, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

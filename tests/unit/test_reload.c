@@ -8,7 +8,8 @@
  * Covers: a missing or invalid file and a setting that needs a restart are refused with a message that
  * says why and that the running config stays (the config pointer unchanged); a backend change is
  * applied as "no change for tor"; a service added is applied as "services changed in tor", the config
- * replaced, the worker given the new service with its key and the proxy listening on its port. */
+ * replaced, the worker given the new service with its key and the proxy listening on its port; a reload
+ * over Onionbalance's limit of 8 instances in all is refused with the identities restored. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -34,11 +35,13 @@
 #include "sidecar/service_id.h"
 #include "sidecar/status.h"
 #include "sidecar/worker.h"
+#include "tests/fake/onion_addrs.h"
 #include "tests/fake/tmpdir.h"
 
 #define SVC_A "{'name':'a','ports':[{'virtual':80,'target':'127.0.0.1:8080'}]}"
 #define SVC_A2 "{'name':'a','ports':[{'virtual':80,'target':'127.0.0.1:9090'}]}"
 #define SVC_B "{'name':'b','ports':[{'virtual':81,'target':'127.0.0.1:8081'}]}"
+#define FRONT8 "{'name':'front','onionbalance':{'frontend':true,'instances':[" TEST_EIGHT_ADDRESSES "]}}"
 
 struct test {
     struct event_base *base;
@@ -189,11 +192,34 @@ static void test_applied(void **state)
     assert_int_equal(access(sock, F_OK), 0);
 }
 
+/* Onionbalance's limit of 8 instances in all: 8 remote ones are fine at load, and a reload that adds a
+ * local instance of the frontend's master (the 9th) is refused before anything is applied, so a running
+ * Onionbalance is not stopped by a bad reload. */
+static void test_too_many_instances_refused(void **state)
+{
+    struct test *x = *state;
+    char services[2048];
+    write_conf(x, NULL, SVC_A "," FRONT8);
+    assert_int_equal(reload_apply(&x->parts, x->path, &x->conf, x->msg, sizeof(x->msg)), 0);
+    const char *master = service_ids_at(x->ids, 1)->address;
+    assert_int_equal(strlen(master), 56);
+    snprintf(services, sizeof(services),
+             SVC_A "," FRONT8 ",{'name':'inst','ports':[{'virtual':82,'target':'127.0.0.1:8082'}],"
+                   "'onionbalance':{'master_address':'%s'}}",
+             master);
+    write_conf(x, NULL, services);
+    assert_refused(x, "service front: 9 Onionbalance instances (remote and local); at most 8");
+    /* The identities are the running config's again. */
+    assert_int_equal(service_ids_count(x->ids), 2);
+    assert_ptr_equal(service_ids_at(x->ids, 1)->conf, &x->conf->services[1]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_applied, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_too_many_instances_refused, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -134,6 +134,22 @@ static const struct {
      "  dos          PoW on, effort 12, queue 3; introductions 40 (2 rejected); rendezvous 38 (1 failed)\n"
      "\nservice q: (no address yet)\n  dos          PoW off; introductions 5\n"
      "\nservice r: (no address yet)\n  dos          PoW off (tor's metrics not read)\n"},
+    /* Onionbalance: the frontend lists each instance's address, an instance names its master. */
+    {NULL,
+     "[{\"name\":\"front\",\"address\":\"m.onion\",\"onionbalance\":{\"role\":\"frontend\","
+     "\"master_address\":\"m.onion\",\"state\":\"publishing\",\"restarts\":1,\"last_confirmed_upload\":"
+     "\"2026-12-04T12:00:00Z\",\"intro_points\":2,\"instances\":[{\"address\":\"a.onion\","
+     "\"descriptor_received\":true,\"intro_points\":3},{\"address\":\"b.onion\",\"descriptor_received\":false,"
+     "\"intro_points\":null}]}},"
+     "{\"name\":\"inst\",\"address\":\"a.onion\",\"onionbalance\":{\"role\":\"instance\","
+     "\"master_address\":\"m.onion\",\"instance_address\":\"a.onion\"}}]",
+     NULL,
+     "\nservice front: m.onion\n"
+     "  onionbalance frontend, publishing; 1 of 2 instances with a descriptor, 2 intro points; last confirmed "
+     "upload 2026-12-04T12:00:00Z; 1 restarts\n"
+     "  instance     a.onion: descriptor received, 3 intro points\n"
+     "  instance     b.onion: no descriptor\n"
+     "\nservice inst: a.onion\n  onionbalance instance of m.onion\n"},
 };
 
 static void test_summary_table(void **state)
