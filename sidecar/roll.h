@@ -13,12 +13,15 @@
  *               ROLL_TICK_MS) that finds no visitor's stream open through it (the data path is shared, so a
  *               stream's tor is the peer process of its socket: proxy_streams_from_pid). A request in
  *               flight through k therefore finishes instead of losing its rendezvous circuit with k. After
- *               ROLL_DRAIN_S k is ended anyway and the streams still open are cut (logged, counted);
+ *               ROLL_DRAIN_S k is ended anyway and the streams still open are cut (logged, counted). What
+ *               it cannot see (measured, README "Two tors"): a request a client sends on its circuit to k
+ *               after k's end but before the DESTROY reaches it (up to ~2 s on a loaded machine), which
+ *               fails; unmodified tor has no way to move a client's open circuit to another tor;
  *   RESTARTING  k's tor is ended and started again (tor_sup_restart_planned: its owning control
  *               connection is closed and it is killed, so it exits at once); wait until it is RUNNING;
  *   PUBLISHING  wait until k's own new descriptors are confirmed by every responsible HSDir; then the next.
- * With one tor a roll is a plain restart of it: an outage from the stop until its descriptors are up.
- * Each step has a deadline on the monotonic clock. The roll aborts (logged once, status shows why) when a
+ * With one tor a roll is a plain restart of it (drained too): an outage from the stop until its
+ * descriptors are up. Each step has a deadline on the monotonic clock. The roll aborts (logged once, status shows why) when a
  * deadline passes or a tor other than k goes down mid-roll: k then comes back by itself as after any
  * loss, and nothing else is stopped.
  *
