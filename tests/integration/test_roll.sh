@@ -75,9 +75,12 @@ rt_loop_report() {
   echo "$failed"
 }
 # rt_check_failures WHAT FAILED — what a roll promises visitors: every new request finds a tor serving.
-# What unmodified tor cannot avoid (measured, README): a request in flight on a tor as it is ended, or the
-# next one from a client whose cached descriptor names that tor's introduction points (RESOLVEFAILED /
-# CANT_ATTACH until it refetches). The loop has one request at a time and a roll ends two tors: at most 2.
+# The drain ends a tor only when no visitor stream runs through it, so no request in flight is cut. What
+# unmodified tor still does not avoid (measured, README "Two tors"): a request the client sends on an
+# open circuit to that tor (the long-lived one, or a rendezvous circuit built ahead) just after the
+# tor's end, before the DESTROY reaches the client (up to seconds on a loaded machine); or the next one
+# from a client whose cached descriptor names that tor's introduction points (RESOLVEFAILED /
+# CANT_ATTACH until it refetches). Each loop has one request at a time and a roll ends two tors: at most 2.
 rt_check_failures() {
   of_check "$1: at most one failed request per ended tor ($2 failed of the loop)" test "$2" -le 2
 }
