@@ -154,9 +154,12 @@ static void roll_restart_current(struct roll *r)
         roll_finish(r, false, "aborted: tor %zu did not restart (it is stopping or already restarting)", k + 1);
 }
 
+static void roll_next(struct roll *r);
+
 /* Draining: end the current tor at the first look that finds no visitor's stream open through it, or
  * once ROLL_DRAIN_S passed (then the streams still open are cut: counted, logged once). If it went down
- * by itself meanwhile, it restarts by itself: just wait for it. */
+ * by itself meanwhile, it restarts by itself: just wait for it. If HSDirs may serve it again (it uploaded
+ * meanwhile), start this tor's turn over: the hand-over comes first again. */
 static void roll_drain_tick(struct roll *r, double in_step)
 {
     size_t k = r->current;
@@ -164,6 +167,13 @@ static void roll_drain_tick(struct roll *r, double in_step)
         log_notice("restart-tor: tor %zu went down by itself while draining; waiting for it to run again", k + 1);
         r->stopped_at = roll_now(r);
         roll_enter(r, ROLL_RESTARTING);
+        return;
+    }
+    if (r->n > 1 && roll_serving_other(r, k) < 0) {
+        /* k uploaded anew while draining (tor re-publishes now and then): HSDirs may serve it again. */
+        log_info("restart-tor: HSDirs may serve tor %zu again (it uploaded while draining); handing over again",
+                 k + 1);
+        roll_next(r);
         return;
     }
     r->open_streams = r->ops.open_streams(r->ops.arg, k);

@@ -13,7 +13,8 @@
  *               ROLL_TICK_MS) that finds no visitor's stream open through it (the data path is shared, so a
  *               stream's tor is the peer process of its socket: proxy_streams_from_pid). A request in
  *               flight through k therefore finishes instead of losing its rendezvous circuit with k. After
- *               ROLL_DRAIN_S k is ended anyway and the streams still open are cut (logged, counted). What
+ *               ROLL_DRAIN_S k is ended anyway and the streams still open are cut (logged, counted). If k
+ *               uploads anew meanwhile (HSDirs may serve it again), the turn starts over at HANDOVER. What
  *               it cannot see (measured, README "Two tors"): a request a client sends on its circuit to k
  *               after k's end but before the DESTROY reaches it (up to ~2 s on a loaded machine), which
  *               fails; unmodified tor has no way to move a client's open circuit to another tor;

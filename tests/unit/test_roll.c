@@ -474,6 +474,32 @@ static void test_drain_tor_dies_itself(void **state)
     assert_last(x, true, "restarted 2 tors");
 }
 
+/* The draining tor uploads anew (HSDirs may serve it again): the turn starts over with a hand-over, so
+ * no tor is ended while it may be the one served. */
+static void test_drain_upload_meanwhile(void **state)
+{
+    struct test *x = *state;
+    x->f.round_at[0] = x->f.complete_at[0] = 950;
+    x->f.streams[1] = 1;
+    assert_int_equal(roll_start(x->r, "test", x->msg, sizeof(x->msg)), 0);
+    assert_int_equal(roll_state(x->r), ROLL_DRAINING);
+    x->f.round_at[1] = x->f.now; /* tor 2's new round, not confirmed yet */
+    x->f.streams[1] = 0;
+    advance(x, 0.25);
+    assert_string_equal(x->f.actions, "");
+    assert_int_equal(roll_state(x->r), ROLL_HANDOVER);
+    assert_int_equal(roll_current(x->r), 0); /* the turn starts over from the first tor not done */
+    advance(x, ROLL_SETTLE_S);
+    assert_string_equal(x->f.actions, "R2"); /* a survivor publishes anew */
+    f_publish(&x->f, 1);
+    advance(x, 0.25);
+    assert_string_equal(x->f.actions, "R2 S1");
+    come_back(x, 0);
+    come_back(x, 1);
+    assert_string_equal(x->f.actions, "R2 S1 S2");
+    assert_last(x, true, "restarted 2 tors");
+}
+
 /* Each step's deadline on the fake clock. */
 static void test_deadlines(void **state)
 {
@@ -516,6 +542,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_drain_deadline_cuts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_drain_abort_other_dies, setup, teardown),
         cmocka_unit_test_setup_teardown(test_drain_tor_dies_itself, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_drain_upload_meanwhile, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
