@@ -11,6 +11,7 @@
 #    before it learns the circuit was destroyed (DESTROY), or the next one from a client whose cached
 #    descriptor names that tor's introduction points (RESOLVEFAILED / CANT_ATTACH). An outage — a window
 #    with no tor serving — fails every request of the loops during it and breaks this bound;
+#    The log shows each tor drained (ended with no visitor stream open through it, or cut after 30 s);
 #  - tor.binary is a copy of /usr/bin/tor that the test owns; replacing it with another copy (cp to a
 #    temporary name, then mv over, as a package upgrade does) makes onionfront log the change with the
 #    old and new versions and roll by itself: again new pids and the same bound on failures;
@@ -135,6 +136,8 @@ of_log "tor 1 pid $pid1 -> $new1, tor 2 pid $pid2 -> $new2"
 of_check "both tors have new pids" test -n "$new1" -a -n "$new2" -a "$new1" != "$pid1" -a "$new2" != "$pid2"
 sleep 10
 grep -E "restart-tor:|failover:" "$log" | sed 's/^/  /' >&2
+rt_drained() { grep -cE "restart-tor: (no visitor's stream open through|tor [0-9] still has [0-9]+ visitor)" "$log"; }
+of_check "the roll drained each tor before ending it" test "$(rt_drained)" -eq 2
 rt_loops_finish 1 "restart-tor"
 
 # ---- a new tor binary --------------------------------------------------------------------------------
@@ -159,6 +162,7 @@ of_check "both tors have new pids again" test -n "$new1" -a -n "$new2" -a "$new1
 of_check "tor 1 runs the new file" test "$(readlink "/proc/$new1/exe")" = "$OF_TMP/bin/tor"
 sleep 10
 grep -E "restart-tor:|tor.binary|failover:" "$log" | sed -n '/tor.binary changed/,$p' | sed 's/^/  /' >&2
+of_check "the binary-change roll drained each tor" test "$(rt_drained)" -eq 4
 rt_loops_finish 2 "the binary-change roll"
 
 # ---- a reload that changes tor.binary ------------------------------------------------------------------
