@@ -342,6 +342,7 @@ static int daemon_start(struct daemon *d, char *err, size_t errlen)
     struct proxy_hooks hooks = {health_set_pool_added, health_set_pool_updated, health_set_pool_removed, d->health};
     if (!(d->proxy = proxy_new(d->base, d->conf, &hooks, err, errlen)))
         return -1;
+    workerset_set_proxy(d->workers, d->proxy);
     if (workerset_start(d->workers, err, errlen) < 0)
         return -1;
     return probe_start(d->probe, err, errlen) < 0 ? -1 : ob_frontend_start(d->ob, err, errlen);

@@ -110,6 +110,7 @@ struct proxy_stream {
     struct event *idle_ev;      /* idle_timeout (if set): checks active_at once the stream is open */
     uint64_t active_at;         /* clock_now_ms of the last byte read from either side (with idle_ev) */
     uint32_t circuit_id;        /* 0: unknown */
+    long peer_pid;              /* the process that connected (SO_PEERCRED: which tor), or 0 if unknown */
     bool counted;               /* counted in port->circs */
     struct backend *backend;    /* the current attempt or the connected backend (stream started) */
     struct backend **failed;    /* attempts that failed; still started, so the pointers stay valid */
@@ -930,6 +931,17 @@ static void stream_timer_cb(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+/* The pid of the process that connected `fd` (a unix socket: the tor whose HiddenServicePort this is,
+ * since every tor's lines point at the same sockets), or 0 if the kernel does not say. */
+static long proxy_peer_pid(evutil_socket_t fd)
+{
+    struct ucred cred;
+    socklen_t len = sizeof(cred);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof(cred))
+        return 0;
+    return (long)cred.pid;
+}
+
 static void proxy_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen, void *arg)
 {
     struct proxy_port *pp = arg;
@@ -968,6 +980,7 @@ static void proxy_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct
     }
     s->port = pp;
     s->id = ++px->next_stream_id;
+    s->peer_pid = proxy_peer_pid(fd);
     s->state = STREAM_HEADER;
     s->next = pp->streams;
     if (pp->streams)
@@ -1324,6 +1337,19 @@ size_t proxy_pools(struct proxy *px, struct backend_pool **out, size_t max)
             out[n] = pp->pool;
         n++;
     }
+    return n;
+}
+
+unsigned proxy_streams_from_pid(const struct proxy *px, long pid)
+{
+    unsigned n = 0;
+    if (pid <= 0)
+        return 0;
+    /* A walk over the open streams (removed ports too): bounded by limits.max_open_streams, and asked
+     * only while a rolling restart drains a tor. */
+    for (const struct proxy_port *pp = px ? px->ports : NULL; pp; pp = pp->next)
+        for (const struct proxy_stream *s = pp->streams; s; s = s->next)
+            n += s->peer_pid == pid && s->state != STREAM_CLOSED && !s->eof[SIDE_CLIENT];
     return n;
 }
 

@@ -117,6 +117,13 @@ struct backend_pool *proxy_find_pool(struct proxy *px, const char *service, uint
  * there are (0 for a NULL proxy). */
 size_t proxy_pools(struct proxy *px, struct backend_pool **out, size_t max);
 
+/* How many streams are open whose tor side was connected by process `pid` (SO_PEERCRED at accept: every
+ * tor's HiddenServicePort points at the same sockets, so the pid tells which tor a visitor's stream runs
+ * through). A stream counts until it is closed or tor's side ended (tor never half-closes: its EOF means
+ * its stream is gone), so the backend finishing after that does not. 0 for pid <= 0 or a NULL proxy. For
+ * the rolling restart's drain (roll.h). */
+unsigned proxy_streams_from_pid(const struct proxy *px, long pid);
+
 /* Per-port stream counters for the status socket (an empty array for a NULL proxy). Returns a new
  * reference (NULL on OOM): an array of
  * {"service", "virtual_port", "socket", "listening" (false once removed by a reload and draining),

@@ -34,6 +34,9 @@ struct roll {
     double started_at;
     time_t started_wall;
     unsigned restarts_before; /* the current tor's restart count before we ended it */
+    unsigned open_streams;    /* draining: visitors' streams through the current tor at the last look */
+    unsigned long cut_roll;   /* streams open through tors ended at ROLL_DRAIN_S, in this (or the last) roll */
+    unsigned long cut_total;  /* the same over all rolls */
     /* the last roll that ended */
     unsigned long rolls, aborted;
     bool has_last, last_ok;
@@ -45,6 +48,7 @@ struct roll {
 static const char *const roll_state_names[] = {
     [ROLL_IDLE] = "idle",
     [ROLL_HANDOVER] = "handover",
+    [ROLL_DRAINING] = "draining",
     [ROLL_RESTARTING] = "restarting",
     [ROLL_PUBLISHING] = "publishing",
 };
@@ -110,8 +114,15 @@ static void roll_finish(struct roll *r, bool ok, const char *fmt, ...)
     }
     r->state = ROLL_IDLE;
     r->survivor = -1;
+    r->open_streams = 0;
     if (r->tick_ev)
         event_del(r->tick_ev);
+}
+
+/* What the current tor is doing, for the abort messages. */
+static const char *roll_doing(const struct roll *r)
+{
+    return r->state == ROLL_HANDOVER ? "waiting to restart" : r->state == ROLL_DRAINING ? "draining" : "restarting";
 }
 
 static void roll_enter(struct roll *r, enum roll_state s)
@@ -129,19 +140,63 @@ static long roll_serving_other(const struct roll *r, size_t k)
     return -1;
 }
 
-/* End the current tor and wait for it to come back. */
+/* End the current tor now and wait for it to come back. */
 static void roll_restart_current(struct roll *r)
 {
     size_t k = r->current;
     char why[200];
     snprintf(why, sizeof(why), "rolling restart (%s)", r->why);
-    r->restarts_before = r->ops.restarts(r->ops.arg, k);
     r->stopped_at = roll_now(r);
     roll_enter(r, ROLL_RESTARTING);
     log_notice("restart-tor: restarting tor %zu of %zu", k + 1, r->n);
     r->ops.restart(r->ops.arg, k, why);
     if (r->state == ROLL_RESTARTING && r->ops.restarts(r->ops.arg, k) == r->restarts_before)
         roll_finish(r, false, "aborted: tor %zu did not restart (it is stopping or already restarting)", k + 1);
+}
+
+static void roll_next(struct roll *r);
+
+/* Draining: end the current tor at the first look that finds no visitor's stream open through it, or
+ * once ROLL_DRAIN_S passed (then the streams still open are cut: counted, logged once). If it went down
+ * by itself meanwhile, it restarts by itself: just wait for it. If HSDirs may serve it again (it uploaded
+ * meanwhile), start this tor's turn over: the hand-over comes first again. */
+static void roll_drain_tick(struct roll *r, double in_step)
+{
+    size_t k = r->current;
+    if (!r->ops.is_up(r->ops.arg, k)) {
+        log_notice("restart-tor: tor %zu went down by itself while draining; waiting for it to run again", k + 1);
+        r->stopped_at = roll_now(r);
+        roll_enter(r, ROLL_RESTARTING);
+        return;
+    }
+    if (r->n > 1 && roll_serving_other(r, k) < 0) {
+        /* k uploaded anew while draining (tor re-publishes now and then): HSDirs may serve it again. */
+        log_info("restart-tor: HSDirs may serve tor %zu again (it uploaded while draining); handing over again",
+                 k + 1);
+        roll_next(r);
+        return;
+    }
+    r->open_streams = r->ops.open_streams(r->ops.arg, k);
+    if (r->open_streams == 0) {
+        log_info("restart-tor: no visitor's stream open through tor %zu after %.1f s", k + 1, in_step);
+    } else if (in_step >= ROLL_DRAIN_S) {
+        log_warnx("restart-tor: tor %zu still has %u visitor stream%s open after %.0f s; ending it anyway (they "
+                  "are cut)", k + 1, r->open_streams, r->open_streams == 1 ? "" : "s", ROLL_DRAIN_S);
+        r->cut_roll += r->open_streams;
+        r->cut_total += r->open_streams;
+    } else {
+        return;
+    }
+    r->open_streams = 0;
+    roll_restart_current(r);
+}
+
+/* HSDirs serve a tor that stays up: drain the current tor, ending it at once if nothing is open. */
+static void roll_drain_current(struct roll *r)
+{
+    r->restarts_before = r->ops.restarts(r->ops.arg, r->current);
+    roll_enter(r, ROLL_DRAINING);
+    roll_drain_tick(r, 0);
 }
 
 /* Among the tors not yet restarted in this roll, one whose descriptors HSDirs do not serve (another up
@@ -153,7 +208,7 @@ static bool roll_restart_unserved(struct roll *r)
         if (s >= 0) {
             log_info("restart-tor: HSDirs serve tor %ld's descriptors; tor %zu can go", s + 1, k + 1);
             r->current = k;
-            roll_restart_current(r);
+            roll_drain_current(r);
             return true;
         }
     }
@@ -166,7 +221,12 @@ static bool roll_restart_unserved(struct roll *r)
 static void roll_next(struct roll *r)
 {
     if (r->n_done == r->n) {
-        roll_finish(r, true, "restarted %zu tor%s in %.1f s", r->n, r->n == 1 ? "" : "s", roll_now(r) - r->started_at);
+        char cut[64] = "";
+        if (r->cut_roll)
+            snprintf(cut, sizeof(cut), "; %lu visitor stream%s cut after draining", r->cut_roll,
+                     r->cut_roll == 1 ? "" : "s");
+        roll_finish(r, true, "restarted %zu tor%s in %.1f s%s", r->n, r->n == 1 ? "" : "s", roll_now(r) - r->started_at,
+                    cut);
         return;
     }
     r->survivor = -1;
@@ -174,7 +234,7 @@ static void roll_next(struct roll *r)
     for (r->current = 0; r->done[r->current]; r->current++)
         ;
     if (r->n == 1) {
-        roll_restart_current(r);
+        roll_drain_current(r);
         return;
     }
     if (roll_restart_unserved(r))
@@ -208,7 +268,7 @@ static void roll_handover_tick(struct roll *r, double in_step)
     }
     if (r->ops.serves(r->ops.arg, (size_t)r->survivor, k)) {
         log_info("restart-tor: tor %ld's new descriptors confirmed after %.1f s", r->survivor + 1, in_step);
-        roll_restart_current(r);
+        roll_drain_current(r);
     } else if (in_step >= ROLL_HANDOVER_S) {
         roll_finish(r, false, "aborted: tor %ld's new descriptors were not confirmed within %.0f s; tor %zu "
                     "was not stopped", r->survivor + 1, ROLL_HANDOVER_S, k + 1);
@@ -235,6 +295,7 @@ int roll_start(struct roll *r, const char *why, char *msg, size_t msglen)
     snprintf(r->why, sizeof(r->why), "%s", why);
     memset(r->done, 0, sizeof(r->done));
     r->n_done = 0;
+    r->cut_roll = 0;
     r->started_at = roll_now(r);
     r->started_wall = time(NULL);
     if (r->n == 1)
@@ -254,7 +315,7 @@ static bool roll_check_others(struct roll *r)
     for (size_t j = 0; j < r->n; j++)
         if (j != r->current && !r->ops.is_up(r->ops.arg, j)) {
             roll_finish(r, false, "aborted: tor %zu went down while tor %zu was %s", j + 1, r->current + 1,
-                        r->state == ROLL_HANDOVER ? "waiting to restart" : "restarting");
+                        roll_doing(r));
             return true;
         }
     return false;
@@ -269,6 +330,9 @@ void roll_tick(struct roll *r)
     switch (r->state) {
     case ROLL_HANDOVER:
         roll_handover_tick(r, in_step);
+        return;
+    case ROLL_DRAINING:
+        roll_drain_tick(r, in_step);
         return;
     case ROLL_RESTARTING:
         if (r->ops.is_up(r->ops.arg, k) && r->ops.restarts(r->ops.arg, k) != r->restarts_before) {
@@ -301,7 +365,7 @@ void roll_worker_lost(struct roll *r, size_t k, const char *why)
     if (r->state == ROLL_IDLE || k == r->current)
         return;
     roll_finish(r, false, "aborted: tor %zu was lost (%s) while tor %zu was %s", k + 1, why, r->current + 1,
-                r->state == ROLL_HANDOVER ? "waiting to restart" : "restarting");
+                roll_doing(r));
 }
 
 void roll_abort(struct roll *r, const char *why)
@@ -337,14 +401,17 @@ json_t *roll_to_json(const struct roll *r)
     json_t *last = r->has_last ? json_pack("{s:b, s:s, s:I, s:f}", "ok", r->last_ok, "message", r->last_message,
                                            "finished", (json_int_t)r->last_finished, "seconds", r->last_seconds)
                                : json_null();
-    return json_pack("{s:s, s:o, s:o, s:I, s:I, s:s, s:o, s:o, s:I, s:I, s:o}", "state", roll_state_str(r->state),
+    return json_pack("{s:s, s:o, s:o, s:I, s:I, s:s, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:o}", "state",
+                     roll_state_str(r->state),
                      "current", running ? json_integer((json_int_t)r->current + 1) : json_null(), "survivor",
                      running && r->survivor >= 0 ? json_integer(r->survivor + 1) : json_null(), "restarted",
                      (json_int_t)(running ? r->n_done : 0), "total", (json_int_t)(running ? r->n : 0), "why",
                      running || r->has_last ? r->why : "", "started",
                      running ? json_integer((json_int_t)r->started_wall) : json_null(), "step_seconds",
-                     running ? json_real(roll_now(r) - r->step_at) : json_null(), "rolls", (json_int_t)r->rolls,
-                     "aborted", (json_int_t)r->aborted, "last_result", last);
+                     running ? json_real(roll_now(r) - r->step_at) : json_null(), "open_streams",
+                     r->state == ROLL_DRAINING ? json_integer(r->open_streams) : json_null(), "streams_cut",
+                     (json_int_t)r->cut_roll, "streams_cut_total", (json_int_t)r->cut_total, "rolls",
+                     (json_int_t)r->rolls, "aborted", (json_int_t)r->aborted, "last_result", last);
 }
 
 int roll_metrics(const struct roll *r, struct metrics *m)
@@ -358,6 +425,10 @@ int roll_metrics(const struct roll *r, struct metrics *m)
                              (double)r->aborted) ||
               metrics_family(m, "onionfront_tor_roll_running", METRICS_GAUGE,
                              "1 while a rolling restart of the tors runs, else 0.") ||
-              metrics_sample(m, "onionfront_tor_roll_running", NULL, r->state != ROLL_IDLE ? 1 : 0);
+              metrics_sample(m, "onionfront_tor_roll_running", NULL, r->state != ROLL_IDLE ? 1 : 0) ||
+              metrics_family(m, "onionfront_tor_roll_streams_cut_total", METRICS_COUNTER,
+                             "Visitors' streams still open through a tor that a rolling restart ended after "
+                             "draining it for the longest wait.") ||
+              metrics_sample(m, "onionfront_tor_roll_streams_cut_total", NULL, (double)r->cut_total);
     return rc ? -1 : 0;
 }

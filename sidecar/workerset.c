@@ -19,6 +19,7 @@
 #include "sidecar/instance.h"
 #include "sidecar/log.h"
 #include "sidecar/probe.h"
+#include "sidecar/proxy.h"
 #include "sidecar/binwatch.h"
 #include "sidecar/clock.h"
 #include "sidecar/roll.h"
@@ -44,6 +45,7 @@ struct workerset {
     bool stopping;
     unsigned long failovers; /* survivors told to publish anew */
     struct roll *roll;       /* restart-tor: the workers one at a time */
+    const struct proxy *proxy; /* borrowed (workerset_set_proxy): the roll's drain counts streams there */
     struct binwatch *binwatch; /* spawn mode: tor.binary replaced on disk -> a roll */
     bool binary_said;          /* a declined binary change was logged (once until one is taken) */
     struct workerset_anon anon;
@@ -195,6 +197,13 @@ static int workerset_roll_renew(void *arg, size_t k)
     return ws->stopping ? -1 : worker_renew_descriptors(ws->workers[k]);
 }
 
+/* Visitors' streams through tor k: the data path's streams whose peer is k's tor process. */
+static unsigned workerset_roll_open_streams(void *arg, size_t k)
+{
+    const struct workerset *ws = arg;
+    return proxy_streams_from_pid(ws->proxy, tor_sup_pid(worker_tor(ws->workers[k])));
+}
+
 static void workerset_roll_restart(void *arg, size_t k, const char *why)
 {
     tor_sup_restart_planned(worker_tor(((const struct workerset *)arg)->workers[k]), why);
@@ -270,6 +279,7 @@ struct workerset *workerset_new(struct event_base *base, struct proc_mgr *procs,
                                  .serves = workerset_roll_serves,
                                  .published_since = workerset_roll_published_since,
                                  .renew = workerset_roll_renew,
+                                 .open_streams = workerset_roll_open_streams,
                                  .restart = workerset_roll_restart,
                                  .now = workerset_roll_now};
     ws->ids = ids;
@@ -348,6 +358,11 @@ int workerset_restart_tor(struct workerset *ws, const struct config *conf, const
         return -1;
     }
     return roll_start(ws->roll, why, msg, msglen);
+}
+
+void workerset_set_proxy(struct workerset *ws, const struct proxy *px)
+{
+    ws->proxy = px;
 }
 
 const struct roll *workerset_roll(const struct workerset *ws)

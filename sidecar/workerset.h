@@ -23,6 +23,7 @@ struct config;
 struct event_base;
 struct proc_mgr;
 struct probe_actions;
+struct proxy;
 struct roll;
 struct service_ids;
 struct worker;
@@ -68,6 +69,10 @@ int workerset_restart_tor(struct workerset *ws, const struct config *conf, const
 /* A reload changed tor.binary (`conf`, the new config): watch the new path (binwatch.h; the watcher also
  * rolls by itself when the file on disk is replaced) and start a roll onto it, as workerset_restart_tor. */
 int workerset_binary_reloaded(struct workerset *ws, const struct config *conf, char *msg, size_t msglen);
+
+/* The data path (borrowed until workerset_free, NULL: none yet): a roll drains each tor before ending it,
+ * waiting for a moment when no stream of visitors is open through it (proxy_streams_from_pid). */
+void workerset_set_proxy(struct workerset *ws, const struct proxy *px);
 
 /* The rolling restart's state, for reports (NULL for a NULL set). Borrowed until workerset_free. */
 const struct roll *workerset_roll(const struct workerset *ws);

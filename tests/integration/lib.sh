@@ -261,9 +261,12 @@ of_wait_secs() {
 
 # of_client_loop_start URL OUTFILE — in the background, one request every 0.2 s through the private
 # network's client, each on a fresh circuit (a new SOCKS username: tor's stream isolation), until
-# of_client_loop_stop; each line of OUTFILE: start end ok|fail. Sets OF_LOOP_PID.
+# of_client_loop_stop OUTFILE; each line of OUTFILE: start end ok|fail. With OF_LOOP_USER set, every
+# request uses that SOCKS username instead: one long-lived circuit (and the client's cached descriptor)
+# for all of them, as a browser tab has. Sets OF_LOOP_PID (also kept in OUTFILE.pid, so loops can run
+# side by side).
 of_client_loop_start() {
-  local url=$1 out=$2
+  local url=$1 out=$2 user=${OF_LOOP_USER:-}
   : >"$out"
   rm -f "$out.stop"
   (
@@ -272,20 +275,23 @@ of_client_loop_start() {
       i=$((i + 1))
       t0=$(of_now)
       if curl -sS --fail --max-time "${OF_LOOP_MAX_TIME:-20}" --socks5-hostname "127.0.0.1:$TESTNET_SOCKS_PORT" \
-        --proxy-user "iso$$-$i:x" -o /dev/null "$url" 2>>"$out.err"; then r=ok; else r=fail; fi
+        --proxy-user "${user:-iso$$-$i}:x" -o /dev/null "$url" 2>>"$out.err"; then r=ok; else r=fail; fi
       echo "$t0 $(of_now) $r" >>"$out"
       sleep 0.2
     done
   ) &
   OF_LOOP_PID=$!
+  echo "$OF_LOOP_PID" >"$out.pid"
   of_track_pid "$OF_LOOP_PID"
 }
 
-# of_client_loop_stop OUTFILE — end the loop after its current request (bounded).
+# of_client_loop_stop OUTFILE — end that loop after its current request (bounded).
 of_client_loop_stop() {
+  local pid
+  pid=$(cat "$1.pid")
   touch "$1.stop"
-  of_wait_until 40 bash -c "! kill -0 $OF_LOOP_PID 2>/dev/null"
-  wait "$OF_LOOP_PID" 2>/dev/null
+  of_wait_until 40 bash -c "! kill -0 $pid 2>/dev/null"
+  wait "$pid" 2>/dev/null
 }
 
 # Require the private network (started by tests/run-tests.sh or the caller).

@@ -33,6 +33,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1106,6 +1107,83 @@ static void test_fin_timeout(void **state)
     tc_free(t);
 }
 
+/* A child process plays a second tor: it connects to `path`, sends tor's line, and holds the stream
+ * until a byte arrives on the pipe it is given (or the pipe closes); then it exits. */
+static pid_t other_tor_start(const char *path, int *release_fd)
+{
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(p[1]);
+        struct sockaddr_un sun = {.sun_family = AF_UNIX};
+        int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+        snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+        if (fd < 0 || connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
+            write(fd, LINE60, strlen(LINE60)) != (ssize_t)strlen(LINE60))
+            _exit(1);
+        char b;
+        (void)!read(p[0], &b, 1);
+        _exit(0);
+    }
+    close(p[0]);
+    *release_fd = p[1];
+    return pid;
+}
+
+struct pid_want {
+    struct ctx *c;
+    long pid;
+    unsigned n;
+};
+
+static bool streams_from_pid_are(void *arg)
+{
+    struct pid_want *w = arg;
+    return proxy_streams_from_pid(w->c->px, w->pid) == w->n;
+}
+
+/* proxy_streams_from_pid (the rolling restart's drain): streams count by the process that connected
+ * them, only while tor's side is open. */
+static void test_streams_from_pid(void **state)
+{
+    struct ctx *c = *state;
+    start_proxy_to(c, TB_STALL, "");
+    long self = (long)getpid();
+    assert_int_equal(proxy_streams_from_pid(c->px, self), 0);
+    assert_int_equal(proxy_streams_from_pid(NULL, self), 0);
+
+    /* One stream from this process ("tor 1"), one from a child ("tor 2"). */
+    struct tc *t = tc_open(c, c->path80);
+    tc_send(t, LINE59 "GET / HTTP/1.0\r\n\r\n", strlen(LINE59) + 18);
+    int release;
+    pid_t child = other_tor_start(c->path80, &release);
+    struct stat_wait both = {c, "streams_active", 2};
+    assert_true(run_until(c, stat_is, &both, 5));
+    struct pid_want mine = {c, self, 1}, other = {c, (long)child, 1};
+    assert_true(run_until(c, streams_from_pid_are, &mine, 5));
+    assert_true(run_until(c, streams_from_pid_are, &other, 5));
+    assert_int_equal(proxy_streams_from_pid(c->px, 0), 0);
+    assert_int_equal(proxy_streams_from_pid(c->px, -1), 0);
+
+    /* Tor's side ends: that stream no longer counts, though the stalled backend keeps it open. */
+    tc_shutdown(c, t);
+    mine.n = 0;
+    assert_true(run_until(c, streams_from_pid_are, &mine, 5));
+    assert_int_equal(port_stat(c, 80, "streams_active"), 2);
+    assert_int_equal(proxy_streams_from_pid(c->px, (long)child), 1);
+
+    /* The child ends (as a tor that is killed): its stream goes. */
+    close(release);
+    int st;
+    assert_int_equal(waitpid(child, &st, 0), child);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    other.n = 0;
+    assert_true(run_until(c, streams_from_pid_are, &other, 5));
+    tc_free(t);
+}
+
 static void test_reset_before_first_byte(void **state)
 {
     struct ctx *c = *state;
@@ -1786,6 +1864,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_half_close_from_backend, setup, teardown),
         cmocka_unit_test_setup_teardown(test_half_close_from_client, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fin_timeout, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_streams_from_pid, setup, teardown),
         cmocka_unit_test_setup_teardown(test_circuit_rate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_idle_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reset_before_first_byte, setup, teardown),

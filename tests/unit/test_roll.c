@@ -8,7 +8,10 @@
  * upload needed; then the other, served by the first), the hand-over (first a wait for an upload in
  * progress; then a survivor renews, and nothing is ended until its upload is confirmed), the waits (RUNNING, then published after the stop), one tor (a
  * plain restart), refusals (a tor down, a roll running), aborts (the other tor down mid-roll through the
- * tick and through roll_worker_lost, each step's deadline), roll_to_json, roll_metrics. */
+ * tick and through roll_worker_lost, each step's deadline), roll_to_json, roll_metrics. The drain: a tor is
+ * ended only when no visitor's stream is open through it (at once if none), or at ROLL_DRAIN_S with the
+ * streams cut and counted; another tor dying while one drains aborts; a draining tor that dies by itself
+ * is waited for. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -34,6 +37,8 @@ struct fake {
     bool up[N_MAX];
     unsigned restarts[N_MAX];
     double round_at[N_MAX], complete_at[N_MAX];
+    unsigned streams[N_MAX]; /* visitors' streams open through each tor */
+    unsigned cut;            /* streams open through a tor when it was ended */
     char actions[128];
     int renew_rc;
 };
@@ -80,11 +85,18 @@ static int f_renew(void *arg, size_t k)
     return f->renew_rc;
 }
 
+static unsigned f_open_streams(void *arg, size_t k)
+{
+    return ((struct fake *)arg)->streams[k];
+}
+
 static void f_restart(void *arg, size_t k, const char *why)
 {
     struct fake *f = arg;
     assert_non_null(strstr(why, "rolling restart"));
     f_record(f, 'S', k);
+    f->cut += f->streams[k]; /* the tor's end cuts what is open through it */
+    f->streams[k] = 0;
     f->up[k] = false;
     f->restarts[k]++;
 }
@@ -117,8 +129,16 @@ static int setup(void **state)
         x->f.up[k] = true;
         x->f.round_at[k] = x->f.complete_at[k] = -1;
     }
-    struct roll_ops ops = {&x->f, f_count, f_is_up, f_restarts, f_serves, f_published_since, f_renew, f_restart,
-                           f_now};
+    struct roll_ops ops = {.arg = &x->f,
+                           .count = f_count,
+                           .is_up = f_is_up,
+                           .restarts = f_restarts,
+                           .serves = f_serves,
+                           .published_since = f_published_since,
+                           .renew = f_renew,
+                           .open_streams = f_open_streams,
+                           .restart = f_restart,
+                           .now = f_now};
     x->r = roll_new(NULL, &ops);
     assert_non_null(x->r);
     *state = x;
@@ -325,6 +345,161 @@ static void test_abort_other_dies(void **state)
     assert_string_equal(x->f.actions, "S2 R2");
 }
 
+static json_int_t json_int_at(struct test *x, const char *key)
+{
+    json_t *j = roll_to_json(x->r);
+    json_t *v = json_object_get(j, key);
+    json_int_t n = json_is_integer(v) ? json_integer_value(v) : -1; /* -1: null */
+    json_decref(j);
+    return n;
+}
+
+/* The drain: a tor is ended only at a look that finds no visitor's stream open through it; while streams
+ * are open the roll waits (status shows it), and the next tor is drained the same way. */
+static void test_drain_waits_for_streams(void **state)
+{
+    struct test *x = *state;
+    x->f.round_at[0] = x->f.complete_at[0] = 950; /* HSDirs serve tor 1: tor 2 goes first */
+    x->f.streams[1] = 3;
+    x->f.streams[0] = 5;
+    assert_int_equal(roll_start(x->r, "test", x->msg, sizeof(x->msg)), 0);
+    assert_string_equal(x->f.actions, "");
+    assert_int_equal(roll_state(x->r), ROLL_DRAINING);
+    assert_int_equal(roll_current(x->r), 1);
+    json_t *j = roll_to_json(x->r);
+    assert_string_equal(json_string_value(json_object_get(j, "state")), "draining");
+    json_decref(j);
+    assert_int_equal(json_int_at(x, "open_streams"), 3);
+    x->f.streams[1] = 1; /* requests come and go */
+    for (int i = 0; i < 20; i++)
+        advance(x, 0.25);
+    assert_string_equal(x->f.actions, "");
+    assert_int_equal(json_int_at(x, "open_streams"), 1);
+    x->f.streams[1] = 0;
+    advance(x, 0.25);
+    assert_string_equal(x->f.actions, "S2");
+    assert_int_equal(roll_state(x->r), ROLL_RESTARTING);
+    assert_int_equal(json_int_at(x, "open_streams"), -1);
+    /* tor 2 back and published: tor 1 (served by tor 2 now) drains in turn */
+    come_back(x, 1);
+    assert_string_equal(x->f.actions, "S2");
+    assert_int_equal(roll_state(x->r), ROLL_DRAINING);
+    assert_int_equal(roll_current(x->r), 0);
+    advance(x, ROLL_DRAIN_S / 2);
+    assert_string_equal(x->f.actions, "S2");
+    x->f.streams[0] = 0;
+    advance(x, 0.25);
+    assert_string_equal(x->f.actions, "S2 S1");
+    come_back(x, 0);
+    assert_last(x, true, "restarted 2 tors");
+    assert_int_equal(x->f.cut, 0);
+    assert_int_equal(json_int_at(x, "streams_cut"), 0);
+}
+
+/* Streams that never end: at ROLL_DRAIN_S the tor is ended anyway; the cut streams are counted in the
+ * roll's JSON, its last message and the metrics. */
+static void test_drain_deadline_cuts(void **state)
+{
+    struct test *x = *state;
+    x->f.round_at[0] = x->f.complete_at[0] = 950;
+    x->f.streams[1] = 4;
+    assert_int_equal(roll_start(x->r, "test", x->msg, sizeof(x->msg)), 0);
+    advance(x, ROLL_DRAIN_S - 0.5);
+    assert_string_equal(x->f.actions, "");
+    assert_int_equal(roll_state(x->r), ROLL_DRAINING);
+    advance(x, 0.5);
+    assert_string_equal(x->f.actions, "S2");
+    assert_int_equal(x->f.cut, 4);
+    assert_int_equal(json_int_at(x, "streams_cut"), 4);
+    come_back(x, 1);
+    come_back(x, 0); /* tor 1 had none: ended at once */
+    assert_string_equal(x->f.actions, "S2 S1");
+    assert_last(x, true, "4 visitor streams cut");
+    assert_int_equal(json_int_at(x, "streams_cut"), 4);
+    assert_int_equal(json_int_at(x, "streams_cut_total"), 4);
+    struct metrics *m = metrics_new();
+    assert_non_null(m);
+    assert_int_equal(roll_metrics(x->r, m), 0);
+    assert_non_null(strstr(metrics_text(m, NULL), "onionfront_tor_roll_streams_cut_total 4\n"));
+    metrics_free(m);
+    /* the next roll starts its own count; the total goes on */
+    assert_int_equal(roll_start(x->r, "test", x->msg, sizeof(x->msg)), 0);
+    assert_int_equal(json_int_at(x, "streams_cut"), 0);
+    assert_int_equal(json_int_at(x, "streams_cut_total"), 4);
+}
+
+/* The other tor dies while tor 2 drains (through the tick, then through roll_worker_lost): aborted once,
+ * and the draining tor is not ended. */
+static void test_drain_abort_other_dies(void **state)
+{
+    struct test *x = *state;
+    x->f.round_at[0] = x->f.complete_at[0] = 950;
+    x->f.streams[1] = 2;
+    assert_int_equal(roll_start(x->r, "test", x->msg, sizeof(x->msg)), 0);
+    advance(x, 1);
+    x->f.up[0] = false;
+    advance(x, 0.25);
+    assert_last(x, false, "tor 1 went down while tor 2 was draining");
+    x->f.streams[1] = 0;
+    advance(x, ROLL_DRAIN_S);
+    assert_string_equal(x->f.actions, "");
+
+    x->f.up[0] = true;
+    x->f.streams[1] = 2;
+    assert_int_equal(roll_start(x->r, "test", x->msg, sizeof(x->msg)), 0);
+    roll_worker_lost(x->r, 0, "killed");
+    assert_last(x, false, "tor 1 was lost (killed) while tor 2 was draining");
+    advance(x, ROLL_DRAIN_S);
+    assert_string_equal(x->f.actions, "");
+    assert_int_equal(x->f.cut, 0);
+}
+
+/* The draining tor goes down by itself (a crash): its supervisor restarts it, so the roll only waits for
+ * it to run again and publish, and ends nothing itself. */
+static void test_drain_tor_dies_itself(void **state)
+{
+    struct test *x = *state;
+    x->f.round_at[0] = x->f.complete_at[0] = 950;
+    x->f.streams[1] = 1;
+    assert_int_equal(roll_start(x->r, "test", x->msg, sizeof(x->msg)), 0);
+    x->f.up[1] = false;
+    x->f.restarts[1]++; /* its supervisor restarts it */
+    advance(x, 0.25);
+    assert_int_equal(roll_state(x->r), ROLL_RESTARTING);
+    assert_string_equal(x->f.actions, "");
+    x->f.streams[1] = 0;
+    come_back(x, 1);
+    come_back(x, 0);
+    assert_string_equal(x->f.actions, "S1");
+    assert_last(x, true, "restarted 2 tors");
+}
+
+/* The draining tor uploads anew (HSDirs may serve it again): the turn starts over with a hand-over, so
+ * no tor is ended while it may be the one served. */
+static void test_drain_upload_meanwhile(void **state)
+{
+    struct test *x = *state;
+    x->f.round_at[0] = x->f.complete_at[0] = 950;
+    x->f.streams[1] = 1;
+    assert_int_equal(roll_start(x->r, "test", x->msg, sizeof(x->msg)), 0);
+    assert_int_equal(roll_state(x->r), ROLL_DRAINING);
+    x->f.round_at[1] = x->f.now; /* tor 2's new round, not confirmed yet */
+    x->f.streams[1] = 0;
+    advance(x, 0.25);
+    assert_string_equal(x->f.actions, "");
+    assert_int_equal(roll_state(x->r), ROLL_HANDOVER);
+    assert_int_equal(roll_current(x->r), 0); /* the turn starts over from the first tor not done */
+    advance(x, ROLL_SETTLE_S);
+    assert_string_equal(x->f.actions, "R2"); /* a survivor publishes anew */
+    f_publish(&x->f, 1);
+    advance(x, 0.25);
+    assert_string_equal(x->f.actions, "R2 S1");
+    come_back(x, 0);
+    come_back(x, 1);
+    assert_string_equal(x->f.actions, "R2 S1 S2");
+    assert_last(x, true, "restarted 2 tors");
+}
+
 /* Each step's deadline on the fake clock. */
 static void test_deadlines(void **state)
 {
@@ -363,6 +538,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_abort_other_dies, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deadlines, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_drain_waits_for_streams, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_drain_deadline_cuts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_drain_abort_other_dies, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_drain_tor_dies_itself, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_drain_upload_meanwhile, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
