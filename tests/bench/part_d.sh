@@ -46,6 +46,13 @@ EOF
 
 d_of() { "$OF" -c "$W/d$1/onionfront.json" "${@:2}"; } # MACHINE ARGS...
 
+# d_start MACHINE — run machine A's or B's onionfront (tracked; its PID in D_PID_A or D_PID_B).
+d_start() {
+	"$OF" -c "$W/d$1/onionfront.json" run >> "$W/d$1/onionfront.log" 2>&1 &
+	track $!
+	printf -v "D_PID_$1" '%s' $!
+}
+
 # d_new_key MACHINE SERVICE — create SERVICE's key; print its address.
 d_new_key() { d_of "$1" new-key "$2" 2>&1 | grep -Eo '[a-z2-7]{56}\.onion' | head -n 1; }
 
@@ -210,12 +217,8 @@ part_d() {
 	say "part D: master $D_MASTER, instances insta $D_INSTA (A), instb $inst_b (B)"
 
 	t0=$(now)
-	"$OF" -c "$W/dB/onionfront.json" run >> "$W/dB/onionfront.log" 2>&1 &
-	D_PID_B=$!
-	track "$D_PID_B"
-	"$OF" -c "$W/dA/onionfront.json" run >> "$W/dA/onionfront.log" 2>&1 &
-	D_PID_A=$!
-	track "$D_PID_A"
+	d_start B
+	d_start A
 	# newnym (run.sh) waits until the client has dropped the descriptors of "${SETUPS[@]}" by ADDR:
 	# these, for part D (dynamic scope).
 	# shellcheck disable=SC2034
