@@ -12,7 +12,7 @@
 #       back to back, order alternated: the same service tor and backend; only the descriptor differs
 #       (Onionbalance 0.2.2's has no flow-control line, so the client runs no congestion control).
 #   (2) aggregate: BENCH_D_CONC downloads at once, each on its own circuit (own SOCKS username, circuit
-#       built with a small request first), for BENCH_D_SECONDS (curl --max-time; each asks for
+#       built with a small request first, one after the other), for BENCH_D_SECONDS (curl --max-time; each asks for
 #       BENCH_D_CAP bytes, more than it gets in the window); MB/s = all bytes received / the window.
 # Phase 2, "2 instances": A's config lists instb, reloaded (SIGHUP: onionfront restarts Onionbalance with
 #   the new config.yaml); once status shows 4 intro points and an upload after that is confirmed, the
@@ -129,14 +129,14 @@ d_aggregate() {
 	local -A C0=()
 	local users=() pids=() P=() j0 j1
 	for ((r = 1; r <= D_REPS; r++)); do
-		users=() pids=()
+		# One after the other, as separate visitors: requests made at once share the client's introduction
+		# circuit, so they would all reach the instance of one intro point (seen: 16 of 16 on one instance).
+		users=()
 		for ((k = 0; k < D_CONC; k++)); do
 			users[k]=$(newuser)
 			curl -sS --max-time 60 -x "socks5h://${users[k]}:x@127.0.0.1:$TESTNET_SOCKS_PORT" "http://$D_MASTER/" 2> /dev/null |
-				grep -Eo 'Hello from inst[AB]' > "$W/d_warm_$k" &
-			pids+=($!)
+				grep -Eo 'Hello from inst[AB]' > "$W/d_warm_$k"
 		done
-		wait "${pids[@]}"
 		n_a=$(cat "$W"/d_warm_* | grep -c instA) n_b=$(cat "$W"/d_warm_* | grep -c instB)
 		((n_a + n_b == D_CONC)) || record "fail_d_warm_$phase" $((D_CONC - n_a - n_b))
 		record "split_$phase" "$n_a/$n_b"
