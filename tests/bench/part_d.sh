@@ -18,9 +18,10 @@
 #   the new config.yaml); once status shows 4 intro points and an upload after that is confirmed, the
 #   client drops its descriptors (NEWNYM) and the master descriptor it fetches has 4 intro points; then
 #   (2) again. Each circuit's first page names the instance it reached (the split is reported).
-# CPU during each aggregate run (utime+stime from /proc/PID/stat before/after, % of one core): the
-# client tor, the network's 11 tors, its delayfwd, machine A (onionfront + its tors), machine B, and the
-# whole machine's busy share (/proc/stat, every user of the shared machine included).
+# CPU during each aggregate run (utime+stime from /proc/PID/stat before/after, % of one core) and time
+# runnable but waiting for a CPU (/proc/PID/schedstat): the client tor, the network's 11 tors, its
+# delayfwd, machine A (onionfront + its tors), machine B; and the whole machine's busy share (/proc/stat,
+# every user of the shared machine included).
 # Environment: BENCH_D_BYTES (20000000), BENCH_D_REPS (3), BENCH_D_CONC (16), BENCH_D_SECONDS (20),
 # BENCH_D_CAP (32000000; the backend holds each answer in memory).
 
@@ -119,6 +120,15 @@ d_group_pids() {
 	esac
 }
 
+# Seconds the given PIDs together spent runnable but waiting for a CPU (/proc/PID/schedstat, field 2).
+d_runq_of() {
+	local pid ns=0 b
+	for pid in "$@"; do
+		read -r _ b _ < "/proc/$pid/schedstat" 2> /dev/null && ns=$((ns + b))
+	done
+	awk -v n="$ns" 'BEGIN { printf "%.3f", n / 1e9 }'
+}
+
 # Busy and total jiffies of the whole machine (all CPUs), "busy total".
 d_machine_jiffies() { awk '$1 == "cpu" { t = 0; for (i = 2; i <= 9; i++) t += $i; print t - $5 - $6, t; exit }' /proc/stat; }
 
@@ -126,7 +136,7 @@ d_machine_jiffies() { awk '$1 == "cpu" { t = 0; for (i = 2; i <= 9; i++) t += $i
 # the instances, early finishes and each CPU group's share.
 d_aggregate() {
 	local phase=$1 r k g t0 wall sum n_a n_b early
-	local -A C0=()
+	local -A C0=() R0=()
 	local users=() pids=() P=() j0 j1
 	for ((r = 1; r <= D_REPS; r++)); do
 		# One after the other, as separate visitors: requests made at once share the client's introduction
@@ -142,7 +152,7 @@ d_aggregate() {
 		record "split_$phase" "$n_a/$n_b"
 		for g in "${D_GROUPS[@]}"; do
 			mapfile -t P < <(d_group_pids "$g")
-			C0[$g]=$(cpu_of "${P[@]}")
+			C0[$g]=$(cpu_of "${P[@]}") R0[$g]=$(d_runq_of "${P[@]}")
 		done
 		j0=$(d_machine_jiffies)
 		pids=()
@@ -158,6 +168,7 @@ d_aggregate() {
 		for g in "${D_GROUPS[@]}"; do
 			mapfile -t P < <(d_group_pids "$g")
 			record "cpu_${g}_$phase" "$(awk -v a="${C0[$g]}" -v b="$(cpu_of "${P[@]}")" -v t="$wall" 'BEGIN { printf "%.1f", (b - a) / t * 100 }')"
+			record "runq_${g}_$phase" "$(awk -v a="${R0[$g]}" -v b="$(d_runq_of "${P[@]}")" -v t="$wall" 'BEGIN { printf "%.1f", (b - a) / t * 100 }')"
 		done
 		record "cpu_machine_$phase" "$(awk -v a="$j0" -v b="$j1" 'BEGIN { split(a, x, " "); split(b, y, " ");
 			printf "%.1f", (y[2] > x[2]) ? (y[1] - x[1]) / (y[2] - x[2]) * 100 : 0 }')"
@@ -167,7 +178,8 @@ d_aggregate() {
 		record "early_$phase" "$early"
 		record "agg_$phase" "$(awk -v s="$sum" -v t="$D_SECONDS" 'BEGIN { printf "%.3f", s / t / 1e6 }')"
 		say "part D aggregate $phase $r/$D_REPS: $(tail -n1 "$RAW/agg_$phase.txt") MB/s over ${wall} s, circuits on instA/instB $n_a/$n_b," \
-			"finished early $early; CPU % of a core $(for g in "${D_GROUPS[@]}" machine; do printf '%s=%s ' "$g" "$(tail -n1 "$RAW/cpu_${g}_$phase.txt")"; done)"
+			"finished early $early; CPU % of a core $(for g in "${D_GROUPS[@]}" machine; do printf '%s=%s ' "$g" "$(tail -n1 "$RAW/cpu_${g}_$phase.txt")"; done)" \
+			"waiting for a CPU % $(for g in "${D_GROUPS[@]}"; do printf '%s=%s ' "$g" "$(tail -n1 "$RAW/runq_${g}_$phase.txt")"; done)"
 	done
 }
 
@@ -197,9 +209,9 @@ d_single() {
 
 part_d() {
 	local inst_b t0
-	[[ -x /usr/sbin/onionbalance ]] || die "part D needs Debian's onionbalance (tests/install-deps.sh test)"
-	/usr/bin/python3 -c 'import stem' 2> /dev/null || die "part D needs python3-stem"
-	command -v jq > /dev/null || die "part D needs jq"
+	[[ -x /usr/sbin/onionbalance ]] || die "part D needs Debian's onionbalance (tests/install-deps.sh bench)"
+	/usr/bin/python3 -c 'import stem' 2> /dev/null || die "part D needs python3-stem (tests/install-deps.sh bench)"
+	command -v jq > /dev/null || die "part D needs jq (tests/install-deps.sh bench)"
 	net_start "$W/netd" "$D_BASE" 20
 	D_WEB_A=$((D_BASE + 60)) D_WEB_B=$((D_BASE + 61))
 	"$BACKEND" http "127.0.0.1:$D_WEB_A" instA > "$W/d_webA.log" 2>&1 &
@@ -244,8 +256,11 @@ part_d() {
 	net_stop
 }
 
-# Part D's CPU row for group $1: "| 1 instance | 2 instances |".
-d_cpu_row() { printf '| %s | %s | %s |\n' "$2" "$(cell "$RAW/cpu_$1_one.txt" %.0f)" "$(cell "$RAW/cpu_$1_two.txt" %.0f)"; }
+# Part D's CPU row for group $1 (label $2): CPU and run-queue wait, 1 and 2 instances.
+d_cpu_row() {
+	printf '| %s | %s | %s | %s | %s |\n' "$2" "$(cell "$RAW/cpu_$1_one.txt" %.0f)" "$(cell "$RAW/cpu_$1_two.txt" %.0f)" \
+		"$(cell "$RAW/runq_$1_one.txt" %.0f)" "$(cell "$RAW/runq_$1_two.txt" %.0f)"
+}
 
 report_d() {
 	local x f fails=""
@@ -262,16 +277,16 @@ report_d() {
 	x=$(ratio "$RAW/agg_two.txt" "$RAW/agg_one.txt")
 	echo "| the same with 2 instances: aggregate MB/s (circuits on insta/instb: $(paste -sd' ' "$RAW/split_two.txt" 2> /dev/null)) | $(cell "$RAW/agg_two.txt" %.2f) | 2/1 instances $x | ≥ 1.7× where the CPUs allow: $(mark "$x" 'x >= 1.7') |"
 	echo
-	echo "CPU during the aggregate runs, % of one core (utime+stime from /proc; whole machine: busy share of all $(nproc) CPUs, every process on it):"
+	echo "During the aggregate runs, % of the window: CPU used (utime+stime, /proc/PID/stat) and time spent runnable but waiting for a CPU (/proc/PID/schedstat; summed over a group's processes, so it can pass 100). Whole machine: busy share of all $(nproc) CPUs, every process on it."
 	echo
-	echo "| process | 1 instance | 2 instances |"
-	echo "|---|---|---|"
+	echo "| process | CPU, 1 instance | CPU, 2 instances | waiting for a CPU, 1 instance | waiting, 2 instances |"
+	echo "|---|---|---|---|---|"
 	d_cpu_row client "the network's client tor (all $D_CONC circuits)"
 	d_cpu_row relays "the network's 11 tors (3 authorities, 8 relays)"
 	d_cpu_row delayfwd "its delayfwd (every delayed link)"
 	d_cpu_row machineA "machine A: onionfront + its tors (insta's, Onionbalance's)"
 	d_cpu_row machineB "machine B: onionfront + its tor (instb)"
-	d_cpu_row machine "whole machine busy, % of all CPUs"
+	printf '| whole machine busy, %% of all CPUs | %s | %s | — | — |\n' "$(cell "$RAW/cpu_machine_one.txt" %.0f)" "$(cell "$RAW/cpu_machine_two.txt" %.0f)"
 	echo
 	for f in "$RAW"/fail_d_*.txt; do
 		[[ -e $f ]] && fails+=" $(basename "$f" .txt)=$(sum "$(basename "$f" .txt)")"
