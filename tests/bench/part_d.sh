@@ -16,8 +16,8 @@
 #       BENCH_D_CAP bytes, more than it gets in the window); MB/s = all bytes received / the window.
 # Phase 2, "2 instances": A's config lists instb, reloaded (SIGHUP: onionfront restarts Onionbalance with
 #   the new config.yaml); once status shows 4 intro points and an upload after that is confirmed, the
-#   client drops its descriptors (NEWNYM) and the master descriptor it fetches has 4 intro points; then
-#   (2) again. Each circuit's first page names the instance it reached (the split is reported).
+#   client drops its descriptors (NEWNYM) and the master descriptor it fetches has 4 intro points, and
+#   once a request through M reaches instb (NEWNYM again after every 4 that do not); then (2) again. Each circuit's first page names the instance it reached (the split is reported).
 # CPU during each aggregate run (utime+stime from /proc/PID/stat before/after, % of one core) and time
 # runnable but waiting for a CPU (/proc/PID/schedstat): the client tor, the network's 11 tors, its
 # delayfwd, machine A (onionfront + its tors), machine B; and the whole machine's busy share (/proc/stat,
@@ -109,6 +109,26 @@ d_wait_master() {
 	say "part D: master descriptor with $1 intro points confirmed and served ($(since "$t0") s)"
 }
 
+# d_page_from USER — the instance ("instA"/"instB") whose page a request through M with USER reached.
+d_page_from() {
+	curl -sS --max-time 60 -x "socks5h://$1:x@127.0.0.1:$TESTNET_SOCKS_PORT" "http://$D_MASTER/" 2> /dev/null |
+		grep -Eo 'Hello from inst[AB]' | sed 's/Hello from //'
+}
+
+# Until a request through M (a new circuit each, one after the other) reaches instb: an HSDir serving 4
+# intro points did not yet mean the client used them (a run had 48 of 48 circuits on insta right after
+# the check). NEWNYM after every 4 that reach insta; gives up (with a warning) after 240 s.
+d_wait_reach_b() {
+	local n=0 end=$((SECONDS + 240)) got
+	while ((SECONDS < end)); do
+		got=$(d_page_from "$(newuser)")
+		n=$((n + 1))
+		[[ $got == instB ]] && { say "part D: a request through M reached instb after $n tries"; return 0; }
+		((n % 4)) || newnym
+	done
+	say "warning: part D: $n requests through M, none reached instb: the 2-instance figures may be 1-instance ones (see the split)"
+}
+
 # The PIDs of CPU group $1 (see D_GROUPS), one per line.
 d_group_pids() {
 	case $1 in
@@ -144,8 +164,7 @@ d_aggregate() {
 		users=()
 		for ((k = 0; k < D_CONC; k++)); do
 			users[k]=$(newuser)
-			curl -sS --max-time 60 -x "socks5h://${users[k]}:x@127.0.0.1:$TESTNET_SOCKS_PORT" "http://$D_MASTER/" 2> /dev/null |
-				grep -Eo 'Hello from inst[AB]' > "$W/d_warm_$k"
+			d_page_from "${users[k]}" > "$W/d_warm_$k"
 		done
 		n_a=$(cat "$W"/d_warm_* | grep -c instA) n_b=$(cat "$W"/d_warm_* | grep -c instB)
 		((n_a + n_b == D_CONC)) || record "fail_d_warm_$phase" $((D_CONC - n_a - n_b))
@@ -248,6 +267,7 @@ part_d() {
 	kill -HUP "$D_PID_A"
 	t0=$(now)
 	d_wait_master 4
+	d_wait_reach_b
 	say "part D: phase 2 (2 instances) ready $(since "$t0") s after the reload"
 	d_aggregate two
 
