@@ -12,12 +12,14 @@
 #       back to back, order alternated: the same service tor and backend; only the descriptor differs
 #       (Onionbalance 0.2.2's has no flow-control line, so the client runs no congestion control).
 #   (2) aggregate: BENCH_D_CONC downloads at once, each on its own circuit (own SOCKS username, circuit
-#       built with a small request first, one after the other), for BENCH_D_SECONDS (curl --max-time; each asks for
-#       BENCH_D_CAP bytes, more than it gets in the window); MB/s = all bytes received / the window.
+#       built with a small request first, one after the other), for BENCH_D_SECONDS (curl --max-time;
+#       each asks for BENCH_D_CAP bytes, more than it gets in the window); MB/s = bytes / the window.
 # Phase 2, "2 instances": A's config lists instb, reloaded (SIGHUP: onionfront restarts Onionbalance with
 #   the new config.yaml); once status shows 4 intro points and an upload after that is confirmed, the
 #   client drops its descriptors (NEWNYM) and the master descriptor it fetches has 4 intro points, and
-#   once a request through M reaches instb (NEWNYM again after every 4 that do not); then (2) again. Each circuit's first page names the instance it reached (the split is reported).
+#   once a request through M reaches instb (NEWNYM again after every 4 that do not); then (2) again.
+#   Each circuit's first page names the instance it reached (the split is reported; one client tor
+#   tended to reach the same instance with every circuit: see README "Benchmarks").
 # CPU during each aggregate run (utime+stime from /proc/PID/stat before/after, % of one core) and time
 # runnable but waiting for a CPU (/proc/PID/schedstat): the client tor, the network's 11 tors, its
 # delayfwd, machine A (onionfront + its tors), machine B; and the whole machine's busy share (/proc/stat,
@@ -159,8 +161,8 @@ d_aggregate() {
 	local -A C0=() R0=()
 	local users=() pids=() P=() j0 j1
 	for ((r = 1; r <= D_REPS; r++)); do
-		# One after the other, as separate visitors: requests made at once share the client's introduction
-		# circuit, so they would all reach the instance of one intro point (seen: 16 of 16 on one instance).
+		# One after the other: requests made at once all reached one instance (16 of 16). One after the
+		# other they did too in both full runs so far (README "Benchmarks"): the split is reported.
 		users=()
 		for ((k = 0; k < D_CONC; k++)); do
 			users[k]=$(newuser)
