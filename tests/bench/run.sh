@@ -23,11 +23,12 @@
 # Part B, on loopback without tor: the same server (build/tools/loadgen serve) reached directly, through
 #   HAProxy in TCP mode (unix socket with accept-proxy, nbthread 1) and through onionfront's data path
 #   (build/bench/proxybench: sidecar/proxy.c on its own loop, no tor), both fed tor's PROXY v1 line first.
+# Part D, Onionbalance on the latency network voting every 20 s: tests/bench/part_d.sh (its header).
 #
 # Owns: a temporary directory, the private network in it (stopped at exit), and every process it starts
 # (tracked by PID, ended by PID at exit). Writes build/bench/results.md, build/bench/bench.svg and the raw
-# samples in build/bench/raw/. Environment: BENCH_REPS (10), BENCH_PARTS ("A B"), BENCH_DELAY_MS (10),
-# BENCH_BASE_PORT (30000: A uses base..base+99, B base+100..), BENCH_DOWNLOAD_BYTES (50000000),
+# samples in build/bench/raw/. Environment: BENCH_REPS (10), BENCH_PARTS ("A B D"), BENCH_DELAY_MS (10),
+# BENCH_BASE_PORT (30000: A uses base..base+99, B base+100.., D base+300..base+399), BENCH_DOWNLOAD_BYTES (50000000),
 # BENCH_DOWNLOAD_REPS (3), BENCH_BULK_BYTES (1000000000), BENCH_RATE_SECONDS (3), BENCH_CONC (32), BENCH_B_REPS (2 x BENCH_REPS: part B's rate rounds), BENCH_KEEP=1 keeps the temp dir,
 # BENCH_NET_DIR=DIR uses (and leaves running) a latency network already started with testnet.sh.
 
@@ -44,7 +45,7 @@ LOADGEN=$ROOT/build/tools/loadgen
 PROXYBENCH=$ROOT/build/bench/proxybench
 
 REPS=${BENCH_REPS:-10}
-PARTS=${BENCH_PARTS:-A B}
+PARTS=${BENCH_PARTS:-A B D}
 DELAY=${BENCH_DELAY_MS:-10}
 BASE=${BENCH_BASE_PORT:-30000}
 DL_BYTES=${BENCH_DOWNLOAD_BYTES:-50000000}
@@ -84,9 +85,7 @@ cleanup() {
 	trap - EXIT INT TERM HUP
 	for pid in "${PIDS[@]}"; do of_stop_pid "$pid" 20; done
 	PIDS=()
-	if ((NET_STARTED)); then
-		bash "$TESTNET" stop "$NETDIR" >&2 || say "testnet stop failed (see $NETDIR)"
-	fi
+	net_stop
 	if [[ -n $W && -d $W && -z ${BENCH_KEEP:-} ]]; then rm -rf -- "$W"; fi
 	[[ -n ${BENCH_KEEP:-} && -n $W ]] && say "kept $W"
 }
@@ -322,25 +321,40 @@ newnym() {
 	return 1
 }
 
-part_a() {
-	local r s i order u out size total c0 c1 fails t0 pid tpid
-
+# net_start DIR BASE_PORT [VOTING_INTERVAL]: start a private network with DELAY ms per link in DIR, or use
+# BENCH_NET_DIR (development: a latency network already running, left running; it must vote at
+# VOTING_INTERVAL when one is given); take its environment, DELAY and SERVERS (every HSDir, for HSFETCH).
+net_start() {
 	if [[ -n ${BENCH_NET_DIR:-} ]]; then
-		# Development: a latency network that is already running (and is left running).
 		NETDIR=$BENCH_NET_DIR
 		bash "$TESTNET" status "$NETDIR" > /dev/null || die "no running network in $NETDIR"
 	else
-		say "part A: private network with ${DELAY} ms per link and direction (base port $BASE)"
-		NETDIR=$W/net
+		say "private network with ${DELAY} ms per link and direction${3:+, voting every $3 s} (base port $2)"
+		NETDIR=$1
 		mkdir -p "$NETDIR"
 		NET_STARTED=1
-		TESTNET_BASE_PORT=$BASE TESTNET_DELAY_MS=$DELAY TESTNET_BOOTSTRAP_TIMEOUT=${BENCH_BOOTSTRAP_TIMEOUT:-300} \
+		env TESTNET_BASE_PORT="$2" TESTNET_DELAY_MS="$DELAY" ${3:+TESTNET_VOTING_INTERVAL="$3"} \
+			TESTNET_BOOTSTRAP_TIMEOUT="${BENCH_BOOTSTRAP_TIMEOUT:-300}" \
 			bash "$TESTNET" start "$NETDIR" >&2 || die "the private network did not start"
 	fi
 	eval "$(bash "$TESTNET" env "$NETDIR")"
+	[[ -z ${3:-} || $TESTNET_VOTING_INTERVAL == "$3" ]] || die "the network in $NETDIR votes every $TESTNET_VOTING_INTERVAL s, not $3 s"
 	DELAY=$TESTNET_DELAY_MS
 	((DELAY > 0)) || say "warning: the network in $NETDIR has no link delay"
 	SERVERS=$(awk '{ printf "SERVER=$%s ", $3 }' "$TESTNET_RELAYS_FILE" "$TESTNET_AUTHORITIES_FILE")
+}
+
+# Stop the network net_start started (not BENCH_NET_DIR's).
+net_stop() {
+	((NET_STARTED)) || return 0
+	bash "$TESTNET" stop "$NETDIR" >&2 || say "testnet stop failed (see $NETDIR)"
+	NET_STARTED=0
+}
+
+part_a() {
+	local r s i order u out size total c0 c1 fails t0 pid tpid
+
+	net_start "$W/net" "$BASE"
 
 	WEB1=$((BASE + 60)) WEB2=$((BASE + 61))
 	"$BACKEND" http "127.0.0.1:$WEB1" web1 > "$W/web1.log" 2>&1 &
@@ -497,10 +511,7 @@ part_a() {
 	done
 	[[ -n ${WEB2_PID:-} ]] && of_stop_pid "$WEB2_PID"
 	for s in "${SETUPS[@]}"; do stop_setup "$s"; done
-	if ((NET_STARTED)); then
-		bash "$TESTNET" stop "$NETDIR" >&2
-		NET_STARTED=0
-	fi
+	net_stop
 }
 
 # ---------------------------------------------------------------- part B: data path vs HAProxy
@@ -751,6 +762,9 @@ machine() {
 		"$(cut -d' ' -f1-3 /proc/loadavg)"
 }
 
+# Part D (Onionbalance, issue 12) lives in its own file; it uses the helpers above.
+source "$(dirname "$0")/part_d.sh"
+
 # ---------------------------------------------------------------- main
 
 main() {
@@ -771,11 +785,13 @@ main() {
 	say "work directory $W; $REPS repetitions ($DL_REPS for downloads); parts: $PARTS"
 	[[ " $PARTS " == *" A "* ]] && part_a
 	[[ " $PARTS " == *" B "* ]] && part_b
+	[[ " $PARTS " == *" D "* ]] && part_d
 	{
 		echo "## make bench — $(machine)"
 		echo
 		[[ " $PARTS " == *" A "* ]] && report_a
 		[[ " $PARTS " == *" B "* ]] && report_b
+		[[ " $PARTS " == *" D "* ]] && report_d
 		echo "Whole run: $(awk -v a="${T_BEGIN/,/.}" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }') s. Raw samples: build/bench/raw/; plot: build/bench/bench.svg."
 	} > "$OUT/results.md"
 	plot
