@@ -84,9 +84,7 @@ cleanup() {
 	trap - EXIT INT TERM HUP
 	for pid in "${PIDS[@]}"; do of_stop_pid "$pid" 20; done
 	PIDS=()
-	if ((NET_STARTED)); then
-		bash "$TESTNET" stop "$NETDIR" >&2 || say "testnet stop failed (see $NETDIR)"
-	fi
+	net_stop
 	if [[ -n $W && -d $W && -z ${BENCH_KEEP:-} ]]; then rm -rf -- "$W"; fi
 	[[ -n ${BENCH_KEEP:-} && -n $W ]] && say "kept $W"
 }
@@ -322,25 +320,40 @@ newnym() {
 	return 1
 }
 
-part_a() {
-	local r s i order u out size total c0 c1 fails t0 pid tpid
-
+# net_start DIR BASE_PORT [VOTING_INTERVAL]: start a private network with DELAY ms per link in DIR, or use
+# BENCH_NET_DIR (development: a latency network already running, left running; it must vote at
+# VOTING_INTERVAL when one is given); take its environment, DELAY and SERVERS (every HSDir, for HSFETCH).
+net_start() {
 	if [[ -n ${BENCH_NET_DIR:-} ]]; then
-		# Development: a latency network that is already running (and is left running).
 		NETDIR=$BENCH_NET_DIR
 		bash "$TESTNET" status "$NETDIR" > /dev/null || die "no running network in $NETDIR"
 	else
-		say "part A: private network with ${DELAY} ms per link and direction (base port $BASE)"
-		NETDIR=$W/net
+		say "private network with ${DELAY} ms per link and direction${3:+, voting every $3 s} (base port $2)"
+		NETDIR=$1
 		mkdir -p "$NETDIR"
 		NET_STARTED=1
-		TESTNET_BASE_PORT=$BASE TESTNET_DELAY_MS=$DELAY TESTNET_BOOTSTRAP_TIMEOUT=${BENCH_BOOTSTRAP_TIMEOUT:-300} \
+		env TESTNET_BASE_PORT="$2" TESTNET_DELAY_MS="$DELAY" ${3:+TESTNET_VOTING_INTERVAL="$3"} \
+			TESTNET_BOOTSTRAP_TIMEOUT="${BENCH_BOOTSTRAP_TIMEOUT:-300}" \
 			bash "$TESTNET" start "$NETDIR" >&2 || die "the private network did not start"
 	fi
 	eval "$(bash "$TESTNET" env "$NETDIR")"
+	[[ -z ${3:-} || $TESTNET_VOTING_INTERVAL == "$3" ]] || die "the network in $NETDIR votes every $TESTNET_VOTING_INTERVAL s, not $3 s"
 	DELAY=$TESTNET_DELAY_MS
 	((DELAY > 0)) || say "warning: the network in $NETDIR has no link delay"
 	SERVERS=$(awk '{ printf "SERVER=$%s ", $3 }' "$TESTNET_RELAYS_FILE" "$TESTNET_AUTHORITIES_FILE")
+}
+
+# Stop the network net_start started (not BENCH_NET_DIR's).
+net_stop() {
+	((NET_STARTED)) || return 0
+	bash "$TESTNET" stop "$NETDIR" >&2 || say "testnet stop failed (see $NETDIR)"
+	NET_STARTED=0
+}
+
+part_a() {
+	local r s i order u out size total c0 c1 fails t0 pid tpid
+
+	net_start "$W/net" "$BASE"
 
 	WEB1=$((BASE + 60)) WEB2=$((BASE + 61))
 	"$BACKEND" http "127.0.0.1:$WEB1" web1 > "$W/web1.log" 2>&1 &
@@ -497,10 +510,7 @@ part_a() {
 	done
 	[[ -n ${WEB2_PID:-} ]] && of_stop_pid "$WEB2_PID"
 	for s in "${SETUPS[@]}"; do stop_setup "$s"; done
-	if ((NET_STARTED)); then
-		bash "$TESTNET" stop "$NETDIR" >&2
-		NET_STARTED=0
-	fi
+	net_stop
 }
 
 # ---------------------------------------------------------------- part B: data path vs HAProxy
