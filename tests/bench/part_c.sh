@@ -10,8 +10,8 @@
 # own, so they do not share the machine), each through:
 #  - idle: BENCH_C_REPS windows of BENCH_C_IDLE_SECONDS (20) after the start: CPU (utime+stime, as
 #    seconds per minute) and RSS of each tor; with two tors the second one's figures are the row asked.
-#  - restart: a request every 100 ms, one at a time (a slow one delays the next), each on its own
-#    circuit (a SOCKS username per request; the client's descriptor cache is shared), from 2 s before the
+#  - restart: a request every 100 ms, each on its own circuit (a SOCKS username per request; the client's
+#    descriptor cache is shared), at most BENCH_C_INFLIGHT (15) open at a time, from 2 s before the
 #    restart until the restart is over and the last 20 answers were good (at least BENCH_C_REQUESTS,
 #    100, requests; at most 120 s after the restart). Tor alone: SIGTERM, then the same torrc started
 #    again; onionfront: `onionfront restart-tor` (a plain restart with one tor, a rolling restart with
@@ -29,6 +29,7 @@ C_REPS=${BENCH_C_REPS:-3}
 C_BASE=${BENCH_C_BASE_PORT:-31000}
 C_MIN_REQUESTS=${BENCH_C_REQUESTS:-100}
 C_IDLE=${BENCH_C_IDLE_SECONDS:-20}
+C_INFLIGHT=${BENCH_C_INFLIGHT:-15}
 C_ALONE_WAIT=20
 C_COLS=(alone of1 of2)
 declare -A C_LABEL=([alone]="tor alone (torrc service)" [of1]="onionfront, 1 instance" [of2]="onionfront, 2 instances")
@@ -82,24 +83,28 @@ c_tor_pid() { if [[ $1 == alone ]]; then printf '%s' "${SPID[b]}"; else c_tor "$
 # Microseconds since the epoch.
 c_us() { local t=${EPOCHREALTIME/[.,]/}; printf '%s' "$t"; }
 
-# c_loop_start OUT ADDR: in the background, one request at a time, each on its own circuit (a SOCKS
-# username each), the next 100 ms after the previous one started (at once when that one took longer),
-# until OUT.stop exists and at least C_MIN_REQUESTS were made; each line of OUT: start end ok|fail.
-# One at a time as the integration tests' loops: overlapping requests that wait out an outage pile up
-# in the client tor (150 pending at 10 per second) and slow its own recovery. Sets C_LOOP.
+# c_loop_start OUT ADDR: in the background, a request every 100 ms, each on its own circuit (a SOCKS
+# username each) and in its own process, at most C_INFLIGHT at a time (a tick waits while that many are
+# open: during an outage the rate drops instead of piling up requests in the client tor), until OUT.stop
+# exists and at least C_MIN_REQUESTS were started; each line of OUT: start end ok|fail. Sets C_LOOP.
 c_loop_start() {
 	local out=$1 addr=$2
 	: > "$out"
 	rm -f "$out.stop"
 	(
-		i=0
+		i=0 t0=$(c_us)
 		while ((i < C_MIN_REQUESTS)) || [[ ! -e $out.stop ]]; do
-			i=$((i + 1)) t=$(c_us) s=$(now)
-			if fetch "$addr" "c$BASHPID-$i" / 10 > /dev/null; then r=ok; else r=fail; fi
-			printf '%s %s %s\n' "$s" "$(now)" "$r" >> "$out"
-			w=$((t + 100000 - $(c_us)))
-			((w > 0)) && sleep "0.$(printf '%06d' "$w")"
+			while (($(jobs -rp | wc -l) >= C_INFLIGHT)); do wait -n; done
+			(
+				s=$(now)
+				if fetch "$addr" "c$$-$BASHPID-$i" / 10 > /dev/null; then r=ok; else r=fail; fi
+				printf '%s %s %s\n' "$s" "$(now)" "$r" >> "$out"
+			) &
+			i=$((i + 1))
+			w=$((t0 + i * 100000 - $(c_us)))
+			((w > 0)) && sleep "$((w / 1000000)).$(printf '%06d' $((w % 1000000)))"
 		done
+		wait
 	) &
 	C_LOOP=$!
 	track "$C_LOOP"
@@ -110,18 +115,20 @@ c_loop_healthy() {
 	sort -k2,2g "$1" | tail -n 20 | awk -v t="$2" '$1 >= t && $3 == "ok" { n++ } END { exit !(n == 20) }'
 }
 
-# "failed total gap" of loop file $1: the longest time between two good answers (or from the last good
-# answer to the end of the loop, when it ended failing; from the first start, when it began failing).
+# "failed total gap rate" of loop file $1: gap = the longest time between two good answers (or from the
+# last good answer to the end of the loop, when it ended failing; from the first start, when it began
+# failing); rate = requests per second over the whole loop.
 c_loop_figures() {
-	sort -k2,2g "$1" | awk 'NR == 1 { last = $1 } { n++; end = $2 }
+	sort -k2,2g "$1" | awk 'NR == 1 { last = $1; t0 = $1 } { n++; end = $2 }
 		$3 == "ok" { if ($2 - last > gap) gap = $2 - last; last = $2 }
 		$3 == "fail" { f++; lastfail = 1 } $3 == "ok" { lastfail = 0 }
-		END { if (lastfail && end - last > gap) gap = end - last; printf "%d %d %.2f\n", f, n, gap }'
+		END { if (lastfail && end - last > gap) gap = end - last
+			printf "%d %d %.2f %.2f\n", f, n, gap, (end > t0 ? n / (end - t0) : 0) }'
 }
 
 # Restart set-up $1's tor(s) under the request loop; one repetition.
 c_restart() {
-	local col=$1 addr=$2 r=$3 out=$W/c_loop_${1}_$3.txt t0 done_at old f n gap
+	local col=$1 addr=$2 r=$3 out=$W/c_loop_${1}_$3.txt t0 done_at old f n gap rate
 	c_loop_start "$out" "$addr"
 	sleep 2
 	t0=$(now)
@@ -135,10 +142,11 @@ c_restart() {
 	fi
 	done_at=$(now)
 	c_wait 120 c_loop_healthy "$out" "$done_at" || say "part C: $col: no 20 good answers in a row within 120 s of the restart"
-	touch "$out.stop"
-	c_wait 60 eval '! kill -0 "$C_LOOP" 2> /dev/null' || say "part C: the request loop did not end"
+	touch "$out.stop" # the loop ends once it made C_MIN_REQUESTS
+	c_wait 300 eval '! kill -0 "$C_LOOP" 2> /dev/null' || say "part C: the request loop did not end"
 	wait "$C_LOOP" 2> /dev/null
-	read -r f n gap < <(c_loop_figures "$out")
+	read -r f n gap rate < <(c_loop_figures "$out")
+	record "crestart_rate_$col" "$rate"
 	record "crestart_fail_$col" "$f"
 	record "crestart_n_$col" "$n"
 	record "crestart_gap_$col" "$gap"
@@ -269,7 +277,7 @@ report_c() {
 	local col x
 	echo "### Part C — tor restarts and crashes: tor alone vs onionfront with one and two tors (issue 11; private network, ${DELAY} ms per link and direction)"
 	echo
-	echo "Medians in bold, (min–max), $C_REPS repetitions each. Visitor = the network's client tor. Restart: a request every 100 ms, one at a time (a slow one delays the next; each request up to 10 s), on a new circuit each (SOCKS username), from 2 s before the restart until it is over and 20 answers in a row were good (≥ $C_MIN_REQUESTS requests); tor alone: SIGTERM and start again, onionfront: \`onionfront restart-tor\` (a rolling restart with two tors). SIGKILL: of the tor whose descriptor the client holds; cached client = the SOCKS username that fetched just before (open rendezvous circuit, cached descriptor), asking again at once and until answered; new client = a new SOCKS username per try with HSFETCH from every HSDir every 0.25 s (part A's tor-kill method). Tor alone was killed once and given ${C_ALONE_WAIT} s. Idle: $C_REPS windows of ${C_IDLE} s."
+	echo "Medians in bold, (min–max), $C_REPS repetitions each. Visitor = the network's client tor. Restart: a request every 100 ms (each up to 10 s, at most $C_INFLIGHT open at a time: a tick waits while that many are), on a new circuit each (SOCKS username), from 2 s before the restart until it is over and 20 answers in a row were good (≥ $C_MIN_REQUESTS requests); tor alone: SIGTERM and start again, onionfront: \`onionfront restart-tor\` (a rolling restart with two tors). SIGKILL: of the tor whose descriptor the client holds; cached client = the SOCKS username that fetched just before (open rendezvous circuit, cached descriptor), asking again at once and until answered; new client = a new SOCKS username per try with HSFETCH from every HSDir every 0.25 s (part A's tor-kill method). Tor alone was killed once and given ${C_ALONE_WAIT} s. Idle: $C_REPS windows of ${C_IDLE} s."
 	echo
 	echo "| measure | ${C_LABEL[alone]} | ${C_LABEL[of1]} | ${C_LABEL[of2]} | goal |"
 	echo "|---|---|---|---|---|"
@@ -279,6 +287,9 @@ report_c() {
 	done
 	x=$(median "$RAW/crestart_fail_of2.txt")
 	echo "| 2 instances 0: $(mark "${x:-}" 'x == 0') |"
+	printf '| requests per second the loop made '
+	for col in "${C_COLS[@]}"; do printf '| %s ' "$(cell "$RAW/crestart_rate_$col.txt" %.1f)"; done
+	echo "| — |"
 	printf '| longest gap between two good answers during the restart, s '
 	for col in "${C_COLS[@]}"; do printf '| %s ' "$(cell "$RAW/crestart_gap_$col.txt" %.2f)"; done
 	echo "| — |"
