@@ -40,11 +40,13 @@ c_status() { "$OF" -c "$W/c/onionfront.json" status --json 2> /dev/null; }
 c_tor() { c_status | jq -r --argjson i "$1" '.status.tors[] | select(.instance == $i) | .'"$2"' // empty' 2> /dev/null; }
 # The pids of onionfront's tors, in instance order, one line.
 c_pids() { c_status | jq -r '[.status.tors[].pid] | map(tostring) | join(" ")' 2> /dev/null; }
-# Every tor of set-up c is up, its pid not among $1 (the pids before a restart), and no roll runs.
+# Every tor of set-up c runs and has bootstrapped, its pid not among $1 (the pids before a restart), and
+# no roll runs. Not the tor's verdict: after an outage it waits for the next good probe (minutes).
 c_settled() {
 	local st
 	st=$(c_status) || return 1
-	jq -e --arg old " ${1:-} " '(.status.tors | length > 0) and ([.status.tors[] | .pid as $p | .verdict == "up" and $p != null
+	jq -e --arg old " ${1:-} " '(.status.tors | length > 0) and ([.status.tors[] | .pid as $p
+		| .state == "running" and .bootstrap_progress == 100 and $p != null
 		and ($old | contains(" " + ($p | tostring) + " ") | not)] | all)
 		and ((.status.roll // {}).state // "idle") == "idle"' <<< "$st" > /dev/null 2>&1
 }
