@@ -23,11 +23,14 @@
 # Part B, on loopback without tor: the same server (build/tools/loadgen serve) reached directly, through
 #   HAProxy in TCP mode (unix socket with accept-proxy, nbthread 1) and through onionfront's data path
 #   (build/bench/proxybench: sidecar/proxy.c on its own loop, no tor), both fed tor's PROXY v1 line first.
+# Part C (tests/bench/part_c.sh, issue 11): tor restarts and SIGKILLs with tor alone and onionfront with
+#   one and two tors, on a private network of its own (base BENCH_C_BASE_PORT, 31000); its header
+#   describes the measurements.
 # Part D, Onionbalance on the latency network voting every 20 s: tests/bench/part_d.sh (its header).
 #
 # Owns: a temporary directory, the private network in it (stopped at exit), and every process it starts
 # (tracked by PID, ended by PID at exit). Writes build/bench/results.md, build/bench/bench.svg and the raw
-# samples in build/bench/raw/. Environment: BENCH_REPS (10), BENCH_PARTS ("A B D"), BENCH_DELAY_MS (10),
+# samples in build/bench/raw/. Environment: BENCH_REPS (10), BENCH_PARTS ("A B C D"), BENCH_DELAY_MS (10),
 # BENCH_BASE_PORT (30000: A uses base..base+99, B base+100.., D base+300..base+399), BENCH_DOWNLOAD_BYTES (50000000),
 # BENCH_DOWNLOAD_REPS (3), BENCH_BULK_BYTES (1000000000), BENCH_RATE_SECONDS (3), BENCH_CONC (32), BENCH_B_REPS (2 x BENCH_REPS: part B's rate rounds), BENCH_KEEP=1 keeps the temp dir,
 # BENCH_NET_DIR=DIR uses (and leaves running) a latency network already started with testnet.sh.
@@ -45,7 +48,7 @@ LOADGEN=$ROOT/build/tools/loadgen
 PROXYBENCH=$ROOT/build/bench/proxybench
 
 REPS=${BENCH_REPS:-10}
-PARTS=${BENCH_PARTS:-A B D}
+PARTS=${BENCH_PARTS:-A B C D}
 DELAY=${BENCH_DELAY_MS:-10}
 BASE=${BENCH_BASE_PORT:-30000}
 DL_BYTES=${BENCH_DOWNLOAD_BYTES:-50000000}
@@ -206,7 +209,7 @@ write_of_config() {
   "state_dir": "$W/$1/state",
   "run_dir": "$W/$1/run",
   "log_level": "info",
-  "tor": { "mode": "spawn", "bootstrap_timeout": 300, "extra_torrc": $(extra_torrc_json) },
+  "tor": { "mode": "spawn", "bootstrap_timeout": 300, "instances": ${OF_TOR_INSTANCES:-1}, "extra_torrc": $(extra_torrc_json) },
   "services": [ { "name": "bench", "mode": "$mode", "key_dir": "$2",
                   "ports": [ { "virtual": 80, "backends": $3 } ] } ]
 }
@@ -762,6 +765,8 @@ machine() {
 		"$(cut -d' ' -f1-3 /proc/loadavg)"
 }
 
+# Part C (issue 11: tor restarts and crashes, one and two tors) and its report.
+source "$(dirname "$0")/part_c.sh"
 # Part D (Onionbalance, issue 12) lives in its own file; it uses the helpers above.
 source "$(dirname "$0")/part_d.sh"
 
@@ -785,12 +790,14 @@ main() {
 	say "work directory $W; $REPS repetitions ($DL_REPS for downloads); parts: $PARTS"
 	[[ " $PARTS " == *" A "* ]] && part_a
 	[[ " $PARTS " == *" B "* ]] && part_b
+	[[ " $PARTS " == *" C "* ]] && part_c
 	[[ " $PARTS " == *" D "* ]] && part_d
 	{
 		echo "## make bench — $(machine)"
 		echo
 		[[ " $PARTS " == *" A "* ]] && report_a
 		[[ " $PARTS " == *" B "* ]] && report_b
+		[[ " $PARTS " == *" C "* ]] && report_c
 		[[ " $PARTS " == *" D "* ]] && report_d
 		echo "Whole run: $(awk -v a="${T_BEGIN/,/.}" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }') s. Raw samples: build/bench/raw/; plot: build/bench/bench.svg."
 	} > "$OUT/results.md"

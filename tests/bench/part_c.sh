@@ -1,0 +1,328 @@
+# tests/bench/part_c.sh — `make bench` part C (issue 11): what a visitor sees when the service's tor is
+# restarted or killed, with tor alone (a torrc single onion service), onionfront with one tor and
+# onionfront with two tors (tor.instances 2), and what the second tor costs at idle. Sourced by run.sh,
+# whose helpers it uses (start_setup for set-up b (tor alone) and c (onionfront), fetch, poll_fetch,
+# record, cell, cpu_of, the cleanup of its network and processes); nothing here asserts.
+#
+# A private network of its own like part A's (net_start: BENCH_DELAY_MS, 10 ms per link and direction;
+# base port BENCH_C_BASE_PORT, 31000; BENCH_NET_DIR for development), the same backend for every
+# set-up, the network's client tor as the visitor. The three set-ups run one after the other (each on its
+# own, so they do not share the machine), each through:
+#  - idle: BENCH_C_REPS windows of BENCH_C_IDLE_SECONDS (20) after the start: CPU (utime+stime, as
+#    seconds per minute) and RSS of each tor; with two tors the second one's figures are the row asked.
+#  - restart: a request every 100 ms, each on its own circuit (a SOCKS username per request; the client's
+#    descriptor cache is shared), at most BENCH_C_INFLIGHT (15) open at a time, from 2 s before the
+#    restart until the restart is over and the last 20 answers were good (at least BENCH_C_REQUESTS,
+#    100, requests; at most 120 s after the restart). Tor alone: SIGTERM, then the same torrc started
+#    again; onionfront: `onionfront restart-tor` (a plain restart with one tor, a rolling restart with
+#    two). Counts the failed requests and the longest gap between two good answers.
+#  - SIGKILL of the tor whose descriptor the client holds (its descriptor-signing-key certificate is
+#    compared with each tor's own; tor 1 when none matches), twice per repetition:
+#    (1) a cached client: a SOCKS username that fetched just before (open rendezvous circuit, cached
+#        descriptor) asks again at once after the kill, and again until answered (bounded): did the first
+#        request succeed, and when did it get an answer;
+#    (2) a new client: part A's tor-kill method (poll_fetch: a new SOCKS username per try, HSFETCH from
+#        every HSDir every 0.25 s) until a fetch works: time from the kill.
+#    Tor alone has no supervisor: its tor is killed once at the end and both clients are given 20 s.
+
+C_REPS=${BENCH_C_REPS:-3}
+C_BASE=${BENCH_C_BASE_PORT:-31000}
+C_MIN_REQUESTS=${BENCH_C_REQUESTS:-100}
+C_IDLE=${BENCH_C_IDLE_SECONDS:-20}
+C_INFLIGHT=${BENCH_C_INFLIGHT:-15}
+C_ALONE_WAIT=20
+C_COLS=(alone of1 of2)
+declare -A C_LABEL=([alone]="tor alone (torrc service)" [of1]="onionfront, 1 instance" [of2]="onionfront, 2 instances")
+
+# onionfront's status (JSON) of set-up c.
+c_status() { "$OF" -c "$W/c/onionfront.json" status --json 2> /dev/null; }
+# c_tor INSTANCE FIELD: a field of that tor's row in status ("" if none).
+c_tor() { c_status | jq -r --argjson i "$1" '.status.tors[] | select(.instance == $i) | .'"$2"' // empty' 2> /dev/null; }
+# The pids of onionfront's tors, in instance order, one line.
+c_pids() { c_status | jq -r '[.status.tors[].pid] | map(tostring) | join(" ")' 2> /dev/null; }
+# Every tor of set-up c runs and has bootstrapped, its pid not among $1 (the pids before a restart), and
+# no roll runs. Not the tor's verdict: after an outage it waits for the next good probe (minutes).
+c_settled() {
+	local st
+	st=$(c_status) || return 1
+	jq -e --arg old " ${1:-} " '(.status.tors | length > 0) and ([.status.tors[] | .pid as $p
+		| .state == "running" and .bootstrap_progress == 100 and $p != null
+		and ($old | contains(" " + ($p | tostring) + " ") | not)] | all)
+		and ((.status.roll // {}).state // "idle") == "idle"' <<< "$st" > /dev/null 2>&1
+}
+# c_wait SECONDS COMMAND...: poll every 0.5 s until COMMAND succeeds; fails on timeout.
+c_wait() {
+	local end=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		((SECONDS < end)) || return 1
+		sleep 0.5
+	done
+}
+
+# The descriptor-signing-key certificate in a descriptor printed by torctl (one per tor and time period).
+c_cert() { awk '/descriptor-signing-key-cert/ { on = 1; next } on && /END ED25519 CERT/ { exit } on { print }'; }
+
+# The instance whose descriptor of address $1 the client tor holds (1 if none matches).
+c_held() {
+	local id=${1%.onion} held k sock n
+	held=$(ctl "GETINFO hs/client/desc/id/$id" 2> /dev/null | c_cert)
+	n=$(c_status | jq -r '.status.tors | length' 2> /dev/null)
+	for ((k = 1; k <= ${n:-1}; k++)); do
+		sock=$W/c/run/control/control.sock
+		((k > 1)) && sock=$W/c/run/control-$k/control.sock
+		if [[ -n $held && $("$TORCTL" "$sock" "GETINFO hs/service/desc/id/$id" 2> /dev/null | c_cert) == "$held" ]]; then
+			echo "$k"
+			return
+		fi
+	done
+	echo "1 (no tor's own descriptor matched the client's)"
+}
+
+# The pid of set-up $1's tor number $2 (tor alone: its only tor).
+c_tor_pid() { if [[ $1 == alone ]]; then printf '%s' "${SPID[b]}"; else c_tor "$2" pid; fi; }
+
+# Microseconds since the epoch.
+c_us() { local t=${EPOCHREALTIME/[.,]/}; printf '%s' "$t"; }
+
+# c_loop_start OUT ADDR: in the background, a request every 100 ms, each on its own circuit (a SOCKS
+# username each) and in its own process, at most C_INFLIGHT at a time (a tick waits while that many are
+# open: during an outage the rate drops instead of piling up requests in the client tor), until OUT.stop
+# exists and at least C_MIN_REQUESTS were started; each line of OUT: start end ok|fail. Sets C_LOOP.
+c_loop_start() {
+	local out=$1 addr=$2
+	: > "$out"
+	rm -f "$out.stop"
+	(
+		i=0 t0=$(c_us)
+		while ((i < C_MIN_REQUESTS)) || [[ ! -e $out.stop ]]; do
+			while (($(jobs -rp | wc -l) >= C_INFLIGHT)); do wait -n; done
+			(
+				s=$(now)
+				if fetch "$addr" "c$$-$BASHPID-$i" / 10 > /dev/null; then r=ok; else r=fail; fi
+				printf '%s %s %s\n' "$s" "$(now)" "$r" >> "$out"
+			) &
+			i=$((i + 1))
+			w=$((t0 + i * 100000 - $(c_us)))
+			((w > 0)) && sleep "$((w / 1000000)).$(printf '%06d' $((w % 1000000)))"
+		done
+		wait
+	) &
+	C_LOOP=$!
+	track "$C_LOOP"
+}
+
+# The last 20 answers of loop file $1 (by end time) were all good and started after time $2.
+c_loop_healthy() {
+	sort -k2,2g "$1" | tail -n 20 | awk -v t="$2" '$1 >= t && $3 == "ok" { n++ } END { exit !(n == 20) }'
+}
+
+# "failed total gap rate" of loop file $1: gap = the longest time between two good answers (or from the
+# last good answer to the end of the loop, when it ended failing; from the first start, when it began
+# failing); rate = requests per second over the whole loop.
+c_loop_figures() {
+	sort -k2,2g "$1" | awk 'NR == 1 { last = $1; t0 = $1 } { n++; end = $2 }
+		$3 == "ok" { if ($2 - last > gap) gap = $2 - last; last = $2 }
+		$3 == "fail" { f++; lastfail = 1 } $3 == "ok" { lastfail = 0 }
+		END { if (lastfail && end - last > gap) gap = end - last
+			printf "%d %d %.2f %.2f\n", f, n, gap, (end > t0 ? n / (end - t0) : 0) }'
+}
+
+# Restart set-up $1's tor(s) under the request loop; one repetition.
+c_restart() {
+	local col=$1 addr=$2 r=$3 out=$W/c_loop_${1}_$3.txt t0 done_at old f n gap rate
+	c_loop_start "$out" "$addr"
+	sleep 2
+	t0=$(now)
+	if [[ $col == alone ]]; then
+		stop_setup b
+		start_setup b "$col" || say "part C: tor alone did not start again"
+	else
+		old=$(c_pids)
+		"$OF" -c "$W/c/onionfront.json" restart-tor >> "$W/c/restart-tor.out" 2>&1 || say "part C: restart-tor failed: $(tail -n 1 "$W/c/restart-tor.out")"
+		c_wait 400 c_settled "$old" || say "part C: $col: the restart did not end within 400 s"
+	fi
+	done_at=$(now)
+	c_wait 120 c_loop_healthy "$out" "$done_at" || say "part C: $col: no 20 good answers in a row within 120 s of the restart"
+	touch "$out.stop" # the loop ends once it made C_MIN_REQUESTS
+	c_wait 300 eval '! kill -0 "$C_LOOP" 2> /dev/null' || say "part C: the request loop did not end"
+	wait "$C_LOOP" 2> /dev/null
+	read -r f n gap rate < <(c_loop_figures "$out")
+	record "crestart_rate_$col" "$rate"
+	record "crestart_fail_$col" "$f"
+	record "crestart_n_$col" "$n"
+	record "crestart_gap_$col" "$gap"
+	record "crestart_secs_$col" "$(awk -v a="$t0" -v b="$done_at" 'BEGIN { printf "%.2f", b - a }')"
+	say "part C restart $r/$C_REPS, $col: $f of $n requests failed, longest gap $gap s (restart over after $(awk -v a="$t0" -v b="$done_at" 'BEGIN { printf "%.1f", b - a }') s)"
+}
+
+# Fetch until answered on SOCKS username $2 (the cached client), from kill time $3, for at most $4 s;
+# records whether the first request succeeded and when the client got an answer.
+c_cached_client() {
+	local col=$1 u=$2 t0=$3 limit=$4 first=1
+	while awk -v e="$(since "$t0")" -v l="$limit" 'BEGIN { exit !(e < l) }'; do
+		if fetch "${ADDR[$5]}" "$u" / 30 > /dev/null; then
+			record "ccached_first_$col" "$first"
+			record "ccached_t_$col" "$(since "$t0")"
+			return 0
+		fi
+		first=0
+		sleep 0.1
+	done
+	record "ccached_first_$col" 0
+	record "fail_ccached_$col" 1
+	return 1
+}
+
+# One SIGKILL of set-up $1's tor (the one whose descriptor the client holds) with client kind $2
+# (cached|new); then, for onionfront, wait until it has recovered.
+c_kill() {
+	local col=$1 kind=$2 r=$3 s=c k pid u t0
+	[[ $col == alone ]] && s=b
+	u=$(newuser)
+	fetch "${ADDR[$s]}" "$u" / 30 > /dev/null || say "part C kill $r, $col: not reachable before the kill"
+	fetch "${ADDR[$s]}" "$u" / 30 > /dev/null
+	k=1
+	[[ $col == alone ]] || k=$(c_held "${ADDR[$s]}")
+	pid=$(c_tor_pid "$col" "${k%% *}")
+	[[ -n $pid ]] || { say "part C kill $r, $col: no tor pid"; return 1; }
+	t0=$(now)
+	kill -KILL "$pid"
+	if [[ $kind == cached ]]; then
+		c_cached_client "$col" "$u" "$t0" "$( [[ $col == alone ]] && echo "$C_ALONE_WAIT" || echo 120)" "$s"
+	elif poll_fetch "${ADDR[$s]}" "$( [[ $col == alone ]] && echo "$C_ALONE_WAIT" || echo 120)"; then
+		record "cnew_$col" "$(since "$t0")"
+	else
+		record "fail_cnew_$col" 1
+	fi
+	say "part C kill $r/$C_REPS, $col, tor $k, $kind client: $( [[ $kind == cached ]] && tail -qn1 "$RAW/ccached_first_$col.txt" "$RAW/ccached_t_$col.txt" 2> /dev/null | paste -sd' ' - || tail -qn1 "$RAW/cnew_$col.txt" 2> /dev/null)"
+	[[ $col == alone ]] && return 0
+	# Recovered: onionfront restarted the killed tor (a new pid, up) and a fetch works.
+	c_wait 180 c_settled "$pid" || say "part C kill $r, $col: tor $k not back within 180 s"
+	poll_fetch "${ADDR[$s]}" 120 || say "part C kill $r, $col: not reachable after the kill"
+	sleep 5 # the restarted tor uploads its descriptors
+}
+
+# Idle figures of set-up $1 over C_REPS windows of C_IDLE seconds: CPU s per minute and RSS MB of tor 1
+# and (with two) tor 2, and of the whole service side (onionfront and every child tor).
+c_idle() {
+	local col=$1 r k t0 pids all c0 c1
+	local -A P C0
+	sleep 10
+	for ((r = 1; r <= C_REPS; r++)); do
+		P=() C0=()
+		for k in 1 2; do
+			[[ $col != of2 && $k == 2 ]] && continue
+			P[$k]=$(c_tor_pid "$col" "$k")
+			C0[$k]=$(cpu_of "${P[$k]}")
+		done
+		mapfile -t all < <(if [[ $col == alone ]]; then service_pids b; else service_pids c; fi)
+		c0=$(cpu_of "${all[@]}")
+		t0=$(now)
+		sleep "$C_IDLE"
+		for k in "${!P[@]}"; do
+			record "cidlecpu${k}_$col" "$(awk -v a="${C0[$k]}" -v b="$(cpu_of "${P[$k]}")" -v t="$(since "$t0")" 'BEGIN { printf "%.3f", (b - a) / t * 60 }')"
+			record "crss${k}_$col" "$(awk '/^VmRSS:/ { printf "%.1f", $2 / 1024 }' "/proc/${P[$k]}/status" 2> /dev/null)"
+		done
+		c1=$(cpu_of "${all[@]}")
+		record "cidlecpuall_$col" "$(awk -v a="$c0" -v b="$c1" -v t="$(since "$t0")" 'BEGIN { printf "%.3f", (b - a) / t * 60 }')"
+		record "crssall_$col" "$(for pids in "${all[@]}"; do awk '/^VmRSS:/ { print $2 }' "/proc/$pids/status" 2> /dev/null; done | awk '{ s += $1 } END { printf "%.1f", s / 1024 }')"
+	done
+	say "part C idle, $col: tor 1 $(median "$RAW/cidlecpu1_$col.txt") CPU s/min, $(median "$RAW/crss1_$col.txt") MB$( [[ $col == of2 ]] && printf '; tor 2 %s CPU s/min, %s MB' "$(median "$RAW/cidlecpu2_$col.txt")" "$(median "$RAW/crss2_$col.txt")")"
+}
+
+part_c() {
+	local col s r
+	# Set-ups b and c of part A are reused by name: keep part A's directories (its network is gone).
+	for s in b c; do [[ -d $W/$s ]] && mv "$W/$s" "$W/partA-$s"; done
+	net_start "$W/netc" "$C_BASE"
+	WEB1=$((C_BASE + 60))
+	"$BACKEND" http "127.0.0.1:$WEB1" web1 > "$W/c_web1.log" 2>&1 &
+	track "$!"
+
+	for col in "${C_COLS[@]}"; do
+		s=c
+		case $col in
+		alone) s=b ;;
+		of1) OF_TOR_INSTANCES=1 ;;
+		of2) OF_TOR_INSTANCES=2 ;;
+		esac
+		start_setup "$s" "$col" || { say "part C: $col did not start"; continue; }
+		if ! poll_fetch "${ADDR[$s]}" 180 || { [[ $s == c ]] && ! c_wait 180 c_settled; }; then
+			say "part C: $col (${ADDR[$s]}) not reachable or not up within 180 s"
+			stop_setup "$s"
+			continue
+		fi
+		say "part C: $col up at ${ADDR[$s]}"
+		c_idle "$col"
+		for ((r = 1; r <= C_REPS; r++)); do c_restart "$col" "${ADDR[$s]}" "$r"; done
+		if [[ $col == alone ]]; then
+			c_kill alone cached 1 # kills tor alone for good
+			start_setup b "$col" && poll_fetch "${ADDR[b]}" 180
+			c_kill alone new 1
+		else
+			for ((r = 1; r <= C_REPS; r++)); do
+				c_kill "$col" cached "$r"
+				c_kill "$col" new "$r"
+			done
+		fi
+		stop_setup "$s"
+	done
+	unset OF_TOR_INSTANCES
+	net_stop
+}
+
+# "yes/no count" cell of a 0/1 file: how many of the samples were 1.
+c_yes() { [[ -s $1 ]] && awk '{ y += $1 } END { printf "%d of %d", y, NR }' "$1" || printf '—'; }
+
+report_c() {
+	local col x
+	echo "### Part C — tor restarts and crashes: tor alone vs onionfront with one and two tors (issue 11; private network, ${DELAY} ms per link and direction)"
+	echo
+	echo "Medians in bold, (min–max), $C_REPS repetitions each. Visitor = the network's client tor. Restart: a request every 100 ms (each up to 10 s, at most $C_INFLIGHT open at a time: a tick waits while that many are), on a new circuit each (SOCKS username), from 2 s before the restart until it is over and 20 answers in a row were good (≥ $C_MIN_REQUESTS requests); tor alone: SIGTERM and start again, onionfront: \`onionfront restart-tor\` (a rolling restart with two tors). SIGKILL: of the tor whose descriptor the client holds (by its signing-key certificate; tor 1 when none matched); cached client = the SOCKS username that fetched just before (open rendezvous circuit, cached descriptor), asking again at once and until answered; new client = a new SOCKS username per try with HSFETCH from every HSDir every 0.25 s (part A's tor-kill method). Tor alone was killed once and given ${C_ALONE_WAIT} s. Idle: $C_REPS windows of ${C_IDLE} s."
+	echo
+	echo "| measure | ${C_LABEL[alone]} | ${C_LABEL[of1]} | ${C_LABEL[of2]} | goal |"
+	echo "|---|---|---|---|---|"
+	printf '| failed requests of N during a tor restart, a request every 100 ms '
+	for col in "${C_COLS[@]}"; do
+		printf '| %s of %s ' "$(cell "$RAW/crestart_fail_$col.txt" %g)" "$(cell "$RAW/crestart_n_$col.txt" %g)"
+	done
+	x=$(median "$RAW/crestart_fail_of2.txt")
+	echo "| 2 instances 0: $(mark "${x:-}" 'x == 0') |"
+	printf '| requests per second the loop made '
+	for col in "${C_COLS[@]}"; do printf '| %s ' "$(cell "$RAW/crestart_rate_$col.txt" %.1f)"; done
+	echo "| — |"
+	printf '| longest gap between two good answers during the restart, s '
+	for col in "${C_COLS[@]}"; do printf '| %s ' "$(cell "$RAW/crestart_gap_$col.txt" %.2f)"; done
+	echo "| — |"
+	printf '| restart over (tor alone: started again; onionfront: every tor up, roll ended), s after the command '
+	for col in "${C_COLS[@]}"; do printf '| %s ' "$(cell "$RAW/crestart_secs_$col.txt" %.1f)"; done
+	echo "| — |"
+	x=$(median "$RAW/cnew_of2.txt")
+	printf '| tor SIGKILL → a new client'"'"'s fetch succeeds, s '
+	printf '| %s ' "$( [[ -s $RAW/cnew_alone.txt ]] && cell "$RAW/cnew_alone.txt" %.2f || echo "never (no supervisor; nothing within ${C_ALONE_WAIT} s)")"
+	printf '| %s ' "$(cell "$RAW/cnew_of1.txt" %.2f)" "$(cell "$RAW/cnew_of2.txt" %.2f)"
+	echo "| 2 instances ≤ 1 s: $(mark "${x:-}" 'x <= 1') |"
+	printf '| a cached client'"'"'s request across the SIGKILL: first request succeeds? answered after, s '
+	for col in "${C_COLS[@]}"; do
+		if [[ $col == alone && ! -s $RAW/ccached_t_alone.txt ]]; then
+			printf '| no: never answered within %s s ' "$C_ALONE_WAIT"
+		else
+			printf '| %s yes; answered after %s ' "$(c_yes "$RAW/ccached_first_$col.txt")" "$(cell "$RAW/ccached_t_$col.txt" %.2f)"
+		fi
+	done
+	echo "| — |"
+	echo "| service-host CPU and memory of the second tor at idle: CPU s per minute; RSS MB | no second tor | no second tor | $(cell "$RAW/cidlecpu2_of2.txt" %.3f); $(cell "$RAW/crss2_of2.txt" %.1f) MB | report |"
+	printf '| for comparison, the (first) tor at idle: CPU s per minute; RSS MB '
+	for col in "${C_COLS[@]}"; do printf '| %s; %s MB ' "$(cell "$RAW/cidlecpu1_$col.txt" %.3f)" "$(cell "$RAW/crss1_$col.txt" %.1f)"; done
+	echo "| — |"
+	printf '| whole service side at idle (tor; onionfront + its tors incl. the probe'"'"'s client tor): CPU s per minute; RSS MB '
+	for col in "${C_COLS[@]}"; do printf '| %s; %s MB ' "$(cell "$RAW/cidlecpuall_$col.txt" %.3f)" "$(cell "$RAW/crssall_$col.txt" %.1f)"; done
+	echo "| — |"
+	echo
+	local fails=""
+	for x in "$RAW"/fail_c*.txt; do
+		[[ -e $x ]] && fails+=" $(basename "$x" .txt)=$(wc -l < "$x")"
+	done
+	[[ -n $fails ]] && echo "Part C measurements that did not succeed (left out of the times):$fails" && echo
+}
