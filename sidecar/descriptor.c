@@ -1409,9 +1409,19 @@ double descriptor_service_fetched_round_at(const struct descriptor_tracker *t, c
     *complete = false;
     if (slot < 0 || s->slots[slot].round == 0)
         return -1;
-    struct desc_tally c = desc_count(&s->slots[slot]);
-    *complete = c.total > 0 && c.holding == c.total;
-    return s->slots[slot].round_at;
+    /* Accepted (UPLOADED) only: an HSDir answers UPLOAD_REJECTED when it holds a revision at least as high,
+     * and that may be another tor's descriptor encoded in the same second (tor's revision counter counts
+     * seconds), so "present" says nothing about whose descriptor it serves. */
+    const struct desc *d = &s->slots[slot];
+    unsigned total = 0, accepted = 0;
+    for (size_t i = 0; d->used && i < d->n; i++) {
+        if (d->hsdirs[i].round != d->round)
+            continue;
+        total++;
+        accepted += d->hsdirs[i].state == DESC_HSDIR_CONFIRMED;
+    }
+    *complete = total > 0 && accepted == total;
+    return d->round_at;
 }
 
 int descriptor_service_counts(const struct descriptor_tracker *t, const char *address,

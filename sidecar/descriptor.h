@@ -138,7 +138,8 @@ bool descriptor_service_reachable(const struct descriptor_tracker *t, const char
 
 /* When the latest upload round of the descriptor clients fetch (as in descriptor_counts) started, on the
  * monotonic clock, or -1 if it was never uploaded (or the address is unknown); *complete set if every
- * responsible HSDir of that round holds it (confirmed or present). tor sets the revision counter when it
+ * responsible HSDir of that round accepted it (UPLOADED; not UPLOAD_REJECTED, which another tor's
+ * descriptor of the same revision also causes). tor sets the revision counter when it
  * encodes a descriptor for an upload and HSDirs keep the highest: of several tors with the same key,
  * HSDirs serve the one whose round is the latest (failover and the rolling restart compare these). */
 double descriptor_service_fetched_round_at(const struct descriptor_tracker *t, const char *address, bool *complete);

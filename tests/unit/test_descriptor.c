@@ -352,6 +352,33 @@ static void test_fetched_round_at(void **state)
     assert_true(complete);
 }
 
+/* A round every HSDir answered with UPLOAD_REJECTED is held ("present") but not complete: the HSDirs keep
+ * a revision at least as high, perhaps another tor's with the same key, so no roll may conclude that they
+ * serve this tor's. (Seen: two tors' first uploads in the same second; the roll ended the one served.) */
+static void test_fetched_round_rejected_not_complete(void **state)
+{
+    static const char *const fps[] = {
+        "$7F7BB4712B86BB22FD78AA122981E264E678BBF4~tnrelay6", "$38A80F075FE6064F6EFAD6A6C09E25946CF1AB17~tnauth3",
+        "$8C14334907BB1CAF6B86241C749F36E0614544CA~tnrelay8", "$BCFAC56464F954D03B5A872B11997E92B451570A~tnrelay3",
+        "$83219BE3EC35C638606A82FFA2D1BAF57AC3C9E5~tnrelay5", "$9F1435095B20A17DE75B2573EA20ECB1E34EAC9E~tnrelay4",
+        "$B625FC04E357BC907BADEB04729A977FEA390F54~tnrelay7", "$52FA8FCA143160F14519D7FC019717E8705B74AE~tnrelay2",
+        "$993312A32167039C467A293814467EF1EE6A80BC~tnauth1", "$381F392D065DD094150E912C19CB8E1B353A58CB~tnauth2",
+    };
+    struct fixture *f = *state;
+    bool complete = true;
+    char line[256];
+    feed_range(f, start_events, 0, N_UPLOAD_END);
+    for (size_t i = 0; i < sizeof(fps) / sizeof(fps[0]); i++)
+        for (int id = 0; id < 2; id++) {
+            snprintf(line, sizeof(line), "650 HS_DESC FAILED " ONION " NO_AUTH %s %s REASON=UPLOAD_REJECTED", fps[i],
+                     id ? ID_B : ID_A);
+            feed(f, line);
+        }
+    assert_string_equal(hsdir_state(f, "current", RELAY3, NULL, 0), "present");
+    assert_true(descriptor_service_fetched_round_at(f->t, ONION, &complete) == T0);
+    assert_false(complete);
+}
+
 /* The same HSDir is responsible for both descriptors: the first UPLOADED confirms the earlier upload,
  * the second one the other; one UPLOADED alone leaves the other pending. */
 static void test_uploaded_without_id_shared_hsdir(void **state)
@@ -1139,6 +1166,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_start_two_descriptors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_uploaded_without_id_shared_hsdir, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fetched_round_rejected_not_complete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fetched_round_at, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ambiguous_match_corrected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_duplicates, setup, teardown),
