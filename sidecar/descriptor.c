@@ -1402,25 +1402,31 @@ bool descriptor_service_reachable(const struct descriptor_tracker *t, const char
     return held && (!s->probe.valid || s->probe.ok);
 }
 
-double descriptor_service_fetched_round_at(const struct descriptor_tracker *t, const char *address, bool *complete)
+double descriptor_service_fetched_round_at(const struct descriptor_tracker *t, const char *address, bool *complete,
+                                           bool *rejected)
 {
     const struct desc_service *s = svc_find(t, address);
     int slot = s ? svc_target_slot(s) : -1;
     *complete = false;
+    if (rejected)
+        *rejected = false;
     if (slot < 0 || s->slots[slot].round == 0)
         return -1;
     /* Accepted (UPLOADED) only: an HSDir answers UPLOAD_REJECTED when it holds a revision at least as high,
      * and that may be another tor's descriptor encoded in the same second (tor's revision counter counts
      * seconds), so "present" says nothing about whose descriptor it serves. */
     const struct desc *d = &s->slots[slot];
-    unsigned total = 0, accepted = 0;
+    unsigned total = 0, accepted = 0, refused = 0;
     for (size_t i = 0; d->used && i < d->n; i++) {
         if (d->hsdirs[i].round != d->round)
             continue;
         total++;
         accepted += d->hsdirs[i].state == DESC_HSDIR_CONFIRMED;
+        refused += d->hsdirs[i].state == DESC_HSDIR_PRESENT;
     }
     *complete = total > 0 && accepted == total;
+    if (rejected)
+        *rejected = total > 0 && refused == total;
     return d->round_at;
 }
 

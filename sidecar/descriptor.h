@@ -139,10 +139,13 @@ bool descriptor_service_reachable(const struct descriptor_tracker *t, const char
 /* When the latest upload round of the descriptor clients fetch (as in descriptor_counts) started, on the
  * monotonic clock, or -1 if it was never uploaded (or the address is unknown); *complete set if every
  * responsible HSDir of that round accepted it (UPLOADED; not UPLOAD_REJECTED, which another tor's
- * descriptor of the same revision also causes). tor sets the revision counter when it
+ * descriptor of the same revision also causes); *rejected (if not NULL) set if every one of them answered
+ * UPLOAD_REJECTED: that round changed nothing on the HSDirs. tor sets the revision counter when it
  * encodes a descriptor for an upload and HSDirs keep the highest: of several tors with the same key,
- * HSDirs serve the one whose round is the latest (failover and the rolling restart compare these). */
-double descriptor_service_fetched_round_at(const struct descriptor_tracker *t, const char *address, bool *complete);
+ * HSDirs serve the latest round they all accepted, unless a later one of another tor may have replaced
+ * it (workerset_served compares these for failover and the rolling restart). */
+double descriptor_service_fetched_round_at(const struct descriptor_tracker *t, const char *address, bool *complete,
+                                           bool *rejected);
 
 /* Counters for tests and summaries. */
 struct descriptor_counts {

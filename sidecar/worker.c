@@ -218,7 +218,7 @@ int worker_renew_descriptors(struct worker *w)
 double worker_last_upload_at(const struct worker *w, const char *address)
 {
     bool complete;
-    return descriptor_service_fetched_round_at(w->descriptors, address, &complete);
+    return descriptor_service_fetched_round_at(w->descriptors, address, &complete, NULL);
 }
 
 int worker_start(struct worker *w, char *err, size_t errlen)

@@ -71,7 +71,33 @@ static bool workerset_publishes(const struct service_id *id)
            id->conf->onionbalance.role != OB_ROLE_FRONTEND;
 }
 
-/* `lost`'s tor is gone: if HSDirs may serve its descriptors of any service (it uploaded after the
+/* The tor whose descriptor of `address` (the one clients fetch) the HSDirs serve, or NULL if that is not
+ * known: the tor whose latest upload round every responsible HSDir accepted (UPLOADED), when no other
+ * tor's round started later unless every HSDir refused that one (UPLOAD_REJECTED: it changed nothing).
+ * HSDirs keep the highest revision and tor's revision counter counts seconds, so two tors' rounds in the
+ * same second tie and the HSDirs keep the first to arrive: "uploaded last" alone is not "served". */
+static struct worker *workerset_served(const struct workerset *ws, const char *address)
+{
+    struct worker *best = NULL;
+    double best_at = -1;
+    bool complete, rejected;
+    for (size_t k = 0; k < ws->n; k++) {
+        double at = descriptor_service_fetched_round_at(worker_descriptors(ws->workers[k]), address, &complete, NULL);
+        if (complete && at > best_at) {
+            best = ws->workers[k];
+            best_at = at;
+        }
+    }
+    for (size_t k = 0; best && k < ws->n; k++) {
+        double at = descriptor_service_fetched_round_at(worker_descriptors(ws->workers[k]), address, &complete,
+                                                        &rejected);
+        if (ws->workers[k] != best && at >= best_at && !rejected)
+            return NULL;
+    }
+    return best;
+}
+
+/* `lost`'s tor is gone: if HSDirs may serve its descriptors of any service (workerset_served is not a
  * survivor), make the survivor publish anew. Logged once per loss. */
 static void workerset_failover(struct workerset *ws, struct worker *lost, const char *why)
 {
@@ -85,8 +111,8 @@ static void workerset_failover(struct workerset *ws, struct worker *lost, const 
     size_t stale = 0, n = service_ids_count(ws->ids);
     for (size_t i = 0; i < n; i++) {
         const struct service_id *id = service_ids_at(ws->ids, i);
-        if (workerset_publishes(id) &&
-            worker_last_upload_at(lost, id->address) >= worker_last_upload_at(s, id->address))
+        const struct worker *served = workerset_publishes(id) ? workerset_served(ws, id->address) : s;
+        if (!served || served == lost || !worker_is_up(served))
             stale++;
     }
     unsigned sk = worker_instance(s) + 1;
@@ -161,11 +187,10 @@ static unsigned workerset_roll_restarts(void *arg, size_t k)
     return tor_sup_restarts(worker_tor(((const struct workerset *)arg)->workers[k]));
 }
 
-/* For every service with an address: every responsible HSDir holds tor k's latest upload of the
- * descriptor clients fetch, and that upload started after tor `other`'s latest of it (other given: HSDirs
- * keep the newer, so they serve k's) or at or after `since` (other NULL). */
-static bool workerset_all_complete_after(const struct workerset *ws, size_t k, const struct worker *other,
-                                         double since)
+/* For every service with an address: HSDirs serve tor k's descriptor clients fetch (workerset_served;
+ * `since` < 0), or tor k's latest upload of it started at or after `since` and every responsible HSDir
+ * accepted it. */
+static bool workerset_all_complete_after(const struct workerset *ws, size_t k, double since)
 {
     size_t n = service_ids_count(ws->ids);
     bool complete;
@@ -173,8 +198,13 @@ static bool workerset_all_complete_after(const struct workerset *ws, size_t k, c
         const char *address = service_ids_at(ws->ids, i)->address;
         if (!workerset_publishes(service_ids_at(ws->ids, i)))
             continue; /* not published by the single-onion tors rolled */
-        double at = descriptor_service_fetched_round_at(worker_descriptors(ws->workers[k]), address, &complete);
-        if (!complete || (other ? at <= worker_last_upload_at(other, address) : at < since))
+        if (since < 0) {
+            if (workerset_served(ws, address) != ws->workers[k])
+                return false;
+            continue;
+        }
+        double at = descriptor_service_fetched_round_at(worker_descriptors(ws->workers[k]), address, &complete, NULL);
+        if (!complete || at < since)
             return false;
     }
     return true;
@@ -182,13 +212,13 @@ static bool workerset_all_complete_after(const struct workerset *ws, size_t k, c
 
 static bool workerset_roll_serves(void *arg, size_t s, size_t k)
 {
-    const struct workerset *ws = arg;
-    return workerset_all_complete_after(ws, s, ws->workers[k], -1);
+    (void)k; /* served means: not k's, nor anyone else's */
+    return workerset_all_complete_after(arg, s, -1);
 }
 
 static bool workerset_roll_published_since(void *arg, size_t k, double since)
 {
-    return workerset_all_complete_after(arg, k, NULL, since);
+    return workerset_all_complete_after(arg, k, since < 0 ? 0 : since);
 }
 
 static int workerset_roll_renew(void *arg, size_t k)
@@ -414,11 +444,13 @@ static void workerset_restart_tor_cb(void *arg, const char *address, const char 
             tor_sup_restart(worker_tor(ws->anon.w), why); /* its only tor */
         return;
     }
-    struct worker *newest = NULL;
-    for (size_t k = 0; ws->n > 1 && k < ws->n; k++)
+    struct worker *newest = ws->n > 1 ? workerset_served(ws, address) : NULL;
+    for (size_t k = 0; ws->n > 1 && !newest && k < ws->n; k++)
         if (worker_is_up(ws->workers[k]) &&
             (!newest || worker_last_upload_at(ws->workers[k], address) > worker_last_upload_at(newest, address)))
             newest = ws->workers[k];
+    if (newest && !worker_is_up(newest))
+        newest = NULL;
     if (newest && workerset_survivor(ws, newest)) {
         tor_sup_restart(worker_tor(newest), why); /* its loss makes a survivor publish anew */
         return;

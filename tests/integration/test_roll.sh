@@ -53,10 +53,12 @@ rt_both_running() { [[ $(rt_tor state 1) == running && $(rt_tor state 2) == runn
 rt_roll_done() { [[ $(rt_roll state) == idle && $(rt_roll rolls) == "$1" ]]; }
 # rt_events_start OUT — record the client tor's HS_DESC, STREAM and CIRC events with their arrival time (epoch
 # seconds) for 200 s (torctl ends by itself), for the evidence printed when a request fails.
+# torctl itself is the background job (its PID tracked, so the cleanup ends it; a subshell's PID would
+# leave torctl running after the test); the stamping reader ends at its EOF.
 rt_events_start() {
-  (of_torctl "$TESTNET_CLIENT_CONTROL" -e HS_DESC,STREAM,CIRC -t 200 2>&1 | while IFS= read -r l; do
+  "$OF_TORCTL_BIN" "$TESTNET_CLIENT_CONTROL" -e HS_DESC,STREAM,CIRC -t 200 > >(while IFS= read -r l; do
     printf '%s %s\n' "$EPOCHREALTIME" "$l"
-  done >"$1") &
+  done >"$1") 2>&1 &
   of_track_pid "$!"
 }
 # rt_loop_report OUT EVENTS WHAT — print the loop's counts and slowest request, and for each failed request

@@ -333,22 +333,22 @@ static void test_fetched_round_at(void **state)
 {
     struct fixture *f = *state;
     bool complete = true;
-    assert_true(descriptor_service_fetched_round_at(f->t, ONION, &complete) < 0);
+    assert_true(descriptor_service_fetched_round_at(f->t, ONION, &complete, NULL) < 0);
     assert_false(complete);
     feed_range(f, start_events, 0, N_UPLOAD_END);
-    assert_true(descriptor_service_fetched_round_at(f->t, ONION, &complete) == T0);
+    assert_true(descriptor_service_fetched_round_at(f->t, ONION, &complete, NULL) == T0);
     assert_false(complete);
     feed_range(f, start_events, N_UPLOAD_END, N_START);
-    assert_true(descriptor_service_fetched_round_at(f->t, ONION, &complete) == T0);
+    assert_true(descriptor_service_fetched_round_at(f->t, ONION, &complete, NULL) == T0);
     assert_true(complete);
-    assert_true(descriptor_service_fetched_round_at(f->t, ONION2, &complete) < 0);
+    assert_true(descriptor_service_fetched_round_at(f->t, ONION2, &complete, NULL) < 0);
     assert_false(complete);
     f->now = T0 + 60;
     feed_range(f, start_events, 0, N_UPLOAD_END); /* a new round of the same descriptors */
-    assert_true(descriptor_service_fetched_round_at(f->t, ONION, &complete) == T0 + 60);
+    assert_true(descriptor_service_fetched_round_at(f->t, ONION, &complete, NULL) == T0 + 60);
     assert_false(complete);
     feed_range(f, start_events, N_UPLOAD_END, N_START);
-    assert_true(descriptor_service_fetched_round_at(f->t, ONION, &complete) == T0 + 60);
+    assert_true(descriptor_service_fetched_round_at(f->t, ONION, &complete, NULL) == T0 + 60);
     assert_true(complete);
 }
 
@@ -375,8 +375,10 @@ static void test_fetched_round_rejected_not_complete(void **state)
             feed(f, line);
         }
     assert_string_equal(hsdir_state(f, "current", RELAY3, NULL, 0), "present");
-    assert_true(descriptor_service_fetched_round_at(f->t, ONION, &complete) == T0);
+    bool rejected = false;
+    assert_true(descriptor_service_fetched_round_at(f->t, ONION, &complete, &rejected) == T0);
     assert_false(complete);
+    assert_true(rejected); /* this round changed nothing on the HSDirs */
 }
 
 /* The same HSDir is responsible for both descriptors: the first UPLOADED confirms the earlier upload,
