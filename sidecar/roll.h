@@ -3,8 +3,9 @@
  *
  * For each tor k in turn (first one whose descriptors the HSDirs do not serve, TOR-FACTS "two tors with
  * the same key"):
- *   HANDOVER    unless another tor that is up already serves (its latest upload round of every service is
- *               newer than k's and every responsible HSDir confirmed it), wait up to ROLL_SETTLE_S for an
+ *   HANDOVER    unless another tor that is up already serves (workerset_served: every responsible HSDir
+ *               accepted its latest round, and no later round of another tor was accepted anywhere — a
+ *               same-second tie is refused by the HSDirs), wait up to ROLL_SETTLE_S for an
  *               upload in progress to settle that; then one survivor builds and uploads new descriptors
  *               (worker_renew_descriptors: a last resort, since it replaces the survivor's introduction
  *               points) and the roll waits for the HSDirs' confirmations (HS_DESC UPLOADED, counted by
@@ -68,8 +69,8 @@ struct roll_ops {
     bool (*is_up)(void *arg, size_t k);
     /* How often tor k was (re)started so far (tor_sup_restarts): a restart that took grows it. */
     unsigned (*restarts)(void *arg, size_t k);
-    /* Do HSDirs serve tor s's descriptors rather than tor k's: for every service, s's latest upload round
-     * is newer than k's and every responsible HSDir confirmed it? */
+    /* Do HSDirs serve tor s's descriptors rather than tor k's (or any other's), for every service
+     * (workerset_served)? */
     bool (*serves)(void *arg, size_t s, size_t k);
     /* Has tor k, for every service, an upload round that started at or after `since` (now's clock),
      * confirmed by every responsible HSDir? */
