@@ -50,15 +50,6 @@ c_settled() {
 		and ($old | contains(" " + ($p | tostring) + " ") | not)] | all)
 		and ((.status.roll // {}).state // "idle") == "idle"' <<< "$st" > /dev/null 2>&1
 }
-# c_wait SECONDS COMMAND...: poll every 0.5 s until COMMAND succeeds; fails on timeout.
-c_wait() {
-	local end=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		((SECONDS < end)) || return 1
-		sleep 0.5
-	done
-}
 
 # The descriptor-signing-key certificate in a descriptor printed by torctl (one per tor and time period).
 c_cert() { awk '/descriptor-signing-key-cert/ { on = 1; next } on && /END ED25519 CERT/ { exit } on { print }'; }
@@ -140,12 +131,12 @@ c_restart() {
 	else
 		old=$(c_pids)
 		"$OF" -c "$W/c/onionfront.json" restart-tor >> "$W/c/restart-tor.out" 2>&1 || say "part C: restart-tor failed: $(tail -n 1 "$W/c/restart-tor.out")"
-		c_wait 400 c_settled "$old" || say "part C: $col: the restart did not end within 400 s"
+		wait_until 400 c_settled "$old" || say "part C: $col: the restart did not end within 400 s"
 	fi
 	done_at=$(now)
-	c_wait 120 c_loop_healthy "$out" "$done_at" || say "part C: $col: no 20 good answers in a row within 120 s of the restart"
+	wait_until 120 c_loop_healthy "$out" "$done_at" || say "part C: $col: no 20 good answers in a row within 120 s of the restart"
 	touch "$out.stop" # the loop ends once it made C_MIN_REQUESTS
-	c_wait 300 eval '! kill -0 "$C_LOOP" 2> /dev/null' || say "part C: the request loop did not end"
+	wait_until 300 eval '! kill -0 "$C_LOOP" 2> /dev/null' || say "part C: the request loop did not end"
 	wait "$C_LOOP" 2> /dev/null
 	read -r f n gap rate < <(c_loop_figures "$out")
 	record "crestart_rate_$col" "$rate"
@@ -198,7 +189,7 @@ c_kill() {
 	say "part C kill $r/$C_REPS, $col, tor $k, $kind client: $( [[ $kind == cached ]] && tail -qn1 "$RAW/ccached_first_$col.txt" "$RAW/ccached_t_$col.txt" 2> /dev/null | paste -sd' ' - || tail -qn1 "$RAW/cnew_$col.txt" 2> /dev/null)"
 	[[ $col == alone ]] && return 0
 	# Recovered: onionfront restarted the killed tor (a new pid, up) and a fetch works.
-	c_wait 180 c_settled "$pid" || say "part C kill $r, $col: tor $k not back within 180 s"
+	wait_until 180 c_settled "$pid" || say "part C kill $r, $col: tor $k not back within 180 s"
 	poll_fetch "${ADDR[$s]}" 120 || say "part C kill $r, $col: not reachable after the kill"
 	sleep 5 # the restarted tor uploads its descriptors
 }
@@ -248,7 +239,7 @@ part_c() {
 		of2) OF_TOR_INSTANCES=2 ;;
 		esac
 		start_setup "$s" "$col" || { say "part C: $col did not start"; continue; }
-		if ! poll_fetch "${ADDR[$s]}" 180 || { [[ $s == c ]] && ! c_wait 180 c_settled; }; then
+		if ! poll_fetch "${ADDR[$s]}" 180 || { [[ $s == c ]] && ! wait_until 180 c_settled; }; then
 			say "part C: $col (${ADDR[$s]}) not reachable or not up within 180 s"
 			stop_setup "$s"
 			continue

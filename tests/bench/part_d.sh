@@ -75,15 +75,6 @@ d_ob() {
 		jq -r --arg f "$1" '.services[] | select(.onionbalance.role? == "frontend") | .onionbalance[$f] // ""' 2> /dev/null
 }
 
-# d_wait SECONDS COMMAND... — poll every 0.5 s until COMMAND succeeds; fail on timeout.
-d_wait() {
-	local end=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		((SECONDS < end)) || return 1
-		sleep 0.5
-	done
-}
 
 d_publishing_with() { [[ $(d_ob state) == publishing && $(d_ob intro_points) == "$1" ]]; }
 d_confirmed_after() { local n; n=$(d_ob uploads_confirmed); [[ -n $n && $n -gt $1 ]]; }
@@ -99,9 +90,9 @@ d_master_intros() {
 d_wait_master() {
 	local n t0 end
 	t0=$(now)
-	d_wait 300 d_publishing_with "$1" || die "part D: the frontend does not publish $1 intro points (state '$(d_ob state)', $(d_ob intro_points) intro points)"
+	wait_until 300 d_publishing_with "$1" || die "part D: the frontend does not publish $1 intro points (state '$(d_ob state)', $(d_ob intro_points) intro points)"
 	n=$(d_ob uploads_confirmed)
-	d_wait 120 d_confirmed_after "$n" || die "part D: no upload of the master confirmed after it had $1 intro points"
+	wait_until 120 d_confirmed_after "$n" || die "part D: no upload of the master confirmed after it had $1 intro points"
 	newnym
 	end=$((SECONDS + 180))
 	until [[ $(d_master_intros) == "$1" ]]; do

@@ -76,6 +76,15 @@ T_BEGIN=$EPOCHREALTIME
 now() { printf '%s' "${EPOCHREALTIME/,/.}"; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }'; }
 say() { printf '%s bench: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+# wait_until SECONDS COMMAND...: poll every 0.5 s until COMMAND succeeds; fails on timeout (parts C, D).
+wait_until() {
+	local end=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		((SECONDS < end)) || return 1
+		sleep 0.5
+	done
+}
 die() { say "error: $*"; exit 1; }
 
 track() { PIDS+=("$1"); }
