@@ -498,6 +498,22 @@ char *cp_cmd_del_onion(const char *service_id, char *err, size_t errlen)
     return cmd_buf_finish(&b, err, errlen);
 }
 
+/* Return "CLOSECIRCUIT <id>[ IfUnused]\r\n" (control-spec 3.11: with IfUnused, tor closes the circuit only
+ * if no stream is attached to it). */
+char *cp_cmd_closecircuit(unsigned long circuit_id, bool if_unused, char *err, size_t errlen)
+{
+    struct cmd_buf b = {0};
+    char id[32];
+
+    snprintf(id, sizeof id, "%lu", circuit_id);
+    cmd_buf_str(&b, "CLOSECIRCUIT ");
+    cmd_buf_str(&b, id);
+    if (if_unused)
+        cmd_buf_str(&b, " IfUnused");
+    cmd_buf_str(&b, "\r\n");
+    return cmd_buf_finish(&b, err, errlen);
+}
+
 /* Return "HSFETCH <address> [SERVER=$FP]...\r\n" (control-spec 3.26). Only v3 addresses: tor 0.4.9.11
  * answers the spec's "v2-<DescId>" (and "v3-<blinded key>") form with 513 Invalid argument. */
 char *cp_cmd_hsfetch(const char *address, const char *const *servers, size_t n_servers, char *err,

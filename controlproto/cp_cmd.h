@@ -9,6 +9,7 @@
 #ifndef CP_CMD_H
 #define CP_CMD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 char *cp_cmd_protocolinfo(void);
@@ -62,6 +63,10 @@ char *cp_cmd_add_onion(const struct cp_add_onion *a, char *err, size_t errlen);
 
 /* DEL_ONION <service id> (56 base32 characters, no ".onion"). */
 char *cp_cmd_del_onion(const char *service_id, char *err, size_t errlen);
+
+/* CLOSECIRCUIT <id> [IfUnused] (tor's circuit id, as in CIRC events and GETINFO circuit-status; IfUnused:
+ * only if no stream is attached). */
+char *cp_cmd_closecircuit(unsigned long circuit_id, bool if_unused, char *err, size_t errlen);
 
 /* HSFETCH <address> [SERVER=$fp ...]. `address` is a v3 address (56 base32 characters) without ".onion";
  * tor 0.4.9 refuses the spec's "v2-<descid>" form (513). Servers are "$<40 hex>" or 40 hex digits

@@ -254,44 +254,75 @@ static int circ_path(const char *s, struct cp_event_circ *c, char *err, size_t e
     return 0;
 }
 
+/* The circuit's fields from `a`, whose positional words pos[first] ... are CircuitID, CircStatus and the
+ * optional Path: the same layout in a CIRC event (after "CIRC") and in a GETINFO circuit-status line. */
+static int circ_fill(const struct cp_args *a, size_t first, struct cp_event_circ *out, char *err, size_t errlen)
+{
+    const char *flags;
+
+    if (a->n_pos < first + 1) {
+        cp_seterr(err, errlen, "CIRC: circuit id missing");
+        return -1;
+    }
+    if (circ_id(a->pos[first], &out->id, err, errlen) < 0)
+        return -1;
+    if (a->n_pos < first + 2) {
+        cp_seterr(err, errlen, "CIRC: status missing");
+        return -1;
+    }
+    out->status = circ_status_from(a->pos[first + 1]);
+    /* 4.1.1: the path is given only once the circuit has been extended at least one hop. */
+    if (a->n_pos >= first + 3 && circ_path(a->pos[first + 2], out, err, errlen) < 0)
+        return -1;
+    if ((flags = cp_args_get(a, "BUILD_FLAGS")) != NULL)
+        out->build_flags = circ_build_flags(flags);
+    if (ev_dup(cp_args_get(a, "PURPOSE"), &out->purpose, "CIRC: PURPOSE", err, errlen) < 0 ||
+        ev_dup(cp_args_get(a, "HS_STATE"), &out->hs_state, "CIRC: HS_STATE", err, errlen) < 0 ||
+        ev_dup(cp_args_get(a, "REND_QUERY"), &out->rend_query, "CIRC: REND_QUERY", err, errlen) < 0 ||
+        ev_dup(cp_args_get(a, "TIME_CREATED"), &out->time_created, "CIRC: TIME_CREATED", err, errlen) < 0 ||
+        ev_dup(cp_args_get(a, "REASON"), &out->reason, "CIRC: REASON", err, errlen) < 0 ||
+        ev_dup(cp_args_get(a, "REMOTE_REASON"), &out->remote_reason, "CIRC: REMOTE_REASON", err, errlen) < 0)
+        return -1;
+    return 0;
+}
+
 int cp_event_circ_parse(const struct cp_reply *r, struct cp_event_circ *out, char *err, size_t errlen)
 {
     struct cp_args a;
-    const char *flags;
+    int rc;
 
     memset(out, 0, sizeof(*out));
     if (ev_begin(r, "CIRC", &a, err, errlen) < 0)
         return -1;
     /* "650" SP "CIRC" SP CircuitID SP CircStatus [SP Path] [SP keyword=value ...] */
-    if (a.n_pos < 2) {
-        cp_seterr(err, errlen, "CIRC: circuit id missing");
-        goto fail;
-    }
-    if (circ_id(a.pos[1], &out->id, err, errlen) < 0)
-        goto fail;
-    if (a.n_pos < 3) {
-        cp_seterr(err, errlen, "CIRC: status missing");
-        goto fail;
-    }
-    out->status = circ_status_from(a.pos[2]);
-    /* 4.1.1: the path is given only once the circuit has been extended at least one hop. */
-    if (a.n_pos >= 4 && circ_path(a.pos[3], out, err, errlen) < 0)
-        goto fail;
-    if ((flags = cp_args_get(&a, "BUILD_FLAGS")) != NULL)
-        out->build_flags = circ_build_flags(flags);
-    if (ev_dup(cp_args_get(&a, "PURPOSE"), &out->purpose, "CIRC: PURPOSE", err, errlen) < 0 ||
-        ev_dup(cp_args_get(&a, "HS_STATE"), &out->hs_state, "CIRC: HS_STATE", err, errlen) < 0 ||
-        ev_dup(cp_args_get(&a, "REND_QUERY"), &out->rend_query, "CIRC: REND_QUERY", err, errlen) < 0 ||
-        ev_dup(cp_args_get(&a, "TIME_CREATED"), &out->time_created, "CIRC: TIME_CREATED", err, errlen) < 0 ||
-        ev_dup(cp_args_get(&a, "REASON"), &out->reason, "CIRC: REASON", err, errlen) < 0 ||
-        ev_dup(cp_args_get(&a, "REMOTE_REASON"), &out->remote_reason, "CIRC: REMOTE_REASON", err, errlen) < 0)
-        goto fail;
+    rc = circ_fill(&a, 1, out, err, errlen);
     cp_args_clear(&a);
-    return 0;
-fail:
+    if (rc < 0)
+        cp_event_circ_clear(out);
+    return rc;
+}
+
+int cp_circ_status_line_parse(const char *line, struct cp_event_circ *out, char *err, size_t errlen)
+{
+    struct cp_args a;
+    char aerr[192];
+    int rc;
+
+    memset(out, 0, sizeof(*out));
+    if (line == NULL) {
+        cp_seterr(err, errlen, "circuit-status: no line");
+        return -1;
+    }
+    if (cp_args_parse(line, &a, aerr, sizeof aerr) < 0) {
+        cp_seterr(err, errlen, "circuit-status: %s", aerr);
+        return -1;
+    }
+    /* 3.9 circuit-status: CircuitID SP CircStatus [SP Path] [SP keyword=value ...], one circuit a line */
+    rc = circ_fill(&a, 0, out, err, errlen);
     cp_args_clear(&a);
-    cp_event_circ_clear(out);
-    return -1;
+    if (rc < 0)
+        cp_event_circ_clear(out);
+    return rc;
 }
 
 void cp_event_circ_clear(struct cp_event_circ *c)

@@ -56,6 +56,9 @@ struct cp_event_circ {
 };
 
 int cp_event_circ_parse(const struct cp_reply *r, struct cp_event_circ *out, char *err, size_t errlen);
+/* One line of GETINFO circuit-status's data block (control-spec 3.9: the CIRC event's fields without
+ * "650 CIRC"), into the same struct. Return 0, or -1 naming what was wrong (nothing to clear then). */
+int cp_circ_status_line_parse(const char *line, struct cp_event_circ *out, char *err, size_t errlen);
 void cp_event_circ_clear(struct cp_event_circ *c);
 
 enum cp_hs_desc_action {

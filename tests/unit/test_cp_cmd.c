@@ -362,6 +362,20 @@ static void test_add_onion_key_not_in_error(void **state)
 
 /* ---- DEL_ONION, HSFETCH ---- */
 
+static void test_closecircuit(void **state)
+{
+    char err[128];
+    char *c = cp_cmd_closecircuit(4, false, err, sizeof err);
+    (void)state;
+    assert_non_null(c);
+    assert_string_equal(c, "CLOSECIRCUIT 4\r\n");
+    free(c);
+    c = cp_cmd_closecircuit(4294967295ul, true, err, sizeof err);
+    assert_non_null(c);
+    assert_string_equal(c, "CLOSECIRCUIT 4294967295 IfUnused\r\n");
+    free(c);
+}
+
 static void test_del_onion(void **state)
 {
     static const struct {
@@ -663,6 +677,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_protocolinfo),
+        cmocka_unit_test(test_closecircuit),
         cmocka_unit_test(test_authchallenge),
         cmocka_unit_test(test_authenticate_hex),
         cmocka_unit_test(test_authenticate_password),

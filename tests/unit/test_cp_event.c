@@ -874,10 +874,46 @@ static void test_null_and_empty(void **state)
     }
 }
 
+/* GETINFO circuit-status lines (3.9): the CIRC event's fields without "650 CIRC", into the same struct. */
+static void test_circ_status_line(void **state)
+{
+    struct cp_event_circ c;
+    char err[256];
+    (void)state;
+    assert_int_equal(cp_circ_status_line_parse("33 BUILT $B94895EF35F09E840C4DDE46DB700276969AFFFA~tnrelay8 "
+                                               "BUILD_FLAGS=ONEHOP_TUNNEL,IS_INTERNAL,NEED_CAPACITY "
+                                               "PURPOSE=HS_SERVICE_REND HS_STATE=HSSR_JOINED REND_QUERY=abc "
+                                               "TIME_CREATED=2026-12-04T15:47:17.2",
+                                               &c, err, sizeof err),
+                     0);
+    assert_int_equal(c.id, 33);
+    assert_int_equal(c.status, CP_CIRC_BUILT);
+    assert_int_equal(c.n_hops, 1);
+    assert_string_equal(c.hops[0].nick, "tnrelay8");
+    assert_int_equal(c.build_flags, CP_BUILD_ONEHOP_TUNNEL | CP_BUILD_IS_INTERNAL | CP_BUILD_NEED_CAPACITY);
+    assert_string_equal(c.purpose, "HS_SERVICE_REND");
+    assert_string_equal(c.hs_state, "HSSR_JOINED");
+    assert_string_equal(c.rend_query, "abc");
+    cp_event_circ_clear(&c);
+    /* no path yet */
+    assert_int_equal(cp_circ_status_line_parse("7 LAUNCHED PURPOSE=HS_SERVICE_INTRO", &c, err, sizeof err), 0);
+    assert_int_equal(c.status, CP_CIRC_LAUNCHED);
+    assert_int_equal(c.n_hops, 0);
+    assert_string_equal(c.purpose, "HS_SERVICE_INTRO");
+    cp_event_circ_clear(&c);
+    assert_int_equal(cp_circ_status_line_parse("CIRC 7 BUILT", &c, err, sizeof err), -1);
+    assert_non_null(strstr(err, "circuit id"));
+    assert_null(c.purpose);
+    assert_int_equal(cp_circ_status_line_parse("", &c, err, sizeof err), -1);
+    assert_non_null(strstr(err, "circuit id missing"));
+    assert_int_equal(cp_circ_status_line_parse(NULL, &c, err, sizeof err), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_circ, setup, teardown),
+        cmocka_unit_test(test_circ_status_line),
         cmocka_unit_test_setup_teardown(test_hs_desc, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hs_desc_content, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hs_desc_content_binary, setup, teardown),
