@@ -774,7 +774,8 @@ static const char *const config_service_modes[] = {"single", "anonymous", NULL};
 static int config_parse_tor(struct config_ctx *c, json_t *o, struct config *cfg)
 {
     static const char *const keys[] = {"mode", "binary", "control_socket", "user", "bootstrap_timeout",
-                                       "command_timeout", "restart_backoff_max", "extra_torrc", "instances", NULL};
+                                       "command_timeout", "restart_backoff_max", "extra_torrc", "instances",
+                                       "drain_timeout", NULL};
     struct tor_conf *t = &cfg->tor;
     json_t *empty = NULL;
     int rc = -1;
@@ -784,6 +785,7 @@ static int config_parse_tor(struct config_ctx *c, json_t *o, struct config *cfg)
     t->command_timeout = 30;
     t->restart_backoff_max = 60;
     t->instances = 1;
+    t->drain_timeout = 120; /* roll.h's ROLL_DRAIN_DEFAULT_S: browsers' idle keep-alive ends within 115 s */
     if (!o) {
         o = empty = json_object();
         if (!empty)
@@ -860,7 +862,8 @@ static int config_parse_tor(struct config_ctx *c, json_t *o, struct config *cfg)
     if (config_get_uint(c, "tor", o, "bootstrap_timeout", false, 10, 3600, &t->bootstrap_timeout) < 0 ||
         config_get_uint(c, "tor", o, "command_timeout", false, 1, 600, &t->command_timeout) < 0 ||
         config_get_uint(c, "tor", o, "restart_backoff_max", false, 1, 3600, &t->restart_backoff_max) < 0 ||
-        config_get_uint(c, "tor", o, "instances", false, 1, 4, &t->instances) < 0)
+        config_get_uint(c, "tor", o, "instances", false, 1, 4, &t->instances) < 0 ||
+        config_get_uint(c, "tor", o, "drain_timeout", false, 0, 3600, &t->drain_timeout) < 0)
         goto out;
     if (!spawn && t->instances > 1) {
         config_fail(c, "tor.instances", "must be 1 in attach mode (onionfront runs several tors only in spawn mode)");

@@ -208,6 +208,7 @@ struct tor_conf {
     unsigned command_timeout;     /* seconds, 1-600 */
     unsigned restart_backoff_max; /* seconds, 1-3600 */
     unsigned instances;           /* spawn: tors hosting every service, 1-4 (instance.h); attach: 1 */
+    unsigned drain_timeout;       /* seconds, 0-3600: a roll's longest drain of each tor (roll.h) */
     char **extra_torrc;           /* spawn only: validated torrc lines */
     size_t n_extra_torrc;
 };

@@ -83,6 +83,8 @@ struct proxy {
     size_t splice_min;         /* bytes a stream copies through buffers before it switches to splice */
     unsigned max_spliced;      /* streams holding pipes at once (fdbudget_splice_cap) */
     unsigned spliced;          /* streams holding pipes now */
+    proxy_stream_end_cb stream_end_cb; /* proxy_set_stream_end_cb, or NULL */
+    void *stream_end_arg;
 };
 
 enum stream_state {
@@ -242,6 +244,9 @@ static void stream_free(struct proxy_stream *s, bool may_free_port)
         backend_stream_end(s->backend, s->bytes_in, s->bytes_out);
     if (s->counted)
         proxy_circ_dec(pp, s->circuit_id);
+    struct proxy *owner = pp->px;
+    if (owner->stream_end_cb && s->peer_pid > 0 && s->circuit_id != 0)
+        owner->stream_end_cb(s->peer_pid, s->circuit_id, owner->stream_end_arg);
     if (s->prev)
         s->prev->next = s->next;
     else
@@ -1338,6 +1343,12 @@ size_t proxy_pools(struct proxy *px, struct backend_pool **out, size_t max)
         n++;
     }
     return n;
+}
+
+void proxy_set_stream_end_cb(struct proxy *px, proxy_stream_end_cb cb, void *arg)
+{
+    px->stream_end_cb = cb;
+    px->stream_end_arg = arg;
 }
 
 unsigned proxy_streams_from_pid(const struct proxy *px, long pid)

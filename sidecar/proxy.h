@@ -124,6 +124,13 @@ size_t proxy_pools(struct proxy *px, struct backend_pool **out, size_t max);
  * the rolling restart's drain (roll.h). */
 unsigned proxy_streams_from_pid(const struct proxy *px, long pid);
 
+/* Called when a stream whose tor (SO_PEERCRED pid) and circuit (tor's PROXY line: the global circuit
+ * id, as in CIRC events and CLOSECIRCUIT) are known ends (is freed): the rolling restart's drain closes
+ * a rendezvous circuit of a tor it winds down right after its last stream (circdrain.h). Must not call
+ * back into the proxy. NULL clears it. */
+typedef void (*proxy_stream_end_cb)(long pid, uint32_t circuit_id, void *arg);
+void proxy_set_stream_end_cb(struct proxy *px, proxy_stream_end_cb cb, void *arg);
+
 /* Per-port stream counters for the status socket (an empty array for a NULL proxy). Returns a new
  * reference (NULL on OOM): an array of
  * {"service", "virtual_port", "socket", "listening" (false once removed by a reload and draining),

@@ -35,8 +35,11 @@ struct roll {
     time_t started_wall;
     unsigned restarts_before; /* the current tor's restart count before we ended it */
     unsigned open_streams;    /* draining: visitors' streams through the current tor at the last look */
-    unsigned long cut_roll;   /* streams open through tors ended at ROLL_DRAIN_S, in this (or the last) roll */
+    long rend_circuits;       /* draining: rendezvous circuits open on the current tor at its last look, or -1 */
+    double drain_limit;       /* the longest drain (tor.drain_timeout) */
+    unsigned long cut_roll;   /* streams open through tors ended at the drain limit, in this (or the last) roll */
     unsigned long cut_total;  /* the same over all rolls */
+    unsigned long circ_cut_roll, circ_cut_total; /* the same for rendezvous circuits */
     /* the last roll that ended */
     unsigned long rolls, aborted;
     bool has_last, last_ok;
@@ -77,6 +80,8 @@ struct roll *roll_new(struct event_base *base, const struct roll_ops *ops)
         return NULL;
     r->ops = *ops;
     r->survivor = -1;
+    r->rend_circuits = -1;
+    r->drain_limit = ROLL_DRAIN_DEFAULT_S;
     if (base && !(r->tick_ev = event_new(base, -1, EV_PERSIST, roll_tick_cb, r))) {
         free(r);
         return NULL;
@@ -101,6 +106,8 @@ static void roll_finish(struct roll *r, bool ok, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(r->last_message, sizeof(r->last_message), fmt, ap);
     va_end(ap);
+    if (r->state == ROLL_DRAINING)
+        r->ops.drain_stop(r->ops.arg, r->current); /* it stays: it publishes again */
     r->has_last = true;
     r->last_ok = ok;
     r->last_finished = time(NULL);
@@ -115,6 +122,7 @@ static void roll_finish(struct roll *r, bool ok, const char *fmt, ...)
     r->state = ROLL_IDLE;
     r->survivor = -1;
     r->open_streams = 0;
+    r->rend_circuits = -1;
     if (r->tick_ev)
         event_del(r->tick_ev);
 }
@@ -156,10 +164,11 @@ static void roll_restart_current(struct roll *r)
 
 static void roll_next(struct roll *r);
 
-/* Draining: end the current tor at the first look that finds no visitor's stream open through it, or
- * once ROLL_DRAIN_S passed (then the streams still open are cut: counted, logged once). If it went down
- * by itself meanwhile, it restarts by itself: just wait for it. If HSDirs may serve it again (it uploaded
- * meanwhile), start this tor's turn over: the hand-over comes first again. */
+/* Draining: end the current tor at the first look that finds neither a rendezvous circuit open on it
+ * nor a visitor's stream through it, or once the drain limit passed (then what is still open is cut:
+ * counted, logged once). If it went down by itself meanwhile, it restarts by itself: just wait for it.
+ * If HSDirs may serve it again (it uploaded meanwhile), start this tor's turn over: the hand-over comes
+ * first again. */
 static void roll_drain_tick(struct roll *r, double in_step)
 {
     size_t k = r->current;
@@ -169,33 +178,54 @@ static void roll_drain_tick(struct roll *r, double in_step)
         roll_enter(r, ROLL_RESTARTING);
         return;
     }
-    if (r->n > 1 && roll_serving_other(r, k) < 0) {
-        /* k uploaded anew while draining (tor re-publishes now and then): HSDirs may serve it again. */
+    if (roll_serving_other(r, k) < 0) {
+        /* k uploaded anew while draining: HSDirs may serve it again. */
         log_info("restart-tor: HSDirs may serve tor %zu again (it uploaded while draining); handing over again",
                  k + 1);
+        r->ops.drain_stop(r->ops.arg, k);
+        r->state = ROLL_HANDOVER; /* not draining any more (roll_next enters its own step) */
         roll_next(r);
         return;
     }
     r->open_streams = r->ops.open_streams(r->ops.arg, k);
-    if (r->open_streams == 0) {
-        log_info("restart-tor: no visitor's stream open through tor %zu after %.1f s", k + 1, in_step);
-    } else if (in_step >= ROLL_DRAIN_S) {
-        log_warnx("restart-tor: tor %zu still has %u visitor stream%s open after %.0f s; ending it anyway (they "
-                  "are cut)", k + 1, r->open_streams, r->open_streams == 1 ? "" : "s", ROLL_DRAIN_S);
+    r->rend_circuits = r->ops.rend_circuits(r->ops.arg, k);
+    if (r->ops.drained(r->ops.arg, k) && r->open_streams == 0) {
+        log_notice("restart-tor: tor %zu drained: no visitor's circuit or stream open through it after %.1f s", k + 1,
+                   in_step);
+    } else if (in_step >= r->drain_limit) {
+        unsigned long circs = r->rend_circuits > 0 ? (unsigned long)r->rend_circuits : 0;
+        log_warnx("restart-tor: tor %zu still has %lu visitor circuit%s and %u stream%s open after %.0f s; ending it "
+                  "anyway (they are cut)", k + 1, circs, circs == 1 ? "" : "s", r->open_streams,
+                  r->open_streams == 1 ? "" : "s", r->drain_limit);
         r->cut_roll += r->open_streams;
         r->cut_total += r->open_streams;
+        r->circ_cut_roll += circs;
+        r->circ_cut_total += circs;
     } else {
         return;
     }
     r->open_streams = 0;
+    r->rend_circuits = -1;
     roll_restart_current(r);
 }
 
-/* HSDirs serve a tor that stays up: drain the current tor, ending it at once if nothing is open. */
+/* HSDirs serve a tor that stays up: wind the current tor down and drain it (roll_drain_tick). */
 static void roll_drain_current(struct roll *r)
 {
-    r->restarts_before = r->ops.restarts(r->ops.arg, r->current);
+    size_t k = r->current;
+    r->restarts_before = r->ops.restarts(r->ops.arg, k);
+    if (r->drain_limit <= 0) {
+        roll_restart_current(r);
+        return;
+    }
+    if (r->ops.drain_start(r->ops.arg, k) < 0) {
+        /* not up: it restarts by itself; roll_drain_tick sees that */
+        log_info("restart-tor: tor %zu cannot be wound down (not up)", k + 1);
+    }
+    r->rend_circuits = -1;
     roll_enter(r, ROLL_DRAINING);
+    log_notice("restart-tor: draining tor %zu: it takes no new visitor and ends once visitors let go of their "
+               "circuits to it (at most %.0f s)", k + 1, r->drain_limit);
     roll_drain_tick(r, 0);
 }
 
@@ -221,10 +251,10 @@ static bool roll_restart_unserved(struct roll *r)
 static void roll_next(struct roll *r)
 {
     if (r->n_done == r->n) {
-        char cut[64] = "";
-        if (r->cut_roll)
-            snprintf(cut, sizeof(cut), "; %lu visitor stream%s cut after draining", r->cut_roll,
-                     r->cut_roll == 1 ? "" : "s");
+        char cut[96] = "";
+        if (r->cut_roll || r->circ_cut_roll)
+            snprintf(cut, sizeof(cut), "; %lu visitor circuit%s and %lu stream%s cut at the drain limit",
+                     r->circ_cut_roll, r->circ_cut_roll == 1 ? "" : "s", r->cut_roll, r->cut_roll == 1 ? "" : "s");
         roll_finish(r, true, "restarted %zu tor%s in %.1f s%s", r->n, r->n == 1 ? "" : "s", roll_now(r) - r->started_at,
                     cut);
         return;
@@ -234,7 +264,9 @@ static void roll_next(struct roll *r)
     for (r->current = 0; r->done[r->current]; r->current++)
         ;
     if (r->n == 1) {
-        roll_drain_current(r);
+        /* nothing else serves meanwhile: winding it down would only start the outage earlier */
+        r->restarts_before = r->ops.restarts(r->ops.arg, r->current);
+        roll_restart_current(r);
         return;
     }
     if (roll_restart_unserved(r))
@@ -275,6 +307,11 @@ static void roll_handover_tick(struct roll *r, double in_step)
     }
 }
 
+void roll_set_drain_limit(struct roll *r, double seconds)
+{
+    r->drain_limit = seconds < 0 ? 0 : seconds;
+}
+
 int roll_start(struct roll *r, const char *why, char *msg, size_t msglen)
 {
     if (r->state != ROLL_IDLE) {
@@ -296,6 +333,7 @@ int roll_start(struct roll *r, const char *why, char *msg, size_t msglen)
     memset(r->done, 0, sizeof(r->done));
     r->n_done = 0;
     r->cut_roll = 0;
+    r->circ_cut_roll = 0;
     r->started_at = roll_now(r);
     r->started_wall = time(NULL);
     if (r->n == 1)
@@ -401,7 +439,9 @@ json_t *roll_to_json(const struct roll *r)
     json_t *last = r->has_last ? json_pack("{s:b, s:s, s:I, s:f}", "ok", r->last_ok, "message", r->last_message,
                                            "finished", (json_int_t)r->last_finished, "seconds", r->last_seconds)
                                : json_null();
-    return json_pack("{s:s, s:o, s:o, s:I, s:I, s:s, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:o}", "state",
+    bool draining = r->state == ROLL_DRAINING;
+    return json_pack("{s:s, s:o, s:o, s:I, s:I, s:s, s:o, s:o, s:o, s:o, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
+                     "state",
                      roll_state_str(r->state),
                      "current", running ? json_integer((json_int_t)r->current + 1) : json_null(), "survivor",
                      running && r->survivor >= 0 ? json_integer(r->survivor + 1) : json_null(), "restarted",
@@ -409,8 +449,11 @@ json_t *roll_to_json(const struct roll *r)
                      running || r->has_last ? r->why : "", "started",
                      running ? json_integer((json_int_t)r->started_wall) : json_null(), "step_seconds",
                      running ? json_real(roll_now(r) - r->step_at) : json_null(), "open_streams",
-                     r->state == ROLL_DRAINING ? json_integer(r->open_streams) : json_null(), "streams_cut",
-                     (json_int_t)r->cut_roll, "streams_cut_total", (json_int_t)r->cut_total, "rolls",
+                     draining ? json_integer(r->open_streams) : json_null(), "rend_circuits",
+                     draining && r->rend_circuits >= 0 ? json_integer(r->rend_circuits) : json_null(), "drain_limit",
+                     r->drain_limit, "streams_cut", (json_int_t)r->cut_roll, "circuits_cut",
+                     (json_int_t)r->circ_cut_roll, "streams_cut_total", (json_int_t)r->cut_total,
+                     "circuits_cut_total", (json_int_t)r->circ_cut_total, "rolls",
                      (json_int_t)r->rolls, "aborted", (json_int_t)r->aborted, "last_result", last);
 }
 
@@ -427,8 +470,12 @@ int roll_metrics(const struct roll *r, struct metrics *m)
                              "1 while a rolling restart of the tors runs, else 0.") ||
               metrics_sample(m, "onionfront_tor_roll_running", NULL, r->state != ROLL_IDLE ? 1 : 0) ||
               metrics_family(m, "onionfront_tor_roll_streams_cut_total", METRICS_COUNTER,
-                             "Visitors' streams still open through a tor that a rolling restart ended after "
-                             "draining it for the longest wait.") ||
-              metrics_sample(m, "onionfront_tor_roll_streams_cut_total", NULL, (double)r->cut_total);
+                             "Visitors' streams still open through a tor that a rolling restart ended at its "
+                             "drain limit.") ||
+              metrics_sample(m, "onionfront_tor_roll_streams_cut_total", NULL, (double)r->cut_total) ||
+              metrics_family(m, "onionfront_tor_roll_circuits_cut_total", METRICS_COUNTER,
+                             "Visitors' rendezvous circuits still open on a tor that a rolling restart ended at "
+                             "its drain limit.") ||
+              metrics_sample(m, "onionfront_tor_roll_circuits_cut_total", NULL, (double)r->circ_cut_total);
     return rc ? -1 : 0;
 }

@@ -10,20 +10,24 @@
  *               (worker_renew_descriptors: a last resort, since it replaces the survivor's introduction
  *               points) and the roll waits for the HSDirs' confirmations (HS_DESC UPLOADED, counted by
  *               descriptor.c);
- *   DRAINING    HSDirs serve a tor that stays up; k is ended at the first look (at once, then every
- *               ROLL_TICK_MS) that finds no visitor's stream open through it (the data path is shared, so a
- *               stream's tor is the peer process of its socket: proxy_streams_from_pid). A request in
- *               flight through k therefore finishes instead of losing its rendezvous circuit with k. After
- *               ROLL_DRAIN_S k is ended anyway and the streams still open are cut (logged, counted). If k
- *               uploads anew meanwhile (HSDirs may serve it again), the turn starts over at HANDOVER. What
- *               it cannot see (measured, README "Two tors"): a request a client sends on its circuit to k
- *               after k's end but before the DESTROY reaches it (up to ~2 s on a loaded machine), which
- *               fails; unmodified tor has no way to move a client's open circuit to another tor;
+ *   DRAINING    HSDirs serve a tor that stays up; k is wound down (worker_drain_start, circdrain.h): it
+ *               uploads no descriptor any more, takes no new introduction (its introduction circuits are
+ *               closed; a visitor whose cached descriptor names them fetches the other tor's), and each
+ *               visitor's rendezvous circuit to it is closed right after its last stream ended (visitors'
+ *               tors never let go of one by themselves), so the visitor's next request goes out on a
+ *               new circuit, to the other tor. k is ended at the first look (every ROLL_TICK_MS) that
+ *               finds it drained (no introduction or rendezvous circuit for a while) and no visitor's
+ *               stream through it (the data path is shared, so a stream's tor is the peer process of its socket:
+ *               proxy_streams_from_pid); so no visitor still sends requests to k when it ends (before,
+ *               a request sent on its open circuit just after k's end failed). After the drain limit
+ *               (tor.drain_timeout; default ROLL_DRAIN_DEFAULT_S) k is ended anyway: the circuits and
+ *               streams still open are cut (logged, counted). If k uploads anew meanwhile (HSDirs may
+ *               serve it again), the turn starts over at HANDOVER;
  *   RESTARTING  k's tor is ended and started again (tor_sup_restart_planned: its owning control
  *               connection is closed and it is killed, so it exits at once); wait until it is RUNNING;
  *   PUBLISHING  wait until k's own new descriptors are confirmed by every responsible HSDir; then the next.
- * With one tor a roll is a plain restart of it (drained too): an outage from the stop until its
- * descriptors are up. Each step has a deadline on the monotonic clock. The roll aborts (logged once, status shows why) when a
+ * With one tor a roll is a plain restart of it, at once (no drain: nothing else serves meanwhile): an
+ * outage from the stop until its descriptors are up. Each step has a deadline on the monotonic clock. The roll aborts (logged once, status shows why) when a
  * deadline passes or a tor other than k goes down mid-roll: k then comes back by itself as after any
  * loss, and nothing else is stopped.
  *
@@ -43,11 +47,12 @@ struct roll;
 
 #define ROLL_SETTLE_S 20.0     /* an upload in progress may make a tor served before a hand-over */
 #define ROLL_HANDOVER_S 90.0   /* a survivor's new descriptors confirmed */
-/* Draining: the longest wait for a moment with no visitor's stream open through the tor to be ended. A
- * web request lasts well under a second, so with requests coming and going such moments come often;
- * 30 s covers a slow download or two, while keep-alive connections, long downloads or a websocket (which
- * may never end) cost the roll no more than that, and are then cut. */
-#define ROLL_DRAIN_S 30.0
+/* Draining: the longest wait, by default, for the visitors' streams through the tor to be ended to finish
+ * (circdrain.h closes each visitor's circuit right after its last stream). Web requests last well under
+ * a second; a browser keeps an idle HTTP connection (one stream) open for up to 115 s (Firefox's and Tor
+ * Browser's network.http.keep-alive.timeout), so 120 s lets those end by themselves; a longer download,
+ * a websocket or an IRC connection is cut then. tor.drain_timeout sets it (0: no drain). */
+#define ROLL_DRAIN_DEFAULT_S 120.0
 #define ROLL_RESTART_S 180.0   /* a restarted tor RUNNING again */
 #define ROLL_PUBLISH_S 120.0   /* its own descriptors confirmed */
 #define ROLL_TICK_MS 250       /* the timer's period while rolling */
@@ -55,7 +60,7 @@ struct roll;
 enum roll_state {
     ROLL_IDLE,       /* no roll running */
     ROLL_HANDOVER,   /* before stopping the current tor: a survivor publishes anew */
-    ROLL_DRAINING,   /* HSDirs serve another tor: waiting for no visitor's stream through the current one */
+    ROLL_DRAINING,   /* HSDirs serve another tor: waiting until visitors let go of the current one */
     ROLL_RESTARTING, /* the current tor was ended; waiting for it to run again */
     ROLL_PUBLISHING, /* waiting for the current tor's own descriptors to be confirmed */
 };
@@ -80,6 +85,15 @@ struct roll_ops {
     /* How many visitors' streams are open through tor k now (the data path's streams whose peer is k's
      * tor process). */
     unsigned (*open_streams)(void *arg, size_t k);
+    /* Wind tor k down before its end (worker_drain_start); 0, or -1 if it cannot (not up). */
+    int (*drain_start)(void *arg, size_t k);
+    /* Tor k stays after all (an aborted roll): it publishes again. */
+    void (*drain_stop)(void *arg, size_t k);
+    /* Rendezvous circuits open on the draining tor k at its last look, or -1 before the first look. */
+    long (*rend_circuits)(void *arg, size_t k);
+    /* Is the draining tor k drained: no introduction or rendezvous circuit for a while
+     * (circdrain_is_drained)? */
+    bool (*drained)(void *arg, size_t k);
     /* End tor k and start it again (its supervisor's restart). */
     void (*restart)(void *arg, size_t k, const char *why);
     /* The monotonic clock in seconds. */
@@ -90,6 +104,9 @@ struct roll_ops {
  * roll_tick). NULL on OOM. */
 struct roll *roll_new(struct event_base *base, const struct roll_ops *ops);
 void roll_free(struct roll *r); /* NULL is a no-op */
+
+/* The longest drain of each tor (tor.drain_timeout), for rolls started from now on. */
+void roll_set_drain_limit(struct roll *r, double seconds);
 
 /* Start a roll (`why`, e.g. "requested by restart-tor", is logged and shown). Refused while one runs or
  * while a tor is not up (with several tors, restarting then would leave none). Return 0 with what
@@ -119,14 +136,15 @@ bool roll_last_ok(const struct roll *r, const char **message);
 
 /* {"state", "current" (instance number, 1-based, or null), "survivor" (null unless handing over),
  *  "restarted" (tors done in this roll), "total", "why", "started" (Unix time or null),
- *  "step_seconds" (in the current step), "open_streams" (through the current tor while draining, else
- *  null), "streams_cut" (cut by ROLL_DRAIN_S in the running or last roll), "streams_cut_total",
+ *  "step_seconds" (in the current step), "open_streams" and "rend_circuits" (of the current tor while
+ *  draining, else null), "drain_limit" (seconds), "streams_cut" and "circuits_cut" (open when a drain
+ *  reached its limit, in the running or last roll), "streams_cut_total", "circuits_cut_total",
  *  "rolls" (finished), "aborted",
  *  "last_result": null | {"ok", "message", "finished" (Unix time), "seconds"}}. Returns a new reference. */
 json_t *roll_to_json(const struct roll *r);
 
-/* Append onionfront_tor_rolls_total{result="ok"|"aborted"}, onionfront_tor_roll_running and
- * onionfront_tor_roll_streams_cut_total to `m`.
+/* Append onionfront_tor_rolls_total{result="ok"|"aborted"}, onionfront_tor_roll_running,
+ * onionfront_tor_roll_streams_cut_total and onionfront_tor_roll_circuits_cut_total to `m`.
  * Return 0, or -1 (a family twice, or OOM). */
 int roll_metrics(const struct roll *r, struct metrics *m);
 

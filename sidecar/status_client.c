@@ -247,10 +247,13 @@ static void summary_roll(struct out *o, const json_t *roll)
     if (state && strcmp(state, "idle") != 0) {
         long long survivor = jint(roll, "survivor");
         out_printf(o, "restart-tor: tor %lld of %lld %s", jint(roll, "current"), jint(roll, "total"), state);
-        long long open = jint(roll, "open_streams");
+        long long open = jint(roll, "open_streams"), circs = jint(roll, "rend_circuits");
         if (survivor > 0)
             out_printf(o, " (tor %lld publishes first)", survivor);
-        if (open >= 0)
+        if (open >= 0 && circs >= 0)
+            out_printf(o, " (%lld visitor circuit%s and %lld stream%s open on it)", circs, circs == 1 ? "" : "s", open,
+                       open == 1 ? "" : "s");
+        else if (open >= 0)
             out_printf(o, " (%lld visitor stream%s open through it)", open, open == 1 ? "" : "s");
         out_printf(o, ", %lld done (%s)\n", jint(roll, "restarted"), jstr(roll, "why") ? jstr(roll, "why") : "");
     } else if (json_is_object(last)) {

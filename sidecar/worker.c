@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "sidecar/circdrain.h"
 #include "sidecar/config.h"
 #include "sidecar/descriptor.h"
 #include "sidecar/handover.h"
@@ -25,6 +26,7 @@ struct worker {
     struct descriptor_tracker *descriptors; /* HS_DESC tracking, fetch probe, republishing */
     struct verify *verify;                  /* single-onion verification (CIRC, mode re-checks) */
     struct torscrape *scrape;               /* a spawned tor's MetricsPort, read while it is up */
+    struct circdrain *drain;                /* winding the tor down before a planned stop (roll.h) */
     struct event_base *base;
     char problem[200];                      /* why tor was lost or failed, until it bootstraps again */
     bool stopping;                          /* worker_stop called, or failed: hand nothing to tor */
@@ -82,6 +84,7 @@ static void worker_tor_ready_cb(struct tor_sup *t, struct cp_conn *conn, void *a
         service_mgr_attach(w->services, conn);
         descriptor_tracker_attach(w->descriptors, conn);
         verify_attach(w->verify, conn);
+        circdrain_attach(w->drain, conn);
         torscrape_set_port(w->scrape, tor_sup_metrics_port(t));
     }
     w->cbs.ready(w, w->arg);
@@ -102,6 +105,7 @@ static void worker_tor_lost_cb(struct tor_sup *t, const char *why, void *arg)
     service_mgr_detach(w->services);
     descriptor_tracker_detach(w->descriptors);
     verify_detach(w->verify);
+    circdrain_detach(w->drain);
     torscrape_set_port(w->scrape, 0);
     snprintf(w->problem, sizeof(w->problem), "%s", why ? why : "lost");
     w->cbs.lost(w, w->problem, w->arg);
@@ -139,10 +143,11 @@ struct worker *worker_new(struct event_base *base, struct proc_mgr *procs, const
     w->services = service_mgr_new(conf, ids);
     w->descriptors = descriptor_tracker_new(base, &conf->probe);
     w->verify = verify_new(base);
+    w->drain = circdrain_new(base);
     w->base = base;
     w->scrape = torscrape_new(base, "tor");
     w->tor = tor_sup_new(base, procs, conf, &tor_cbs, w);
-    if (!w->services || !w->descriptors || !w->verify || !w->scrape || !w->tor) {
+    if (!w->services || !w->descriptors || !w->verify || !w->drain || !w->scrape || !w->tor) {
         worker_free(w);
         return NULL;
     }
@@ -157,6 +162,7 @@ void worker_free(struct worker *w)
      * connection; the verifier and tracker after it: its pending commands complete into them. */
     tor_sup_free(w->tor);
     torscrape_free(w->scrape);
+    circdrain_free(w->drain);
     verify_free(w->verify);
     descriptor_tracker_free(w->descriptors);
     service_mgr_free(w->services);
@@ -212,7 +218,35 @@ bool worker_is_up(const struct worker *w)
 
 int worker_renew_descriptors(struct worker *w)
 {
-    return worker_is_up(w) ? service_mgr_renew(w->services) : -1;
+    if (!worker_is_up(w))
+        return -1;
+    circdrain_stop(w->drain); /* publishing again comes before the new descriptors' SETCONF */
+    return service_mgr_renew(w->services);
+}
+
+int worker_drain_start(struct worker *w)
+{
+    return worker_is_up(w) ? circdrain_start(w->drain) : -1;
+}
+
+void worker_drain_stop(struct worker *w)
+{
+    circdrain_stop(w->drain);
+}
+
+void worker_stream_ended(struct worker *w, unsigned long circuit_id)
+{
+    circdrain_stream_ended(w->drain, circuit_id);
+}
+
+bool worker_drain_done(const struct worker *w)
+{
+    return circdrain_is_drained(w->drain);
+}
+
+long worker_drain_rend_circuits(const struct worker *w)
+{
+    return circdrain_rend_circuits(w->drain);
 }
 
 double worker_last_upload_at(const struct worker *w, const char *address)

@@ -65,6 +65,18 @@ bool worker_is_up(const struct worker *w);
  * taking over from a lost tor whose descriptors HSDirs served. Return 0, or -1 if its tor is not up. */
 int worker_renew_descriptors(struct worker *w);
 
+/* Wind the tor down before a planned stop (circdrain.h: it stops uploading, takes no new introduction,
+ * and its open rendezvous circuits are counted). Return 0, or -1 if its tor is not up. */
+int worker_drain_start(struct worker *w);
+/* The tor stays after all: it publishes again (also done by worker_renew_descriptors). */
+void worker_drain_stop(struct worker *w);
+/* The data path saw the last stream of this tor's circuit `circuit_id` end (circdrain_stream_ended). */
+void worker_stream_ended(struct worker *w, unsigned long circuit_id);
+/* Is the draining tor drained (circdrain_is_drained)? */
+bool worker_drain_done(const struct worker *w);
+/* Open rendezvous circuits of the draining tor at the last look, or -1 (not draining, no look yet). */
+long worker_drain_rend_circuits(const struct worker *w);
+
 /* When this worker's tor last started uploading the descriptor of `address` that clients fetch
  * (descriptor_service_fetched_round_at, confirmed or not), or -1 if never. Of several tors, HSDirs serve
  * the one with the latest. */

@@ -9,6 +9,7 @@
  * visitors are not disturbed. */
 #include "sidecar/workerset.h"
 
+#include <event2/event.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -28,6 +29,8 @@
 #include "sidecar/torcaps.h"
 #include "sidecar/worker.h"
 
+#define WORKERSET_STAGGER_MAX_S 30 /* the longest the other tors wait for tor 1's bootstrap at start */
+
 /* The anonymous services' tor (see workerset.h): created with the set, started only while wanted. */
 struct workerset_anon {
     struct worker *w;
@@ -45,10 +48,13 @@ struct workerset {
     bool stopping;
     unsigned long failovers; /* survivors told to publish anew */
     struct roll *roll;       /* restart-tor: the workers one at a time */
-    const struct proxy *proxy; /* borrowed (workerset_set_proxy): the roll's drain counts streams there */
+    struct proxy *proxy; /* borrowed (workerset_set_proxy): the roll's drain counts streams there */
     struct binwatch *binwatch; /* spawn mode: tor.binary replaced on disk -> a roll */
     bool binary_said;          /* a declined binary change was logged (once until one is taken) */
     struct workerset_anon anon;
+    /* The other tors start once tor 1 bootstrapped (or WORKERSET_STAGGER_MAX_S passed): see workerset_start. */
+    bool stagger_pending;
+    struct event *stagger_ev;
 };
 
 static void workerset_anon_want(struct workerset *ws);
@@ -135,9 +141,14 @@ static void workerset_ready_cb(struct worker *w, void *arg)
     ws->cbs.ready(w, ws->arg);
 }
 
+static void workerset_start_rest(struct workerset *ws);
+static void workerset_stagger_cb(evutil_socket_t fd, short what, void *arg);
+
 static void workerset_bootstrapped_cb(struct worker *w, void *arg)
 {
     struct workerset *ws = arg;
+    if (ws->stagger_pending && w == ws->workers[0])
+        workerset_start_rest(ws);
     ws->cbs.bootstrapped(w, ws->arg);
 }
 
@@ -234,6 +245,26 @@ static unsigned workerset_roll_open_streams(void *arg, size_t k)
     return proxy_streams_from_pid(ws->proxy, tor_sup_pid(worker_tor(ws->workers[k])));
 }
 
+static int workerset_roll_drain_start(void *arg, size_t k)
+{
+    return worker_drain_start(((const struct workerset *)arg)->workers[k]);
+}
+
+static void workerset_roll_drain_stop(void *arg, size_t k)
+{
+    worker_drain_stop(((const struct workerset *)arg)->workers[k]);
+}
+
+static long workerset_roll_rend_circuits(void *arg, size_t k)
+{
+    return worker_drain_rend_circuits(((const struct workerset *)arg)->workers[k]);
+}
+
+static bool workerset_roll_drained(void *arg, size_t k)
+{
+    return worker_drain_done(((const struct workerset *)arg)->workers[k]);
+}
+
 static void workerset_roll_restart(void *arg, size_t k, const char *why)
 {
     tor_sup_restart_planned(worker_tor(((const struct workerset *)arg)->workers[k]), why);
@@ -310,17 +341,23 @@ struct workerset *workerset_new(struct event_base *base, struct proc_mgr *procs,
                                  .published_since = workerset_roll_published_since,
                                  .renew = workerset_roll_renew,
                                  .open_streams = workerset_roll_open_streams,
+                                 .drain_start = workerset_roll_drain_start,
+                                 .drain_stop = workerset_roll_drain_stop,
+                                 .rend_circuits = workerset_roll_rend_circuits,
+                                 .drained = workerset_roll_drained,
                                  .restart = workerset_roll_restart,
                                  .now = workerset_roll_now};
     ws->ids = ids;
     ws->cbs = *cbs;
     ws->arg = arg;
     if (!(ws->roll = roll_new(base, &ops)) ||
+        (base && !(ws->stagger_ev = event_new(base, -1, 0, workerset_stagger_cb, ws))) ||
         !(ws->binwatch = binwatch_new(base, workerset_binary_changed_cb, ws)) ||
         (conf->tor.mode == TOR_MODE_SPAWN && binwatch_set_path(ws->binwatch, conf->tor.binary) < 0)) {
         workerset_free(ws);
         return NULL;
     }
+    roll_set_drain_limit(ws->roll, conf->tor.drain_timeout);
     unsigned want = conf->tor.instances >= 1 && conf->tor.instances <= INSTANCE_MAX ? conf->tor.instances : 1;
     for (; ws->n < want; ws->n++) {
         if (!(ws->workers[ws->n] = worker_new(base, procs, conf, ids, &wcbs, ws))) {
@@ -344,6 +381,10 @@ void workerset_free(struct workerset *ws)
 {
     if (!ws)
         return;
+    if (ws->proxy) /* the proxy may outlive the set: its streams' ends must not reach it */
+        proxy_set_stream_end_cb(ws->proxy, NULL, NULL);
+    if (ws->stagger_ev)
+        event_free(ws->stagger_ev);
     for (size_t k = 0; k < ws->n; k++)
         worker_free(ws->workers[k]);
     worker_free(ws->anon.w);
@@ -368,11 +409,47 @@ int workerset_prepare(struct workerset *ws, const struct config *conf, char *err
     return workerset_anon_prepare(ws, conf, err, errlen);
 }
 
+/* Start the tors after the first (see workerset_start). A failure is logged: the first tor runs. */
+static void workerset_start_rest(struct workerset *ws)
+{
+    char err[1024];
+    ws->stagger_pending = false;
+    if (ws->stagger_ev)
+        event_del(ws->stagger_ev);
+    if (ws->stopping)
+        return;
+    for (size_t k = 1; k < ws->n; k++)
+        if (worker_start(ws->workers[k], err, sizeof(err)) < 0)
+            log_error("tor %zu: %s", k + 1, err);
+}
+
+static void workerset_stagger_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct workerset *ws = arg;
+    (void)fd;
+    (void)what;
+    log_notice("tor 1 did not bootstrap within %d s; starting the other tors anyway", WORKERSET_STAGGER_MAX_S);
+    workerset_start_rest(ws);
+}
+
+/* The first tor now, the others once it bootstrapped: started together, the tors upload their first
+ * descriptors in the same second, their revision counters tie (tor counts seconds), and each HSDir keeps
+ * whichever arrived first — a mix, so no tor is served everywhere and the first roll must make a
+ * survivor publish anew (which cuts its visitors' circuits). Started after, the others' descriptors are
+ * newer and every HSDir serves the same tor. */
 int workerset_start(struct workerset *ws, char *err, size_t errlen)
 {
-    for (size_t k = 0; k < ws->n; k++)
-        if (worker_start(ws->workers[k], err, errlen) < 0)
-            return -1;
+    if (ws->n > 0 && worker_start(ws->workers[0], err, errlen) < 0)
+        return -1;
+    if (ws->n > 1) {
+        ws->stagger_pending = true;
+        if (ws->stagger_ev) {
+            struct timeval tv = clock_tv_ms(WORKERSET_STAGGER_MAX_S * 1000);
+            event_add(ws->stagger_ev, &tv);
+        } else {
+            workerset_start_rest(ws);
+        }
+    }
     return ws->anon.on ? worker_start(ws->anon.w, err, errlen) : 0;
 }
 
@@ -387,12 +464,29 @@ int workerset_restart_tor(struct workerset *ws, const struct config *conf, const
         snprintf(msg, msglen, "tor.mode is attach: onionfront does not start or stop that tor");
         return -1;
     }
+    roll_set_drain_limit(ws->roll, conf->tor.drain_timeout);
     return roll_start(ws->roll, why, msg, msglen);
 }
 
-void workerset_set_proxy(struct workerset *ws, const struct proxy *px)
+/* The data path saw a visitor's stream end: the tor it came through, if draining, may close its
+ * circuit now (circdrain_stream_ended). */
+static void workerset_stream_end_cb(long pid, uint32_t circuit_id, void *arg)
 {
+    struct workerset *ws = arg;
+    for (size_t k = 0; k < ws->n; k++)
+        if (tor_sup_pid(worker_tor(ws->workers[k])) == pid) {
+            worker_stream_ended(ws->workers[k], circuit_id);
+            return;
+        }
+}
+
+void workerset_set_proxy(struct workerset *ws, struct proxy *px)
+{
+    if (ws->proxy)
+        proxy_set_stream_end_cb(ws->proxy, NULL, NULL);
     ws->proxy = px;
+    if (px)
+        proxy_set_stream_end_cb(px, workerset_stream_end_cb, ws);
 }
 
 const struct roll *workerset_roll(const struct workerset *ws)
@@ -403,6 +497,9 @@ const struct roll *workerset_roll(const struct workerset *ws)
 void workerset_stop(struct workerset *ws)
 {
     ws->stopping = true;
+    ws->stagger_pending = false;
+    if (ws->stagger_ev)
+        event_del(ws->stagger_ev);
     roll_abort(ws->roll, "onionfront is shutting down");
     if (ws->anon.stopping)
         ws->anon.on = false; /* stopping already (a reload removed the last anonymous service) */
@@ -503,6 +600,7 @@ static void workerset_anon_stopped(struct workerset *ws)
 int workerset_apply_modes(struct workerset *ws, const struct config *conf, char *err, size_t errlen)
 {
     bool want = config_count_mode(conf, SERVICE_MODE_ANONYMOUS) > 0, was = ws->anon.on;
+    roll_set_drain_limit(ws->roll, conf->tor.drain_timeout); /* for the next roll (binwatch's too) */
     if (!was && worker_reconfigure(ws->anon.w, conf, NULL, err, errlen) < 0)
         return -1; /* not listed, so the reload did not switch it; it borrows the config */
     if (ws->stopping || want == was)

@@ -70,9 +70,10 @@ int workerset_restart_tor(struct workerset *ws, const struct config *conf, const
  * rolls by itself when the file on disk is replaced) and start a roll onto it, as workerset_restart_tor. */
 int workerset_binary_reloaded(struct workerset *ws, const struct config *conf, char *msg, size_t msglen);
 
-/* The data path (borrowed until workerset_free, NULL: none yet): a roll drains each tor before ending it,
- * waiting for a moment when no stream of visitors is open through it (proxy_streams_from_pid). */
-void workerset_set_proxy(struct workerset *ws, const struct proxy *px);
+/* The data path (borrowed until workerset_free, NULL: none yet): a roll drains each tor before ending it
+ * (roll.h): it counts the visitors' streams through it (proxy_streams_from_pid) and hears of each
+ * stream's end (proxy_set_stream_end_cb), to close that circuit of a draining tor at once. */
+void workerset_set_proxy(struct workerset *ws, struct proxy *px);
 
 /* The rolling restart's state, for reports (NULL for a NULL set). Borrowed until workerset_free. */
 const struct roll *workerset_roll(const struct workerset *ws);

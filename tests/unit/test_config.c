@@ -202,6 +202,8 @@ static const struct bad_case bad_cases[] = {
     BAD(TOR("'instances':0"), "tor.instances: must be 1-4"),
     BAD(TOR("'instances':5"), "tor.instances: must be 1-4"),
     BAD(TOR("'instances':'2'"), "tor.instances: must be an integer"),
+    BAD(TOR("'drain_timeout':3601"), "tor.drain_timeout: must be 0-3600"),
+    BAD(TOR("'drain_timeout':-1"), "tor.drain_timeout: must be 0-3600"),
     BAD(TOR("'binary':'tor'"), "tor.binary: must be an absolute path"),
     BAD(TOR("'binary':null"), "tor.binary: must be a string"),
     BAD(TOR("'control_socket':'/run/tor/control'"),
@@ -592,6 +594,7 @@ static void test_minimal_defaults(void **state)
     assert_int_equal(c->tor.command_timeout, 30);
     assert_int_equal(c->tor.restart_backoff_max, 60);
     assert_int_equal(c->tor.instances, 1);
+    assert_int_equal(c->tor.drain_timeout, 120);
     assert_int_equal(c->tor.n_extra_torrc, 0);
     assert_null(c->tor.extra_torrc);
 

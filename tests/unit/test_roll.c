@@ -8,10 +8,12 @@
  * upload needed; then the other, served by the first), the hand-over (first a wait for an upload in
  * progress; then a survivor renews, and nothing is ended until its upload is confirmed), the waits (RUNNING, then published after the stop), one tor (a
  * plain restart), refusals (a tor down, a roll running), aborts (the other tor down mid-roll through the
- * tick and through roll_worker_lost, each step's deadline), roll_to_json, roll_metrics. The drain: a tor is
- * ended only when no visitor's stream is open through it (at once if none), or at ROLL_DRAIN_S with the
- * streams cut and counted; another tor dying while one drains aborts; a draining tor that dies by itself
- * is waited for. */
+ * tick and through roll_worker_lost, each step's deadline), roll_to_json, roll_metrics. The drain: the tor
+ * is wound down first (drain_start), and ended only at a look that finds neither a rendezvous circuit
+ * open on it (none known before its first look) nor a visitor's stream through it, or at the drain limit
+ * with what is open cut and counted; another tor dying while one drains aborts and makes the draining tor
+ * publish again (drain_stop); a draining tor that dies by itself is waited for; one tor, or a limit of
+ * 0, is restarted without a drain. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -28,6 +30,7 @@
 #include "sidecar/roll.h"
 
 #define N_MAX 4
+#define DRAIN_S 40.0 /* the drain limit set in setup (tor.drain_timeout) */
 
 /* Fake tors: each has a latest upload round (`round_at`) and the start of the latest round every HSDir
  * confirmed (`complete_at`, -1 none); actions are recorded as text ("R1" renew tor 1, "S2" restart tor 2). */
@@ -38,7 +41,11 @@ struct fake {
     unsigned restarts[N_MAX];
     double round_at[N_MAX], complete_at[N_MAX];
     unsigned streams[N_MAX]; /* visitors' streams open through each tor */
+    long rend[N_MAX];        /* rendezvous circuits open on each tor (-1: its drain had no look yet) */
+    bool draining[N_MAX];    /* drain_start called, not drain_stop nor a restart since */
+    unsigned drain_starts[N_MAX], drain_stops[N_MAX];
     unsigned cut;            /* streams open through a tor when it was ended */
+    unsigned long circ_cut;  /* rendezvous circuits open on a tor when it was ended */
     char actions[128];
     int renew_rc;
 };
@@ -90,12 +97,45 @@ static unsigned f_open_streams(void *arg, size_t k)
     return ((struct fake *)arg)->streams[k];
 }
 
+static int f_drain_start(void *arg, size_t k)
+{
+    struct fake *f = arg;
+    if (!f->up[k])
+        return -1;
+    f->draining[k] = true;
+    f->drain_starts[k]++;
+    return 0;
+}
+
+static void f_drain_stop(void *arg, size_t k)
+{
+    struct fake *f = arg;
+    f->draining[k] = false;
+    f->drain_stops[k]++;
+}
+
+static long f_rend_circuits(void *arg, size_t k)
+{
+    struct fake *f = arg;
+    return f->draining[k] ? f->rend[k] : -1;
+}
+
+/* Drained: looks found no circuit (here: none open; the quiet time is circdrain's, test_circdrain). */
+static bool f_drained(void *arg, size_t k)
+{
+    struct fake *f = arg;
+    return f->draining[k] && f->rend[k] == 0;
+}
+
 static void f_restart(void *arg, size_t k, const char *why)
 {
     struct fake *f = arg;
     assert_non_null(strstr(why, "rolling restart"));
     f_record(f, 'S', k);
     f->cut += f->streams[k]; /* the tor's end cuts what is open through it */
+    f->circ_cut += f->rend[k] > 0 ? (unsigned long)f->rend[k] : 0;
+    f->rend[k] = 0;
+    f->draining[k] = false;
     f->streams[k] = 0;
     f->up[k] = false;
     f->restarts[k]++;
@@ -137,10 +177,15 @@ static int setup(void **state)
                            .published_since = f_published_since,
                            .renew = f_renew,
                            .open_streams = f_open_streams,
+                           .drain_start = f_drain_start,
+                           .drain_stop = f_drain_stop,
+                           .rend_circuits = f_rend_circuits,
+                           .drained = f_drained,
                            .restart = f_restart,
                            .now = f_now};
     x->r = roll_new(NULL, &ops);
     assert_non_null(x->r);
+    roll_set_drain_limit(x->r, DRAIN_S);
     *state = x;
     return 0;
 }
@@ -264,6 +309,7 @@ static void test_restart_must_take(void **state)
     assert_int_equal(roll_start(x->r, "test", x->msg, sizeof(x->msg)), 0);
     assert_non_null(strstr(x->msg, "unreachable until it is back"));
     assert_string_equal(x->f.actions, "S1"); /* one tor: a plain restart, no hand-over */
+    assert_int_equal(x->f.drain_starts[0], 0); /* nor a drain: nothing else serves meanwhile */
     x->f.up[0] = true;
     x->f.restarts[0]--; /* as if the restart had not happened */
     advance(x, 1);
@@ -385,7 +431,7 @@ static void test_drain_waits_for_streams(void **state)
     assert_string_equal(x->f.actions, "S2");
     assert_int_equal(roll_state(x->r), ROLL_DRAINING);
     assert_int_equal(roll_current(x->r), 0);
-    advance(x, ROLL_DRAIN_S / 2);
+    advance(x, DRAIN_S / 2);
     assert_string_equal(x->f.actions, "S2");
     x->f.streams[0] = 0;
     advance(x, 0.25);
@@ -396,7 +442,7 @@ static void test_drain_waits_for_streams(void **state)
     assert_int_equal(json_int_at(x, "streams_cut"), 0);
 }
 
-/* Streams that never end: at ROLL_DRAIN_S the tor is ended anyway; the cut streams are counted in the
+/* Streams that never end: at DRAIN_S the tor is ended anyway; the cut streams are counted in the
  * roll's JSON, its last message and the metrics. */
 static void test_drain_deadline_cuts(void **state)
 {
@@ -404,7 +450,7 @@ static void test_drain_deadline_cuts(void **state)
     x->f.round_at[0] = x->f.complete_at[0] = 950;
     x->f.streams[1] = 4;
     assert_int_equal(roll_start(x->r, "test", x->msg, sizeof(x->msg)), 0);
-    advance(x, ROLL_DRAIN_S - 0.5);
+    advance(x, DRAIN_S - 0.5);
     assert_string_equal(x->f.actions, "");
     assert_int_equal(roll_state(x->r), ROLL_DRAINING);
     advance(x, 0.5);
@@ -414,7 +460,7 @@ static void test_drain_deadline_cuts(void **state)
     come_back(x, 1);
     come_back(x, 0); /* tor 1 had none: ended at once */
     assert_string_equal(x->f.actions, "S2 S1");
-    assert_last(x, true, "4 visitor streams cut");
+    assert_last(x, true, "0 visitor circuits and 4 streams cut");
     assert_int_equal(json_int_at(x, "streams_cut"), 4);
     assert_int_equal(json_int_at(x, "streams_cut_total"), 4);
     struct metrics *m = metrics_new();
@@ -440,8 +486,11 @@ static void test_drain_abort_other_dies(void **state)
     x->f.up[0] = false;
     advance(x, 0.25);
     assert_last(x, false, "tor 1 went down while tor 2 was draining");
+    assert_int_equal(x->f.drain_starts[1], 1);
+    assert_int_equal(x->f.drain_stops[1], 1); /* it stays: it publishes again */
+    assert_false(x->f.draining[1]);
     x->f.streams[1] = 0;
-    advance(x, ROLL_DRAIN_S);
+    advance(x, DRAIN_S);
     assert_string_equal(x->f.actions, "");
 
     x->f.up[0] = true;
@@ -449,7 +498,8 @@ static void test_drain_abort_other_dies(void **state)
     assert_int_equal(roll_start(x->r, "test", x->msg, sizeof(x->msg)), 0);
     roll_worker_lost(x->r, 0, "killed");
     assert_last(x, false, "tor 1 was lost (killed) while tor 2 was draining");
-    advance(x, ROLL_DRAIN_S);
+    assert_int_equal(x->f.drain_stops[1], 2);
+    advance(x, DRAIN_S);
     assert_string_equal(x->f.actions, "");
     assert_int_equal(x->f.cut, 0);
 }
@@ -489,6 +539,8 @@ static void test_drain_upload_meanwhile(void **state)
     assert_string_equal(x->f.actions, "");
     assert_int_equal(roll_state(x->r), ROLL_HANDOVER);
     assert_int_equal(roll_current(x->r), 0); /* the turn starts over from the first tor not done */
+    assert_int_equal(x->f.drain_stops[1], 1);   /* tor 2 is not drained any more: it publishes */
+    assert_false(x->f.draining[1]);
     advance(x, ROLL_SETTLE_S);
     assert_string_equal(x->f.actions, "R2"); /* a survivor publishes anew */
     f_publish(&x->f, 1);
@@ -528,6 +580,82 @@ static void test_deadlines(void **state)
     assert_last(x, false, "descriptors were not confirmed");
 }
 
+/* Visitors' rendezvous circuits: a tor with no stream but circuits open is not ended until the visitors
+ * let go of them (the count reaches 0); before its first look nothing is known, so nothing is ended. */
+static void test_drain_waits_for_circuits(void **state)
+{
+    struct test *x = *state;
+    x->f.round_at[0] = x->f.complete_at[0] = 950; /* HSDirs serve tor 1: tor 2 goes first */
+    x->f.rend[1] = -1;                             /* no look yet */
+    assert_int_equal(roll_start(x->r, "test", x->msg, sizeof(x->msg)), 0);
+    assert_int_equal(roll_state(x->r), ROLL_DRAINING);
+    assert_int_equal(x->f.drain_starts[1], 1);
+    assert_int_equal(x->f.drain_starts[0], 0);
+    assert_string_equal(x->f.actions, "");
+    assert_int_equal(json_int_at(x, "rend_circuits"), -1);
+    x->f.rend[1] = 2;
+    for (int i = 0; i < 40; i++)
+        advance(x, 0.25);
+    assert_string_equal(x->f.actions, "");
+    assert_int_equal(json_int_at(x, "rend_circuits"), 2);
+    assert_int_equal(json_int_at(x, "open_streams"), 0);
+    x->f.rend[1] = 1;
+    x->f.streams[1] = 1; /* the last circuit still carries a request */
+    advance(x, 0.25);
+    x->f.rend[1] = 0;
+    advance(x, 0.25);
+    assert_string_equal(x->f.actions, ""); /* its stream is still open */
+    x->f.streams[1] = 0;
+    advance(x, 0.25);
+    assert_string_equal(x->f.actions, "S2");
+    assert_int_equal(x->f.drain_stops[1], 0); /* ended, not told to publish again */
+    come_back(x, 1);
+    assert_int_equal(x->f.drain_starts[0], 1);
+    x->f.rend[0] = 0;
+    advance(x, 0.25);
+    assert_string_equal(x->f.actions, "S2 S1");
+    come_back(x, 0);
+    assert_last(x, true, "restarted 2 tors");
+    assert_int_equal(x->f.circ_cut, 0);
+}
+
+/* Circuits that visitors keep: at the drain limit the tor is ended and they are counted as cut (JSON,
+ * the last message, the metrics). */
+static void test_drain_limit_cuts_circuits(void **state)
+{
+    struct test *x = *state;
+    x->f.round_at[0] = x->f.complete_at[0] = 950;
+    x->f.rend[1] = 3;
+    assert_int_equal(roll_start(x->r, "test", x->msg, sizeof(x->msg)), 0);
+    advance(x, DRAIN_S - 0.5);
+    assert_string_equal(x->f.actions, "");
+    advance(x, 0.5);
+    assert_string_equal(x->f.actions, "S2");
+    assert_int_equal(x->f.circ_cut, 3);
+    assert_int_equal(json_int_at(x, "circuits_cut"), 3);
+    come_back(x, 1);
+    come_back(x, 0);
+    assert_last(x, true, "3 visitor circuits and 0 streams cut");
+    struct metrics *m = metrics_new();
+    assert_non_null(m);
+    assert_int_equal(roll_metrics(x->r, m), 0);
+    assert_non_null(strstr(metrics_text(m, NULL), "onionfront_tor_roll_circuits_cut_total 3\n"));
+    metrics_free(m);
+}
+
+/* tor.drain_timeout 0: no drain at all, the tor not served is ended at once even with circuits open. */
+static void test_drain_limit_zero(void **state)
+{
+    struct test *x = *state;
+    roll_set_drain_limit(x->r, 0);
+    x->f.round_at[0] = x->f.complete_at[0] = 950;
+    x->f.rend[1] = 2;
+    x->f.streams[1] = 1;
+    assert_int_equal(roll_start(x->r, "test", x->msg, sizeof(x->msg)), 0);
+    assert_string_equal(x->f.actions, "S2");
+    assert_int_equal(x->f.drain_starts[1], 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -543,6 +671,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_drain_abort_other_dies, setup, teardown),
         cmocka_unit_test_setup_teardown(test_drain_tor_dies_itself, setup, teardown),
         cmocka_unit_test_setup_teardown(test_drain_upload_meanwhile, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_drain_waits_for_circuits, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_drain_limit_cuts_circuits, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_drain_limit_zero, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

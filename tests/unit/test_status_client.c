@@ -109,6 +109,10 @@ static const struct {
      "\"restarted\":0,\"total\":2,\"why\":\"requested by restart-tor\",\"last_result\":null}}",
      NULL, NULL, "onionfront: ok\nrestart-tor: tor 2 of 2 draining (3 visitor streams open through it), 0 done "
      "(requested by restart-tor)\n"},
+    {"{\"state\":\"ok\",\"roll\":{\"state\":\"draining\",\"current\":1,\"open_streams\":0,\"rend_circuits\":1,"
+     "\"restarted\":1,\"total\":2,\"why\":\"requested by restart-tor\",\"last_result\":null}}",
+     NULL, NULL, "onionfront: ok\nrestart-tor: tor 1 of 2 draining (1 visitor circuit and 0 streams open on it), 1 "
+     "done (requested by restart-tor)\n"},
     {"{\"state\":\"ok\",\"roll\":{\"state\":\"idle\",\"current\":null,\"last_result\":{\"ok\":false,"
      "\"message\":\"aborted: tor 1 went down while tor 2 was restarting\"}}}",
      NULL, NULL, "onionfront: ok\nrestart-tor: last failed: aborted: tor 1 went down while tor 2 was restarting\n"},
