@@ -130,11 +130,13 @@ of_extra_torrc_json() {
 }
 
 # of_write_config FILE SERVICES_JSON [EXTRA_TOP_LEVEL_JSON] — state and run dirs under $OF_TMP;
-# tor.instances from $OF_TOR_INSTANCES and tor.binary from $OF_TOR_BINARY when set.
+# tor.instances from $OF_TOR_INSTANCES, tor.binary from $OF_TOR_BINARY and tor.drain_timeout from
+# $OF_TOR_DRAIN when set.
 of_write_config() {
   local file=$1 services=$2 extra=${3:-} instances=""
   [[ -n ${OF_TOR_INSTANCES:-} ]] && instances=" \"instances\": $OF_TOR_INSTANCES,"
   [[ -n ${OF_TOR_BINARY:-} ]] && instances+=" \"binary\": \"$OF_TOR_BINARY\","
+  [[ -n ${OF_TOR_DRAIN:-} ]] && instances+=" \"drain_timeout\": $OF_TOR_DRAIN,"
   cat >"$file" <<EOF
 {
   "state_dir": "$OF_TMP/state",
