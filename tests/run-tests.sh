@@ -45,29 +45,82 @@ run_one() { # name timeout_s cmd...
   if [ "$status" != ok ]; then tail -n 40 "$log" | sed 's/^/    | /'; fi
 }
 
+# Side by side: up to TEST_JOBS (default 2, one per core) run_one's at once, each in a subshell whose
+# output goes to a file; the outputs are printed, and the counts added, in the order the jobs were
+# started, each as soon as it and all before it have ended. A job tells it has ended by writing its
+# number to a FIFO; fd 3, the FIFO held open here, is closed for the jobs and so for the tests.
+par_max=${TEST_JOBS:-2}
+[ "$par_max" -ge 1 ] 2>/dev/null || par_max=1
+par_begin() {
+  par_dir=$(mktemp -d /tmp/onionfront-jobs.XXXXXX)
+  mkfifo "$par_dir/done"
+  exec 3<>"$par_dir/done"
+  par_started=0 par_printed=0 par_running=0
+}
+par_start() { # name timeout_s cmd...  (once fewer than $par_max jobs run)
+  while [ "$par_running" -ge "$par_max" ]; do par_reap; done
+  par_started=$((par_started + 1)); i=$par_started
+  eval "par_name_$i=\$1"
+  (
+    trap 'echo "$i" >"$par_dir/done"' EXIT
+    trap 'exit 1' HUP TERM
+    passed=0; failed=0; failures=""
+    run_one "$@" </dev/null
+    echo "$passed $failed $failures" >"$par_dir/result.$i"
+  ) 3>&- >"$par_dir/out.$i" 2>&1 &
+  par_running=$((par_running + 1))
+}
+par_reap() { # wait for one job to end; print every ended job not yet printed and in order
+  read -r i <&3
+  : >"$par_dir/ended.$i"
+  par_running=$((par_running - 1))
+  while [ -f "$par_dir/ended.$((par_printed + 1))" ]; do
+    par_printed=$((par_printed + 1)); i=$par_printed
+    cat "$par_dir/out.$i"
+    if [ -f "$par_dir/result.$i" ]; then
+      read -r jp jf jfail <"$par_dir/result.$i"
+      passed=$((passed + jp)); failed=$((failed + jf)); failures="$failures${jfail:+ $jfail}"
+    else
+      eval "n=\$par_name_$i"
+      failed=$((failed + 1)); failures="$failures $n"; printf '%-40s %s\n' "$n" "FAIL (ended without a result)"
+    fi
+  done
+}
+par_drain() { while [ "$par_running" -gt 0 ]; do par_reap; done; }
+par_end() { par_drain; wait; exec 3>&-; rm -rf "$par_dir"; }
+
 if [ "$what" = all ] || [ "$what" = unit ]; then
   echo "== unit tests"
+  par_begin
   for t in build/test/test_*; do
     [ -x "$t" ] || continue
     n=$(basename "$t")
     [ -f "tests/unit/$n.c" ] || continue
-    run_one "$n" 300 "$t"
+    case $n in
+      # Alone: each takes a loopback port nobody listens on (bind to port 0, close) and counts on it
+      # staying unused (test_health even listens on it later); a test beside it could take that port.
+      test_health|test_proxy) par_drain; par_start "$n" 300 "$t"; par_drain ;;
+      *) par_start "$n" 300 "$t" ;;
+    esac
   done
+  par_end
 fi
 
 if [ "$what" = all ] || [ "$what" = fuzz ]; then
   echo "== fuzz smoke runs (${FUZZ_SMOKE_SECONDS:-15} s each)"
+  par_begin
   for f in build/fuzz/bin/fuzz_*; do
     [ -x "$f" ] || continue
     n=$(basename "$f")
     seeds=tests/fuzz/seeds/$n
     mkdir -p "build/fuzz/corpus/$n"
     if [ -d "$seeds" ]; then
-      run_one "$n" 120 "$f" -max_total_time="${FUZZ_SMOKE_SECONDS:-15}" "build/fuzz/corpus/$n" "$seeds"
+      par_start "$n" 120 "$f" -max_total_time="${FUZZ_SMOKE_SECONDS:-15}" "build/fuzz/corpus/$n" "$seeds"
     else
-      run_one "$n" 120 "$f" -max_total_time="${FUZZ_SMOKE_SECONDS:-15}" "build/fuzz/corpus/$n"
+      par_start "$n" 120 "$f" -max_total_time="${FUZZ_SMOKE_SECONDS:-15}" "build/fuzz/corpus/$n"
     fi
   done
+  par_end
 fi
 
 if [ "$what" = all ] || [ "$what" = integration ]; then
