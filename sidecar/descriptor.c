@@ -19,6 +19,7 @@
 #include "sidecar/keys.h"
 #include "sidecar/log.h"
 #include "sidecar/metrics.h"
+#include "sidecar/served.h"
 
 #define DESC_ID_MAX 64      /* base64 blinded key: 43 characters */
 #define DESC_ROUND_GAP_S 2.0 /* tor sends one round's UPLOAD events in one burst */
@@ -90,6 +91,13 @@ struct probe_result {
     char error[128];
 };
 
+/* One HSDir's answer to the latest fetch (served.h): a parsed copy, or none. */
+struct desc_copy {
+    struct served_copy c;
+    char desc_id[DESC_ID_MAX];
+    double at;
+};
+
 struct desc_service {
     char name[CONFIG_SERVICE_NAME_MAX + 1];
     char address[57];
@@ -113,6 +121,11 @@ struct desc_service {
     char body_id[DESC_ID_MAX];
     char body_from[41];
     double body_at;
+
+    struct desc_copy copies[SERVED_HSDIRS_MAX]; /* by HSDir; pruned to those asked at each probe */
+    size_t n_copies;
+    struct served_ident own;    /* tor's own current descriptor (read_own); cleared by a new tor */
+    unsigned probed_round[2];   /* read_own: the last settled round of each slot a probe followed */
 };
 
 /* Context of one command in flight; orphaned (t = NULL) when the tracker is freed first. */
@@ -134,6 +147,7 @@ struct descriptor_tracker {
     size_t n;
     struct cp_conn *conn;
     bool online;
+    bool read_own;              /* descriptor_tracker_set_read_own */
     double attached_at;
     unsigned gen;
     unsigned long seq;
@@ -768,6 +782,8 @@ static int fetch_start(struct descriptor_tracker *t, struct desc_service *s, boo
     return 0;
 }
 
+static void own_desc_read(struct descriptor_tracker *t, struct desc_service *s);
+
 /* The probe: HSFETCH from every HSDir responsible for either descriptor (tor picks one if none known). */
 static void probe_start(struct descriptor_tracker *t, struct desc_service *s, double now)
 {
@@ -793,9 +809,73 @@ static void probe_start(struct descriptor_tracker *t, struct desc_service *s, do
     }
     s->next_probe_at = now + t->probe.hsfetch_interval;
     s->probed = true;
+    size_t kept = 0; /* the copies of HSDirs asked again (no longer responsible: dropped) */
+    for (size_t i = 0; i < s->n_copies; i++)
+        for (size_t k = 0; k < n; k++)
+            if (strcmp(fps[k], s->copies[i].c.fp) == 0) {
+                s->copies[kept++] = s->copies[i];
+                break;
+            }
+    s->n_copies = kept;
+    if (t->read_own)
+        own_desc_read(t, s); /* answered before the fetch's copies: commands are answered in order */
     fetch_start(t, s, true, fps, nicks, n, now);
     free(fps);
     free(nicks);
+}
+
+/* HSDir `fp` answered a fetch of descriptor `desc_id`: `ident` (its copy; not valid: none). Kept while
+ * there is room; probe_start drops the HSDirs it no longer asks. */
+static void copy_note(struct desc_service *s, const char *fp, const char *nick, const char *desc_id,
+                      const struct served_ident *ident, double now)
+{
+    size_t i = 0;
+    while (i < s->n_copies && strcmp(s->copies[i].c.fp, fp) != 0)
+        i++;
+    if (i == SERVED_HSDIRS_MAX)
+        return;
+    if (i == s->n_copies)
+        s->n_copies++;
+    struct desc_copy *c = &s->copies[i];
+    snprintf(c->c.fp, sizeof(c->c.fp), "%s", fp);
+    snprintf(c->c.nick, sizeof(c->c.nick), "%s", nick ? nick : "");
+    snprintf(c->desc_id, sizeof(c->desc_id), "%s", desc_id ? desc_id : "");
+    c->c.ident = *ident;
+    c->at = now;
+}
+
+/* The answer to GETINFO hs/service/desc/id/<addr> (read_own): tor's own current descriptor. */
+static void own_desc_cb(struct cp_conn *conn, const struct cp_reply *r, const char *err, void *arg)
+{
+    struct desc_cmd *c = arg;
+    struct descriptor_tracker *t = c->t;
+    struct desc_service *s = t ? svc_find(t, c->address) : NULL;
+    char key[80], perr[256];
+    struct cp_info info = {0};
+    (void)conn;
+    (void)err;
+    desc_cmd_unlink(c);
+    snprintf(key, sizeof(key), "hs/service/desc/id/%s", c->address);
+    const char *body = s && r && cp_reply_is_ok(r) && cp_info_parse(r, &info, perr, sizeof(perr)) == 0
+                           ? cp_info_get(&info, key) : NULL;
+    if (s && (!body || served_ident_parse(body, strlen(body), &s->own, perr, sizeof(perr)) < 0))
+        s->own.valid = false;
+    cp_info_clear(&info);
+    free(c);
+}
+
+static void own_desc_read(struct descriptor_tracker *t, struct desc_service *s)
+{
+    char key[80], err[256];
+    snprintf(key, sizeof(key), "hs/service/desc/id/%s", s->address);
+    const char *k = key;
+    char *cmd = cp_cmd_getinfo(&k, 1, err, sizeof(err));
+    struct desc_cmd *c = cmd ? desc_cmd_new(t, s) : NULL;
+    if (c && t->send(t->send_arg, cmd, own_desc_cb, c) < 0) {
+        desc_cmd_unlink(c);
+        free(c);
+    }
+    free(cmd);
 }
 
 static bool is_fetch_reason(const char *r)
@@ -843,6 +923,8 @@ static void fetch_event(struct descriptor_tracker *t, struct desc_service *s, co
             f->first_at = now;
     } else {
         d->result = e->reason && strcmp(e->reason, "NOT_FOUND") == 0 ? FETCH_NOT_FOUND : FETCH_FAILED;
+        if (d->result == FETCH_NOT_FOUND)
+            copy_note(s, d->fp, d->nick, e->desc_id, &(struct served_ident){0}, now);
         if (d->result == FETCH_NOT_FOUND && f->is_probe && probe_mark_lost(s, e->desc_id, d->fp, now))
             svc_republish(t, s, now);
     }
@@ -1117,6 +1199,10 @@ void descriptor_on_hs_desc_content(struct descriptor_tracker *t, const struct cp
     struct desc_service *s = svc_find(t, e->address);
     if (!s || !e->body || e->body_len == 0 || !e->desc_id || !e->hsdir_fp[0])
         return;
+    struct served_ident ident;
+    char perr[128];
+    if (served_ident_parse(e->body, e->body_len, &ident, perr, sizeof(perr)) == 0)
+        copy_note(s, e->hsdir_fp, e->hsdir_nick, e->desc_id, &ident, now); /* whose descriptor it serves */
     int slot = slot_of_id(s, e->desc_id);
     struct desc_hsdir *h = slot >= 0 ? hsdir_current(&s->slots[slot], e->hsdir_fp) : NULL;
     if (!h || !hsdir_holds(h))
@@ -1181,6 +1267,16 @@ void descriptor_tick(struct descriptor_tracker *t, double now)
             fetch_finish(s, now, s->fetch.is_probe ? NULL : "no answer");
         if (!t->online)
             continue;
+        for (int slot = 0; t->read_own && slot < 2; slot++) {
+            /* Several tors: whose descriptor HSDirs serve changes with each round; look soon after one. */
+            struct desc *d = &s->slots[slot];
+            enum desc_status st = d->used ? desc_status_of(d) : DESC_STATUS_NONE;
+            if ((st == DESC_STATUS_COMPLETE || st == DESC_STATUS_INCOMPLETE) && s->probed_round[slot] != d->round) {
+                s->probed_round[slot] = d->round;
+                if (s->next_probe_at > now + DESC_FIRST_PROBE_S)
+                    s->next_probe_at = now + DESC_FIRST_PROBE_S;
+            }
+        }
         if (!s->fetch.in_flight && s->next_probe_at > 0 && now >= s->next_probe_at) {
             if (probe_should_wait(t, s, now))
                 s->next_probe_at = now + t->probe.hsfetch_interval;
@@ -1367,6 +1463,7 @@ void descriptor_tracker_attach(struct descriptor_tracker *t, struct cp_conn *con
         t->svcs[i]->next_probe_at = now + t->probe.hsfetch_interval;
         t->svcs[i]->probed = false;
         t->svcs[i]->next_source_fetch_at = 0;
+        t->svcs[i]->own.valid = false; /* a new tor (or connection): its own descriptor is read again */
     }
     if (t->tick_ev)
         event_add(t->tick_ev, &(struct timeval){1, 0});
@@ -1428,6 +1525,37 @@ double descriptor_service_fetched_round_at(const struct descriptor_tracker *t, c
     if (rejected)
         *rejected = total > 0 && refused == total;
     return d->round_at;
+}
+
+void descriptor_tracker_set_read_own(struct descriptor_tracker *t, bool on)
+{
+    t->read_own = on;
+}
+
+int descriptor_service_own(const struct descriptor_tracker *t, const char *address, struct served_ident *out)
+{
+    const struct desc_service *s = svc_find(t, address);
+    *out = s ? s->own : (struct served_ident){0};
+    return out->valid ? 0 : -1;
+}
+
+size_t descriptor_service_copies(const struct descriptor_tracker *t, const char *address, struct served_copy *out,
+                                 size_t cap, double *at)
+{
+    const struct desc_service *s = svc_find(t, address);
+    int slot = s && s->client_id[0] ? slot_of_id(s, s->client_id) : -1;
+    size_t n = 0;
+    *at = -1;
+    /* The answers for the descriptor clients fetch; "none" only from an HSDir responsible for it. */
+    for (size_t i = 0; slot >= 0 && i < s->n_copies && n < cap; i++) {
+        const struct desc_copy *c = &s->copies[i];
+        struct desc *d = (struct desc *)&s->slots[slot];
+        if (strcmp(c->desc_id, s->client_id) != 0 || (!c->c.ident.valid && !hsdir_current(d, c->c.fp)))
+            continue;
+        out[n++] = c->c;
+        *at = c->at > *at ? c->at : *at;
+    }
+    return n;
 }
 
 int descriptor_service_counts(const struct descriptor_tracker *t, const char *address,
