@@ -42,6 +42,7 @@ struct desc_hsdir {
     unsigned round;             /* the descriptor's upload round this entry belongs to */
     bool ambiguous;             /* confirmed by an UPLOADED that may have been for the other descriptor */
     bool republishing;          /* the pending upload is our HSPOST */
+    bool copied;                /* the latest upload was our HSPOST of a fetched copy, not tor's own */
     unsigned attempts;          /* re-posts since the last success or tor's own upload */
     unsigned long republishes;  /* re-posts in total */
     double next_republish_at;
@@ -452,7 +453,7 @@ static void desc_upload(struct descriptor_tracker *t, struct desc_service *s, co
     h->reason[0] = '\0';
     h->upload_at = h->state_at = now;
     h->seq = ++t->seq;
-    h->ambiguous = h->republishing = false;
+    h->ambiguous = h->republishing = h->copied = false;
     h->attempts = 0;
     h->next_republish_at = 0;
     log_debug_f(LOG_SERVICE(s->name), "service %s: descriptor %.8s (%s) uploading to HSDir $%s~%s", s->name, d->id,
@@ -1021,7 +1022,7 @@ static void republish_post(struct descriptor_tracker *t, struct desc_service *s,
                s->name, s->slots[slot].id, slot_str(slot), h->fp, h->nick, h->reason[0] ? h->reason : "no answer",
                h->attempts);
     h->state = DESC_HSDIR_PENDING;
-    h->republishing = true;
+    h->republishing = h->copied = true;
     h->upload_at = h->state_at = now;
     h->seq = ++t->seq;
     h->republishes++;
@@ -1527,6 +1528,17 @@ double descriptor_service_fetched_round_at(const struct descriptor_tracker *t, c
     return d->round_at;
 }
 
+void descriptor_service_hsdir_upload(const struct descriptor_tracker *t, const char *address, const char *desc_id,
+                                     const char *fp, double *upload_at, double *accepted_at, bool *rejected)
+{
+    struct desc_service *s = svc_find(t, address);
+    int slot = s && desc_id ? slot_of_id(s, desc_id) : -1;
+    const struct desc_hsdir *h = slot >= 0 ? hsdir_current(&s->slots[slot], fp) : NULL;
+    *upload_at = h ? h->upload_at : -1;
+    *accepted_at = h && h->state == DESC_HSDIR_CONFIRMED && !h->ambiguous && !h->copied ? h->confirmed_at : -1;
+    *rejected = h && h->state == DESC_HSDIR_PRESENT;
+}
+
 void descriptor_tracker_set_read_own(struct descriptor_tracker *t, bool on)
 {
     t->read_own = on;
@@ -1552,7 +1564,9 @@ size_t descriptor_service_copies(const struct descriptor_tracker *t, const char 
         struct desc *d = (struct desc *)&s->slots[slot];
         if (strcmp(c->desc_id, s->client_id) != 0 || (!c->c.ident.valid && !hsdir_current(d, c->c.fp)))
             continue;
-        out[n++] = c->c;
+        out[n] = c->c;
+        out[n].at = c->at;
+        snprintf(out[n++].desc_id, sizeof(out->desc_id), "%s", c->desc_id);
         *at = c->at > *at ? c->at : *at;
     }
     return n;

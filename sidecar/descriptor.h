@@ -163,6 +163,13 @@ int descriptor_service_own(const struct descriptor_tracker *t, const char *addre
 size_t descriptor_service_copies(const struct descriptor_tracker *t, const char *address, struct served_copy *out,
                                  size_t cap, double *at);
 
+/* HSDir `fp`'s upload of descriptor `desc_id` of `address` in that descriptor's latest round: when it
+ * started (*upload_at; -1: none), when the HSDir accepted it (*accepted_at: UPLOADED, matched to it for
+ * certain, of tor's own upload rather than our re-post of a fetched copy; -1: not accepted), and whether
+ * it refused it (*rejected: UPLOAD_REJECTED). */
+void descriptor_service_hsdir_upload(const struct descriptor_tracker *t, const char *address, const char *desc_id,
+                                     const char *fp, double *upload_at, double *accepted_at, bool *rejected);
+
 /* Counters for tests and summaries. */
 struct descriptor_counts {
     unsigned hsdirs_total;     /* responsible HSDirs of the descriptor clients fetch (see above) */

@@ -126,7 +126,8 @@ int served_ident_parse(const char *body, size_t len, struct served_ident *out, c
         }
     }
     if (!have_rev || !have_key) {
-        snprintf(err, errlen, "no %s line in the outer layer", have_rev ? "descriptor-signing-key-cert" : "revision-counter");
+        snprintf(err, errlen, "no %s line in the outer layer",
+                 have_rev ? "descriptor-signing-key-cert" : "revision-counter");
         return -1;
     }
     out->valid = true;
@@ -150,9 +151,36 @@ int served_by_rounds(const struct served_round *rounds, size_t n)
     return best;
 }
 
+int served_attribute(const struct served_copy *copy, const struct served_upload *ups, size_t n)
+{
+    bool seen[SERVED_TORS_MAX] = {false};
+    if (n > SERVED_TORS_MAX)
+        n = SERVED_TORS_MAX;
+    /* The uploads started before the fetch, latest first: refused ones changed nothing on the HSDir. */
+    for (;;) {
+        int last = -1;
+        for (size_t k = 0; k < n; k++)
+            if (!seen[k] && ups[k].upload_at >= 0 && ups[k].upload_at < copy->at &&
+                (last < 0 || ups[k].upload_at > ups[last].upload_at))
+                last = (int)k;
+        if (last < 0)
+            return -1;
+        seen[last] = true;
+        if (ups[last].rejected)
+            continue;
+        if (ups[last].accepted_at < 0 || ups[last].accepted_at > copy->at)
+            return -1; /* pending, failed, or accepted only after the fetch */
+        for (size_t k = 0; k < n; k++)
+            if ((int)k != last && ups[k].upload_at == ups[last].upload_at && !ups[k].rejected)
+                return -1; /* two started at once: not known which came last */
+        return last;
+    }
+}
+
 static const char *const served_source_names[] = {
     [SERVED_SOURCE_NONE] = "none",
     [SERVED_SOURCE_FETCHED] = "fetched",
+    [SERVED_SOURCE_ACCEPTED_COPY] = "accepted_copy",
     [SERVED_SOURCE_UPLOADS] = "uploads",
 };
 
@@ -161,10 +189,16 @@ const char *served_source_str(enum served_source s)
     return (size_t)s < sizeof(served_source_names) / sizeof(served_source_names[0]) ? served_source_names[s] : "?";
 }
 
-void served_compare(const struct served_ident *own, size_t n_own, const struct served_copy *copies, size_t n_copies,
-                    struct served_result *out)
+static bool served_same(const struct served_ident *a, const struct served_ident *b)
+{
+    return a->valid && b->valid && memcmp(a->signing_key, b->signing_key, SERVED_KEY_LEN) == 0;
+}
+
+void served_compare(const struct served_ident *own, const struct served_ident *learned, size_t n_own,
+                    const struct served_copy *copies, size_t n_copies, struct served_result *out)
 {
     unsigned votes[SERVED_TORS_MAX] = {0};
+    bool by_own[SERVED_TORS_MAX] = {false};
     memset(out, 0, sizeof(*out));
     out->tor = -1;
     for (size_t k = 0; k < n_own && k < SERVED_TORS_MAX; k++, out->n_tors++) {
@@ -174,12 +208,16 @@ void served_compare(const struct served_ident *own, size_t n_own, const struct s
     for (size_t i = 0; i < n_copies && out->n < SERVED_HSDIRS_MAX; i++) {
         const struct served_copy *c = &copies[i];
         int tor = c->ident.valid ? SERVED_OTHER : SERVED_NONE;
-        for (size_t k = 0; c->ident.valid && k < n_own && k < SERVED_TORS_MAX; k++)
-            if (own[k].valid && memcmp(own[k].signing_key, c->ident.signing_key, SERVED_KEY_LEN) == 0) {
+        for (size_t k = 0; tor == SERVED_OTHER && k < n_own && k < SERVED_TORS_MAX; k++)
+            if (served_same(&own[k], &c->ident))
                 tor = (int)k;
-                votes[k]++;
-                break;
-            }
+        if (tor >= 0)
+            by_own[tor] = true;
+        for (size_t k = 0; learned && tor == SERVED_OTHER && k < n_own && k < SERVED_TORS_MAX; k++)
+            if (served_same(&learned[k], &c->ident))
+                tor = (int)k;
+        if (tor >= 0)
+            votes[tor]++;
         snprintf(out->dirs[out->n].fp, sizeof(out->dirs[out->n].fp), "%s", c->fp);
         snprintf(out->dirs[out->n].nick, sizeof(out->dirs[out->n].nick), "%s", c->nick);
         out->dirs[out->n].tor = tor;
@@ -191,7 +229,7 @@ void served_compare(const struct served_ident *own, size_t n_own, const struct s
         if (votes[k] > 0 && (out->tor < 0 || votes[k] > votes[out->tor]))
             out->tor = (int)k;
     if (out->tor >= 0) {
-        out->source = SERVED_SOURCE_FETCHED;
+        out->source = by_own[out->tor] ? SERVED_SOURCE_FETCHED : SERVED_SOURCE_ACCEPTED_COPY;
         out->holding = votes[out->tor];
     }
 }
@@ -220,14 +258,29 @@ void served_find(const struct descriptor_tracker *const *ts, size_t n, const cha
             best_at = at;
         }
     }
-    served_compare(own, n, copies, n_copies, out);
+    /* Each tor's descriptor as an HSDir that accepted its upload served it (tor shows only "current"). */
+    struct served_ident learned[SERVED_TORS_MAX] = {{0}};
+    for (size_t i = 0; i < n_copies; i++) {
+        struct served_upload ups[SERVED_TORS_MAX];
+        for (size_t k = 0; k < n; k++) {
+            ups[k] = (struct served_upload){-1, -1, false};
+            if (ts[k])
+                descriptor_service_hsdir_upload(ts[k], address, copies[i].desc_id, copies[i].fp, &ups[k].upload_at,
+                                                &ups[k].accepted_at, &ups[k].rejected);
+        }
+        int k = copies[i].ident.valid ? served_attribute(&copies[i], ups, n) : -1;
+        if (k >= 0 && !learned[k].valid)
+            learned[k] = copies[i].ident;
+    }
+    served_compare(own, learned, n, copies, n_copies, out);
     if (out->tor >= 0)
         return;
     /* No copy is any tor's own descriptor (yet): the acceptance record. */
     for (size_t k = 0; k < n; k++) {
         rounds[k] = (struct served_round){.at = -1};
         if (ts[k])
-            rounds[k].at = descriptor_service_fetched_round_at(ts[k], address, &rounds[k].complete, &rounds[k].rejected);
+            rounds[k].at =
+                descriptor_service_fetched_round_at(ts[k], address, &rounds[k].complete, &rounds[k].rejected);
     }
     out->tor = served_by_rounds(rounds, n);
     out->source = out->tor >= 0 ? SERVED_SOURCE_UPLOADS : SERVED_SOURCE_NONE;
@@ -238,17 +291,16 @@ json_t *served_to_json(const struct served_result *r)
     json_t *dirs = json_array();
     for (size_t i = 0; dirs && i < r->n; i++) {
         int tor = r->dirs[i].tor;
+        json_t *rev = tor == SERVED_NONE ? json_null() : json_integer((json_int_t)r->dirs[i].revision);
         json_array_append_new(dirs, json_pack("{s:s, s:s, s:o, s:b, s:o}", "fp", r->dirs[i].fp, "nick",
                                               r->dirs[i].nick, "tor", tor >= 0 ? json_integer(tor + 1) : json_null(),
-                                              "other", tor == SERVED_OTHER,
-                                              "revision", tor == SERVED_NONE ? json_null()
-                                                                             : json_integer((json_int_t)r->dirs[i].revision)));
+                                              "other", tor == SERVED_OTHER, "revision", rev));
     }
     json_t *own = json_array();
     for (size_t k = 0; own && k < r->n_tors; k++)
         json_array_append_new(own, r->own_known[k] ? json_integer((json_int_t)r->own[k]) : json_null());
-    return json_pack("{s:o, s:s, s:I, s:I, s:o, s:o}", "served_by", r->tor >= 0 ? json_integer(r->tor + 1) : json_null(),
-                     "source", served_source_str(r->source), "hsdirs_holding", (json_int_t)r->holding,
-                     "hsdirs_answered", (json_int_t)r->asked, "hsdirs", dirs ? dirs : json_array(), "own_revisions",
-                     own ? own : json_array());
+    return json_pack("{s:o, s:s, s:I, s:I, s:o, s:o}", "served_by",
+                     r->tor >= 0 ? json_integer(r->tor + 1) : json_null(), "source", served_source_str(r->source),
+                     "hsdirs_holding", (json_int_t)r->holding, "hsdirs_answered", (json_int_t)r->asked, "hsdirs",
+                     dirs ? dirs : json_array(), "own_revisions", own ? own : json_array());
 }

@@ -6,10 +6,12 @@
  * every upload round with it), so two tors with one onion key never share one: the certified key in a
  * descriptor's outer layer (`descriptor-signing-key-cert`) says which tor made it. A copy fetched from an
  * HSDir (the fetch probe, descriptor.h) is compared with each tor's own descriptor (GETINFO
- * hs/service/desc/id/<addr>); the revision counter is shown beside it. When no copy was compared yet
- * (before the first probe, or when tor's own descriptor is not the one clients fetch: GETINFO returns
- * only tor's "current" one), the acceptance record answers instead: the tor whose latest upload round
- * every responsible HSDir accepted, unless a later round of another tor may have replaced it
+ * hs/service/desc/id/<addr>); the revision counter is shown beside it. GETINFO returns only tor's
+ * "current" descriptor, and clients fetch the other one during part of each time period: then a tor's
+ * descriptor is known from a copy an HSDir served after it accepted that tor's upload, the last one it got
+ * (served_attribute), and the other copies are compared with that. When no copy can be compared (before
+ * the first probe), the acceptance record answers instead: the tor whose latest upload round every
+ * responsible HSDir accepted, unless a later round of another tor may have replaced it
  * (served_by_rounds; the failover and the rolling restart decide with it, workerset.c).
  *
  * Owns the parsing of those two outer-layer lines and both decisions; pure functions on fixed-size
@@ -49,6 +51,8 @@ struct served_copy {
     char fp[41];
     char nick[20];
     struct served_ident ident;
+    char desc_id[64]; /* the descriptor asked for (blinded key, base64) */
+    double at;        /* when the answer came (monotonic clock) */
 };
 
 /* One tor's latest upload round of the descriptor clients fetch (descriptor_service_fetched_round_at). */
@@ -62,9 +66,25 @@ struct served_round {
  * not known (see the top of this file). */
 int served_by_rounds(const struct served_round *rounds, size_t n);
 
+/* One tor's upload of a copy's descriptor to the copy's HSDir (descriptor_service_hsdir_upload). */
+struct served_upload {
+    double upload_at;   /* started, -1: none */
+    double accepted_at; /* the HSDir accepted it (UPLOADED), -1: not */
+    bool rejected;      /* the HSDir refused it (UPLOAD_REJECTED: it held that revision or a higher one) */
+};
+
+/* Whose descriptor `copy` is by the uploads to its HSDir (ups[k]: tor k's): of the uploads started before
+ * the copy was fetched, the latest one the HSDir did not refuse, if it accepted it before the fetch (HSDirs
+ * keep the highest revision: a refused upload changed nothing, an accepted one replaced all before it).
+ * -1 if not known (that upload pending or failed, or two such started at once). */
+int served_attribute(const struct served_copy *copy, const struct served_upload *ups, size_t n);
+
 enum served_source {
     SERVED_SOURCE_NONE,    /* nothing known */
     SERVED_SOURCE_FETCHED, /* copies fetched from the HSDirs, compared with each tor's own descriptor */
+    SERVED_SOURCE_ACCEPTED_COPY, /* the same, each tor's descriptor known from a copy of an HSDir that
+                                    accepted that tor's upload (served_attribute): tor shows only its
+                                    "current" descriptor, clients may fetch the other one */
     SERVED_SOURCE_UPLOADS, /* the acceptance record (served_by_rounds) */
 };
 const char *served_source_str(enum served_source s);
@@ -91,10 +111,12 @@ struct served_result {
     } dirs[SERVED_HSDIRS_MAX];
 };
 
-/* Compare `copies` with the tors' own descriptors `own[0..n_own)` into *out (source FETCHED with a tor
- * if any copy matched; else NONE, out->dirs still filled). */
-void served_compare(const struct served_ident *own, size_t n_own, const struct served_copy *copies, size_t n_copies,
-                    struct served_result *out);
+/* Compare `copies` with the tors' own descriptors `own[0..n_own)`, and where none matches with
+ * `learned[0..n_own)` (may be NULL: tor k's descriptor as an HSDir that accepted its upload served it),
+ * into *out: the tor most copies are, with source FETCHED if any of its copies matched its own
+ * descriptor, ACCEPTED_COPY if only learned ones did; else NONE (out->dirs still filled). */
+void served_compare(const struct served_ident *own, const struct served_ident *learned, size_t n_own,
+                    const struct served_copy *copies, size_t n_copies, struct served_result *out);
 
 /* For `address`, over the trackers of the tors that publish it (ts[k]: tor k's, NULL skipped): compare
  * the freshest probe's copies with each tor's own descriptor, else fall back to the acceptance record. */

@@ -419,7 +419,7 @@ static void summary_served(struct out *o, const json_t *svc)
     out_printf(o, "  %-12s ", "served by");
     if (by < 0)
         out_printf(o, "unknown (no HSDir's copy matched a tor's own descriptor yet)\n");
-    else if (strcmp(source, "fetched") == 0)
+    else if (strcmp(source, "fetched") == 0 || strcmp(source, "accepted_copy") == 0) /* copies compared */
         out_printf(o, "tor %lld (%lld/%lld HSDirs)\n", by, jint(served, "hsdirs_holding"),
                    jint(served, "hsdirs_answered"));
     else

@@ -26,7 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!id.valid)
         __builtin_trap();
     copy.ident = id;
-    served_compare(&id, 1, &copy, 1, &r);
+    served_compare(&id, NULL, 1, &copy, 1, &r);
     if (r.tor != 0 || r.holding != 1)
         __builtin_trap();
     return 0;

@@ -128,7 +128,7 @@ static void test_compare_table(void **state)
         struct served_copy copies[SERVED_HSDIRS_MAX];
         struct served_result r;
         size_t n = copies_of(cases[i].copies, copies);
-        served_compare(own, 2, copies, n, &r);
+        served_compare(own, NULL, 2, copies, n, &r);
         if (r.tor != cases[i].tor || r.source != cases[i].source || r.holding != cases[i].holding ||
             r.asked != cases[i].asked || r.n != n)
             fail_msg("case %zu (%s): tor %d source %s holding %u asked %u n %zu", i, cases[i].copies, r.tor,
@@ -153,10 +153,62 @@ static void test_compare_bounded(void **state)
         memset(&copies[i], 0, sizeof(copies[i]));
         copies[i].ident = ident(1, 1);
     }
-    served_compare(own, 1, copies, SERVED_HSDIRS_MAX + 4, &r);
+    served_compare(own, NULL, 1, copies, SERVED_HSDIRS_MAX + 4, &r);
     assert_int_equal(r.n, SERVED_HSDIRS_MAX);
     assert_int_equal(r.holding, SERVED_HSDIRS_MAX);
     assert_int_equal(r.tor, 0);
+}
+
+/* tor shows only its "current" descriptor: copies of the other one match no own descriptor, but the
+ * descriptor learned from an HSDir that accepted a tor's upload does; own keys win over learned ones. */
+static void test_compare_learned(void **state)
+{
+    (void)state;
+    struct served_ident own[2] = {ident(1, 5), ident(2, 6)}, learned[2] = {{0}, ident(3, 7)};
+    struct served_copy copies[8];
+    struct served_result r;
+    served_compare(own, learned, 2, copies, copies_of("33333-11", copies), &r);
+    assert_int_equal(r.tor, 1);
+    assert_int_equal(r.source, SERVED_SOURCE_ACCEPTED_COPY);
+    assert_int_equal(r.holding, 5);
+    assert_int_equal(r.dirs[6].tor, 0);
+    served_compare(own, learned, 2, copies, copies_of("3322222-", copies), &r);
+    assert_int_equal(r.tor, 1); /* 2 learned + 5 own copies: tor 1 matched its own descriptor */
+    assert_int_equal(r.source, SERVED_SOURCE_FETCHED);
+    assert_int_equal(r.holding, 7);
+    served_compare(own, NULL, 2, copies, copies_of("33333333", copies), &r);
+    assert_int_equal(r.tor, -1);
+    assert_string_equal(served_source_str(r.source), "none");
+}
+
+/* ---- served_attribute ------------------------------------------------------------------------------ */
+
+static void test_attribute_table(void **state)
+{
+    (void)state;
+    /* A copy fetched at 100; per tor: upload started, accepted (-1: no). */
+    static const struct {
+        struct served_upload u[3];
+        size_t n;
+        int expect;
+    } cases[] = {
+        {{{10, 11, false}, {20, 21, false}}, 2, 1},   /* the last upload, accepted */
+        {{{20, 21, false}, {10, 11, false}}, 2, 0},
+        {{{10, 11, false}, {20, -1, false}}, 2, -1},  /* the last one pending or failed */
+        {{{10, 11, false}, {20, -1, true}}, 2, 0},    /* the last one refused (a same-second tie): tor 0's */
+        {{{10, -1, true}, {20, -1, true}}, 2, -1},    /* every one refused: someone else's */
+        {{{10, 11, false}, {20, 120, false}}, 2, -1}, /* accepted only after the copy was fetched */
+        {{{10, 11, false}, {150, 151, false}}, 2, 0}, /* an upload after the fetch does not count */
+        {{{20, 21, false}, {20, 22, false}}, 2, -1},  /* started at once: not known */
+        {{{20, 21, false}, {20, -1, true}}, 2, 0},    /* at once, but one refused */
+        {{{-1, -1, false}, {-1, -1, false}}, 2, -1},
+        {{{-1, -1, false}, {30, 31, false}, {5, 6, false}}, 3, 1},
+        {{{99.5, 99.9, false}}, 1, 0},
+    };
+    struct served_copy copy = {.at = 100};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        if (served_attribute(&copy, cases[i].u, cases[i].n) != cases[i].expect)
+            fail_msg("case %zu: %d, expected %d", i, served_attribute(&copy, cases[i].u, cases[i].n), cases[i].expect);
 }
 
 /* ---- served_by_rounds ------------------------------------------------------------------------------ */
@@ -193,7 +245,7 @@ static void test_json(void **state)
     struct served_ident own[2] = {ident(1, 5), ident(2, 6)};
     struct served_copy copies[4];
     struct served_result r;
-    served_compare(own, 2, copies, copies_of("223-", copies), &r);
+    served_compare(own, NULL, 2, copies, copies_of("223-", copies), &r);
     json_t *j = served_to_json(&r);
     assert_int_equal(json_integer_value(json_object_get(j, "served_by")), 2); /* 1-based */
     assert_string_equal(json_string_value(json_object_get(j, "source")), "fetched");
@@ -210,7 +262,7 @@ static void test_json(void **state)
     assert_string_equal(json_string_value(json_object_get(json_array_get(dirs, 3), "nick")), "hsdir3");
     json_decref(j);
 
-    served_compare(own, 2, copies, 0, &r);
+    served_compare(own, NULL, 2, copies, 0, &r);
     j = served_to_json(&r);
     assert_true(json_is_null(json_object_get(j, "served_by")));
     assert_string_equal(json_string_value(json_object_get(j, "source")), "none");
@@ -222,7 +274,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_good),    cmocka_unit_test(test_parse_table),  cmocka_unit_test(test_compare_table),
-        cmocka_unit_test(test_compare_bounded), cmocka_unit_test(test_rounds_table), cmocka_unit_test(test_json),
+        cmocka_unit_test(test_compare_bounded), cmocka_unit_test(test_compare_learned),
+        cmocka_unit_test(test_attribute_table), cmocka_unit_test(test_rounds_table),  cmocka_unit_test(test_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
