@@ -92,13 +92,6 @@ struct probe_result {
     char error[128];
 };
 
-/* One HSDir's answer to the latest fetch (served.h): a parsed copy, or none. */
-struct desc_copy {
-    struct served_copy c;
-    char desc_id[DESC_ID_MAX];
-    double at;
-};
-
 struct desc_service {
     char name[CONFIG_SERVICE_NAME_MAX + 1];
     char address[57];
@@ -123,8 +116,7 @@ struct desc_service {
     char body_from[41];
     double body_at;
 
-    struct desc_copy copies[SERVED_HSDIRS_MAX]; /* by HSDir; pruned to those asked at each probe */
-    size_t n_copies;
+    struct served_copies copies; /* each HSDir's latest answer to a fetch; pruned to those asked by a probe */
     struct served_ident own;    /* tor's own current descriptor (read_own); cleared by a new tor */
     unsigned probed_round[2];   /* read_own: the last settled round of each slot a probe followed */
 };
@@ -810,14 +802,7 @@ static void probe_start(struct descriptor_tracker *t, struct desc_service *s, do
     }
     s->next_probe_at = now + t->probe.hsfetch_interval;
     s->probed = true;
-    size_t kept = 0; /* the copies of HSDirs asked again (no longer responsible: dropped) */
-    for (size_t i = 0; i < s->n_copies; i++)
-        for (size_t k = 0; k < n; k++)
-            if (strcmp(fps[k], s->copies[i].c.fp) == 0) {
-                s->copies[kept++] = s->copies[i];
-                break;
-            }
-    s->n_copies = kept;
+    served_copies_keep(&s->copies, fps, n); /* HSDirs no longer responsible: dropped */
     if (t->read_own)
         own_desc_read(t, s); /* answered before the fetch's copies: commands are answered in order */
     fetch_start(t, s, true, fps, nicks, n, now);
@@ -825,40 +810,25 @@ static void probe_start(struct descriptor_tracker *t, struct desc_service *s, do
     free(nicks);
 }
 
-/* HSDir `fp` answered a fetch of descriptor `desc_id`: `ident` (its copy; not valid: none). Kept while
- * there is room; probe_start drops the HSDirs it no longer asks. */
-static void copy_note(struct desc_service *s, const char *fp, const char *nick, const char *desc_id,
-                      const struct served_ident *ident, double now)
+/* The descriptor in a reply to GETINFO hs/service/desc/id/<address> (parsed into *info), or NULL. */
+static const char *own_desc_body(const struct cp_reply *r, const char *address, struct cp_info *info)
 {
-    size_t i = 0;
-    while (i < s->n_copies && strcmp(s->copies[i].c.fp, fp) != 0)
-        i++;
-    if (i == SERVED_HSDIRS_MAX)
-        return;
-    if (i == s->n_copies)
-        s->n_copies++;
-    struct desc_copy *c = &s->copies[i];
-    snprintf(c->c.fp, sizeof(c->c.fp), "%s", fp);
-    snprintf(c->c.nick, sizeof(c->c.nick), "%s", nick ? nick : "");
-    snprintf(c->desc_id, sizeof(c->desc_id), "%s", desc_id ? desc_id : "");
-    c->c.ident = *ident;
-    c->at = now;
+    char key[80], perr[256];
+    snprintf(key, sizeof(key), "hs/service/desc/id/%s", address);
+    return r && cp_reply_is_ok(r) && cp_info_parse(r, info, perr, sizeof(perr)) == 0 ? cp_info_get(info, key) : NULL;
 }
 
 /* The answer to GETINFO hs/service/desc/id/<addr> (read_own): tor's own current descriptor. */
 static void own_desc_cb(struct cp_conn *conn, const struct cp_reply *r, const char *err, void *arg)
 {
     struct desc_cmd *c = arg;
-    struct descriptor_tracker *t = c->t;
-    struct desc_service *s = t ? svc_find(t, c->address) : NULL;
-    char key[80], perr[256];
+    struct desc_service *s = c->t ? svc_find(c->t, c->address) : NULL;
+    char perr[128];
     struct cp_info info = {0};
     (void)conn;
     (void)err;
     desc_cmd_unlink(c);
-    snprintf(key, sizeof(key), "hs/service/desc/id/%s", c->address);
-    const char *body = s && r && cp_reply_is_ok(r) && cp_info_parse(r, &info, perr, sizeof(perr)) == 0
-                           ? cp_info_get(&info, key) : NULL;
+    const char *body = s ? own_desc_body(r, c->address, &info) : NULL;
     if (s && (!body || served_ident_parse(body, strlen(body), &s->own, perr, sizeof(perr)) < 0))
         s->own.valid = false;
     cp_info_clear(&info);
@@ -925,7 +895,7 @@ static void fetch_event(struct descriptor_tracker *t, struct desc_service *s, co
     } else {
         d->result = e->reason && strcmp(e->reason, "NOT_FOUND") == 0 ? FETCH_NOT_FOUND : FETCH_FAILED;
         if (d->result == FETCH_NOT_FOUND)
-            copy_note(s, d->fp, d->nick, e->desc_id, &(struct served_ident){0}, now);
+            served_copies_note(&s->copies, d->fp, d->nick, e->desc_id, &(struct served_ident){0}, now);
         if (d->result == FETCH_NOT_FOUND && f->is_probe && probe_mark_lost(s, e->desc_id, d->fp, now))
             svc_republish(t, s, now);
     }
@@ -1047,13 +1017,11 @@ static void repost_desc_cb(struct cp_conn *conn, const struct cp_reply *r, const
 {
     struct desc_cmd *c = arg;
     struct descriptor_tracker *t = c->t;
-    char key[80], perr[256];
+    char perr[256];
     struct cp_info info = {0};
     (void)conn;
     desc_cmd_unlink(c);
-    snprintf(key, sizeof(key), "hs/service/desc/id/%s", c->address);
-    const char *body = r && cp_reply_is_ok(r) && cp_info_parse(r, &info, perr, sizeof(perr)) == 0
-                           ? cp_info_get(&info, key) : NULL;
+    const char *body = own_desc_body(r, c->address, &info);
     char *cmd = body && t ? cp_cmd_hspost(NULL, 0, c->address, body, strlen(body), perr, sizeof(perr)) : NULL;
     if (!cmd) {
         log_notice("service %.8s...: cannot re-post the descriptor: %s", c->address,
@@ -1203,7 +1171,7 @@ void descriptor_on_hs_desc_content(struct descriptor_tracker *t, const struct cp
     struct served_ident ident;
     char perr[128];
     if (served_ident_parse(e->body, e->body_len, &ident, perr, sizeof(perr)) == 0)
-        copy_note(s, e->hsdir_fp, e->hsdir_nick, e->desc_id, &ident, now); /* whose descriptor it serves */
+        served_copies_note(&s->copies, e->hsdir_fp, e->hsdir_nick, e->desc_id, &ident, now); /* whose it is */
     int slot = slot_of_id(s, e->desc_id);
     struct desc_hsdir *h = slot >= 0 ? hsdir_current(&s->slots[slot], e->hsdir_fp) : NULL;
     if (!h || !hsdir_holds(h))
@@ -1559,14 +1527,12 @@ size_t descriptor_service_copies(const struct descriptor_tracker *t, const char 
     size_t n = 0;
     *at = -1;
     /* The answers for the descriptor clients fetch; "none" only from an HSDir responsible for it. */
-    for (size_t i = 0; slot >= 0 && i < s->n_copies && n < cap; i++) {
-        const struct desc_copy *c = &s->copies[i];
-        struct desc *d = (struct desc *)&s->slots[slot];
-        if (strcmp(c->desc_id, s->client_id) != 0 || (!c->c.ident.valid && !hsdir_current(d, c->c.fp)))
+    for (size_t i = 0; slot >= 0 && i < s->copies.n && n < cap; i++) {
+        const struct served_copy *c = &s->copies.c[i];
+        if (strcmp(c->desc_id, s->client_id) != 0 ||
+            (!c->ident.valid && !hsdir_current((struct desc *)&s->slots[slot], c->fp)))
             continue;
-        out[n] = c->c;
-        out[n].at = c->at;
-        snprintf(out[n++].desc_id, sizeof(out->desc_id), "%s", c->desc_id);
+        out[n++] = *c;
         *at = c->at > *at ? c->at : *at;
     }
     return n;

@@ -134,6 +134,37 @@ int served_ident_parse(const char *body, size_t len, struct served_ident *out, c
     return 0;
 }
 
+void served_copies_note(struct served_copies *t, const char *fp, const char *nick, const char *desc_id,
+                        const struct served_ident *ident, double at)
+{
+    size_t i = 0;
+    while (i < t->n && strcmp(t->c[i].fp, fp) != 0)
+        i++;
+    if (i == SERVED_HSDIRS_MAX)
+        return;
+    struct served_copy *c = &t->c[i];
+    if (i == t->n) {
+        t->n++;
+        snprintf(c->fp, sizeof(c->fp), "%s", fp);
+    }
+    snprintf(c->nick, sizeof(c->nick), "%s", nick ? nick : "");
+    snprintf(c->desc_id, sizeof(c->desc_id), "%s", desc_id ? desc_id : "");
+    c->ident = *ident;
+    c->at = at;
+}
+
+void served_copies_keep(struct served_copies *t, const char *const *fps, size_t n)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < t->n; i++)
+        for (size_t k = 0; k < n; k++)
+            if (strcmp(fps[k], t->c[i].fp) == 0) {
+                t->c[kept++] = t->c[i];
+                break;
+            }
+    t->n = kept;
+}
+
 int served_by_rounds(const struct served_round *rounds, size_t n)
 {
     int best = -1;

@@ -55,6 +55,20 @@ struct served_copy {
     double at;        /* when the answer came (monotonic clock) */
 };
 
+/* Each HSDir's latest answer to a fetch, at most SERVED_HSDIRS_MAX (descriptor.c keeps one per service). */
+struct served_copies {
+    struct served_copy c[SERVED_HSDIRS_MAX];
+    size_t n;
+};
+
+/* HSDir `fp` answered a fetch of `desc_id` at `at` with `ident` (not valid: no copy): replace its entry,
+ * or add one while there is room. */
+void served_copies_note(struct served_copies *t, const char *fp, const char *nick, const char *desc_id,
+                        const struct served_ident *ident, double at);
+
+/* Keep only the HSDirs in fps[0..n). */
+void served_copies_keep(struct served_copies *t, const char *const *fps, size_t n);
+
 /* One tor's latest upload round of the descriptor clients fetch (descriptor_service_fetched_round_at). */
 struct served_round {
     double at;     /* its start on the monotonic clock, < 0: never uploaded */

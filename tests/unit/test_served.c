@@ -211,6 +211,34 @@ static void test_attribute_table(void **state)
             fail_msg("case %zu: %d, expected %d", i, served_attribute(&copy, cases[i].u, cases[i].n), cases[i].expect);
 }
 
+/* The per-HSDir table: an answer replaces the HSDir's entry, the table stays bounded, keep prunes. */
+static void test_copies_table(void **state)
+{
+    (void)state;
+    struct served_copies t = {.n = 0};
+    char fp[41];
+    struct served_ident a = ident(1, 1), none = {0};
+    for (unsigned i = 0; i < SERVED_HSDIRS_MAX + 3; i++) {
+        snprintf(fp, sizeof(fp), "%040u", i);
+        served_copies_note(&t, fp, "n", "D", &a, i);
+    }
+    assert_int_equal(t.n, SERVED_HSDIRS_MAX);
+    served_copies_note(&t, t.c[3].fp, "n", "E", &none, 99);
+    assert_int_equal(t.n, SERVED_HSDIRS_MAX);
+    assert_false(t.c[3].ident.valid);
+    assert_string_equal(t.c[3].desc_id, "E");
+    assert_true(t.c[3].at == 99);
+    char k5[41], k3[41], k99[41];
+    snprintf(k5, sizeof(k5), "%040u", 5u);
+    snprintf(k3, sizeof(k3), "%040u", 3u);
+    snprintf(k99, sizeof(k99), "%040u", 99u); /* not in the table */
+    const char *keep[] = {k5, k3, k99};
+    served_copies_keep(&t, keep, 3);
+    assert_int_equal(t.n, 2);
+    assert_string_equal(t.c[0].fp, keep[1]);
+    assert_string_equal(t.c[1].fp, keep[0]);
+}
+
 /* ---- served_by_rounds ------------------------------------------------------------------------------ */
 
 static void test_rounds_table(void **state)
@@ -275,7 +303,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_good),    cmocka_unit_test(test_parse_table),  cmocka_unit_test(test_compare_table),
         cmocka_unit_test(test_compare_bounded), cmocka_unit_test(test_compare_learned),
-        cmocka_unit_test(test_attribute_table), cmocka_unit_test(test_rounds_table),  cmocka_unit_test(test_json),
+        cmocka_unit_test(test_attribute_table), cmocka_unit_test(test_copies_table),  cmocka_unit_test(test_rounds_table),
+        cmocka_unit_test(test_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
