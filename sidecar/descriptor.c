@@ -19,6 +19,7 @@
 #include "sidecar/keys.h"
 #include "sidecar/log.h"
 #include "sidecar/metrics.h"
+#include "sidecar/served.h"
 
 #define DESC_ID_MAX 64      /* base64 blinded key: 43 characters */
 #define DESC_ROUND_GAP_S 2.0 /* tor sends one round's UPLOAD events in one burst */
@@ -41,6 +42,7 @@ struct desc_hsdir {
     unsigned round;             /* the descriptor's upload round this entry belongs to */
     bool ambiguous;             /* confirmed by an UPLOADED that may have been for the other descriptor */
     bool republishing;          /* the pending upload is our HSPOST */
+    bool copied;                /* the latest upload was our HSPOST of a fetched copy, not tor's own */
     unsigned attempts;          /* re-posts since the last success or tor's own upload */
     unsigned long republishes;  /* re-posts in total */
     double next_republish_at;
@@ -113,6 +115,10 @@ struct desc_service {
     char body_id[DESC_ID_MAX];
     char body_from[41];
     double body_at;
+
+    struct served_copies copies; /* each HSDir's latest answer to a fetch; pruned to those asked by a probe */
+    struct served_ident own;    /* tor's own current descriptor (read_own); cleared by a new tor */
+    unsigned probed_round[2];   /* read_own: the last settled round of each slot a probe followed */
 };
 
 /* Context of one command in flight; orphaned (t = NULL) when the tracker is freed first. */
@@ -134,6 +140,7 @@ struct descriptor_tracker {
     size_t n;
     struct cp_conn *conn;
     bool online;
+    bool read_own;              /* descriptor_tracker_set_read_own */
     double attached_at;
     unsigned gen;
     unsigned long seq;
@@ -438,7 +445,7 @@ static void desc_upload(struct descriptor_tracker *t, struct desc_service *s, co
     h->reason[0] = '\0';
     h->upload_at = h->state_at = now;
     h->seq = ++t->seq;
-    h->ambiguous = h->republishing = false;
+    h->ambiguous = h->republishing = h->copied = false;
     h->attempts = 0;
     h->next_republish_at = 0;
     log_debug_f(LOG_SERVICE(s->name), "service %s: descriptor %.8s (%s) uploading to HSDir $%s~%s", s->name, d->id,
@@ -768,6 +775,8 @@ static int fetch_start(struct descriptor_tracker *t, struct desc_service *s, boo
     return 0;
 }
 
+static void own_desc_read(struct descriptor_tracker *t, struct desc_service *s);
+
 /* The probe: HSFETCH from every HSDir responsible for either descriptor (tor picks one if none known). */
 static void probe_start(struct descriptor_tracker *t, struct desc_service *s, double now)
 {
@@ -793,9 +802,51 @@ static void probe_start(struct descriptor_tracker *t, struct desc_service *s, do
     }
     s->next_probe_at = now + t->probe.hsfetch_interval;
     s->probed = true;
+    served_copies_keep(&s->copies, fps, n); /* HSDirs no longer responsible: dropped */
+    if (t->read_own)
+        own_desc_read(t, s); /* answered before the fetch's copies: commands are answered in order */
     fetch_start(t, s, true, fps, nicks, n, now);
     free(fps);
     free(nicks);
+}
+
+/* The descriptor in a reply to GETINFO hs/service/desc/id/<address> (parsed into *info), or NULL. */
+static const char *own_desc_body(const struct cp_reply *r, const char *address, struct cp_info *info)
+{
+    char key[80], perr[256];
+    snprintf(key, sizeof(key), "hs/service/desc/id/%s", address);
+    return r && cp_reply_is_ok(r) && cp_info_parse(r, info, perr, sizeof(perr)) == 0 ? cp_info_get(info, key) : NULL;
+}
+
+/* The answer to GETINFO hs/service/desc/id/<addr> (read_own): tor's own current descriptor. */
+static void own_desc_cb(struct cp_conn *conn, const struct cp_reply *r, const char *err, void *arg)
+{
+    struct desc_cmd *c = arg;
+    struct desc_service *s = c->t ? svc_find(c->t, c->address) : NULL;
+    char perr[128];
+    struct cp_info info = {0};
+    (void)conn;
+    (void)err;
+    desc_cmd_unlink(c);
+    const char *body = s ? own_desc_body(r, c->address, &info) : NULL;
+    if (s && (!body || served_ident_parse(body, strlen(body), &s->own, perr, sizeof(perr)) < 0))
+        s->own.valid = false;
+    cp_info_clear(&info);
+    free(c);
+}
+
+static void own_desc_read(struct descriptor_tracker *t, struct desc_service *s)
+{
+    char key[80], err[256];
+    snprintf(key, sizeof(key), "hs/service/desc/id/%s", s->address);
+    const char *k = key;
+    char *cmd = cp_cmd_getinfo(&k, 1, err, sizeof(err));
+    struct desc_cmd *c = cmd ? desc_cmd_new(t, s) : NULL;
+    if (c && t->send(t->send_arg, cmd, own_desc_cb, c) < 0) {
+        desc_cmd_unlink(c);
+        free(c);
+    }
+    free(cmd);
 }
 
 static bool is_fetch_reason(const char *r)
@@ -843,6 +894,8 @@ static void fetch_event(struct descriptor_tracker *t, struct desc_service *s, co
             f->first_at = now;
     } else {
         d->result = e->reason && strcmp(e->reason, "NOT_FOUND") == 0 ? FETCH_NOT_FOUND : FETCH_FAILED;
+        if (d->result == FETCH_NOT_FOUND)
+            served_copies_note(&s->copies, d->fp, d->nick, e->desc_id, &(struct served_ident){0}, now);
         if (d->result == FETCH_NOT_FOUND && f->is_probe && probe_mark_lost(s, e->desc_id, d->fp, now))
             svc_republish(t, s, now);
     }
@@ -939,7 +992,7 @@ static void republish_post(struct descriptor_tracker *t, struct desc_service *s,
                s->name, s->slots[slot].id, slot_str(slot), h->fp, h->nick, h->reason[0] ? h->reason : "no answer",
                h->attempts);
     h->state = DESC_HSDIR_PENDING;
-    h->republishing = true;
+    h->republishing = h->copied = true;
     h->upload_at = h->state_at = now;
     h->seq = ++t->seq;
     h->republishes++;
@@ -964,13 +1017,11 @@ static void repost_desc_cb(struct cp_conn *conn, const struct cp_reply *r, const
 {
     struct desc_cmd *c = arg;
     struct descriptor_tracker *t = c->t;
-    char key[80], perr[256];
+    char perr[256];
     struct cp_info info = {0};
     (void)conn;
     desc_cmd_unlink(c);
-    snprintf(key, sizeof(key), "hs/service/desc/id/%s", c->address);
-    const char *body = r && cp_reply_is_ok(r) && cp_info_parse(r, &info, perr, sizeof(perr)) == 0
-                           ? cp_info_get(&info, key) : NULL;
+    const char *body = own_desc_body(r, c->address, &info);
     char *cmd = body && t ? cp_cmd_hspost(NULL, 0, c->address, body, strlen(body), perr, sizeof(perr)) : NULL;
     if (!cmd) {
         log_notice("service %.8s...: cannot re-post the descriptor: %s", c->address,
@@ -1117,6 +1168,10 @@ void descriptor_on_hs_desc_content(struct descriptor_tracker *t, const struct cp
     struct desc_service *s = svc_find(t, e->address);
     if (!s || !e->body || e->body_len == 0 || !e->desc_id || !e->hsdir_fp[0])
         return;
+    struct served_ident ident;
+    char perr[128];
+    if (served_ident_parse(e->body, e->body_len, &ident, perr, sizeof(perr)) == 0)
+        served_copies_note(&s->copies, e->hsdir_fp, e->hsdir_nick, e->desc_id, &ident, now); /* whose it is */
     int slot = slot_of_id(s, e->desc_id);
     struct desc_hsdir *h = slot >= 0 ? hsdir_current(&s->slots[slot], e->hsdir_fp) : NULL;
     if (!h || !hsdir_holds(h))
@@ -1181,6 +1236,16 @@ void descriptor_tick(struct descriptor_tracker *t, double now)
             fetch_finish(s, now, s->fetch.is_probe ? NULL : "no answer");
         if (!t->online)
             continue;
+        for (int slot = 0; t->read_own && slot < 2; slot++) {
+            /* Several tors: whose descriptor HSDirs serve changes with each round; look soon after one. */
+            struct desc *d = &s->slots[slot];
+            enum desc_status st = d->used ? desc_status_of(d) : DESC_STATUS_NONE;
+            if ((st == DESC_STATUS_COMPLETE || st == DESC_STATUS_INCOMPLETE) && s->probed_round[slot] != d->round) {
+                s->probed_round[slot] = d->round;
+                if (s->next_probe_at > now + DESC_FIRST_PROBE_S)
+                    s->next_probe_at = now + DESC_FIRST_PROBE_S;
+            }
+        }
         if (!s->fetch.in_flight && s->next_probe_at > 0 && now >= s->next_probe_at) {
             if (probe_should_wait(t, s, now))
                 s->next_probe_at = now + t->probe.hsfetch_interval;
@@ -1367,6 +1432,7 @@ void descriptor_tracker_attach(struct descriptor_tracker *t, struct cp_conn *con
         t->svcs[i]->next_probe_at = now + t->probe.hsfetch_interval;
         t->svcs[i]->probed = false;
         t->svcs[i]->next_source_fetch_at = 0;
+        t->svcs[i]->own.valid = false; /* a new tor (or connection): its own descriptor is read again */
     }
     if (t->tick_ev)
         event_add(t->tick_ev, &(struct timeval){1, 0});
@@ -1428,6 +1494,48 @@ double descriptor_service_fetched_round_at(const struct descriptor_tracker *t, c
     if (rejected)
         *rejected = total > 0 && refused == total;
     return d->round_at;
+}
+
+void descriptor_service_hsdir_upload(const struct descriptor_tracker *t, const char *address, const char *desc_id,
+                                     const char *fp, double *upload_at, double *accepted_at, bool *rejected)
+{
+    struct desc_service *s = svc_find(t, address);
+    int slot = s && desc_id ? slot_of_id(s, desc_id) : -1;
+    const struct desc_hsdir *h = slot >= 0 ? hsdir_current(&s->slots[slot], fp) : NULL;
+    *upload_at = h ? h->upload_at : -1;
+    *accepted_at = h && h->state == DESC_HSDIR_CONFIRMED && !h->ambiguous && !h->copied ? h->confirmed_at : -1;
+    *rejected = h && h->state == DESC_HSDIR_PRESENT;
+}
+
+void descriptor_tracker_set_read_own(struct descriptor_tracker *t, bool on)
+{
+    t->read_own = on;
+}
+
+int descriptor_service_own(const struct descriptor_tracker *t, const char *address, struct served_ident *out)
+{
+    const struct desc_service *s = svc_find(t, address);
+    *out = s ? s->own : (struct served_ident){0};
+    return out->valid ? 0 : -1;
+}
+
+size_t descriptor_service_copies(const struct descriptor_tracker *t, const char *address, struct served_copy *out,
+                                 size_t cap, double *at)
+{
+    const struct desc_service *s = svc_find(t, address);
+    int slot = s && s->client_id[0] ? slot_of_id(s, s->client_id) : -1;
+    size_t n = 0;
+    *at = -1;
+    /* The answers for the descriptor clients fetch; "none" only from an HSDir responsible for it. */
+    for (size_t i = 0; slot >= 0 && i < s->copies.n && n < cap; i++) {
+        const struct served_copy *c = &s->copies.c[i];
+        if (strcmp(c->desc_id, s->client_id) != 0 ||
+            (!c->ident.valid && !hsdir_current((struct desc *)&s->slots[slot], c->fp)))
+            continue;
+        out[n++] = *c;
+        *at = c->at > *at ? c->at : *at;
+    }
+    return n;
 }
 
 int descriptor_service_counts(const struct descriptor_tracker *t, const char *address,

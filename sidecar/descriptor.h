@@ -48,6 +48,8 @@ struct cp_event_hs_desc;
 struct cp_event_hs_desc_content;
 struct metrics;
 struct descriptor_tracker;
+struct served_copy;
+struct served_ident;
 
 /* One HSDir's state for one descriptor. */
 enum desc_hsdir_state {
@@ -146,6 +148,27 @@ bool descriptor_service_reachable(const struct descriptor_tracker *t, const char
  * it (workerset_served compares these for failover and the rolling restart). */
 double descriptor_service_fetched_round_at(const struct descriptor_tracker *t, const char *address, bool *complete,
                                            bool *rejected);
+
+/* Several tors with one key (served.h): at each probe also read tor's own current descriptor (GETINFO
+ * hs/service/desc/id/<addr>) for descriptor_service_own. Off by default (one tor has nothing to compare). */
+void descriptor_tracker_set_read_own(struct descriptor_tracker *t, bool on);
+
+/* tor's own descriptor of `address` as last read (descriptor_tracker_set_read_own) into *out. Return 0,
+ * or -1 (not tracked, never read, or tor had none: out->valid false). */
+int descriptor_service_own(const struct descriptor_tracker *t, const char *address, struct served_ident *out);
+
+/* What each HSDir answered the latest fetch of the descriptor clients fetch (the probe's, or any other
+ * HSFETCH seen): a parsed copy, or none (NOT_FOUND from a responsible HSDir). At most `cap` into `out`;
+ * *at set to the time of the latest answer (-1 if none). Return how many. */
+size_t descriptor_service_copies(const struct descriptor_tracker *t, const char *address, struct served_copy *out,
+                                 size_t cap, double *at);
+
+/* HSDir `fp`'s upload of descriptor `desc_id` of `address` in that descriptor's latest round: when it
+ * started (*upload_at; -1: none), when the HSDir accepted it (*accepted_at: UPLOADED, matched to it for
+ * certain, of tor's own upload rather than our re-post of a fetched copy; -1: not accepted), and whether
+ * it refused it (*rejected: UPLOAD_REJECTED). */
+void descriptor_service_hsdir_upload(const struct descriptor_tracker *t, const char *address, const char *desc_id,
+                                     const char *fp, double *upload_at, double *accepted_at, bool *rejected);
 
 /* Counters for tests and summaries. */
 struct descriptor_counts {

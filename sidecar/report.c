@@ -18,6 +18,7 @@
 #include "sidecar/probe.h"
 #include "sidecar/proxy.h"
 #include "sidecar/roll.h"
+#include "sidecar/served.h"
 #include "sidecar/service.h"
 #include "sidecar/service_id.h"
 #include "sidecar/status.h"
@@ -53,6 +54,49 @@ static const struct worker *report_host(const struct report_src *r, size_t i)
         if (worker_mode(r->workers[k]) == id->conf->mode)
             return r->workers[k];
     return r->workers[0];
+}
+
+/* Which single-onion tor's descriptor of service `id` the HSDirs serve (served.h), into *out; false if
+ * those tors do not publish it (an anonymous service, an Onionbalance frontend). The single-onion tors
+ * are listed first, in instance order, so tracker k is instance k's. */
+static bool report_served(const struct report_src *r, const struct service_id *id, struct served_result *out)
+{
+    const struct descriptor_tracker *ts[SERVED_TORS_MAX];
+    size_t n = 0;
+    if (!id || !id->address[0] || id->conf->mode != SERVICE_MODE_SINGLE ||
+        id->conf->onionbalance.role == OB_ROLE_FRONTEND)
+        return false;
+    for (size_t k = 0; k < r->n_workers && n < SERVED_TORS_MAX; k++)
+        if (worker_mode(r->workers[k]) == SERVICE_MODE_SINGLE)
+            ts[n++] = worker_descriptors(r->workers[k]);
+    served_find(ts, n, id->address, out);
+    return true;
+}
+
+/* onionfront_descriptor_served_by{service,instance}: 1 for the tor whose descriptor HSDirs serve. */
+static int report_served_metrics(const struct report_src *r, struct metrics *m)
+{
+    struct served_result sr;
+    if (metrics_family(m, "onionfront_descriptor_served_by", METRICS_GAUGE,
+                       "1 for the tor (instance) whose descriptor of the service the HSDirs serve, else 0; all 0 "
+                       "while unknown."))
+        return -1;
+    for (size_t i = 0; i < service_ids_count(r->ids); i++) {
+        const struct service_id *id = service_ids_at(r->ids, i);
+        if (!report_served(r, id, &sr))
+            continue;
+        for (size_t k = 0; k < r->n_workers; k++) {
+            char inst[16];
+            if (worker_mode(r->workers[k]) != SERVICE_MODE_SINGLE)
+                continue;
+            snprintf(inst, sizeof(inst), "%u", worker_instance(r->workers[k]) + 1);
+            if (metrics_sample(m, "onionfront_descriptor_served_by",
+                               (const char *const[]){"service", service_id_name(id), "instance", inst, NULL},
+                               sr.tor == (int)worker_instance(r->workers[k]) ? 1 : 0))
+                return -1;
+        }
+    }
+    return 0;
 }
 
 /* How "status" names a worker's tor in a problem: "tor" as always, "anonymous tor" for that one. */
@@ -231,6 +275,11 @@ json_t *report_services_json(const struct report_src *r)
         json_t *probe = address[0] && r->probe ? probe_service_to_json(r->probe, address) : NULL;
         if (desc)
             json_object_set_new(svc, "descriptor", desc);
+        /* Whose descriptor the HSDirs serve, with several tors of the same key (served.h). */
+        struct served_result sr;
+        json_t *served = report_served(r, service_ids_at(r->ids, i), &sr) ? served_to_json(&sr) : NULL;
+        json_object_set(svc, "served_by", served ? json_object_get(served, "served_by") : json_null());
+        json_object_set_new(svc, "served", served ? served : json_null());
         json_object_set_new(svc, "probe", probe ? probe : json_null());
         json_t *ob = ob_frontend_service_json(r->ob, r->conf, service_mgr_name(worker_services(w), i), address);
         if (ob)
@@ -345,7 +394,8 @@ char *report_metrics_text(const struct report_src *r)
     rc = rc || proxy_metrics(r->proxy, m) < 0 || metrics_http_metrics(r->metrics_http, m) < 0 ||
          descriptor_metrics(worker_descriptors(w), m) < 0 || report_tor_hs_metrics(w, m) < 0 ||
          verify_metrics(worker_verify(w), m) < 0 || (r->probe && probe_metrics(r->probe, m) < 0) ||
-         (r->roll && roll_metrics(r->roll, m) < 0) || ob_frontend_metrics(r->ob, m) < 0;
+         (r->roll && roll_metrics(r->roll, m) < 0) || ob_frontend_metrics(r->ob, m) < 0 ||
+         report_served_metrics(r, m) < 0;
     /* A module with families of its own adds its *_metrics call here. */
     char *text = rc ? NULL : strdup(metrics_text(m, NULL));
     if (!text)

@@ -411,7 +411,25 @@ static void summary_tor_metrics(struct out *o, const json_t *svc)
     out_printf(o, "%s\n", json_is_object(tm) ? "" : " (tor's metrics not read)");
 }
 
-static void summary_service(struct out *o, const json_t *svc, const json_t *backends)
+/* With several tors: whose descriptor the HSDirs serve ("served by tor 2 (8/8 HSDirs)"; report.c). */
+static void summary_served(struct out *o, const json_t *svc)
+{
+    const json_t *served = json_object_get(svc, "served");
+    const char *source = jstr(served, "source");
+    if (!json_is_object(served) || !source)
+        return;
+    long long by = jint(served, "served_by");
+    out_printf(o, "  %-12s ", "served by");
+    if (by < 0)
+        out_printf(o, "unknown (no HSDir's copy matched a tor's own descriptor yet)\n");
+    else if (strcmp(source, "fetched") == 0 || strcmp(source, "accepted_copy") == 0) /* copies compared */
+        out_printf(o, "tor %lld (%lld/%lld HSDirs)\n", by, jint(served, "hsdirs_holding"),
+                   jint(served, "hsdirs_answered"));
+    else
+        out_printf(o, "tor %lld (by accepted uploads: no HSDir's copy matched a tor's own descriptor)\n", by);
+}
+
+static void summary_service(struct out *o, const json_t *svc, const json_t *backends, bool several)
 {
     if (!json_is_object(svc))
         return;
@@ -463,6 +481,8 @@ static void summary_service(struct out *o, const json_t *svc, const json_t *back
     } else if (json_is_boolean(uploaded)) {
         out_printf(o, "  %-12s %s\n", "descriptor", json_is_true(uploaded) ? "uploaded" : "not uploaded yet");
     }
+    if (several)
+        summary_served(o, svc);
     summary_tor_metrics(o, svc);
     if (name)
         summary_backends(o, name, backends);
@@ -478,8 +498,9 @@ char *status_client_summary(const json_t *status, const json_t *services, const 
         summary_status(&o, status);
     size_t i;
     const json_t *svc;
+    bool several = json_array_size(json_object_get(status, "tors")) > 1;
     json_array_foreach(services, i, svc) {
-        summary_service(&o, svc, backends);
+        summary_service(&o, svc, backends, several);
     }
     if (!status && json_array_size(services) == 0)
         out_printf(&o, "(nothing to show)\n");

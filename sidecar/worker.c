@@ -151,6 +151,8 @@ struct worker *worker_new(struct event_base *base, struct proc_mgr *procs, const
         worker_free(w);
         return NULL;
     }
+    /* Several tors with one key: which one's descriptor the HSDirs serve is compared with its own. */
+    descriptor_tracker_set_read_own(w->descriptors, conf->tor.instances > 1);
     return w;
 }
 

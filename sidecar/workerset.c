@@ -24,6 +24,7 @@
 #include "sidecar/binwatch.h"
 #include "sidecar/clock.h"
 #include "sidecar/roll.h"
+#include "sidecar/served.h"
 #include "sidecar/service_id.h"
 #include "sidecar/tor.h"
 #include "sidecar/torcaps.h"
@@ -77,30 +78,16 @@ static bool workerset_publishes(const struct service_id *id)
            id->conf->onionbalance.role != OB_ROLE_FRONTEND;
 }
 
-/* The tor whose descriptor of `address` (the one clients fetch) the HSDirs serve, or NULL if that is not
- * known: the tor whose latest upload round every responsible HSDir accepted (UPLOADED), when no other
- * tor's round started later unless every HSDir refused that one (UPLOAD_REJECTED: it changed nothing).
- * HSDirs keep the highest revision and tor's revision counter counts seconds, so two tors' rounds in the
- * same second tie and the HSDirs keep the first to arrive: "uploaded last" alone is not "served". */
+/* The tor whose descriptor of `address` (the one clients fetch) the HSDirs serve by the acceptance
+ * record (served_by_rounds), or NULL if that is not known. */
 static struct worker *workerset_served(const struct workerset *ws, const char *address)
 {
-    struct worker *best = NULL;
-    double best_at = -1;
-    bool complete, rejected;
-    for (size_t k = 0; k < ws->n; k++) {
-        double at = descriptor_service_fetched_round_at(worker_descriptors(ws->workers[k]), address, &complete, NULL);
-        if (complete && at > best_at) {
-            best = ws->workers[k];
-            best_at = at;
-        }
-    }
-    for (size_t k = 0; best && k < ws->n; k++) {
-        double at = descriptor_service_fetched_round_at(worker_descriptors(ws->workers[k]), address, &complete,
-                                                        &rejected);
-        if (ws->workers[k] != best && at >= best_at && !rejected)
-            return NULL;
-    }
-    return best;
+    struct served_round rounds[INSTANCE_MAX];
+    for (size_t k = 0; k < ws->n; k++)
+        rounds[k].at = descriptor_service_fetched_round_at(worker_descriptors(ws->workers[k]), address,
+                                                           &rounds[k].complete, &rounds[k].rejected);
+    int best = served_by_rounds(rounds, ws->n);
+    return best >= 0 ? ws->workers[best] : NULL;
 }
 
 /* `lost`'s tor is gone: if HSDirs may serve its descriptors of any service (workerset_served is not a

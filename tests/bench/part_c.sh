@@ -16,8 +16,8 @@
 #    100, requests; at most 120 s after the restart). Tor alone: SIGTERM, then the same torrc started
 #    again; onionfront: `onionfront restart-tor` (a plain restart with one tor, a rolling restart with
 #    two). Counts the failed requests and the longest gap between two good answers.
-#  - SIGKILL of the tor whose descriptor the client holds (its descriptor-signing-key certificate is
-#    compared with each tor's own; tor 1 when none matches), twice per repetition:
+#  - SIGKILL of the tor whose descriptor the HSDirs serve, so the one a client that just fetched holds
+#    (onionfront's status names it: services[].served_by; tor 1 when it names none), twice per repetition:
 #    (1) a cached client: a SOCKS username that fetched just before (open rendezvous circuit, cached
 #        descriptor) asks again at once after the kill, and again until answered (bounded): did the first
 #        request succeed, and when did it get an answer;
@@ -51,23 +51,20 @@ c_settled() {
 		and ((.status.roll // {}).state // "idle") == "idle"' <<< "$st" > /dev/null 2>&1
 }
 
-# The descriptor-signing-key certificate in a descriptor printed by torctl (one per tor and time period).
-c_cert() { awk '/descriptor-signing-key-cert/ { on = 1; next } on && /END ED25519 CERT/ { exit } on { print }'; }
-
-# The instance whose descriptor of address $1 the client tor holds (1 if none matches).
-c_held() {
-	local id=${1%.onion} held k sock n
-	held=$(ctl "GETINFO hs/client/desc/id/$id" 2> /dev/null | c_cert)
-	n=$(c_status | jq -r '.status.tors | length' 2> /dev/null)
-	for ((k = 1; k <= ${n:-1}; k++)); do
-		sock=$W/c/run/control/control.sock
-		((k > 1)) && sock=$W/c/run/control-$k/control.sock
-		if [[ -n $held && $("$TORCTL" "$sock" "GETINFO hs/service/desc/id/$id" 2> /dev/null | c_cert) == "$held" ]]; then
-			echo "$k"
-			return
-		fi
+# The instance whose descriptor of the service the HSDirs serve, as onionfront's status names it
+# (services[0].served_by: each HSDir's copy compared with each tor's own descriptor, or the acceptance
+# record while clients fetch the descriptor tor does not show as its own; "source" says which), waiting
+# up to 20 s for it to be known; "1 (...)" if it stays unknown. The client fetched just before, so the
+# descriptor it holds is the one the HSDirs serve. (The certificate comparison used before never matched:
+# GETINFO hs/service/desc/id shows only tor's "current" descriptor, not always the one clients fetch.)
+c_served() {
+	local k i
+	for ((i = 0; i < 40; i++)); do
+		k=$(c_status | jq -r '.services[0] | select(.served_by != null) | "\(.served_by) \(.served.source)"' 2> /dev/null)
+		[[ -n $k ]] && { echo "${k% *} (by ${k#* })"; return; }
+		sleep 0.5
 	done
-	echo "1 (no tor's own descriptor matched the client's)"
+	echo "1 (status named no served tor)"
 }
 
 # The pid of set-up $1's tor number $2 (tor alone: its only tor).
@@ -174,7 +171,7 @@ c_kill() {
 	fetch "${ADDR[$s]}" "$u" / 30 > /dev/null || say "part C kill $r, $col: not reachable before the kill"
 	fetch "${ADDR[$s]}" "$u" / 30 > /dev/null
 	k=1
-	[[ $col == alone ]] || k=$(c_held "${ADDR[$s]}")
+	[[ $col == alone ]] || k=$(c_served)
 	pid=$(c_tor_pid "$col" "${k%% *}")
 	[[ -n $pid ]] || { say "part C kill $r, $col: no tor pid"; return 1; }
 	t0=$(now)
@@ -270,7 +267,7 @@ report_c() {
 	local col x
 	echo "### Part C — tor restarts and crashes: tor alone vs onionfront with one and two tors (issue 11; private network, ${DELAY} ms per link and direction)"
 	echo
-	echo "Medians in bold, (min–max), $C_REPS repetitions each. Visitor = the network's client tor. Restart: a request every 100 ms (each up to 10 s, at most $C_INFLIGHT open at a time: a tick waits while that many are), on a new circuit each (SOCKS username), from 2 s before the restart until it is over and 20 answers in a row were good (≥ $C_MIN_REQUESTS requests); tor alone: SIGTERM and start again, onionfront: \`onionfront restart-tor\` (a rolling restart with two tors). SIGKILL: of the tor whose descriptor the client holds (by its signing-key certificate; tor 1 when none matched); cached client = the SOCKS username that fetched just before (open rendezvous circuit, cached descriptor), asking again at once and until answered; new client = a new SOCKS username per try with HSFETCH from every HSDir every 0.25 s (part A's tor-kill method). Tor alone was killed once and given ${C_ALONE_WAIT} s. Idle: $C_REPS windows of ${C_IDLE} s."
+	echo "Medians in bold, (min–max), $C_REPS repetitions each. Visitor = the network's client tor. Restart: a request every 100 ms (each up to 10 s, at most $C_INFLIGHT open at a time: a tick waits while that many are), on a new circuit each (SOCKS username), from 2 s before the restart until it is over and 20 answers in a row were good (≥ $C_MIN_REQUESTS requests); tor alone: SIGTERM and start again, onionfront: \`onionfront restart-tor\` (a rolling restart with two tors). SIGKILL: of the tor whose descriptor the HSDirs serve (onionfront status \`served_by\`; tor 1 when it named none); cached client = the SOCKS username that fetched just before (open rendezvous circuit, cached descriptor), asking again at once and until answered; new client = a new SOCKS username per try with HSFETCH from every HSDir every 0.25 s (part A's tor-kill method). Tor alone was killed once and given ${C_ALONE_WAIT} s. Idle: $C_REPS windows of ${C_IDLE} s."
 	echo
 	echo "| measure | ${C_LABEL[alone]} | ${C_LABEL[of1]} | ${C_LABEL[of2]} | goal |"
 	echo "|---|---|---|---|---|"

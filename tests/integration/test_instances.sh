@@ -3,12 +3,18 @@
 #  - both tors run (their own DataDirectories under state_dir and state_dir/instances/2, their own
 #    control sockets) and the service is fetchable; instance 2's key directory is a copy of the one key
 #    (same address, 0700/0600), and `onionfront status` shows a line per tor;
-#  - a client loop fetches through a fresh circuit per request (SOCKS username isolation) while one
-#    tor is SIGKILLed: onionfront logs the failover once (the survivor publishes anew when HSDirs served
+#  - status names the tor whose descriptor the HSDirs serve ("served_by": copies fetched from the HSDirs
+#    compared with each tor's own descriptor, or, while clients fetch the descriptor tor does not show as
+#    its own, the acceptance record: "source" says which), and that tor is up; the text status says
+#    "served by tor N (...)";
+#  - a client loop fetches through a fresh circuit per request (SOCKS username isolation) while the
+#    served tor is SIGKILLed: onionfront logs the failover once (the survivor publishes anew when HSDirs served
 #    the killed tor's descriptors), the killed tor comes back with a new pid, the address is unchanged
 #    and the service is fetchable again. Failed requests during and after the kill are counted and
 #    printed (not asserted: how many clients hit dead introduction points depends on which descriptor
-#    each HSDir served).
+#    each HSDir served). After the kill, status names a tor that is up and not the killed process's
+#    descriptor (the survivor, or the restarted tor once HSDirs serve its new descriptor); what it
+#    named over time is printed.
 set -u
 source "$(dirname "$0")/lib.sh"
 of_require_testnet
@@ -28,6 +34,23 @@ of_start_onionfront "$config" "$log"
 it_tor() { of_tor_field "$config" "$1" "$2"; }
 it_wait() { of_wait_secs "$@"; }
 it_both_running() { [[ $(it_tor state 1) == running && $(it_tor state 2) == running ]]; }
+# "SERVED_BY SOURCE HOLDING ANSWERED" of service web in status ("none" for null).
+it_served() {
+  "$OF_BIN" -c "$config" status --json 2>/dev/null | python3 -c '
+import json, sys
+try:
+    s = next(s for s in json.load(sys.stdin)["services"] if s["name"] == "web")["served"]
+    print(s["served_by"] or "none", s["source"], s["hsdirs_holding"], s["hsdirs_answered"])
+except Exception:
+    print("none none 0 0")'
+}
+# Status names a tor that is up, and not pid $1; sets SERVED.
+it_served_up() {
+  local by src rest
+  read -r by src rest <<<"$(it_served)"
+  [[ $by != none && $(it_tor state "$by") == running && $(it_tor pid "$by") != "${1:-}" ]] || return 1
+  SERVED=$by
+}
 
 of_check "onionfront logs the service's address" of_wait_log "$log" "service web: .*address [a-z2-7]{56}\.onion" 30
 addr=$(of_address_from_log "$log" web)
@@ -47,25 +70,46 @@ summary=$("$OF_BIN" -c "$config" status 2>&1)
 of_check "status shows a line per tor" grep -q "^tor 2: running" <<<"$summary"
 # Let both tors upload their descriptors (each publishes; HSDirs keep the later one).
 sleep 10
+SERVED=""
+of_check "status names the tor whose descriptor the HSDirs serve, and it is up" it_wait 60 it_served_up
+of_log "served: $(it_served) (tor, source, HSDirs holding it, HSDirs answered)"
+summary=$("$OF_BIN" -c "$config" status 2>&1)
+of_check "the text status says which tor is served" \
+  grep -Eq "^  served by +tor [12] \(([0-9]+/[0-9]+ HSDirs|by accepted uploads)" <<<"$summary"
+grep "served by" <<<"$summary" | sed 's/^/  /' >&2
 
 # A client loop: one request every 0.2 s, each on a fresh circuit (a new SOCKS username).
 loop_out=$OF_TMP/loop.txt
 of_client_loop_start "http://$addr/" "$loop_out"
 sleep 5
-victim=$pid2
+# Kill the served tor (tor 2 if status named none: the check above failed then).
+k=${SERVED:-2}
+o=$((3 - k))
+victim=$(it_tor pid "$k")
 kill_at=$(of_now)
-of_log "SIGKILL tor 2 (pid $victim)"
+of_log "SIGKILL tor $k (pid $victim), the served one; tor $o survives"
 kill -KILL "$victim"
-of_check "onionfront logs the failover once" of_wait_log "$log" "failover: tor 2 lost" 20
-new_pid2_ok() { local p; p=$(it_tor pid 2); [[ -n $p && $p != "$victim" && $(it_tor state 2) == running ]]; }
-of_check "the killed tor comes back with a new pid" it_wait 120 new_pid2_ok
+of_check "onionfront logs the failover once" of_wait_log "$log" "failover: tor $k lost" 20
+# What status names over the next 20 s (one sample a second), then: a tor that is up, not the killed one.
+seen=""
+for ((i = 0; i < 20; i++)); do
+  read -r by src rest <<<"$(it_served)"
+  [[ ${seen##* } == "$by/$src" ]] || seen+=" $by/$src"
+  sleep 1
+done
+of_log "served after the kill (tor/source, as it changed):$seen"
+SERVED=""
+of_check "after the kill, status names a served tor that is up, not the killed process" it_wait 60 it_served_up "$victim"
+of_log "served: $(it_served); tor $k pid now $(it_tor pid "$k")"
+new_pid_ok() { local p; p=$(it_tor pid "$k"); [[ -n $p && $p != "$victim" && $(it_tor state "$k") == running ]]; }
+of_check "the killed tor comes back with a new pid" it_wait 120 new_pid_ok
 sleep 20
 of_client_loop_stop "$loop_out"
 of_check "the address is unchanged" test "$(of_address_from_log "$log" web)" = "$addr"
 back_at=$(of_now)
 of_check "the service is fetchable after the kill" of_fetch_until "http://$addr/" "$OF_TMP/page2" 150
 of_log "a fetch after the loop: $(of_elapsed "$back_at") s"
-of_check "exactly one failover line for the kill" test "$(grep -c "failover: tor 2 lost" "$log")" = 1
+of_check "exactly one failover line for the kill" test "$(grep -c "failover: tor $k lost" "$log")" = 1
 # Each loop line: start end result. "Done before" ended before the kill; "in flight" spanned it.
 total=$(wc -l <"$loop_out")
 failed=$(grep -c " fail$" "$loop_out")

@@ -24,6 +24,8 @@
 #include "sidecar/clock.h"
 #include "sidecar/descriptor.h"
 #include "sidecar/metrics.h"
+#include "sidecar/served.h"
+#include "tests/fake/fake_desc.h"
 
 #define ONION "nkfp4y5sdp4laifn2jjhvooirlcxreopj2bygizfy5x5so7774l6u5id"
 #define ONION2 "rcyyg2a356lak3j2pcrmk6mqnfj5dokbkacnlhrnbj5uhoez7ji5pkyd"
@@ -987,6 +989,162 @@ static void test_stale_copy_not_used(void **state)
     assert_int_equal(count_source_fetches(f), 1); /* a fresh copy is fetched instead */
 }
 
+/* ---- whose descriptor HSDirs serve (served.h) ----------------------------------------------------------- */
+
+/* Complete sent[i] with `wire`. */
+static void complete_one(struct fixture *f, size_t i, const char *wire)
+{
+    struct cp_reply *r = frame(f, wire);
+    f->sent[i].cb(NULL, r, NULL, f->sent[i].arg);
+    cp_reply_free(r);
+}
+
+/* Answer GETINFO hs/service/desc/id (sent[i]) with a descriptor signed by key `key_byte`. */
+static void own_answer(struct fixture *f, size_t i, unsigned char key_byte)
+{
+    char body[1024], wire[2048];
+    assert_non_null(strstr(f->sent[i].cmd, "GETINFO hs/service/desc/id/" ONION));
+    fake_desc_body(body, sizeof(body), key_byte, 500, "\r\n");
+    snprintf(wire, sizeof(wire), "250+hs/service/desc/id/%s=\r\n%s\r\n.\r\n250 OK\r\n", ONION, body);
+    complete_one(f, i, wire);
+}
+
+/* The probe's answers for descriptor ID_B: the responsible HSDirs serve copies signed by keys[j] (0: not
+ * found), the other two asked say NOT_FOUND. */
+static void probe_copies(struct fixture *f, const unsigned char keys[8])
+{
+    static const char *const others[] = {AUTH3, RELAY2};
+    char body[1024];
+    for (size_t j = 0; j < 8; j++)
+        feedf(f, "650 HS_DESC REQUESTED " ONION " NO_AUTH $%s~x " ID_B " HSDIR_INDEX=00", hsdirs_b[j]);
+    for (size_t j = 0; j < 2; j++)
+        feedf(f, "650 HS_DESC REQUESTED " ONION " NO_AUTH $%s~x " ID_B " HSDIR_INDEX=00", others[j]);
+    f->now += 0.5;
+    for (size_t j = 0; j < 8; j++) {
+        if (!keys[j]) {
+            feedf(f, "650 HS_DESC FAILED " ONION " NO_AUTH $%s~x " ID_B " REASON=NOT_FOUND", hsdirs_b[j]);
+            continue;
+        }
+        feedf(f, "650 HS_DESC RECEIVED " ONION " NO_AUTH $%s~x " ID_B, hsdirs_b[j]);
+        fake_desc_body(body, sizeof(body), keys[j], 400 + j, "\r\n");
+        feedf(f, "650+HS_DESC_CONTENT " ONION " " ID_B " $%s~x\r\n%s\r\n.\r\n650 OK\r\n", hsdirs_b[j], body);
+    }
+    for (size_t j = 0; j < 2; j++)
+        feedf(f, "650 HS_DESC FAILED " ONION " NO_AUTH $%s~x " ID_B " REASON=NOT_FOUND", others[j]);
+}
+
+/* With read_own, a probe first reads tor's own descriptor, then records what each responsible HSDir
+ * served (not the two asked that are responsible only for the other descriptor); served_find names the
+ * tor whose own descriptor most copies are. A new tor forgets its own descriptor: copies of HSDirs that
+ * accepted its upload before serving them still say which is its; once uploads follow the copies, only
+ * the acceptance record answers. */
+static void test_served_copies(void **state)
+{
+    struct fixture *f = *state;
+    descriptor_tracker_set_read_own(f->t, true);
+    start_attached(f);
+    f->now = T0 + 2;
+    descriptor_tick(f->t, f->now);
+    assert_int_equal(f->n_sent, 2);
+    assert_string_equal(f->sent[0].cmd, "GETINFO hs/service/desc/id/" ONION "\r\n");
+    assert_true(strncmp(f->sent[1].cmd, "HSFETCH ", 8) == 0);
+    own_answer(f, 0, 7);
+    complete_one(f, 1, "250 OK\r\n");
+    f->n_done = 2;
+    probe_copies(f, (const unsigned char[8]){7, 7, 9, 7, 0, 7, 9, 7});
+
+    struct served_ident own;
+    assert_int_equal(descriptor_service_own(f->t, ONION, &own), 0);
+    assert_int_equal(own.signing_key[0], 7);
+    assert_true(own.revision == 500);
+    struct served_copy copies[SERVED_HSDIRS_MAX];
+    double at;
+    size_t n = descriptor_service_copies(f->t, ONION, copies, SERVED_HSDIRS_MAX, &at);
+    assert_int_equal(n, 8);
+    assert_true(at == T0 + 2.5);
+    for (size_t j = 0; j < n; j++)
+        assert_string_equal(copies[j].fp, hsdirs_b[j]);
+    assert_false(copies[4].ident.valid);
+    assert_true(copies[2].ident.valid && copies[2].ident.signing_key[0] == 9 && copies[2].ident.revision == 402);
+
+    /* Tor 0 is this tracker (key 7); tor 1 another whose own descriptor is key 9. */
+    struct descriptor_tracker *t1 = descriptor_tracker_new(NULL, &(struct probe_conf){.hsfetch_interval = INTERVAL,
+                                                                                       .republish_deadline = DEADLINE});
+    const char *names[] = {"alpha"}, *addrs[] = {ONION};
+    assert_non_null(t1);
+    assert_int_equal(descriptor_tracker_set_services(t1, names, addrs, 1), 0);
+    const struct descriptor_tracker *ts[2] = {f->t, t1};
+    struct served_result r;
+    served_find(ts, 2, ONION, &r);
+    assert_int_equal(r.tor, 0);
+    assert_int_equal(r.source, SERVED_SOURCE_FETCHED);
+    assert_int_equal(r.holding, 5);
+    assert_int_equal(r.asked, 8);
+    assert_int_equal(r.dirs[2].tor, SERVED_OTHER); /* key 9 is nobody's own descriptor known here */
+    assert_int_equal(r.dirs[4].tor, SERVED_NONE);
+    descriptor_tracker_free(t1);
+
+    /* The next probe: only tor's key-9 copies now, from a tracker whose own descriptor is key 9. (The
+     * responsible HSDir that said NOT_FOUND was republished meanwhile: those commands are answered.) */
+    complete_all(f, "250 OK\r\n");
+    size_t before = f->n_sent;
+    f->now = T0 + 2 + INTERVAL;
+    descriptor_tick(f->t, f->now);
+    assert_true(f->n_sent >= before + 2); /* and the lost HSDir's re-post, due again */
+    own_answer(f, before, 9);
+    f->n_done = before + 1;
+    assert_true(strncmp(f->sent[before + 1].cmd, "HSFETCH ", 8) == 0);
+    complete_all(f, "250 OK\r\n");
+    probe_copies(f, (const unsigned char[8]){9, 9, 9, 9, 9, 9, 9, 0});
+    const struct descriptor_tracker *one[1] = {f->t};
+    served_find(one, 1, ONION, &r);
+    assert_int_equal(r.tor, 0);
+    assert_int_equal(r.holding, 7);
+
+    /* A new tor: its own descriptor is read again; meanwhile the acceptance record (round complete). */
+    descriptor_tracker_detach(f->t);
+    descriptor_tracker_attach(f->t, NULL);
+    assert_int_equal(descriptor_service_own(f->t, ONION, &own), -1);
+    served_find(one, 1, ONION, &r);
+    /* its descriptor is still known from copies of HSDirs that accepted its upload before they served them */
+    assert_int_equal(r.tor, 0);
+    assert_int_equal(r.source, SERVED_SOURCE_ACCEPTED_COPY);
+    assert_int_equal(r.holding, 7);
+    f->now += 10;
+    for (size_t j = 0; j < 8; j++)
+        feedf(f, "650 HS_DESC UPLOAD " ONION " UNKNOWN $%s~x " ID_B " HSDIR_INDEX=00", hsdirs_b[j]);
+    for (size_t j = 0; j < 8; j++)
+        feedf(f, "650 HS_DESC UPLOADED " ONION " UNKNOWN $%s~x", hsdirs_b[j]);
+    served_find(one, 1, ONION, &r); /* uploads after the copies: they say nothing; the round is complete */
+    assert_int_equal(r.tor, 0);
+    assert_int_equal(r.source, SERVED_SOURCE_UPLOADS);
+    assert_int_equal(r.holding, 0);
+}
+
+/* A settled upload round brings the next probe forward (read_own only). */
+static void test_served_probe_after_round(void **state)
+{
+    struct fixture *f = *state;
+    descriptor_tracker_set_read_own(f->t, true);
+    start_attached(f);
+    f->now = T0 + 2;
+    descriptor_tick(f->t, f->now);
+    assert_int_equal(count_sent(f, "HSFETCH"), 1);
+    complete_all(f, "250 OK\r\n");
+    probe_answers(f, ID_B);
+    /* tor's next round of descriptor B, all confirmed: a probe 2 s later, not an interval later */
+    f->now = T0 + 20;
+    for (size_t j = 0; j < 8; j++)
+        feedf(f, "650 HS_DESC UPLOAD " ONION " UNKNOWN $%s~x " ID_B " HSDIR_INDEX=00", hsdirs_b[j]);
+    for (size_t j = 0; j < 8; j++)
+        feedf(f, "650 HS_DESC UPLOADED " ONION " UNKNOWN $%s~x", hsdirs_b[j]);
+    descriptor_tick(f->t, f->now);
+    descriptor_tick(f->t, f->now + 1.9);
+    assert_int_equal(count_sent(f, "HSFETCH"), 1);
+    descriptor_tick(f->t, f->now + 2);
+    assert_int_equal(count_sent(f, "HSFETCH"), 2);
+}
+
 /* ---- services, JSON, metrics ----------------------------------------------------------------------------- */
 
 static void test_set_services(void **state)
@@ -1189,6 +1347,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_republish_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_republish_blocked_for_other_descriptor, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stale_copy_not_used, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_served_copies, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_served_probe_after_round, setup, teardown),
         cmocka_unit_test_setup_teardown(test_set_services, setup, teardown),
         cmocka_unit_test_setup_teardown(test_json_shape, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wall_clock_jump, setup, teardown),

@@ -292,6 +292,8 @@ static void test_metrics(void **state)
         "# TYPE onionfront_descriptor_uploads_confirmed_total counter\n",
         "# TYPE onionfront_circuits_total counter\n",
         "# TYPE onionfront_tor_mode_ok gauge\n",
+        "# TYPE onionfront_descriptor_served_by gauge\n",
+        "onionfront_descriptor_served_by{service=\"a\",instance=\"1\"} 0\n", /* nothing uploaded: unknown */
     };
     for (int with_status = 1; with_status >= 0; with_status--) {
         x->src.status = with_status ? x->status : NULL;
@@ -374,6 +376,9 @@ static void test_running_ok(void **state)
     assert_true(json_is_true(json_object_get(a, "uploaded")));
     json_t *desc = json_object_get(a, "descriptor");
     assert_non_null(desc);
+    /* one tor, nothing uploaded or fetched: whose descriptor HSDirs serve is not known */
+    assert_true(json_is_null(json_object_get(a, "served_by")));
+    assert_string_equal(json_string_value(json_object_get(json_object_get(a, "served"), "source")), "none");
     assert_string_equal(json_string_value(json_object_get(desc, "service")), "a");
     assert_string_equal(json_string_value(json_object_get(json_object_get(a, "verify"), "verdict")), "unverified");
     json_decref(svcs);

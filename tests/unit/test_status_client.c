@@ -142,6 +142,23 @@ static const struct {
      "  dos          PoW on, effort 12, queue 3; introductions 40 (2 rejected); rendezvous 38 (1 failed)\n"
      "\nservice q: (no address yet)\n  dos          PoW off; introductions 5\n"
      "\nservice r: (no address yet)\n  dos          PoW off (tor's metrics not read)\n"},
+    /* Two tors: whose descriptor the HSDirs serve, by fetched copies or by accepted uploads; unknown. */
+    {"{\"state\":\"ok\",\"tors\":[{\"instance\":1,\"state\":\"running\"},{\"instance\":2,\"state\":\"running\"}]}",
+     "[{\"name\":\"a\",\"served\":{\"served_by\":2,\"source\":\"fetched\",\"hsdirs_holding\":7,"
+     "\"hsdirs_answered\":8}},{\"name\":\"b\",\"served\":{\"served_by\":1,\"source\":\"uploads\"}},"
+     "{\"name\":\"c\",\"served\":{\"served_by\":null,\"source\":\"none\"}},{\"name\":\"d\",\"served\":null}]",
+     NULL,
+     "onionfront: ok\ntor 1: running\ntor 2: running\n"
+     "\nservice a: (no address yet)\n  served by    tor 2 (7/8 HSDirs)\n"
+     "\nservice b: (no address yet)\n  served by    tor 1 (by accepted uploads: no HSDir's copy matched a tor's "
+     "own descriptor)\n"
+     "\nservice c: (no address yet)\n  served by    unknown (no HSDir's copy matched a tor's own descriptor yet)\n"
+     "\nservice d: (no address yet)\n"},
+    /* One tor: no "served by" line. */
+    {"{\"state\":\"ok\",\"tors\":[{\"instance\":1,\"state\":\"running\"}]}",
+     "[{\"name\":\"a\",\"served\":{\"served_by\":1,\"source\":\"fetched\",\"hsdirs_holding\":8,"
+     "\"hsdirs_answered\":8}}]",
+     NULL, "onionfront: ok\n\nservice a: (no address yet)\n"},
     /* Onionbalance: the frontend lists each instance's address, an instance names its master. */
     {NULL,
      "[{\"name\":\"front\",\"address\":\"m.onion\",\"onionbalance\":{\"role\":\"frontend\","
