@@ -43,7 +43,7 @@ struct circdrain {
     unsigned gen;                     /* bumped by each start and stop: older answers are stale */
     struct circdrain_pending *pending; /* the look in flight, or NULL */
     long rend;                        /* at the last look of this drain, -1 before it */
-    uint64_t quiet_since_ms;          /* the first of the latest looks that found no intro or rend circuit; 0: the last did */
+    uint64_t quiet_since_ms;          /* first of the latest looks finding no intro or rend circuit; 0: none */
     unsigned long intro_closed;
 };
 

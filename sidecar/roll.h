@@ -27,7 +27,8 @@
  *               connection is closed and it is killed, so it exits at once); wait until it is RUNNING;
  *   PUBLISHING  wait until k's own new descriptors are confirmed by every responsible HSDir; then the next.
  * With one tor a roll is a plain restart of it, at once (no drain: nothing else serves meanwhile): an
- * outage from the stop until its descriptors are up. Each step has a deadline on the monotonic clock. The roll aborts (logged once, status shows why) when a
+ * outage from the stop until its descriptors are up. Each step has a deadline on the monotonic clock. The
+ * roll aborts (logged once, status shows why) when a
  * deadline passes or a tor other than k goes down mid-roll: k then comes back by itself as after any
  * loss, and nothing else is stopped.
  *

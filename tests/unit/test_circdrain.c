@@ -147,7 +147,8 @@ static bool rend_known(void *arg)
 }
 
 #define AUTH_STEPS                                                                                             \
-    {FAKE_CTL_EXPECT, "PROTOCOLINFO 1", 0}, {FAKE_CTL_SEND, "250-PROTOCOLINFO 1\r\n250-AUTH METHODS=NULL\r\n250 OK\r\n", 0}, \
+    {FAKE_CTL_EXPECT, "PROTOCOLINFO 1", 0},                                                                   \
+        {FAKE_CTL_SEND, "250-PROTOCOLINFO 1\r\n250-AUTH METHODS=NULL\r\n250 OK\r\n", 0},                      \
         {FAKE_CTL_EXPECT, "AUTHENTICATE", 0}, {FAKE_CTL_SEND, "250 OK\r\n", 0}
 
 static void ctx_start_base(struct ctx *c, const struct fake_ctl_step *script, size_t n, bool timers)
@@ -194,7 +195,8 @@ static void test_drain_commands(void **state)
         {FAKE_CTL_EXPECT, "SETCONF PublishHidServDescriptors=\"0\"", 0},
         {FAKE_CTL_SEND, "250 OK\r\n", 0},
         {FAKE_CTL_EXPECT, "GETINFO circuit-status", 0},
-        {FAKE_CTL_SEND, "250+circuit-status=\r\n" L_INTRO("4") L_REND("33") L_INTRO("11") L_REND("34") ".\r\n250 OK\r\n", 0},
+        {FAKE_CTL_SEND,
+         "250+circuit-status=\r\n" L_INTRO("4") L_REND("33") L_INTRO("11") L_REND("34") ".\r\n250 OK\r\n", 0},
         {FAKE_CTL_EXPECT, "CLOSECIRCUIT 4", 0},
         {FAKE_CTL_SEND, "250 OK\r\n", 0},
         {FAKE_CTL_EXPECT, "CLOSECIRCUIT 11", 0},
