@@ -3,9 +3,10 @@
  * Each look is one GETINFO circuit-status; its answer closes the introduction circuits it lists and the
  * idle rendezvous circuits, and records how many rendezvous circuits are open. A look is a heap object
  * pointing back at the drainer, so that a reply arriving after circdrain_free or after the drain ended
- * completes into nothing. Each rendezvous circuit seen (in a look or in a stream end from the data
- * path) is kept with when it was first seen, when its last stream ended and when its close is due (the
- * last CIRCDRAIN_MAX_ENDS circuits); one timer fires at the earliest close. */
+ * completes into nothing. Each circuit seen (in a look, or in a stream end from the data path, which is
+ * kept also outside a drain) has a slot of a table indexed by its id (CIRCDRAIN_SLOTS) with when a look
+ * first listed it, when its last stream ended and when its close is due; one timer fires at the
+ * earliest close. */
 #include "sidecar/circdrain.h"
 
 #include <event2/event.h>
@@ -23,10 +24,11 @@ struct circdrain_pending {
     unsigned gen;        /* the drain it belongs to */
 };
 
-/* A rendezvous circuit of the draining tor. */
-struct circdrain_end {
-    unsigned long circ;
-    uint64_t seen_ms;      /* clock_now_ms when first seen */
+/* A rendezvous circuit of the tor: a slot of a table indexed by circuit id (tor numbers circuits in
+ * order, so ids in use rarely share a slot; a newer circuit takes the slot of an older one). */
+struct circdrain_circ {
+    unsigned long circ;    /* 0: empty */
+    uint64_t seen_ms;      /* clock_now_ms when a look first listed it (0: not listed yet) */
     uint64_t at_ms;        /* of its last stream end, 0: none seen */
     uint64_t close_due_ms; /* when to close it; 0: not scheduled (or sent) */
 };
@@ -36,8 +38,8 @@ struct circdrain {
     struct event *timer;  /* NULL without a base */
     struct event *close_timer; /* fires at the earliest close_due_ms; NULL without a base */
     uint64_t started_ms;
-    struct circdrain_end ends[CIRCDRAIN_MAX_ENDS];
-    size_t n_ends;
+    struct circdrain_circ *circs; /* CIRCDRAIN_SLOTS slots: stream ends are kept also outside a drain */
+    bool closes_pending;          /* some slot has close_due_ms */
     unsigned long rend_closes;
     bool draining;
     unsigned gen;                     /* bumped by each start and stop: older answers are stale */
@@ -106,27 +108,26 @@ static void circdrain_publish(struct circdrain *d, bool on)
 
 static void circdrain_close_rend(struct circdrain *d, unsigned long circ);
 
-/* The entry of `circ`, added (first seen now) if new; when the table is full the entry seen or used
- * least recently goes (its close, if due, is sent now). */
-static struct circdrain_end *circdrain_track(struct circdrain *d, unsigned long circ, uint64_t now)
+/* The slot of `circ`, made its own if it holds an older circuit or none (a close due there is sent
+ * now), or NULL if a newer circuit holds it. */
+static struct circdrain_circ *circdrain_slot(struct circdrain *d, unsigned long circ)
 {
-    for (size_t i = 0; i < d->n_ends; i++)
-        if (d->ends[i].circ == circ)
-            return &d->ends[i];
-    if (d->n_ends == CIRCDRAIN_MAX_ENDS) {
-        size_t oldest = 0;
-        for (size_t i = 1; i < d->n_ends; i++) {
-            const struct circdrain_end *a = &d->ends[i], *b = &d->ends[oldest];
-            if ((a->at_ms > a->seen_ms ? a->at_ms : a->seen_ms) < (b->at_ms > b->seen_ms ? b->at_ms : b->seen_ms))
-                oldest = i;
-        }
-        if (d->ends[oldest].close_due_ms)
-            circdrain_close_rend(d, d->ends[oldest].circ);
-        d->ends[oldest] = d->ends[--d->n_ends];
-    }
-    struct circdrain_end *e = &d->ends[d->n_ends++];
-    *e = (struct circdrain_end){.circ = circ, .seen_ms = now};
+    struct circdrain_circ *e = &d->circs[circ % CIRCDRAIN_SLOTS];
+    if (e->circ == circ)
+        return e;
+    if (e->circ > circ)
+        return NULL;
+    if (e->close_due_ms)
+        circdrain_close_rend(d, e->circ);
+    *e = (struct circdrain_circ){.circ = circ};
     return e;
+}
+
+/* Has `circ` carried a stream? Unknown (its slot taken by a newer circuit) counts as yes. */
+static bool circdrain_was_used(const struct circdrain *d, unsigned long circ)
+{
+    const struct circdrain_circ *e = &d->circs[circ % CIRCDRAIN_SLOTS];
+    return e->circ == circ ? e->at_ms != 0 : e->circ > circ;
 }
 
 /* Ask tor to close rendezvous circuit `circ` unless a stream is attached to it. */
@@ -143,8 +144,8 @@ static void circdrain_close_rend(struct circdrain *d, unsigned long circ)
 static void circdrain_close_due(struct circdrain *d)
 {
     uint64_t now = clock_now_ms(), next = 0;
-    for (size_t i = 0; i < d->n_ends; i++) {
-        struct circdrain_end *e = &d->ends[i];
+    for (size_t i = 0; i < CIRCDRAIN_SLOTS && d->closes_pending; i++) {
+        struct circdrain_circ *e = &d->circs[i];
         if (!e->close_due_ms)
             continue;
         if (e->close_due_ms <= now) {
@@ -154,6 +155,7 @@ static void circdrain_close_due(struct circdrain *d)
             next = e->close_due_ms;
         }
     }
+    d->closes_pending = next != 0;
     if (next && d->close_timer) {
         struct timeval tv = clock_until(next);
         event_add(d->close_timer, &tv);
@@ -169,12 +171,15 @@ static void circdrain_close_timer_cb(evutil_socket_t fd, short what, void *arg)
 
 void circdrain_stream_ended(struct circdrain *d, unsigned long circuit_id)
 {
+    uint64_t now = clock_now_ms();
+    struct circdrain_circ *e = circuit_id ? circdrain_slot(d, circuit_id) : NULL;
+    if (!e)
+        return;
+    e->at_ms = now; /* kept outside a drain too: which circuits carried a stream */
     if (!d->draining)
         return;
-    uint64_t now = clock_now_ms();
-    struct circdrain_end *e = circdrain_track(d, circuit_id, now);
-    e->at_ms = now;
     e->close_due_ms = now + CIRCDRAIN_CLOSE_DELAY_MS;
+    d->closes_pending = true;
     if (!d->close_timer) { /* no event loop (tests): at once */
         e->close_due_ms = 0;
         circdrain_close_rend(d, circuit_id);
@@ -219,15 +224,24 @@ static void circdrain_status_cb(struct cp_conn *c, const struct cp_reply *r, con
     d->intro_closed += look.n_intro;
     uint64_t now = clock_now_ms();
     for (size_t i = 0; i < look.n_rend; i++) {
-        const struct circdrain_end *e = circdrain_track(d, look.rend_ids[i], now);
+        unsigned long circ = look.rend_ids[i];
+        bool used = circdrain_was_used(d, circ);
+        struct circdrain_circ *e = circdrain_slot(d, circ);
+        if (e && !e->seen_ms)
+            e->seen_ms = now;
         /* A circuit is idle, and closed now, only once it has been seen for CIRCDRAIN_IDLE_MS (a new
-         * one is about to carry the request its visitor was introduced for) and no stream of it ended in
-         * that time (one in use is closed right after its last stream: circdrain_stream_ended); not in
-         * the drain's first CIRCDRAIN_GRACE_MS, while stream ends are still being learnt. */
-        if (now - d->started_ms < CIRCDRAIN_GRACE_MS || now - e->seen_ms < CIRCDRAIN_IDLE_MS ||
-            (e->at_ms && now - e->at_ms < CIRCDRAIN_IDLE_MS))
+         * one is about to carry the request its visitor was introduced for) and its last stream ended
+         * longer ago than that (one in use is closed right after its last stream: circdrain_stream_ended,
+         * unless tor still had the stream then); not in the drain's first CIRCDRAIN_GRACE_MS. */
+        if (now - d->started_ms < CIRCDRAIN_GRACE_MS ||
+            (e && (now - e->seen_ms < CIRCDRAIN_IDLE_MS || (e->at_ms && now - e->at_ms < CIRCDRAIN_IDLE_MS))))
             continue;
-        circdrain_close_rend(d, look.rend_ids[i]);
+        /* One that never carried a stream (seen in a run under load) is free for any new stream of its
+         * visitor's tor, whatever its isolation: closing it may meet a request on its way. It is closed
+         * right after its first stream, or cut at the drain's limit. */
+        if (!used)
+            continue;
+        circdrain_close_rend(d, circ);
     }
     if (d->rend != (long)look.rend)
         log_debug("circdrain: %u rendezvous circuit%s open", look.rend, look.rend == 1 ? "" : "s");
@@ -275,6 +289,10 @@ struct circdrain *circdrain_new(struct event_base *base)
     if (!d)
         return NULL;
     d->rend = -1;
+    if (!(d->circs = calloc(CIRCDRAIN_SLOTS, sizeof(*d->circs)))) {
+        free(d);
+        return NULL;
+    }
     if (base && (!(d->timer = event_new(base, -1, EV_PERSIST, circdrain_timer_cb, d)) ||
                  !(d->close_timer = event_new(base, -1, 0, circdrain_close_timer_cb, d)))) {
         circdrain_free(d);
@@ -298,7 +316,9 @@ static void circdrain_forget(struct circdrain *d)
         event_del(d->timer);
     if (d->close_timer)
         event_del(d->close_timer);
-    d->n_ends = 0;
+    for (size_t i = 0; d->circs && i < CIRCDRAIN_SLOTS; i++)
+        d->circs[i].seen_ms = d->circs[i].close_due_ms = 0; /* what carried streams stays known */
+    d->closes_pending = false;
 }
 
 void circdrain_free(struct circdrain *d)
@@ -310,6 +330,7 @@ void circdrain_free(struct circdrain *d)
         event_free(d->timer);
     if (d->close_timer)
         event_free(d->close_timer);
+    free(d->circs);
     free(d);
 }
 

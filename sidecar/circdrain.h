@@ -22,10 +22,11 @@
  *    "CLOSECIRCUIT <id> IfUnused" (tor keeps it if a new stream came meanwhile); the DESTROY reaches
  *    the visitor's tor in milliseconds, before it sends its next request, so that request goes out on
  *    a new circuit (to the other tor) instead of failing. The delay lets tor send the stream's last
- *    cells first (closing a circuit drops cells still queued on it). A circuit seen for at least
- *    CIRCDRAIN_IDLE_MS with no stream end in that time (and not in the drain's first CIRCDRAIN_GRACE_MS)
- *    is idle: it is closed at the next look, IfUnused. One still connecting to the rendezvous point, or
- *    new, is left alone: its visitor was just introduced and is about to send its request. Only a
+ *    cells first (closing a circuit drops cells still queued on it). A circuit whose last stream ended
+ *    CIRCDRAIN_IDLE_MS ago or more (tor still had that stream at the first try) is closed at the next
+ *    look, IfUnused. One still connecting to the rendezvous point, new, or that never carried a stream
+ *    is left alone: its visitor's tor may send a request on it any moment (a never-used one serves
+ *    any new stream of that tor); it is closed after its first stream, or cut at the limit. Only a
  *    request the visitor sends in the few milliseconds while the DESTROY travels can still fail;
  *  - the tor is drained (circdrain_is_drained) once the looks (GETINFO circuit-status) have found neither
  *    an introduction nor a rendezvous circuit on it for CIRCDRAIN_QUIET_MS: tor re-establishes closed
@@ -53,7 +54,7 @@ struct circdrain;
 #define CIRCDRAIN_CLOSE_DELAY_MS 50   /* from a circuit's last stream end to its CLOSECIRCUIT */
 #define CIRCDRAIN_GRACE_MS 2000       /* from the drain's start: stream ends seen before idle closes */
 #define CIRCDRAIN_IDLE_MS 2000        /* a circuit with no stream end for this long is idle */
-#define CIRCDRAIN_MAX_ENDS 512        /* rendezvous circuits remembered (first seen, last stream end) */
+#define CIRCDRAIN_SLOTS 4096          /* circuits remembered (by id modulo this): last stream end, first look */
 
 /* What one look at GETINFO circuit-status found. */
 struct circdrain_look {
@@ -106,8 +107,9 @@ unsigned long circdrain_intro_closed(const struct circdrain *d);
 /* Rendezvous circuits this drain asked tor to close (IfUnused: tor may have kept some in use). */
 unsigned long circdrain_rend_closes(const struct circdrain *d);
 
-/* The data path saw the last stream of this tor's circuit `circuit_id` end: while draining, close the
- * circuit CIRCDRAIN_CLOSE_DELAY_MS from now (IfUnused). */
+/* The data path saw a stream of this tor's circuit `circuit_id` end: remember it (also outside a drain:
+ * a circuit that never carried a stream is never closed as idle), and while draining close the circuit
+ * CIRCDRAIN_CLOSE_DELAY_MS from now (IfUnused). */
 void circdrain_stream_ended(struct circdrain *d, unsigned long circuit_id);
 
 /* Look now (tests; the timer does it while draining). */

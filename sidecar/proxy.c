@@ -122,6 +122,7 @@ struct proxy_stream {
     enum check_result sync_result;
     char sync_detail[128];
     bool eof[2];    /* EOF read from that side */
+    bool end_reported; /* stream_end_cb was called for it */
     bool shut[2];   /* shutdown(SHUT_WR) done towards that side */
     bool paused[2]; /* reading from that side paused: the other side has too much unsent */
     bool server_spoke;
@@ -223,6 +224,18 @@ static void stream_release_failed(struct proxy_stream *s)
     s->n_failed = 0;
 }
 
+/* Tell proxy_set_stream_end_cb's callback, once per stream, that tor's stream is over: when tor's side
+ * ended (tor never half-closes, so its stream is gone then) or, if the backend finished first, when the
+ * stream is freed. */
+static void stream_report_end(struct proxy_stream *s)
+{
+    struct proxy *px = s->port->px;
+    if (s->end_reported || !px->stream_end_cb || s->peer_pid <= 0 || s->circuit_id == 0)
+        return;
+    s->end_reported = true;
+    px->stream_end_cb(s->peer_pid, s->circuit_id, px->stream_end_arg);
+}
+
 /* Free `s` (never from inside one of its own bufferevent callbacks: see stream_close). If its port
  * was removed by a reload and this was its last stream, the port goes too when `may_free_port`. */
 static void stream_free(struct proxy_stream *s, bool may_free_port)
@@ -244,9 +257,7 @@ static void stream_free(struct proxy_stream *s, bool may_free_port)
         backend_stream_end(s->backend, s->bytes_in, s->bytes_out);
     if (s->counted)
         proxy_circ_dec(pp, s->circuit_id);
-    struct proxy *owner = pp->px;
-    if (owner->stream_end_cb && s->peer_pid > 0 && s->circuit_id != 0)
-        owner->stream_end_cb(s->peer_pid, s->circuit_id, owner->stream_end_arg);
+    stream_report_end(s);
     if (s->prev)
         s->prev->next = s->next;
     else
@@ -615,6 +626,8 @@ static void stream_count(struct proxy_stream *s, enum stream_side from, size_t n
 static void stream_side_ended(struct proxy_stream *s, enum stream_side side)
 {
     s->eof[side] = true;
+    if (side == SIDE_CLIENT)
+        stream_report_end(s);
     if (side == SIDE_CLIENT && s->state == STREAM_OPEN) {
         struct timeval tv = proxy_ms(s->port->px->fin_timeout_ms);
         evtimer_add(s->ev, &tv);

@@ -124,8 +124,9 @@ size_t proxy_pools(struct proxy *px, struct backend_pool **out, size_t max);
  * the rolling restart's drain (roll.h). */
 unsigned proxy_streams_from_pid(const struct proxy *px, long pid);
 
-/* Called when a stream whose tor (SO_PEERCRED pid) and circuit (tor's PROXY line: the global circuit
- * id, as in CIRC events and CLOSECIRCUIT) are known ends (is freed): the rolling restart's drain closes
+/* Called once when a stream whose tor (SO_PEERCRED pid) and circuit (tor's PROXY line: the global circuit
+ * id, as in CIRC events and CLOSECIRCUIT) are known ends: when tor's side ended, or when it is freed if
+ * the backend finished first. The rolling restart's drain closes
  * a rendezvous circuit of a tor it winds down right after its last stream (circdrain.h). Must not call
  * back into the proxy. NULL clears it. */
 typedef void (*proxy_stream_end_cb)(long pid, uint32_t circuit_id, void *arg);

@@ -10,7 +10,8 @@
  * PublishHidServDescriptors=0, GETINFO circuit-status, one CLOSECIRCUIT per introduction circuit, the count
  * kept; circdrain_stop sends PublishHidServDescriptors=1 and a later answer is ignored; a rendezvous
  * circuit closed (IfUnused) only after the data path saw its last stream end, with the delay, and not by
- * a look in the grace period; no connection means no drain. */
+ * a look in the grace period; after it, a look closes a circuit that carried a stream (also one seen
+ * before the drain) but never one that has not; no connection means no drain. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -344,6 +345,37 @@ static void test_drained_after_quiet_looks(void **state)
     ctx_end(&c);
 }
 
+/* After the grace period a look closes (IfUnused) a circuit whose last stream ended long enough ago —
+ * here one that carried a stream before the drain began — but never one that has not carried a stream:
+ * its visitor's tor may give it to any new stream at any moment. */
+static void test_idle_close_only_used(void **state)
+{
+    (void)state;
+    static const struct fake_ctl_step script[] = {
+        AUTH_STEPS,
+        {FAKE_CTL_EXPECT, "SETCONF PublishHidServDescriptors=\"0\"", 0},
+        {FAKE_CTL_SEND, "250 OK\r\n", 0},
+        {FAKE_CTL_EXPECT, "GETINFO circuit-status", 0},
+        {FAKE_CTL_SEND, "250+circuit-status=\r\n" L_REND("33") L_REND("34") ".\r\n250 OK\r\n", 0},
+        {FAKE_CTL_EXPECT, "GETINFO circuit-status", 0},
+        {FAKE_CTL_SEND, "250+circuit-status=\r\n" L_REND("33") L_REND("34") ".\r\n250 OK\r\n", 0},
+        {FAKE_CTL_EXPECT, "CLOSECIRCUIT 33 IfUnused", 0},
+        {FAKE_CTL_SEND, "250 OK\r\n", 0},
+    };
+    struct ctx c;
+    ctx_start(&c, script, sizeof(script) / sizeof(script[0]));
+    circdrain_stream_ended(c.d, 33); /* before the drain: remembered, nothing sent */
+    assert_int_equal(circdrain_rend_closes(c.d), 0);
+    assert_int_equal(circdrain_start(c.d), 0);
+    assert_int_equal(fake_ctl_run_until(c.base, rend_known, &c, LOOP_BOUND_MS), 0);
+    assert_int_equal(circdrain_rend_closes(c.d), 0); /* grace period */
+    fake_ctl_run_until(c.base, look_answered, &c, CIRCDRAIN_GRACE_MS + CIRCDRAIN_IDLE_MS / 4); /* time passes */
+    circdrain_look_now(c.d);
+    assert_int_equal(fake_ctl_run_until(c.base, fake_finished, &c, LOOP_BOUND_MS), 0);
+    assert_int_equal(circdrain_rend_closes(c.d), 1); /* 33 only: a CLOSECIRCUIT 34 would be a mismatch */
+    ctx_end(&c);
+}
+
 /* Without a connection there is no drain; detaching ends one. */
 static void test_no_connection(void **state)
 {
@@ -366,7 +398,8 @@ int main(void)
         cmocka_unit_test(test_parse_counts),   cmocka_unit_test(test_parse_errors),
         cmocka_unit_test(test_parse_cap),      cmocka_unit_test(test_drain_commands),
         cmocka_unit_test(test_late_answer_ignored), cmocka_unit_test(test_close_after_last_stream),
-        cmocka_unit_test(test_drained_after_quiet_looks), cmocka_unit_test(test_no_connection),
+        cmocka_unit_test(test_drained_after_quiet_looks), cmocka_unit_test(test_idle_close_only_used),
+        cmocka_unit_test(test_no_connection),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
