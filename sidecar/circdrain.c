@@ -37,7 +37,7 @@ struct circdrain {
     struct cp_conn *conn; /* borrowed while attached */
     struct event *timer;  /* NULL without a base */
     struct event *close_timer; /* fires at the earliest close_due_ms; NULL without a base */
-    uint64_t started_ms;
+    uint64_t intro_quiet_since_ms; /* first of the latest looks finding no intro circuit; 0: the last found one */
     struct circdrain_circ *circs; /* CIRCDRAIN_SLOTS slots: stream ends are kept also outside a drain */
     bool closes_pending;          /* some slot has close_due_ms */
     unsigned long rend_closes;
@@ -140,6 +140,16 @@ static void circdrain_close_rend(struct circdrain *d, unsigned long circ)
     d->rend_closes++;
 }
 
+/* Are rendezvous circuits closed yet? Only once the looks have found no introduction circuit for
+ * CIRCDRAIN_INTRO_QUIET_MS: while tor still re-establishes the ones closed, a visitor sent off its
+ * circuit to re-introduce itself could land on one in the instant it is closed and wait for a
+ * rendezvous that never comes (measured: 30 s); once there are none, its introduction is refused at
+ * once and it fetches the other tor's descriptor. */
+static bool circdrain_rend_phase(const struct circdrain *d, uint64_t now)
+{
+    return d->intro_quiet_since_ms && now - d->intro_quiet_since_ms >= CIRCDRAIN_INTRO_QUIET_MS;
+}
+
 /* Send the closes that are due and wake up for the next one. */
 static void circdrain_close_due(struct circdrain *d)
 {
@@ -176,8 +186,8 @@ void circdrain_stream_ended(struct circdrain *d, unsigned long circuit_id)
     if (!e)
         return;
     e->at_ms = now; /* kept outside a drain too: which circuits carried a stream */
-    if (!d->draining)
-        return;
+    if (!d->draining || !circdrain_rend_phase(d, now))
+        return; /* before the rendezvous phase a look closes it later, as idle */
     e->close_due_ms = now + CIRCDRAIN_CLOSE_DELAY_MS;
     d->closes_pending = true;
     if (!d->close_timer) { /* no event loop (tests): at once */
@@ -223,6 +233,10 @@ static void circdrain_status_cb(struct cp_conn *c, const struct cp_reply *r, con
     }
     d->intro_closed += look.n_intro;
     uint64_t now = clock_now_ms();
+    if (look.n_intro > 0)
+        d->intro_quiet_since_ms = 0;
+    else if (!d->intro_quiet_since_ms)
+        d->intro_quiet_since_ms = now;
     for (size_t i = 0; i < look.n_rend; i++) {
         unsigned long circ = look.rend_ids[i];
         bool used = circdrain_was_used(d, circ);
@@ -232,8 +246,8 @@ static void circdrain_status_cb(struct cp_conn *c, const struct cp_reply *r, con
         /* A circuit is idle, and closed now, only once it has been seen for CIRCDRAIN_IDLE_MS (a new
          * one is about to carry the request its visitor was introduced for) and its last stream ended
          * longer ago than that (one in use is closed right after its last stream: circdrain_stream_ended,
-         * unless tor still had the stream then); not in the drain's first CIRCDRAIN_GRACE_MS. */
-        if (now - d->started_ms < CIRCDRAIN_GRACE_MS ||
+         * unless tor still had the stream then); and only in the rendezvous phase. */
+        if (!circdrain_rend_phase(d, now) ||
             (e && (now - e->seen_ms < CIRCDRAIN_IDLE_MS || (e->at_ms && now - e->at_ms < CIRCDRAIN_IDLE_MS))))
             continue;
         /* One that never carried a stream (seen in a run under load) is free for any new stream of its
@@ -308,6 +322,7 @@ static void circdrain_forget(struct circdrain *d)
     d->gen++;
     d->rend = -1;
     d->quiet_since_ms = 0;
+    d->intro_quiet_since_ms = 0;
     if (d->pending) {
         d->pending->d = NULL;
         d->pending = NULL;
@@ -356,7 +371,7 @@ int circdrain_start(struct circdrain *d)
     d->draining = true;
     d->intro_closed = 0;
     d->rend_closes = 0;
-    d->started_ms = clock_now_ms();
+    d->intro_quiet_since_ms = 0;
     circdrain_publish(d, false);
     if (d->timer) {
         struct timeval tv = clock_tv_ms(CIRCDRAIN_LOOK_MS);

@@ -14,7 +14,9 @@
  *    tor re-establishes them a few times, then stops for the rest of its period (measured on the private
  *    network: after ~5 s). A visitor whose cached descriptor names them fails that introduction and
  *    fetches the descriptor again: the other tor's (a delay of a few seconds, not a failed request);
- *  - closes each visitor's rendezvous circuit at a moment when the visitor has just been answered: a
+ *  - then, once the looks have found no introduction circuit for CIRCDRAIN_INTRO_QUIET_MS (so that a
+ *    visitor sent to introduce itself anew is refused at once, not stranded by a closing circuit),
+ *    closes each visitor's rendezvous circuit at a moment when the visitor has just been answered: a
  *    visitor's tor keeps using a rendezvous circuit for as long as it lasts (measured: tor 0.4.9.11
  *    clients reuse it well past MaxCircuitDirtiness and never close it by themselves), so waiting for
  *    visitors to let go does not end. When the data path sees the last stream of a circuit of this tor
@@ -52,7 +54,7 @@ struct circdrain;
 #define CIRCDRAIN_QUIET_MS 2000       /* looks with no introduction or rendezvous circuit: drained */
 #define CIRCDRAIN_MAX_CLOSE 256       /* circuit ids of each kind kept from one look, at most */
 #define CIRCDRAIN_CLOSE_DELAY_MS 50   /* from a circuit's last stream end to its CLOSECIRCUIT */
-#define CIRCDRAIN_GRACE_MS 2000       /* from the drain's start: stream ends seen before idle closes */
+#define CIRCDRAIN_INTRO_QUIET_MS 1000 /* looks with no intro circuit before rendezvous circuits are closed */
 #define CIRCDRAIN_IDLE_MS 2000        /* a circuit with no stream end for this long is idle */
 #define CIRCDRAIN_SLOTS 4096          /* circuits remembered (by id modulo this): last stream end, first look */
 

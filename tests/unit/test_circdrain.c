@@ -9,8 +9,8 @@
  * named, the cap on ids); and against the scripted fake control port, the commands in order: SETCONF
  * PublishHidServDescriptors=0, GETINFO circuit-status, one CLOSECIRCUIT per introduction circuit, the count
  * kept; circdrain_stop sends PublishHidServDescriptors=1 and a later answer is ignored; a rendezvous
- * circuit closed (IfUnused) only after the data path saw its last stream end, with the delay, and not by
- * a look in the grace period; after it, a look closes a circuit that carried a stream (also one seen
+ * circuit closed (IfUnused) after the data path saw its last stream end, only once looks found no
+ * introduction circuit for a while; then a look closes a circuit that carried a stream (also one seen
  * before the drain) but never one that has not; no connection means no drain. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -259,15 +259,11 @@ static void test_late_answer_ignored(void **state)
     ctx_end(&c);
 }
 
-static bool one_close_sent(void *arg)
-{
-    struct ctx *c = arg;
-    return circdrain_rend_closes(c->d) >= 1 || fake_ctl_failure(c->fake);
-}
-
-/* A visitor's rendezvous circuit is not closed by a look while it may be in use (the drain's first
- * seconds), but CIRCDRAIN_CLOSE_DELAY_MS after the data path saw its last stream end: IfUnused, so tor
- * keeps it if a new stream came meanwhile. A stream end outside a drain closes nothing. */
+/* A visitor's rendezvous circuit is closed (IfUnused) right after the data path saw its last stream
+ * end — but only in the rendezvous phase, once looks have found no introduction circuit for
+ * CIRCDRAIN_INTRO_QUIET_MS (before, a visitor sent off its circuit could be stranded by an introduction
+ * circuit being closed). Without an event loop the close is sent at once (the delay is the timer's). A
+ * stream end outside a drain closes nothing. */
 static void test_close_after_last_stream(void **state)
 {
     (void)state;
@@ -281,15 +277,15 @@ static void test_close_after_last_stream(void **state)
         {FAKE_CTL_SEND, "250 OK\r\n", 0},
     };
     struct ctx c;
-    ctx_start_base(&c, script, sizeof(script) / sizeof(script[0]), true);
-    circdrain_stream_ended(c.d, 33); /* not draining: ignored */
+    ctx_start(&c, script, sizeof(script) / sizeof(script[0]));
+    circdrain_stream_ended(c.d, 33); /* not draining: remembered only */
     assert_int_equal(circdrain_start(c.d), 0);
     assert_int_equal(fake_ctl_run_until(c.base, rend_known, &c, LOOP_BOUND_MS), 0);
     assert_int_equal(circdrain_rend_circuits(c.d), 2);
-    assert_int_equal(circdrain_rend_closes(c.d), 0); /* in the grace period: none closed by the look */
     circdrain_stream_ended(c.d, 33);
-    assert_int_equal(circdrain_rend_closes(c.d), 0); /* not at once: tor sends the last cells first */
-    assert_int_equal(fake_ctl_run_until(c.base, one_close_sent, &c, LOOP_BOUND_MS), 0);
+    assert_int_equal(circdrain_rend_closes(c.d), 0); /* introduction phase: not yet */
+    fake_ctl_run_until(c.base, fake_finished, &c, CIRCDRAIN_INTRO_QUIET_MS + 100); /* time passes */
+    circdrain_stream_ended(c.d, 33);
     assert_int_equal(circdrain_rend_closes(c.d), 1);
     assert_int_equal(fake_ctl_run_until(c.base, fake_finished, &c, LOOP_BOUND_MS), 0);
     circdrain_detach(c.d);
@@ -368,8 +364,8 @@ static void test_idle_close_only_used(void **state)
     assert_int_equal(circdrain_rend_closes(c.d), 0);
     assert_int_equal(circdrain_start(c.d), 0);
     assert_int_equal(fake_ctl_run_until(c.base, rend_known, &c, LOOP_BOUND_MS), 0);
-    assert_int_equal(circdrain_rend_closes(c.d), 0); /* grace period */
-    fake_ctl_run_until(c.base, look_answered, &c, CIRCDRAIN_GRACE_MS + CIRCDRAIN_IDLE_MS / 4); /* time passes */
+    assert_int_equal(circdrain_rend_closes(c.d), 0); /* introduction phase */
+    fake_ctl_run_until(c.base, look_answered, &c, CIRCDRAIN_IDLE_MS + 300); /* time passes */
     circdrain_look_now(c.d);
     assert_int_equal(fake_ctl_run_until(c.base, fake_finished, &c, LOOP_BOUND_MS), 0);
     assert_int_equal(circdrain_rend_closes(c.d), 1); /* 33 only: a CLOSECIRCUIT 34 would be a mismatch */
