@@ -21,8 +21,10 @@
 #    (1) a cached client: a SOCKS username that fetched just before (open rendezvous circuit, cached
 #        descriptor) asks again at once after the kill, and again until answered (bounded): did the first
 #        request succeed, and when did it get an answer;
-#    (2) a new client: part A's tor-kill method (poll_fetch: a new SOCKS username per try, HSFETCH from
-#        every HSDir every 0.25 s) until a fetch works: time from the kill.
+#    (2) a new client: a client tor of its own, started (and bootstrapped) just before the kill, that
+#        never asked for the service: no cached descriptor, no HSDir asked yet, as a visitor arriving
+#        after the kill. It fetches (a new SOCKS username per try, each up to 10 s, its tor fetching the
+#        descriptor itself) until a fetch works: time from the kill. Its tor is stopped afterwards.
 #    Tor alone has no supervisor: its tor is killed once at the end and both clients are given 20 s.
 
 C_REPS=${BENCH_C_REPS:-3}
@@ -162,6 +164,26 @@ c_cached_client() {
 	return 1
 }
 
+# A client tor of its own on the network (set-up $1, repetition $2), bootstrapped: the integration
+# tests' of_start_client_tor (run.sh sources their lib.sh) in $W; sets FRESH_PID and FRESH_SOCKS.
+c_fresh_client_start() {
+	OF_TMP=$W of_start_client_tor "cfresh-$1-$2" || { say "part C: the new client's tor did not bootstrap"; return 1; }
+	FRESH_PID=$OF_LAST_PID
+	FRESH_SOCKS=$OF_CLIENT_SOCKS
+	track "$FRESH_PID"
+}
+
+# The new client fetches $1 until answered, from kill time $2, for at most $3 s.
+c_fresh_client_fetch() {
+	local t0=$2 limit=$3
+	while awk -v e="$(since "$t0")" -v l="$limit" 'BEGIN { exit !(e < l) }'; do
+		curl -sS -o /dev/null --fail --max-time 10 -x "socks5h://$(newuser):x@127.0.0.1:$FRESH_SOCKS" \
+			"http://$1/" 2> /dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # One SIGKILL of set-up $1's tor (the one whose descriptor the client holds) with client kind $2
 # (cached|new); then, for onionfront, wait until it has recovered.
 c_kill() {
@@ -174,14 +196,24 @@ c_kill() {
 	[[ $col == alone ]] || k=$(c_served)
 	pid=$(c_tor_pid "$col" "${k%% *}")
 	[[ -n $pid ]] || { say "part C kill $r, $col: no tor pid"; return 1; }
+	if [[ $kind == new ]] && ! c_fresh_client_start "$col" "$r"; then
+		record "fail_cnew_$col" 1
+		return 1
+	fi
 	t0=$(now)
 	kill -KILL "$pid"
 	if [[ $kind == cached ]]; then
 		c_cached_client "$col" "$u" "$t0" "$( [[ $col == alone ]] && echo "$C_ALONE_WAIT" || echo 120)" "$s"
-	elif poll_fetch "${ADDR[$s]}" "$( [[ $col == alone ]] && echo "$C_ALONE_WAIT" || echo 120)"; then
+	elif c_fresh_client_fetch "${ADDR[$s]}" "$t0" "$( [[ $col == alone ]] && echo "$C_ALONE_WAIT" || echo 120)"; then
 		record "cnew_$col" "$(since "$t0")"
 	else
 		record "fail_cnew_$col" 1
+	fi
+	if [[ $kind == new ]]; then # end the new client's tor (reaped) and forget its PID
+		of_stop_pid "$FRESH_PID" 15
+		local p keep=()
+		for p in "${PIDS[@]}"; do [[ $p == "$FRESH_PID" ]] || keep+=("$p"); done
+		PIDS=("${keep[@]}")
 	fi
 	say "part C kill $r/$C_REPS, $col, tor $k, $kind client: $( [[ $kind == cached ]] && tail -qn1 "$RAW/ccached_first_$col.txt" "$RAW/ccached_t_$col.txt" 2> /dev/null | paste -sd' ' - || tail -qn1 "$RAW/cnew_$col.txt" 2> /dev/null)"
 	[[ $col == alone ]] && return 0
@@ -267,7 +299,7 @@ report_c() {
 	local col x
 	echo "### Part C — tor restarts and crashes: tor alone vs onionfront with one and two tors (issue 11; private network, ${DELAY} ms per link and direction)"
 	echo
-	echo "Medians in bold, (min–max), $C_REPS repetitions each. Visitor = the network's client tor. Restart: a request every 100 ms (each up to 10 s, at most $C_INFLIGHT open at a time: a tick waits while that many are), on a new circuit each (SOCKS username), from 2 s before the restart until it is over and 20 answers in a row were good (≥ $C_MIN_REQUESTS requests); tor alone: SIGTERM and start again, onionfront: \`onionfront restart-tor\` (a rolling restart with two tors). SIGKILL: of the tor whose descriptor the HSDirs serve (onionfront status \`served_by\`; tor 1 when it named none); cached client = the SOCKS username that fetched just before (open rendezvous circuit, cached descriptor), asking again at once and until answered; new client = a new SOCKS username per try with HSFETCH from every HSDir every 0.25 s (part A's tor-kill method). Tor alone was killed once and given ${C_ALONE_WAIT} s. Idle: $C_REPS windows of ${C_IDLE} s."
+	echo "Medians in bold, (min–max), $C_REPS repetitions each. Visitor = the network's client tor. Restart: a request every 100 ms (each up to 10 s, at most $C_INFLIGHT open at a time: a tick waits while that many are), on a new circuit each (SOCKS username), from 2 s before the restart until it is over and 20 answers in a row were good (≥ $C_MIN_REQUESTS requests); tor alone: SIGTERM and start again, onionfront: \`onionfront restart-tor\` (a rolling restart with two tors). SIGKILL: of the tor whose descriptor the HSDirs serve (onionfront status \`served_by\`; tor 1 when it named none); cached client = the SOCKS username that fetched just before (open rendezvous circuit, cached descriptor), asking again at once and until answered; new client = a client tor of its own, bootstrapped just before the kill, that never asked for the service (no cached descriptor), fetching with a new SOCKS username per try until answered. Tor alone was killed once and given ${C_ALONE_WAIT} s. Idle: $C_REPS windows of ${C_IDLE} s."
 	echo
 	echo "| measure | ${C_LABEL[alone]} | ${C_LABEL[of1]} | ${C_LABEL[of2]} | goal |"
 	echo "|---|---|---|---|---|"
