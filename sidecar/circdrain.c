@@ -47,6 +47,8 @@ struct circdrain {
     long rend;                        /* at the last look of this drain, -1 before it */
     uint64_t quiet_since_ms;          /* first of the latest looks finding no intro or rend circuit; 0: none */
     unsigned long intro_closed;
+    unsigned long intro_launched[CIRCDRAIN_RECENT_INTRO]; /* ids closed from CIRC events, most recent */
+    size_t intro_launched_next;
 };
 
 int circdrain_look_parse(const char *data, struct circdrain_look *out, char *err, size_t errlen)
@@ -290,6 +292,41 @@ void circdrain_look_now(struct circdrain *d)
     free(cmd);
 }
 
+/* A CIRC event of the tor. While draining, an introduction circuit tor launches (it re-establishes the
+ * ones closed, a few times each, then picks new introduction points) is closed at once, at its first
+ * event, before its ESTABLISH_INTRO can reach the introduction point: that point then refuses a
+ * visitor's INTRODUCE1 (the visitor tries its next one, then fetches the other tor's descriptor). Left
+ * to the next look, it was established for up to CIRCDRAIN_LOOK_MS, and a visitor introduced through it
+ * in the instant it was closed waited for a rendezvous that never came (measured: at the start of most
+ * drains of the tor whose descriptor the visitor held, 16-18 s with a 5 s circuit build timeout). */
+static void circdrain_circ_cb(struct cp_conn *c, const struct cp_reply *ev, void *arg)
+{
+    struct circdrain *d = arg;
+    struct cp_event_circ e;
+    char err[256];
+    if (c != d->conn || !d->draining)
+        return;
+    if (cp_event_circ_parse(ev, &e, err, sizeof(err)) < 0) {
+        log_debug("circdrain: undecodable CIRC event: %s", err);
+        return;
+    }
+    bool intro = e.purpose && strcmp(e.purpose, "HS_SERVICE_INTRO") == 0 && e.status != CP_CIRC_CLOSED &&
+                 e.status != CP_CIRC_FAILED;
+    unsigned long id = e.id;
+    cp_event_circ_clear(&e);
+    if (!intro)
+        return;
+    for (size_t i = 0; i < CIRCDRAIN_RECENT_INTRO; i++)
+        if (d->intro_launched[i] == id)
+            return; /* closed at an earlier event of it */
+    d->intro_launched[d->intro_launched_next] = id;
+    d->intro_launched_next = (d->intro_launched_next + 1) % CIRCDRAIN_RECENT_INTRO;
+    circdrain_send_quiet(d, cp_cmd_closecircuit(id, false, err, sizeof(err)), "CLOSECIRCUIT", err);
+    d->intro_closed++;
+    d->intro_quiet_since_ms = 0;
+    d->quiet_since_ms = 0;
+}
+
 static void circdrain_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
@@ -353,6 +390,11 @@ void circdrain_attach(struct circdrain *d, struct cp_conn *conn)
 {
     circdrain_forget(d);
     d->conn = conn;
+    if (conn) { /* the worker's connection subscribes to CIRC (SETEVENTS) for the verifier already */
+        cp_conn_unsubscribe(conn, circdrain_circ_cb, d);
+        if (cp_conn_subscribe(conn, "CIRC", circdrain_circ_cb, d) < 0)
+            log_error("circdrain: out of memory: introduction circuits are closed at looks only");
+    }
 }
 
 void circdrain_detach(struct circdrain *d)
@@ -371,6 +413,7 @@ int circdrain_start(struct circdrain *d)
     d->draining = true;
     d->intro_closed = 0;
     d->rend_closes = 0;
+    memset(d->intro_launched, 0, sizeof(d->intro_launched));
     d->intro_quiet_since_ms = 0;
     circdrain_publish(d, false);
     if (d->timer) {

@@ -10,10 +10,12 @@
  * already is the one HSDirs serve:
  *  - uploads no descriptor any more (SETCONF PublishHidServDescriptors=0), so HSDirs keep serving the
  *    other tor's;
- *  - takes no new introduction: at each look its HS_SERVICE_INTRO circuits are closed (CLOSECIRCUIT).
- *    tor re-establishes them a few times, then stops for the rest of its period (measured on the private
- *    network: after ~5 s). A visitor whose cached descriptor names them fails that introduction and
- *    fetches the descriptor again: the other tor's (a delay of a few seconds, not a failed request);
+ *  - takes no new introduction: at each look its HS_SERVICE_INTRO circuits are closed (CLOSECIRCUIT),
+ *    and each one tor launches to re-establish them is closed at its first CIRC event, before it is
+ *    established. tor re-establishes them a few times, then stops for the rest of its period (measured
+ *    on the private network: after ~5 s). A visitor whose cached descriptor names them fails that
+ *    introduction and fetches the descriptor again: the other tor's (a delay of a few seconds, not a
+ *    failed request);
  *  - then, once the looks have found no introduction circuit for CIRCDRAIN_INTRO_QUIET_MS (so that a
  *    visitor sent to introduce itself anew is refused at once, not stranded by a closing circuit),
  *    closes each visitor's rendezvous circuit at a moment when the visitor has just been answered: a
@@ -57,6 +59,7 @@ struct circdrain;
 #define CIRCDRAIN_INTRO_QUIET_MS 1000 /* looks with no intro circuit before rendezvous circuits are closed */
 #define CIRCDRAIN_IDLE_MS 2000        /* a circuit with no stream end for this long is idle */
 #define CIRCDRAIN_SLOTS 4096          /* circuits remembered (by id modulo this): last stream end, first look */
+#define CIRCDRAIN_RECENT_INTRO 16     /* intro circuits closed from CIRC events, remembered to close once */
 
 /* What one look at GETINFO circuit-status found. */
 struct circdrain_look {

@@ -11,7 +11,9 @@
  * kept; circdrain_stop sends PublishHidServDescriptors=1 and a later answer is ignored; a rendezvous
  * circuit closed (IfUnused) after the data path saw its last stream end, only once looks found no
  * introduction circuit for a while; then a look closes a circuit that carried a stream (also one seen
- * before the drain) but never one that has not; no connection means no drain. */
+ * before the drain) but never one that has not; an introduction circuit tor launches while draining is
+ * closed at its first CIRC event, once (not a rendezvous one, not outside a drain); no connection means
+ * no drain. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -292,6 +294,54 @@ static void test_close_after_last_stream(void **state)
     ctx_end(&c);
 }
 
+#define EV_INTRO(id, st, path) "650 CIRC " id " " st path " BUILD_FLAGS=ONEHOP_TUNNEL,IS_INTERNAL,NEED_UPTIME " \
+                              "PURPOSE=HS_SERVICE_INTRO HS_STATE=HSSI_CONNECTING TIME_CREATED=2026-12-04T18:46:25.1\r\n"
+#define EV_REND_LAUNCHED(id) "650 CIRC " id " LAUNCHED BUILD_FLAGS=ONEHOP_TUNNEL,IS_INTERNAL,NEED_CAPACITY " \
+                             "PURPOSE=HS_SERVICE_REND HS_STATE=HSSR_CONNECTING REND_QUERY=" ADDR "\r\n"
+
+static bool intro_closed_once(void *arg)
+{
+    struct ctx *c = arg;
+    return circdrain_intro_closed(c->d) >= 1 || fake_ctl_failure(c->fake);
+}
+
+/* While draining, an introduction circuit tor launches (to re-establish one closed) is closed at its
+ * first event, before a look would list it, and only once for its later events; a rendezvous circuit's
+ * launch closes nothing; after the drain an introduction circuit's launch closes nothing. */
+static void test_launched_intro_closed_at_once(void **state)
+{
+    (void)state;
+    static const struct fake_ctl_step script[] = {
+        AUTH_STEPS,
+        {FAKE_CTL_EXPECT, "SETCONF PublishHidServDescriptors=\"0\"", 0},
+        {FAKE_CTL_SEND, "250 OK\r\n", 0},
+        {FAKE_CTL_EXPECT, "GETINFO circuit-status", 0},
+        {FAKE_CTL_SEND,
+         "250+circuit-status=\r\n" L_REND("33") ".\r\n250 OK\r\n" EV_INTRO("41", "LAUNCHED", "")
+             EV_REND_LAUNCHED("42") EV_INTRO("41", "EXTENDED", " $CAF3B69CDC839A2A06AE1579C7C271B762AF4DF3~tnrelay7"),
+         0},
+        {FAKE_CTL_EXPECT, "CLOSECIRCUIT 41", 0},
+        {FAKE_CTL_SEND, "250 OK\r\n", 0},
+        {FAKE_CTL_EXPECT, "SETCONF PublishHidServDescriptors=\"1\"", 0},
+        {FAKE_CTL_SEND, "250 OK\r\n" EV_INTRO("43", "LAUNCHED", ""), 0},
+        {FAKE_CTL_PAUSE, NULL, 200}, /* a CLOSECIRCUIT 43 would be a mismatch */
+        {FAKE_CTL_EXPECT_EOF, NULL, 0},
+    };
+    struct ctx c;
+    ctx_start(&c, script, sizeof(script) / sizeof(script[0]));
+    assert_int_equal(circdrain_start(c.d), 0);
+    assert_int_equal(fake_ctl_run_until(c.base, intro_closed_once, &c, LOOP_BOUND_MS), 0);
+    for (int i = 0; i < 50 && !fake_ctl_failure(c.fake); i++)
+        event_base_loop(c.base, EVLOOP_NONBLOCK);
+    assert_int_equal(circdrain_intro_closed(c.d), 1);
+    circdrain_stop(c.d);
+    fake_ctl_run_until(c.base, fake_finished, &c, 400);
+    assert_int_equal(circdrain_intro_closed(c.d), 1);
+    cp_conn_close(c.conn);
+    assert_int_equal(fake_ctl_run_until(c.base, fake_finished, &c, LOOP_BOUND_MS), 0);
+    ctx_end(&c);
+}
+
 static bool look_answered(void *arg)
 {
     struct ctx *c = arg;
@@ -395,7 +445,7 @@ int main(void)
         cmocka_unit_test(test_parse_cap),      cmocka_unit_test(test_drain_commands),
         cmocka_unit_test(test_late_answer_ignored), cmocka_unit_test(test_close_after_last_stream),
         cmocka_unit_test(test_drained_after_quiet_looks), cmocka_unit_test(test_idle_close_only_used),
-        cmocka_unit_test(test_no_connection),
+        cmocka_unit_test(test_no_connection),         cmocka_unit_test(test_launched_intro_closed_at_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
