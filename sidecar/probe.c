@@ -40,7 +40,8 @@ struct probe_svc {
     char address[57];
     char name[CONFIG_SERVICE_NAME_MAX + 1];
     bool live;   /* seen in the last sync */
-    bool armed;  /* published once: probing may begin */
+    bool armed;  /* published (probe_may_arm): probing may begin */
+    uint64_t published_seen_ms; /* when the action first answered at least SOME; 0: not yet */
     enum probe_phase phase;
     uint64_t next_ms, started_ms, desc_deadline_ms;
     double desc_s;
@@ -437,6 +438,13 @@ static void probe_sync(struct probe *p)
     }
 }
 
+bool probe_may_arm(enum probe_published published, uint64_t first_seen_ms, uint64_t now_ms)
+{
+    if (published == PROBE_PUBLISHED_ALL)
+        return true;
+    return published == PROBE_PUBLISHED_SOME && first_seen_ms && now_ms - first_seen_ms >= PROBE_ARM_WAIT_MS;
+}
+
 static void probe_tick_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct probe *p = arg;
@@ -459,10 +467,13 @@ static void probe_tick_cb(evutil_socket_t fd, short what, void *arg)
         if (s->phase != PHASE_IDLE || !usable)
             continue;
         if (!s->armed) {
-            s->armed = p->actions.published(p->actions.arg, s->address);
-            if (!s->armed)
+            enum probe_published pub = p->actions.published(p->actions.arg, s->address);
+            if (pub != PROBE_PUBLISHED_NONE && !s->published_seen_ms)
+                s->published_seen_ms = now;
+            if (!probe_may_arm(pub, s->published_seen_ms, now))
                 continue;
-            s->next_ms = now; /* the first probe right after the first upload */
+            s->armed = true;
+            s->next_ms = now; /* the first probe once the upload is on every responsible HSDir */
         }
         if (now >= s->next_ms)
             probe_begin(s);

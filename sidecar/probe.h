@@ -15,7 +15,10 @@
  *
  * The results feed each service's ladder (ladder.h): reachable / degraded / down, and on each probe that
  * finds it down the next repair step, done through `struct probe_actions`; each step is logged once at
- * warning. A service is probed only after its first descriptor upload was seen (actions.published).
+ * warning. A service is probed only once the descriptor clients fetch is on every responsible HSDir
+ * (actions.published), or PROBE_ARM_WAIT_MS after the first HSDir confirmed it (one that never answers
+ * must not keep the probe off): probed earlier, the client tor may ask an HSDir the upload has not
+ * reached yet, and a service just started would be reported degraded (seen in make test).
  *
  * Owns the client tor's supervisor, its curl loop, each service's probe state. Not the services'
  * identities (service_id.c), not the repairs themselves (the actions do them on the workers). */
@@ -25,6 +28,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "sidecar/ladder.h"
 
@@ -50,10 +54,19 @@ const char *probe_stage_str(enum probe_stage s);
 /* The stage a SOCKS5 reply code names (tor's ExtendedErrors: 0xF0-0xF7; others: stream). Pure. */
 enum probe_stage probe_stage_of_socks(int code);
 
+enum probe_published { PROBE_PUBLISHED_NONE, PROBE_PUBLISHED_SOME, PROBE_PUBLISHED_ALL };
+
+#define PROBE_ARM_WAIT_MS 30000 /* from the first confirmation to the first probe, at most */
+
+/* May a service's first probe begin now? `published` as the action answers it, `first_seen_ms` the
+ * clock_now_ms when it was first at least SOME (0: not yet). Pure. */
+bool probe_may_arm(enum probe_published published, uint64_t first_seen_ms, uint64_t now_ms);
+
 /* The repairs, done by the daemon on the workers. */
 struct probe_actions {
-    /* Has the service with this address (56 characters) had a descriptor upload confirmed yet? */
-    bool (*published)(void *arg, const char *address);
+    /* How far the descriptor clients fetch of the service with this address (56 characters) is
+     * confirmed: PROBE_PUBLISHED_NONE, _SOME (by some responsible HSDirs) or _ALL (by every one). */
+    enum probe_published (*published)(void *arg, const char *address);
     /* Re-post its descriptor. Return 0 if that was started, -1 if not. */
     int (*repost)(void *arg, const char *address);
     /* Restart the tor it runs on. */

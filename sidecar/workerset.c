@@ -496,15 +496,22 @@ void workerset_stop(struct workerset *ws)
 
 /* ---- the end-to-end probe's repairs --------------------------------------------------------------- */
 
-static bool workerset_published_cb(void *arg, const char *address)
+/* ALL once some tor's descriptor that clients fetch is on every responsible HSDir; SOME once any HSDir
+ * confirmed an upload. */
+static enum probe_published workerset_published_cb(void *arg, const char *address)
 {
     const struct workerset *ws = arg;
     struct descriptor_counts dc;
-    for (size_t k = 0; k < ws->n + ws->anon.on; k++)
-        if (descriptor_service_counts(worker_descriptors(ws->workers[k]), address, &dc) == 0 &&
-            dc.uploads_confirmed > 0)
-            return true;
-    return false;
+    enum probe_published best = PROBE_PUBLISHED_NONE;
+    for (size_t k = 0; k < ws->n + ws->anon.on; k++) {
+        if (descriptor_service_counts(worker_descriptors(ws->workers[k]), address, &dc) < 0 ||
+            dc.uploads_confirmed == 0)
+            continue;
+        if (dc.hsdirs_total > 0 && dc.hsdirs_confirmed >= dc.hsdirs_total)
+            return PROBE_PUBLISHED_ALL;
+        best = PROBE_PUBLISHED_SOME;
+    }
+    return best;
 }
 
 static int workerset_repost_cb(void *arg, const char *address)

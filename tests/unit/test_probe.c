@@ -22,6 +22,20 @@ static void test_socks_stages(void **state)
         assert_int_equal(probe_stage_of_socks(table[i].code), table[i].stage);
 }
 
+/* The first probe waits until the descriptor clients fetch is on every responsible HSDir, or
+ * PROBE_ARM_WAIT_MS after the first confirmation (an HSDir that never answers), never before any. */
+static void test_may_arm(void **state)
+{
+    (void)state;
+    assert_false(probe_may_arm(PROBE_PUBLISHED_NONE, 0, 100000));
+    assert_true(probe_may_arm(PROBE_PUBLISHED_ALL, 0, 100000));
+    assert_true(probe_may_arm(PROBE_PUBLISHED_ALL, 99999, 100000));
+    assert_false(probe_may_arm(PROBE_PUBLISHED_SOME, 100000, 100000));
+    assert_false(probe_may_arm(PROBE_PUBLISHED_SOME, 100000, 100000 + PROBE_ARM_WAIT_MS - 1));
+    assert_true(probe_may_arm(PROBE_PUBLISHED_SOME, 100000, 100000 + PROBE_ARM_WAIT_MS));
+    assert_false(probe_may_arm(PROBE_PUBLISHED_SOME, 0, 100000 + PROBE_ARM_WAIT_MS)); /* never seen */
+}
+
 static void test_stage_names(void **state)
 {
     (void)state;
@@ -36,6 +50,7 @@ static void test_stage_names(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_socks_stages), cmocka_unit_test(test_stage_names)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_socks_stages), cmocka_unit_test(test_stage_names),
+                                       cmocka_unit_test(test_may_arm)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
