@@ -154,6 +154,11 @@ static bool rend_known(void *arg)
         {FAKE_CTL_SEND, "250-PROTOCOLINFO 1\r\n250-AUTH METHODS=NULL\r\n250 OK\r\n", 0},                      \
         {FAKE_CTL_EXPECT, "AUTHENTICATE", 0}, {FAKE_CTL_SEND, "250 OK\r\n", 0}
 
+/* A drain's start as tor sees it, up to the first look (its answer is the script's next step). */
+#define DRAIN_START_STEPS                                                                                      \
+    AUTH_STEPS, {FAKE_CTL_EXPECT, "SETCONF PublishHidServDescriptors=\"0\"", 0}, {FAKE_CTL_SEND, "250 OK\r\n", 0}, \
+        {FAKE_CTL_EXPECT, "GETINFO circuit-status", 0}
+
 static void ctx_start_base(struct ctx *c, const struct fake_ctl_step *script, size_t n, bool timers)
 {
     char err[256];
@@ -194,10 +199,7 @@ static void test_drain_commands(void **state)
 {
     (void)state;
     static const struct fake_ctl_step script[] = {
-        AUTH_STEPS,
-        {FAKE_CTL_EXPECT, "SETCONF PublishHidServDescriptors=\"0\"", 0},
-        {FAKE_CTL_SEND, "250 OK\r\n", 0},
-        {FAKE_CTL_EXPECT, "GETINFO circuit-status", 0},
+        DRAIN_START_STEPS,
         {FAKE_CTL_SEND,
          "250+circuit-status=\r\n" L_INTRO("4") L_REND("33") L_INTRO("11") L_REND("34") ".\r\n250 OK\r\n", 0},
         {FAKE_CTL_EXPECT, "CLOSECIRCUIT 4", 0},
@@ -270,10 +272,7 @@ static void test_close_after_last_stream(void **state)
 {
     (void)state;
     static const struct fake_ctl_step script[] = {
-        AUTH_STEPS,
-        {FAKE_CTL_EXPECT, "SETCONF PublishHidServDescriptors=\"0\"", 0},
-        {FAKE_CTL_SEND, "250 OK\r\n", 0},
-        {FAKE_CTL_EXPECT, "GETINFO circuit-status", 0},
+        DRAIN_START_STEPS,
         {FAKE_CTL_SEND, "250+circuit-status=\r\n" L_REND("33") L_REND("34") ".\r\n250 OK\r\n", 0},
         {FAKE_CTL_EXPECT, "CLOSECIRCUIT 33 IfUnused", 0},
         {FAKE_CTL_SEND, "250 OK\r\n", 0},
@@ -312,10 +311,7 @@ static void test_launched_intro_closed_at_once(void **state)
 {
     (void)state;
     static const struct fake_ctl_step script[] = {
-        AUTH_STEPS,
-        {FAKE_CTL_EXPECT, "SETCONF PublishHidServDescriptors=\"0\"", 0},
-        {FAKE_CTL_SEND, "250 OK\r\n", 0},
-        {FAKE_CTL_EXPECT, "GETINFO circuit-status", 0},
+        DRAIN_START_STEPS,
         {FAKE_CTL_SEND,
          "250+circuit-status=\r\n" L_REND("33") ".\r\n250 OK\r\n" EV_INTRO("41", "LAUNCHED", "")
              EV_REND_LAUNCHED("42") EV_INTRO("41", "EXTENDED", " $CAF3B69CDC839A2A06AE1579C7C271B762AF4DF3~tnrelay7"),
@@ -355,10 +351,7 @@ static void test_drained_after_quiet_looks(void **state)
 {
     (void)state;
     static const struct fake_ctl_step script[] = {
-        AUTH_STEPS,
-        {FAKE_CTL_EXPECT, "SETCONF PublishHidServDescriptors=\"0\"", 0},
-        {FAKE_CTL_SEND, "250 OK\r\n", 0},
-        {FAKE_CTL_EXPECT, "GETINFO circuit-status", 0},
+        DRAIN_START_STEPS,
         {FAKE_CTL_SEND, "250+circuit-status=\r\n" L_GENERAL ".\r\n250 OK\r\n", 0},
         {FAKE_CTL_EXPECT, "GETINFO circuit-status", 0},
         {FAKE_CTL_SEND, "250+circuit-status=\r\n" L_INTRO("50") ".\r\n250 OK\r\n", 0},
@@ -398,10 +391,7 @@ static void test_idle_close_only_used(void **state)
 {
     (void)state;
     static const struct fake_ctl_step script[] = {
-        AUTH_STEPS,
-        {FAKE_CTL_EXPECT, "SETCONF PublishHidServDescriptors=\"0\"", 0},
-        {FAKE_CTL_SEND, "250 OK\r\n", 0},
-        {FAKE_CTL_EXPECT, "GETINFO circuit-status", 0},
+        DRAIN_START_STEPS,
         {FAKE_CTL_SEND, "250+circuit-status=\r\n" L_REND("33") L_REND("34") ".\r\n250 OK\r\n", 0},
         {FAKE_CTL_EXPECT, "GETINFO circuit-status", 0},
         {FAKE_CTL_SEND, "250+circuit-status=\r\n" L_REND("33") L_REND("34") ".\r\n250 OK\r\n", 0},
