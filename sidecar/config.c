@@ -1203,16 +1203,24 @@ static int config_parse_port(struct config_ctx *c, const char *obj, json_t *o, s
     return config_parse_health(c, obj, json_object_get(o, "health"), &pc->health);
 }
 
-/* key_dir must not share files with tor's DataDirectory (so it can be neither state_dir nor contain it),
- * run_dir or another service. */
+/* key_dir must not share files with a directory of onionfront's tors or Onionbalance under state_dir (so
+ * it can be neither state_dir nor contain it), run_dir or another service. */
 static int config_check_key_dir(struct config_ctx *c, const char *path, const struct config *cfg, size_t idx)
 {
     const char *kd = cfg->services[idx].key_dir;
     char shown[220], other[220];
     config_msg_text(shown, sizeof shown, kd, strlen(kd), 200);
-    /* state_dir/tor, and with several tors state_dir/instances (their DataDirectories and key copies). */
-    static const char *const tors[][2] = {{"tor", "tor's DataDirectory"}, {"instances", "the other tors' directory"}};
-    for (size_t t = 0; t < (cfg->tor.instances > 1 ? 2u : 1u); t++) {
+    /* Every directory onionfront writes under state_dir besides keys/, whether or not this config uses it
+     * (a reload may start using it): what a tor or Onionbalance writes there must not land among keys. */
+    static const char *const tors[][2] = {
+        {"tor", "tor's DataDirectory"},
+        {"instances", "the other tors' directory"},
+        {"anonymous", "the anonymous services' tor directory"},
+        {"probe-tor", "the probe's tor DataDirectory"},
+        {"ob-tor", "Onionbalance's tor DataDirectory"},
+        {"ob", "Onionbalance's directory"},
+    };
+    for (size_t t = 0; t < sizeof(tors) / sizeof(tors[0]); t++) {
         char *tor_dir = config_path_join(cfg->state_dir, tors[t][0]);
         if (!tor_dir)
             return config_oom(c, path);

@@ -289,6 +289,20 @@ static const struct bad_case bad_cases[] = {
     BAD(TOP("'tor':{'instances':2},'services':[{'name':'web','key_dir':'/var/lib/of/instances/k'," PORTS1 "}]"),
         "services[0].key_dir: \"/var/lib/of/instances/k\" overlaps the other tors' directory "
         "\"/var/lib/of/instances\""),
+    BAD(SVC(",'key_dir':'/var/lib/of/instances/k'"), /* one tor now; a reload may add more */
+        "services[0].key_dir: \"/var/lib/of/instances/k\" overlaps the other tors' directory "
+        "\"/var/lib/of/instances\""),
+    BAD(SVC(",'key_dir':'/var/lib/of/anonymous/web'"),
+        "services[0].key_dir: \"/var/lib/of/anonymous/web\" overlaps the anonymous services' tor directory "
+        "\"/var/lib/of/anonymous\""),
+    BAD(SVC(",'key_dir':'/var/lib/of/probe-tor/k'"),
+        "services[0].key_dir: \"/var/lib/of/probe-tor/k\" overlaps the probe's tor DataDirectory "
+        "\"/var/lib/of/probe-tor\""),
+    BAD(SVC(",'key_dir':'/var/lib/of/ob-tor'"),
+        "services[0].key_dir: \"/var/lib/of/ob-tor\" overlaps Onionbalance's tor DataDirectory "
+        "\"/var/lib/of/ob-tor\""),
+    BAD(SVC(",'key_dir':'/var/lib/of/ob/master'"),
+        "services[0].key_dir: \"/var/lib/of/ob/master\" overlaps Onionbalance's directory \"/var/lib/of/ob\""),
     BAD(SVC(",'key_dir':'/run/of/keys'"), "services[0].key_dir: \"/run/of/keys\" overlaps run_dir \"/run/of\""),
     BAD(SVC(",'key_dir':'/var/lib'"),
         "services[0].key_dir: \"/var/lib\" overlaps tor's DataDirectory \"/var/lib/of/tor\""),
