@@ -9,6 +9,7 @@
 #include "sidecar/addrbook.h"
 #include "sidecar/clientauth.h"
 #include "sidecar/config.h"
+#include "sidecar/config_value.h"
 #include "sidecar/keys.h"
 
 static void clientauth_cmd_upper(char *s)

@@ -4,7 +4,8 @@
  * below is set and later code never re-derives a default), and the comparisons reload needs. Does not own
  * any runtime state (timers, sockets, counters): runtime structs embed or point at these. Does not touch
  * the file system beyond reading the file and checking that each health.ca_file is a readable regular
- * file, resolve host names, talk to tor or log.
+ * file, resolve host names, talk to tor or log. The rules for single values (names, paths, addresses,
+ * torrc lines, keys), their length limits and struct backend_addr are config_value.h's, included here.
  *
  * Leaf structs (struct backend_addr, struct backend_conf, struct health_conf) hold no pointers and may be
  * copied by value into runtime structs. The others point into memory owned by their struct config. */
@@ -16,6 +17,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "sidecar/config_value.h" /* name, host and path limits; struct backend_addr */
 #include "sidecar/ob_config.h"
 
 #define CONFIG_MAX_SERVICES 64
@@ -23,18 +25,11 @@
 #define CONFIG_MAX_BACKENDS 64      /* per port */
 #define CONFIG_MAX_LIST 64          /* allowed_uids, allowed_gids, on_change, extra_torrc entries */
 #define CONFIG_MAX_EXPECT_STATUS 32 /* health.expect_status entries */
-#define CONFIG_SERVICE_NAME_MAX 32
-#define CONFIG_BACKEND_NAME_MAX 64
-#define CONFIG_HOST_MAX 253       /* DNS name limit (RFC 1035); IP literals are shorter */
-#define CONFIG_UNIX_PATH_MAX 107  /* sizeof(sockaddr_un.sun_path) - 1 on Linux */
-#define CONFIG_ADDR_TEXT_MAX 259  /* the longest valid address text: 253-byte host + ":65535" */
 #define CONFIG_PATH_MAX 4095      /* any file system path */
 #define CONFIG_RUN_DIR_MAX 56     /* leaves room for run_dir/proxy/<service>-<port>.sock in sun_path */
 #define CONFIG_HTTP_PATH_MAX 1024 /* health.path */
 #define CONFIG_HTTP_HOST_MAX 255  /* health.host */
 #define CONFIG_CA_FILE_MAX 1024   /* health.ca_file (kept in struct health_conf, which is copied by value) */
-#define CONFIG_TORRC_LINE_MAX 1024
-#define CONFIG_USER_MAX 32
 #define CONFIG_DEFAULT_MAX_STREAMS_PER_CIRCUIT 64 /* a browser opens far fewer at once to one site */
 #define CONFIG_MAX_OPEN_STREAMS_MAX 1000000
 
@@ -79,24 +74,6 @@ enum config_log_level {
 enum config_log_format {
     CONFIG_LOG_FORMAT_TEXT, /* timestamped lines (journald priorities under systemd) */
     CONFIG_LOG_FORMAT_JSON, /* one JSON object per line */
-};
-
-enum backend_addr_kind {
-    BACKEND_ADDR_INET, /* host + port */
-    BACKEND_ADDR_UNIX, /* path */
-};
-
-/* A parsed "target"/"address": "host:port" (IPv4 literal or host name), "[v6]:port", "/abs/path" or
- * "unix:/abs/path". */
-struct backend_addr {
-    enum backend_addr_kind kind;
-    char host[CONFIG_HOST_MAX + 1]; /* INET: host name (as written) or IP literal (canonical form, IPv6
-                                       without brackets); "" for UNIX */
-    int family;                     /* INET: AF_INET or AF_INET6 for literals, AF_UNSPEC for host names;
-                                       AF_UNIX for UNIX */
-    uint16_t port;                  /* INET: 1-65535; 0 for UNIX */
-    char path[CONFIG_UNIX_PATH_MAX + 1]; /* UNIX: absolute path, "//" collapsed; "" for INET */
-    char text[CONFIG_ADDR_TEXT_MAX + 1]; /* the address as written in the config, for logs */
 };
 
 struct backend_conf {
@@ -157,7 +134,6 @@ struct dos_conf {
 };
 
 #define CONFIG_MAX_CLIENTS 256   /* client_auth entries per service */
-#define CONFIG_X25519_B32_LEN 52 /* a 32-byte x25519 key in base32 without padding */
 
 /* One client of a service with client authorization ("restricted discovery"). */
 struct client_auth_conf {
@@ -305,20 +281,8 @@ bool service_conf_tor_equal(const struct service_conf *a, const struct service_c
 
 bool dos_conf_equal(const struct dos_conf *a, const struct dos_conf *b);
 
-/* True if the `n` bytes at `s` are a valid service (or client) name: ^[a-z0-9][a-z0-9_-]{0,31}$. */
-bool config_is_service_name(const char *s, size_t n);
-
-/* Decode a base32 x25519 key (52 characters, either case, the unused low bits of the last one zero) into
- * `out` (32 bytes) if not NULL. Return 0, or -1 if `s` (`len` bytes) is not one. */
-int config_x25519_b32_decode(const char *s, size_t len, unsigned char out[32]);
-
 /* The first service with proof-of-work enabled, or NULL. Borrowed from `cfg`. */
 const struct service_conf *config_first_pow_service(const struct config *cfg);
-
-/* True if `s` has only the characters a path in tor's HiddenServicePort "unix:PATH" target may carry
- * (tor splits the value at spaces and would unquote it): A-Z a-z 0-9 / . _ - +. run_dir is held to it
- * at load time, so the data-path sockets under it are always usable. */
-bool config_is_plain_path(const char *s);
 
 /* A reload from `a` to `b`: the first setting that cannot change without restarting onionfront (and
  * its tor), as the config file spells it ("tor.mode", "status.socket" ...), or NULL if `b` can be

@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "sidecar/config.h"
+#include "sidecar/config_value.h"
 #include "sidecar/keys.h"
 
 static int ob_fail(char *err, size_t errlen, const char *path, const char *field, const char *fmt, ...)

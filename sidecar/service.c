@@ -11,6 +11,7 @@
 #include "controlproto/cp_conn.h"
 #include "controlproto/cp_event.h"
 #include "sidecar/config.h"
+#include "sidecar/config_value.h"
 #include "sidecar/instance.h"
 #include "sidecar/keys.h"
 #include "sidecar/log.h"

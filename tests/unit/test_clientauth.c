@@ -24,6 +24,7 @@
 
 #include "sidecar/clientauth.h"
 #include "sidecar/config.h"
+#include "sidecar/config_value.h"
 #include "tests/fake/tmpdir.h"
 
 #define K1 "N2NU7BSRL6YODZCYPN4CREB54TYLKGIE2KYOQWLFYC23ZJVCE5DQ"

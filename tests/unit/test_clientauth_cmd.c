@@ -30,6 +30,7 @@
 #include "sidecar/clientauth.h"
 #include "sidecar/clientauth_cmd.h"
 #include "sidecar/config.h"
+#include "sidecar/config_value.h"
 #include "sidecar/keycmd.h"
 #include "sidecar/keys.h"
 #include "tests/fake/tmpdir.h"
