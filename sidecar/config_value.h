@@ -8,8 +8,8 @@
  *
  * Functions that explain a refusal write it to the caller's `why` buffer, without a field path: the
  * caller prefixes where the value came from. */
-#ifndef CONFIG_VALUE_H
-#define CONFIG_VALUE_H
+#ifndef ONIONFRONT_CONFIG_VALUE_H
+#define ONIONFRONT_CONFIG_VALUE_H
 
 #include <stdbool.h>
 #include <stddef.h>
