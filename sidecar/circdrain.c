@@ -389,6 +389,11 @@ void circdrain_free(struct circdrain *d)
 void circdrain_attach(struct circdrain *d, struct cp_conn *conn)
 {
     circdrain_forget(d);
+    /* A new connection is a new tor process (tor.c connects once per start), and tor numbers circuits
+     * from 1 again: a slot still holding the last process's higher id would make each new circuit in it
+     * look as if a newer one held the slot, counted as used, and a drain closed it at once — a visitor's
+     * new rendezvous circuit, before its request (seen in every roll after a tor's first restart). */
+    memset(d->circs, 0, CIRCDRAIN_SLOTS * sizeof(*d->circs));
     d->conn = conn;
     if (conn) { /* the worker's connection subscribes to CIRC (SETEVENTS) for the verifier already */
         cp_conn_unsubscribe(conn, circdrain_circ_cb, d);

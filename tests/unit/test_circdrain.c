@@ -412,6 +412,40 @@ static void test_idle_close_only_used(void **state)
     ctx_end(&c);
 }
 
+static bool rend_closed(void *arg)
+{
+    struct ctx *c = arg;
+    return circdrain_rend_closes(c->d) > 0 || fake_ctl_failure(c->fake);
+}
+
+/* A new tor (a new connection) numbers its circuits from 1 again: what the last tor's circuits carried is
+ * forgotten, so a new circuit whose slot held a higher id of the old tor is not taken as used and closed
+ * (it was: every roll after a tor's first restart closed visitors' new rendezvous circuits). */
+static void test_new_tor_forgets_circuits(void **state)
+{
+    (void)state;
+    static const struct fake_ctl_step script[] = {
+        DRAIN_START_STEPS,
+        {FAKE_CTL_SEND, "250+circuit-status=\r\n" L_REND("34") ".\r\n250 OK\r\n", 0},
+        {FAKE_CTL_EXPECT, "GETINFO circuit-status", 0},
+        {FAKE_CTL_SEND, "250+circuit-status=\r\n" L_REND("34") ".\r\n250 OK\r\n", 0},
+    };
+    struct ctx c;
+    ctx_start(&c, script, sizeof(script) / sizeof(script[0]));
+    circdrain_stream_ended(c.d, 34 + CIRCDRAIN_SLOTS); /* the last tor's circuit in 34's slot */
+    circdrain_detach(c.d);
+    circdrain_attach(c.d, c.conn); /* the tor restarted */
+    assert_int_equal(circdrain_start(c.d), 0);
+    assert_int_equal(fake_ctl_run_until(c.base, rend_known, &c, LOOP_BOUND_MS), 0);
+    fake_ctl_run_until(c.base, look_answered, &c, CIRCDRAIN_IDLE_MS + 300); /* time passes */
+    circdrain_look_now(c.d);
+    assert_int_equal(fake_ctl_run_until(c.base, fake_finished, &c, LOOP_BOUND_MS), 0);
+    fake_ctl_run_until(c.base, rend_closed, &c, 300); /* the second answer read; a close would come now */
+    assert_int_equal(circdrain_rend_closes(c.d), 0);
+    assert_int_equal(circdrain_rend_circuits(c.d), 1);
+    ctx_end(&c);
+}
+
 /* Without a connection there is no drain; detaching ends one. */
 static void test_no_connection(void **state)
 {
@@ -435,6 +469,7 @@ int main(void)
         cmocka_unit_test(test_parse_cap),      cmocka_unit_test(test_drain_commands),
         cmocka_unit_test(test_late_answer_ignored), cmocka_unit_test(test_close_after_last_stream),
         cmocka_unit_test(test_drained_after_quiet_looks), cmocka_unit_test(test_idle_close_only_used),
+        cmocka_unit_test(test_new_tor_forgets_circuits),
         cmocka_unit_test(test_no_connection),         cmocka_unit_test(test_launched_intro_closed_at_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
