@@ -21,6 +21,7 @@
 #include "sidecar/metrics.h"
 #include "sidecar/served.h"
 
+#define DESC_ID_MAX 64      /* base64 blinded key: 43 characters */
 #define DESC_ROUND_GAP_S 2.0 /* tor sends one round's UPLOAD events in one burst */
 #define DESC_FIRST_PROBE_S 2.0 /* after a service's first upload round settles */
 #define DESC_BARE_PROBE_S 120.0 /* no descriptor seen this long after attaching: let tor pick an HSDir */
@@ -49,7 +50,7 @@ struct desc_hsdir {
 
 struct desc {
     bool used;
-    char id[DESCRIPTOR_ID_MAX];
+    char id[DESC_ID_MAX];
     double created_at;          /* CREATED event; 0 when first seen in an UPLOAD */
     unsigned round;             /* latest upload round (0: none yet) */
     double round_at;            /* its first UPLOAD event */
@@ -74,7 +75,7 @@ struct desc_fetch {
     unsigned long tag;          /* matches the command's context */
     struct fetch_dir *dirs;
     size_t n, cap;
-    char desc_id[DESCRIPTOR_ID_MAX];  /* from REQUESTED: the descriptor clients fetch now */
+    char desc_id[DESC_ID_MAX];  /* from REQUESTED: the descriptor clients fetch now */
     double first_at;            /* first RECEIVED */
     char error[128];
 };
@@ -83,7 +84,7 @@ struct probe_result {
     bool valid;
     double at;
     bool ok;
-    char desc_id[DESCRIPTOR_ID_MAX];
+    char desc_id[DESC_ID_MAX];
     int slot;                   /* -1 unknown */
     unsigned asked, served, not_found, failed, no_answer;
     unsigned responsible, responsible_served; /* asked HSDirs responsible for the fetched descriptor */
@@ -105,13 +106,13 @@ struct desc_service {
     bool probed;                /* a probe has been scheduled early once */
     struct probe_result probe;
     unsigned long probes_ok, probes_failed;
-    char client_id[DESCRIPTOR_ID_MAX]; /* descriptor clients fetch, from the last fetch's REQUESTED events */
+    char client_id[DESC_ID_MAX]; /* descriptor clients fetch, from the last fetch's REQUESTED events */
     double client_id_at;
     double next_source_fetch_at;
 
     char *body;                 /* a fetched copy of descriptor body_id, for republishing */
     size_t body_len;
-    char body_id[DESCRIPTOR_ID_MAX];
+    char body_id[DESC_ID_MAX];
     char body_from[41];
     double body_at;
 
@@ -128,7 +129,7 @@ struct desc_cmd {
     unsigned gen;               /* the connection generation it was sent on */
     char address[57];
     char fp[41];                /* post: the HSDir */
-    char desc_id[DESCRIPTOR_ID_MAX];  /* post: the descriptor */
+    char desc_id[DESC_ID_MAX];  /* post: the descriptor */
 };
 
 struct descriptor_tracker {
@@ -1467,10 +1468,11 @@ bool descriptor_service_reachable(const struct descriptor_tracker *t, const char
     return held && (!s->probe.valid || s->probe.ok);
 }
 
-/* Slot `slot`'s latest upload round (see descriptor_service_fetched_round_at); -1 for slot -1 (s may be
- * NULL then). */
-static double slot_round_at(const struct desc_service *s, int slot, bool *complete, bool *rejected)
+double descriptor_service_fetched_round_at(const struct descriptor_tracker *t, const char *address, bool *complete,
+                                           bool *rejected)
 {
+    const struct desc_service *s = svc_find(t, address);
+    int slot = s ? svc_target_slot(s) : -1;
     *complete = false;
     if (rejected)
         *rejected = false;
@@ -1492,31 +1494,6 @@ static double slot_round_at(const struct desc_service *s, int slot, bool *comple
     if (rejected)
         *rejected = total > 0 && refused == total;
     return d->round_at;
-}
-
-double descriptor_service_fetched_round_at(const struct descriptor_tracker *t, const char *address, bool *complete,
-                                           bool *rejected)
-{
-    const struct desc_service *s = svc_find(t, address);
-    return slot_round_at(s, s ? svc_target_slot(s) : -1, complete, rejected);
-}
-
-double descriptor_service_round_at(const struct descriptor_tracker *t, const char *address, const char *desc_id,
-                                   bool *complete, bool *rejected)
-{
-    const struct desc_service *s = svc_find(t, address);
-    return slot_round_at(s, s ? slot_of_id(s, desc_id) : -1, complete, rejected);
-}
-
-size_t descriptor_service_desc_ids(const struct descriptor_tracker *t, const char *address,
-                                   char ids[][DESCRIPTOR_ID_MAX])
-{
-    const struct desc_service *s = svc_find(t, address);
-    size_t n = 0;
-    for (int i = 0; s && i < 2; i++)
-        if (s->slots[i].used)
-            snprintf(ids[n++], DESCRIPTOR_ID_MAX, "%s", s->slots[i].id);
-    return n;
 }
 
 void descriptor_service_hsdir_upload(const struct descriptor_tracker *t, const char *address, const char *desc_id,

@@ -69,7 +69,6 @@ enum desc_status {
 };
 const char *desc_status_str(enum desc_status s);
 
-#define DESCRIPTOR_ID_MAX 64 /* a descriptor id (base64 blinded key: 43 characters) with its NUL, padded */
 #define DESCRIPTOR_MAX_BACKOFF_S 3600.0 /* republish backoff cap per HSDir */
 #define DESCRIPTOR_FETCH_TIMEOUT_S 60.0 /* a fetch (probe or republish source) ends after this at most;
                                            probes do not overlap, so a slow one delays the next */
@@ -149,16 +148,6 @@ bool descriptor_service_reachable(const struct descriptor_tracker *t, const char
  * it (workerset_served compares these for failover and the rolling restart). */
 double descriptor_service_fetched_round_at(const struct descriptor_tracker *t, const char *address, bool *complete,
                                            bool *rejected);
-
-/* As descriptor_service_fetched_round_at, for the descriptor whose id (base64 blinded key) is `desc_id`:
- * -1 (and neither flag) if this tor has built none with that id. */
-double descriptor_service_round_at(const struct descriptor_tracker *t, const char *address, const char *desc_id,
-                                   bool *complete, bool *rejected);
-
-/* The ids of the descriptors this tor built for `address` (current time period's, then next's) into
- * ids[0 .. return value); at most 2, 0 if the address is unknown. */
-size_t descriptor_service_desc_ids(const struct descriptor_tracker *t, const char *address,
-                                   char ids[][DESCRIPTOR_ID_MAX]);
 
 /* Several tors with one key (served.h): at each probe also read tor's own current descriptor (GETINFO
  * hs/service/desc/id/<addr>) for descriptor_service_own. Off by default (one tor has nothing to compare). */

@@ -3,10 +3,9 @@
  *
  * For each tor k in turn (first one whose descriptors the HSDirs do not serve, TOR-FACTS "two tors with
  * the same key"):
- *   HANDOVER    unless another tor that is up already serves (workerset_served: for each descriptor, the
- *               current time period's and the next one's, every responsible HSDir accepted its latest
- *               round, and no later round of another tor was accepted anywhere — a same-second tie is
- *               refused by the HSDirs), wait up to ROLL_SETTLE_S for an
+ *   HANDOVER    unless another tor that is up already serves (workerset_served: every responsible HSDir
+ *               accepted its latest round, and no later round of another tor was accepted anywhere — a
+ *               same-second tie is refused by the HSDirs), wait up to ROLL_SETTLE_S for an
  *               upload in progress to settle that; then one survivor builds and uploads new descriptors
  *               (worker_renew_descriptors: a last resort, since it replaces the survivor's introduction
  *               points) and the roll waits for the HSDirs' confirmations (HS_DESC UPLOADED, counted by

@@ -182,18 +182,6 @@ int served_by_rounds(const struct served_round *rounds, size_t n)
     return best;
 }
 
-int served_by_rounds_all(const struct served_round *rounds, size_t n_desc, size_t n)
-{
-    int tor = -1;
-    for (size_t d = 0; d < n_desc; d++) {
-        int best = served_by_rounds(rounds + d * n, n);
-        if (best < 0 || (tor >= 0 && best != tor))
-            return -1;
-        tor = best;
-    }
-    return tor;
-}
-
 int served_attribute(const struct served_copy *copy, const struct served_upload *ups, size_t n)
 {
     bool seen[SERVED_TORS_MAX] = {false};

@@ -12,8 +12,7 @@
  * (served_attribute), and the other copies are compared with that. When no copy can be compared (before
  * the first probe), the acceptance record answers instead: the tor whose latest upload round every
  * responsible HSDir accepted, unless a later round of another tor may have replaced it
- * (served_by_rounds; the failover and the rolling restart decide with it, workerset.c, for the next time
- * period's descriptor too: served_by_rounds_all).
+ * (served_by_rounds; the failover and the rolling restart decide with it, workerset.c).
  *
  * Owns the parsing of those two outer-layer lines and both decisions; pure functions on fixed-size
  * arrays (the data comes from descriptor.h's trackers). Not the fetching (descriptor.c) nor reports
@@ -80,16 +79,6 @@ struct served_round {
 /* The tor (index into `rounds`) whose descriptor the HSDirs serve by the acceptance record, or -1 if
  * not known (see the top of this file). */
 int served_by_rounds(const struct served_round *rounds, size_t n);
-
-#define SERVED_DESCS_MAX 4 /* descriptor ids compared per service: current and next, of tors in mid-rotation */
-
-/* The tor whose descriptors the HSDirs serve by the acceptance record, over every descriptor of the
- * service a live tor has built: rounds[d * n + k] is tor k's latest round of descriptor d (d < n_desc).
- * One tor must be served_by_rounds for each: clients fetch the next time period's descriptor as soon as
- * that period begins, so HSDirs still serving a gone tor's next descriptor lose its visitors then (seen
- * in a roll across a period change). -1 if n_desc is 0, any descriptor is not known to be served, or two
- * are served by different tors. */
-int served_by_rounds_all(const struct served_round *rounds, size_t n_desc, size_t n);
 
 /* One tor's upload of a copy's descriptor to the copy's HSDir (descriptor_service_hsdir_upload). */
 struct served_upload {

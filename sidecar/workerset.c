@@ -14,7 +14,6 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "sidecar/config.h"
 #include "sidecar/descriptor.h"
@@ -79,43 +78,15 @@ static bool workerset_publishes(const struct service_id *id)
            id->conf->onionbalance.role != OB_ROLE_FRONTEND;
 }
 
-/* The ids of the descriptors of `address` the tors that are up have built (current and next time period;
- * both while tors disagree in a rotation), into ids[0 .. return value). */
-static size_t workerset_desc_ids(const struct workerset *ws, const char *address,
-                                 char ids[SERVED_DESCS_MAX][DESCRIPTOR_ID_MAX])
-{
-    size_t n_ids = 0;
-    for (size_t k = 0; k < ws->n; k++) {
-        char own[2][DESCRIPTOR_ID_MAX];
-        size_t n_own = worker_is_up(ws->workers[k])
-                           ? descriptor_service_desc_ids(worker_descriptors(ws->workers[k]), address, own)
-                           : 0;
-        for (size_t j = 0; j < n_own; j++) {
-            size_t d = 0;
-            while (d < n_ids && strcmp(ids[d], own[j]) != 0)
-                d++;
-            if (d == n_ids && n_ids < SERVED_DESCS_MAX)
-                memcpy(ids[n_ids++], own[j], DESCRIPTOR_ID_MAX);
-        }
-    }
-    return n_ids;
-}
-
-/* The tor whose descriptors of `address` the HSDirs serve by the acceptance record, for each descriptor
- * a tor that is up has built (served_by_rounds_all: the next time period's too, which clients fetch once
- * it begins), or NULL if that is not known or not one tor. */
+/* The tor whose descriptor of `address` (the one clients fetch) the HSDirs serve by the acceptance
+ * record (served_by_rounds), or NULL if that is not known. */
 static struct worker *workerset_served(const struct workerset *ws, const char *address)
 {
-    char ids[SERVED_DESCS_MAX][DESCRIPTOR_ID_MAX];
-    struct served_round rounds[SERVED_DESCS_MAX * INSTANCE_MAX];
-    size_t n_ids = workerset_desc_ids(ws, address, ids);
-    for (size_t d = 0; d < n_ids; d++)
-        for (size_t k = 0; k < ws->n; k++) {
-            struct served_round *r = &rounds[d * ws->n + k];
-            r->at = descriptor_service_round_at(worker_descriptors(ws->workers[k]), address, ids[d], &r->complete,
-                                                &r->rejected);
-        }
-    int best = served_by_rounds_all(rounds, n_ids, ws->n);
+    struct served_round rounds[INSTANCE_MAX];
+    for (size_t k = 0; k < ws->n; k++)
+        rounds[k].at = descriptor_service_fetched_round_at(worker_descriptors(ws->workers[k]), address,
+                                                           &rounds[k].complete, &rounds[k].rejected);
+    int best = served_by_rounds(rounds, ws->n);
     return best >= 0 ? ws->workers[best] : NULL;
 }
 
@@ -214,9 +185,9 @@ static unsigned workerset_roll_restarts(void *arg, size_t k)
     return tor_sup_restarts(worker_tor(((const struct workerset *)arg)->workers[k]));
 }
 
-/* For every service with an address: HSDirs serve tor k's descriptors (workerset_served; `since` < 0), or
- * tor k's latest upload of each of its descriptors started at or after `since` and every responsible
- * HSDir accepted it. */
+/* For every service with an address: HSDirs serve tor k's descriptor clients fetch (workerset_served;
+ * `since` < 0), or tor k's latest upload of it started at or after `since` and every responsible HSDir
+ * accepted it. */
 static bool workerset_all_complete_after(const struct workerset *ws, size_t k, double since)
 {
     size_t n = service_ids_count(ws->ids);
@@ -230,17 +201,9 @@ static bool workerset_all_complete_after(const struct workerset *ws, size_t k, d
                 return false;
             continue;
         }
-        /* each descriptor it built (current and next time period) */
-        char ids[2][DESCRIPTOR_ID_MAX];
-        const struct descriptor_tracker *t = worker_descriptors(ws->workers[k]);
-        size_t n_ids = descriptor_service_desc_ids(t, address, ids);
-        if (n_ids == 0)
+        double at = descriptor_service_fetched_round_at(worker_descriptors(ws->workers[k]), address, &complete, NULL);
+        if (!complete || at < since)
             return false;
-        for (size_t d = 0; d < n_ids; d++) {
-            double at = descriptor_service_round_at(t, address, ids[d], &complete, NULL);
-            if (!complete || at < since)
-                return false;
-        }
     }
     return true;
 }

@@ -354,36 +354,6 @@ static void test_fetched_round_at(void **state)
     assert_true(complete);
 }
 
-/* descriptor_service_round_at and descriptor_service_desc_ids: each descriptor (current, next) has its own
- * round, so a roll can ask whether the HSDirs of the next time period serve a tor too; a new round of
- * the next descriptor alone leaves the current one's complete. */
-static void test_round_at_each_descriptor(void **state)
-{
-    struct fixture *f = *state;
-    char ids[2][DESCRIPTOR_ID_MAX];
-    bool complete = true;
-    assert_int_equal(descriptor_service_desc_ids(f->t, ONION, ids), 0);
-    assert_true(descriptor_service_round_at(f->t, ONION, ID_A, &complete, NULL) < 0);
-    assert_false(complete);
-    feed_range(f, start_events, 0, N_START);
-    assert_int_equal(descriptor_service_desc_ids(f->t, ONION, ids), 2);
-    assert_string_equal(ids[0], ID_A);
-    assert_string_equal(ids[1], ID_B);
-    assert_int_equal(descriptor_service_desc_ids(f->t, ONION2, ids), 0);
-    f->now = T0 + 60;
-    feed_range(f, start_events, 10, N_UPLOAD_END); /* a new round of the next descriptor only */
-    assert_true(descriptor_service_round_at(f->t, ONION, ID_A, &complete, NULL) == T0);
-    assert_true(complete);
-    bool rejected = true;
-    assert_true(descriptor_service_round_at(f->t, ONION, ID_B, &complete, &rejected) == T0 + 60);
-    assert_false(complete);
-    assert_false(rejected);
-    assert_true(descriptor_service_round_at(f->t, ONION, "AAAAsjs6h5s1HevfyKFLcLq78UyStWmQikgpm48sSsU", &complete,
-                                            NULL) < 0);
-    assert_false(complete);
-    assert_true(descriptor_service_round_at(f->t, ONION2, ID_A, &complete, NULL) < 0);
-}
-
 /* A round every HSDir answered with UPLOAD_REJECTED is held ("present") but not complete: the HSDirs keep
  * a revision at least as high, perhaps another tor's with the same key, so no roll may conclude that they
  * serve this tor's. (Seen: two tors' first uploads in the same second; the roll ended the one served.) */
@@ -1364,7 +1334,6 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_uploaded_without_id_shared_hsdir, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fetched_round_rejected_not_complete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fetched_round_at, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_round_at_each_descriptor, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ambiguous_match_corrected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_duplicates, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_hsdir_no_answer, setup, teardown),

@@ -265,32 +265,6 @@ static void test_rounds_table(void **state)
             fail_msg("case %zu: %d, expected %d", i, served_by_rounds(cases[i].r, cases[i].n), cases[i].expect);
 }
 
-/* served_by_rounds_all: one tor must be served for each descriptor (current and next time period). */
-static void test_rounds_all_table(void **state)
-{
-    (void)state;
-#define R(at, c) {at, c, false}
-    static const struct {
-        struct served_round r[SERVED_DESCS_MAX * 2]; /* descriptor d, tor k: r[d * 2 + k] */
-        size_t n_desc;
-        int expect;
-    } cases[] = {
-        {{R(10, true), R(12, true), R(10, true), R(12, true)}, 2, 1},  /* tor 2 for both */
-        {{R(10, true), R(12, true), R(12, true), R(10, true)}, 2, -1}, /* current tor 2, next tor 1 */
-        {{R(10, true), R(12, true), R(10, true), R(12, false)}, 2, -1}, /* next: tor 2's round still open */
-        {{R(10, true), R(12, true), R(-1, false), R(12, true)}, 2, 1},  /* next built by tor 2 only */
-        {{R(10, true), R(12, true), R(-1, false), R(-1, false)}, 2, -1}, /* next never uploaded */
-        {{R(10, true), R(12, true)}, 1, 1},
-        {{R(10, true), R(12, true)}, 0, -1},                            /* no descriptor: not known */
-    };
-#undef R
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        int got = served_by_rounds_all(cases[i].r, cases[i].n_desc, 2);
-        if (got != cases[i].expect)
-            fail_msg("case %zu: %d, expected %d", i, got, cases[i].expect);
-    }
-}
-
 /* ---- JSON ------------------------------------------------------------------------------------------ */
 
 static void test_json(void **state)
@@ -330,7 +304,6 @@ int main(void)
         cmocka_unit_test(test_parse_good),    cmocka_unit_test(test_parse_table),  cmocka_unit_test(test_compare_table),
         cmocka_unit_test(test_compare_bounded), cmocka_unit_test(test_compare_learned),
         cmocka_unit_test(test_attribute_table), cmocka_unit_test(test_copies_table),  cmocka_unit_test(test_rounds_table),
-        cmocka_unit_test(test_rounds_all_table),
         cmocka_unit_test(test_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
