@@ -23,15 +23,17 @@
  *    clients reuse it well past MaxCircuitDirtiness and never close it by themselves), so waiting for
  *    visitors to let go does not end. When the data path sees the last stream of a circuit of this tor
  *    end (proxy_set_stream_end_cb), the circuit is closed CIRCDRAIN_CLOSE_DELAY_MS later with
- *    "CLOSECIRCUIT <id> IfUnused" (tor keeps it if a new stream came meanwhile); the DESTROY reaches
- *    the visitor's tor in milliseconds, before it sends its next request, so that request goes out on
- *    a new circuit (to the other tor) instead of failing. The delay lets tor send the stream's last
+ *    "CLOSECIRCUIT <id> IfUnused" (tor keeps it if a new stream came meanwhile); the DESTROY usually
+ *    reaches the visitor's tor before it sends its next request, so that request goes out on a new
+ *    circuit (to the other tor) instead of failing. The delay lets tor send the stream's last
  *    cells first (closing a circuit drops cells still queued on it). A circuit whose last stream ended
  *    CIRCDRAIN_IDLE_MS ago or more (tor still had that stream at the first try) is closed at the next
  *    look, IfUnused. One still connecting to the rendezvous point, new, or that never carried a stream
  *    is left alone: its visitor's tor may send a request on it any moment (a never-used one serves
  *    any new stream of that tor); it is closed after its first stream, or cut at the limit. Only a
- *    request the visitor sends in the few milliseconds while the DESTROY travels can still fail;
+ *    request the visitor sends while the DESTROY travels can still fail (one network path's latency;
+ *    measured on the loaded private network: up to 1.2 s from the close to the visitor's tor). tor gives
+ *    a visitor no way to move a request to another circuit, so no close is free of this race;
  *  - the tor is drained (circdrain_is_drained) once the looks (GETINFO circuit-status) have found neither
  *    an introduction nor a rendezvous circuit on it for CIRCDRAIN_QUIET_MS: tor re-establishes closed
  *    introduction circuits a few times before it gives up for a while (measured: ~5 s), and a visitor
