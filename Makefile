@@ -43,7 +43,7 @@ Q := @
 endif
 
 CP_SRC := $(sort $(wildcard controlproto/*.c))
-SIDECAR_LIB_SRC := $(sort $(filter-out sidecar/main.c,$(wildcard sidecar/*.c)))
+SIDECAR_LIB_SRC := $(sort $(filter-out sidecar/main.c,$(wildcard sidecar/*.c sidecar/*/*.c)))
 TEST_SUPPORT_SRC := $(sort $(wildcard tests/fake/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 ITEST_SRC := $(sort $(wildcard tests/integration/test_*.c))
@@ -51,7 +51,7 @@ FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 TOOLS_SRC := $(sort $(wildcard tests/tools/*.c))
 TOOLS_BIN := $(patsubst tests/tools/%.c,build/tools/%,$(TOOLS_SRC))
 
-# Generated sources: the torrc template compiled into the binary (see sidecar/torrc.h).
+# Generated sources: the torrc template compiled into the binary (see sidecar/tor/torrc.h).
 GEN_SRC := build/gen/torrc_template.c
 REL_LIB_OBJ := $(patsubst %.c,build/rel/%.o,$(CP_SRC) $(SIDECAR_LIB_SRC)) build/rel/gen/torrc_template.o
 SAN_LIB_OBJ := $(patsubst %.c,build/san/%.o,$(CP_SRC) $(SIDECAR_LIB_SRC)) build/san/gen/torrc_template.o
@@ -100,7 +100,7 @@ build/gen/torrc_template.c: templates/torrc.in
 	@mkdir -p $(dir $@)
 	@echo "  GEN     $@"
 	$(Q){ echo '/* generated from templates/torrc.in by the Makefile */'; \
-	  echo '#include "sidecar/torrc.h"'; echo 'const char torrc_template[] ='; \
+	  echo '#include "sidecar/tor/torrc.h"'; echo 'const char torrc_template[] ='; \
 	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; echo ';'; } > $@.tmp && mv $@.tmp $@
 
 build/rel/gen/%.o: build/gen/%.c

@@ -6,17 +6,17 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "sidecar/config.h"
-#include "sidecar/log.h"
-#include "sidecar/onionloc.h"
-#include "sidecar/ob_frontend.h"
-#include "sidecar/probe.h"
-#include "sidecar/proxy.h"
-#include "sidecar/service_id.h"
-#include "sidecar/status.h"
-#include "sidecar/torcaps.h"
-#include "sidecar/worker.h"
-#include "sidecar/workerset.h"
+#include "sidecar/config/config.h"
+#include "sidecar/core/log.h"
+#include "sidecar/ops/onionloc.h"
+#include "sidecar/balance/ob_frontend.h"
+#include "sidecar/probe/probe.h"
+#include "sidecar/datapath/proxy.h"
+#include "sidecar/identity/service_id.h"
+#include "sidecar/ops/status.h"
+#include "sidecar/tor/torcaps.h"
+#include "sidecar/fleet/worker.h"
+#include "sidecar/fleet/workerset.h"
 
 /* Log and return why a reload was refused; the running config stays. */
 static int reload_refused(char *msg, size_t msglen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -1,0 +1,338 @@
+/* proc.c — child processes on the event loop (see proc.h). */
+#include "sidecar/core/proc.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sidecar/core/fdbudget.h"
+#include "sidecar/core/log.h"
+
+extern char **environ;
+
+#define PROC_LAST_WORDS_READS 16 /* at most 16 x 64 KiB read at exit */
+
+struct proc {
+    struct proc_mgr *mgr;
+    struct proc *next;
+    pid_t pid;
+    bool running;
+    struct bufferevent *out;  /* read end of the child's stdout/stderr pipe */
+    struct event *kill_ev;    /* SIGKILL after the grace period of proc_terminate */
+    proc_line_cb line_cb;
+    proc_exit_cb exit_cb;
+    void *arg;
+};
+
+struct proc_mgr {
+    struct event_base *base;
+    struct event *sigchld_ev;
+    struct proc *children;
+};
+
+static void proc_unlink(struct proc *p)
+{
+    for (struct proc **pp = &p->mgr->children; *pp; pp = &(*pp)->next) {
+        if (*pp == p) {
+            *pp = p->next;
+            return;
+        }
+    }
+}
+
+static void proc_flush_lines(struct proc *p, bool eof)
+{
+    if (!p->out)
+        return;
+    struct evbuffer *in = bufferevent_get_input(p->out);
+    char *line;
+    size_t n;
+    while ((line = evbuffer_readln(in, &n, EVBUFFER_EOL_CRLF)) != NULL) {
+        if (p->line_cb)
+            p->line_cb(p, line, p->arg);
+        free(line);
+    }
+    /* A line longer than 64 KiB, or a last line without newline at EOF: deliver what we have. */
+    size_t left = evbuffer_get_length(in);
+    if (left > 65536 || (eof && left > 0)) {
+        line = malloc(left + 1);
+        if (line) {
+            evbuffer_remove(in, line, left);
+            line[left] = '\0';
+            if (p->line_cb)
+                p->line_cb(p, line, p->arg);
+            free(line);
+        } else {
+            evbuffer_drain(in, left);
+        }
+    }
+}
+
+static void proc_read_cb(struct bufferevent *bev, void *arg)
+{
+    (void)bev;
+    proc_flush_lines(arg, false);
+}
+
+static void proc_out_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    struct proc *p = arg;
+    (void)bev;
+    if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
+        proc_flush_lines(p, true);
+        bufferevent_free(p->out);
+        p->out = NULL;
+    }
+}
+
+static void proc_reaped(struct proc *p, int wstatus)
+{
+    p->running = false;
+    if (p->kill_ev)
+        event_del(p->kill_ev);
+    if (p->out) {
+        /* The exit can be noticed before the loop has read the pipe: read what the child wrote before it
+         * died straight from the fd, so its last words (tor's [err] line, say) reach the log before the
+         * exit callback, which usually frees p. Non-blocking, so a grandchild still holding the pipe
+         * cannot stall us; bounded, so one still writing cannot keep us here. */
+        struct evbuffer *in = bufferevent_get_input(p->out);
+        evutil_socket_t fd = bufferevent_getfd(p->out);
+        /* A socket bufferevent keeps its input's end frozen except while it reads itself; do the same. */
+        evbuffer_unfreeze(in, 0);
+        for (int i = 0; i < PROC_LAST_WORDS_READS && evbuffer_read(in, fd, 65536) > 0; i++)
+            ;
+        evbuffer_freeze(in, 0);
+        proc_flush_lines(p, true);
+    }
+    if (p->exit_cb)
+        p->exit_cb(p, wstatus, p->arg);
+}
+
+static void proc_sigchld_cb(evutil_socket_t sig, short what, void *arg)
+{
+    struct proc_mgr *m = arg;
+    (void)sig;
+    (void)what;
+    /* Reap only our own children; restart the scan after each callback since it may free procs. */
+    bool again = true;
+    while (again) {
+        again = false;
+        for (struct proc *p = m->children; p; p = p->next) {
+            if (!p->running)
+                continue;
+            int wstatus;
+            pid_t r = waitpid(p->pid, &wstatus, WNOHANG);
+            if (r == p->pid) {
+                proc_reaped(p, wstatus);
+                again = true;
+                break;
+            }
+        }
+    }
+}
+
+struct proc_mgr *proc_mgr_new(struct event_base *base)
+{
+    struct proc_mgr *m = calloc(1, sizeof(*m));
+    if (!m)
+        return NULL;
+    m->base = base;
+    m->sigchld_ev = evsignal_new(base, SIGCHLD, proc_sigchld_cb, m);
+    if (!m->sigchld_ev || event_add(m->sigchld_ev, NULL) < 0) {
+        if (m->sigchld_ev)
+            event_free(m->sigchld_ev);
+        free(m);
+        return NULL;
+    }
+    return m;
+}
+
+void proc_mgr_free(struct proc_mgr *m)
+{
+    if (!m)
+        return;
+    while (m->children)
+        proc_free(m->children);
+    event_free(m->sigchld_ev);
+    free(m);
+}
+
+int proc_spawn_fd(const char *const argv[], int out_fd, pid_t *pid)
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+    posix_spawn_file_actions_adddup2(&fa, out_fd, 2);
+    posix_spawnattr_init(&attr);
+    /* The child must not inherit our blocked/handled signal state (libevent's handlers are reset on
+     * exec, but a blocked mask would be inherited). */
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &all);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    int rc = posix_spawn(pid, argv[0], &fa, &attr, (char *const *)argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+    return rc;
+}
+
+struct proc *proc_spawn(struct proc_mgr *m, const char *const argv[], proc_line_cb line_cb,
+                        proc_exit_cb exit_cb, void *arg, char *err, size_t errlen)
+{
+    int fds[2] = {-1, -1};
+    struct proc *p = calloc(1, sizeof(*p));
+    if (!p) {
+        snprintf(err, errlen, "spawn %s: out of memory", argv[0]);
+        return NULL;
+    }
+    if (pipe2(fds, O_CLOEXEC) < 0) {
+        snprintf(err, errlen, "spawn %s: pipe: %s", argv[0], strerror(errno));
+        free(p);
+        return NULL;
+    }
+    int rc = proc_spawn_fd(argv, fds[1], &p->pid);
+    close(fds[1]);
+    if (rc != 0) {
+        snprintf(err, errlen, "spawn %s: %s", argv[0], strerror(rc));
+        close(fds[0]);
+        free(p);
+        return NULL;
+    }
+    p->mgr = m;
+    p->running = true;
+    p->line_cb = line_cb;
+    p->exit_cb = exit_cb;
+    p->arg = arg;
+    evutil_make_socket_nonblocking(fds[0]);
+    p->out = bufferevent_socket_new(m->base, fds[0], BEV_OPT_CLOSE_ON_FREE);
+    if (p->out) {
+        bufferevent_setcb(p->out, proc_read_cb, NULL, proc_out_event_cb, p);
+        bufferevent_enable(p->out, EV_READ);
+    } else {
+        close(fds[0]);
+    }
+    p->next = m->children;
+    m->children = p;
+    return p;
+}
+
+pid_t proc_pid(const struct proc *p)
+{
+    return p->pid;
+}
+
+bool proc_is_running(const struct proc *p)
+{
+    return p->running;
+}
+
+int proc_signal(struct proc *p, int sig)
+{
+    if (!p->running)
+        return -1;
+    return kill(p->pid, sig);
+}
+
+static void proc_kill_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct proc *p = arg;
+    (void)fd;
+    (void)what;
+    if (p->running) {
+        kill(p->pid, SIGKILL);
+        kill(p->pid, SIGCONT);
+    }
+}
+
+void proc_terminate(struct proc *p, const struct timeval *grace)
+{
+    if (!p->running)
+        return;
+    kill(p->pid, SIGTERM);
+    kill(p->pid, SIGCONT); /* a stopped (SIGSTOP, hung) child would keep SIGTERM pending forever */
+    if (!p->kill_ev)
+        p->kill_ev = evtimer_new(p->mgr->base, proc_kill_cb, p);
+    if (p->kill_ev)
+        evtimer_add(p->kill_ev, grace);
+}
+
+void proc_kill(struct proc *p)
+{
+    if (!p->running)
+        return;
+    kill(p->pid, SIGKILL);
+    kill(p->pid, SIGCONT);
+}
+
+bool proc_poll(struct proc *p)
+{
+    if (!p->running)
+        return true;
+    int wstatus;
+    pid_t r = waitpid(p->pid, &wstatus, WNOHANG);
+    if (r != p->pid)
+        return false;
+    proc_reaped(p, wstatus);
+    return true;
+}
+
+void proc_free(struct proc *p)
+{
+    if (!p)
+        return;
+    if (p->running) {
+        kill(p->pid, SIGKILL);
+        kill(p->pid, SIGCONT);
+        while (waitpid(p->pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        p->running = false;
+    }
+    proc_unlink(p);
+    if (p->kill_ev)
+        event_free(p->kill_ev);
+    if (p->out)
+        bufferevent_free(p->out);
+    free(p);
+}
+
+void proc_prepare_daemon(void)
+{
+    /* Keys pass through this process's memory: keep them out of core dumps and ptrace by other users. */
+    if (prctl(PR_SET_DUMPABLE, 0) < 0)
+        log_warn("onionfront: prctl(PR_SET_DUMPABLE)");
+    signal(SIGPIPE, SIG_IGN);
+    /* A blocked mask survives exec: a parent that left SIGTERM or SIGHUP blocked would make the operator's
+     * stop and reload wait forever, SIGCHLD blocked would leave tor's exit unreaped. */
+    sigset_t ours;
+    sigemptyset(&ours);
+    sigaddset(&ours, SIGCHLD);
+    sigaddset(&ours, SIGTERM);
+    sigaddset(&ours, SIGINT);
+    sigaddset(&ours, SIGHUP);
+    sigprocmask(SIG_UNBLOCK, &ours, NULL);
+}
+
+void proc_raise_fd_limit(void)
+{
+    char err[256];
+    rlim_t was, now;
+    if (fdbudget_raise_limit(&was, &now, err, sizeof(err)) < 0)
+        log_notice("onionfront: %s", err);
+    else if (now != was)
+        log_info("onionfront: file descriptor limit raised from %llu to %llu", (unsigned long long)was,
+                 (unsigned long long)now);
+}

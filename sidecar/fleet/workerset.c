@@ -1,0 +1,619 @@
+/* workerset.c — tor.instances workers and the failover between them (see workerset.h).
+ *
+ * Why a lost tor's descriptors matter: all tors publish the same services with the same key, and HSDirs
+ * keep the descriptor with the highest revision counter, which tor sets from the time it encodes one
+ * (rend-spec-v3 2.2.4; TOR-FACTS): whichever tor uploaded last is the one HSDirs serve. If that tor dies,
+ * new visitors fetch a descriptor whose introduction points are gone. Re-posting a survivor's own
+ * (older) descriptor is refused by every HSDir, so the survivor must build new ones (service_mgr_renew):
+ * they reach the HSDirs about a second later. If the HSDirs serve a survivor's descriptors already, its
+ * visitors are not disturbed. */
+#include "sidecar/fleet/workerset.h"
+
+#include <event2/event.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "sidecar/config/config.h"
+#include "sidecar/publish/descriptor.h"
+#include "sidecar/identity/instance.h"
+#include "sidecar/core/log.h"
+#include "sidecar/probe/probe.h"
+#include "sidecar/datapath/proxy.h"
+#include "sidecar/core/binwatch.h"
+#include "sidecar/core/clock.h"
+#include "sidecar/fleet/roll.h"
+#include "sidecar/publish/served.h"
+#include "sidecar/identity/service_id.h"
+#include "sidecar/tor/tor.h"
+#include "sidecar/tor/torcaps.h"
+#include "sidecar/fleet/worker.h"
+
+#define WORKERSET_STAGGER_MAX_S 30 /* the longest the other tors wait for tor 1's bootstrap at start */
+
+/* The anonymous services' tor (see workerset.h): created with the set, started only while wanted. */
+struct workerset_anon {
+    struct worker *w;
+    bool on;          /* wanted and listed at workers[n] */
+    bool stopping;    /* worker_stop sent, cbs->stopped not yet seen */
+    bool restart;     /* wanted again while stopping: start once stopped */
+};
+
+struct workerset {
+    struct service_ids *ids;
+    struct worker_callbacks cbs; /* the daemon's */
+    void *arg;
+    struct worker *workers[INSTANCE_MAX + 1]; /* the single-onion tors, then the anonymous one while on */
+    size_t n, n_stopped;
+    bool stopping;
+    unsigned long failovers; /* survivors told to publish anew */
+    struct roll *roll;       /* restart-tor: the workers one at a time */
+    struct proxy *proxy; /* borrowed (workerset_set_proxy): the roll's drain counts streams there */
+    struct binwatch *binwatch; /* spawn mode: tor.binary replaced on disk -> a roll */
+    bool binary_said;          /* a declined binary change was logged (once until one is taken) */
+    struct workerset_anon anon;
+    /* The other tors start once tor 1 bootstrapped (or WORKERSET_STAGGER_MAX_S passed): see workerset_start. */
+    bool stagger_pending;
+    struct event *stagger_ev;
+};
+
+static void workerset_anon_want(struct workerset *ws);
+static int workerset_anon_prepare(struct workerset *ws, const struct config *conf, char *err, size_t errlen);
+
+/* The first worker other than `lost` whose tor is up, or NULL. */
+static struct worker *workerset_survivor(const struct workerset *ws, const struct worker *lost)
+{
+    for (size_t k = 0; k < ws->n; k++)
+        if (ws->workers[k] != lost && worker_is_up(ws->workers[k]))
+            return ws->workers[k];
+    return NULL;
+}
+
+/* Does each single-onion tor publish this service's descriptor? Not an anonymous service (its own tor),
+ * nor an Onionbalance frontend (Onionbalance publishes the master descriptor on its own tor). */
+static bool workerset_publishes(const struct service_id *id)
+{
+    return id->address[0] && id->conf->mode == SERVICE_MODE_SINGLE &&
+           id->conf->onionbalance.role != OB_ROLE_FRONTEND;
+}
+
+/* The tor whose descriptor of `address` (the one clients fetch) the HSDirs serve by the acceptance
+ * record (served_by_rounds), or NULL if that is not known. */
+static struct worker *workerset_served(const struct workerset *ws, const char *address)
+{
+    struct served_round rounds[INSTANCE_MAX];
+    for (size_t k = 0; k < ws->n; k++)
+        rounds[k].at = descriptor_service_fetched_round_at(worker_descriptors(ws->workers[k]), address,
+                                                           &rounds[k].complete, &rounds[k].rejected);
+    int best = served_by_rounds(rounds, ws->n);
+    return best >= 0 ? ws->workers[best] : NULL;
+}
+
+/* `lost`'s tor is gone: if HSDirs may serve its descriptors of any service (workerset_served is not a
+ * survivor), make the survivor publish anew. Logged once per loss. */
+static void workerset_failover(struct workerset *ws, struct worker *lost, const char *why)
+{
+    struct worker *s = workerset_survivor(ws, lost);
+    unsigned lk = worker_instance(lost) + 1;
+    if (!s) {
+        log_warnx("failover: tor %u lost (%s) and no other tor is up; its services wait for a tor to restart", lk,
+                  why);
+        return;
+    }
+    size_t stale = 0, n = service_ids_count(ws->ids);
+    for (size_t i = 0; i < n; i++) {
+        const struct service_id *id = service_ids_at(ws->ids, i);
+        const struct worker *served = workerset_publishes(id) ? workerset_served(ws, id->address) : s;
+        if (!served || served == lost || !worker_is_up(served))
+            stale++;
+    }
+    unsigned sk = worker_instance(s) + 1;
+    if (stale == 0) {
+        log_notice("failover: tor %u lost (%s); HSDirs serve tor %u's descriptors, and tor %u is up", lk, why, sk,
+                   sk);
+    } else if (worker_renew_descriptors(s) == 0) {
+        ws->failovers++;
+        log_notice("failover: tor %u lost (%s); HSDirs served its descriptors of %zu service%s: tor %u builds and "
+                   "uploads new ones now",
+                   lk, why, stale, stale == 1 ? "" : "s", sk);
+    } else {
+        log_warnx("failover: tor %u lost (%s); tor %u cannot publish anew now", lk, why, sk);
+    }
+}
+
+static void workerset_ready_cb(struct worker *w, void *arg)
+{
+    struct workerset *ws = arg;
+    ws->cbs.ready(w, ws->arg);
+}
+
+static void workerset_start_rest(struct workerset *ws);
+static void workerset_stagger_cb(evutil_socket_t fd, short what, void *arg);
+
+static void workerset_bootstrapped_cb(struct worker *w, void *arg)
+{
+    struct workerset *ws = arg;
+    if (ws->stagger_pending && w == ws->workers[0])
+        workerset_start_rest(ws);
+    ws->cbs.bootstrapped(w, ws->arg);
+}
+
+static void workerset_lost_cb(struct worker *w, const char *why, void *arg)
+{
+    struct workerset *ws = arg;
+    if (!ws->stopping && ws->n > 1 && w != ws->anon.w)
+        workerset_failover(ws, w, why);
+    if (w != ws->anon.w) /* the roll is over the single-onion tors */
+        roll_worker_lost(ws->roll, worker_instance(w), why);
+    ws->cbs.lost(w, why, ws->arg);
+}
+
+static void workerset_failed_cb(struct worker *w, const char *why, void *arg)
+{
+    struct workerset *ws = arg;
+    ws->cbs.failed(w, why, ws->arg);
+}
+
+static void workerset_anon_stopped(struct workerset *ws);
+
+static void workerset_stopped_cb(struct worker *w, void *arg)
+{
+    struct workerset *ws = arg;
+    if (w == ws->anon.w && ws->anon.stopping) {
+        workerset_anon_stopped(ws); /* the last anonymous service went (a reload), or came back meanwhile */
+        return;
+    }
+    if (++ws->n_stopped == ws->n + ws->anon.on)
+        ws->cbs.stopped(w, ws->arg);
+}
+
+/* ---- the rolling restart's view of the workers (roll.h) ------------------------------------------ */
+
+static size_t workerset_roll_count(void *arg)
+{
+    return ((const struct workerset *)arg)->n;
+}
+
+static bool workerset_roll_is_up(void *arg, size_t k)
+{
+    return worker_is_up(((const struct workerset *)arg)->workers[k]);
+}
+
+static unsigned workerset_roll_restarts(void *arg, size_t k)
+{
+    return tor_sup_restarts(worker_tor(((const struct workerset *)arg)->workers[k]));
+}
+
+/* For every service with an address: HSDirs serve tor k's descriptor clients fetch (workerset_served;
+ * `since` < 0), or tor k's latest upload of it started at or after `since` and every responsible HSDir
+ * accepted it. */
+static bool workerset_all_complete_after(const struct workerset *ws, size_t k, double since)
+{
+    size_t n = service_ids_count(ws->ids);
+    bool complete;
+    for (size_t i = 0; i < n; i++) {
+        const char *address = service_ids_at(ws->ids, i)->address;
+        if (!workerset_publishes(service_ids_at(ws->ids, i)))
+            continue; /* not published by the single-onion tors rolled */
+        if (since < 0) {
+            if (workerset_served(ws, address) != ws->workers[k])
+                return false;
+            continue;
+        }
+        double at = descriptor_service_fetched_round_at(worker_descriptors(ws->workers[k]), address, &complete, NULL);
+        if (!complete || at < since)
+            return false;
+    }
+    return true;
+}
+
+static bool workerset_roll_serves(void *arg, size_t s, size_t k)
+{
+    (void)k; /* served means: not k's, nor anyone else's */
+    return workerset_all_complete_after(arg, s, -1);
+}
+
+static bool workerset_roll_published_since(void *arg, size_t k, double since)
+{
+    return workerset_all_complete_after(arg, k, since < 0 ? 0 : since);
+}
+
+static int workerset_roll_renew(void *arg, size_t k)
+{
+    const struct workerset *ws = arg;
+    return ws->stopping ? -1 : worker_renew_descriptors(ws->workers[k]);
+}
+
+/* Visitors' streams through tor k: the data path's streams whose peer is k's tor process. */
+static unsigned workerset_roll_open_streams(void *arg, size_t k)
+{
+    const struct workerset *ws = arg;
+    return proxy_streams_from_pid(ws->proxy, tor_sup_pid(worker_tor(ws->workers[k])));
+}
+
+static int workerset_roll_drain_start(void *arg, size_t k)
+{
+    return worker_drain_start(((const struct workerset *)arg)->workers[k]);
+}
+
+static void workerset_roll_drain_stop(void *arg, size_t k)
+{
+    worker_drain_stop(((const struct workerset *)arg)->workers[k]);
+}
+
+static long workerset_roll_rend_circuits(void *arg, size_t k)
+{
+    return worker_drain_rend_circuits(((const struct workerset *)arg)->workers[k]);
+}
+
+static bool workerset_roll_drained(void *arg, size_t k)
+{
+    return worker_drain_done(((const struct workerset *)arg)->workers[k]);
+}
+
+static void workerset_roll_restart(void *arg, size_t k, const char *why)
+{
+    tor_sup_restart_planned(worker_tor(((const struct workerset *)arg)->workers[k]), why);
+}
+
+static double workerset_roll_now(void *arg)
+{
+    (void)arg;
+    return (double)clock_now_ms() / 1e3;
+}
+
+/* ---- a new tor binary --------------------------------------------------------------------------- */
+
+/* binwatch: tor.binary was replaced. Roll onto the new file if it runs (`--version`: a half-installed
+ * upgrade must not take the tors down) and no roll is running; else decline, to be asked again. */
+static int workerset_binary_changed_cb(void *arg, const char *path)
+{
+    struct workerset *ws = arg;
+    struct torcaps caps;
+    char err[256], why[128], msg[300];
+    const char *old = tor_sup_version(worker_tor(ws->workers[0]));
+    if (ws->stopping)
+        return -1;
+    if (torcaps_probe(path, &caps, err, sizeof(err)) < 0) {
+        if (!ws->binary_said)
+            log_warnx("tor.binary %s changed, but the new file does not run (%s); the tors keep the old one", path,
+                      err);
+        ws->binary_said = true;
+        return -1;
+    }
+    snprintf(why, sizeof(why), "tor.binary changed: %s -> %s", old[0] ? old : "unknown", caps.version_text);
+    if (roll_start(ws->roll, why, msg, sizeof(msg)) < 0) {
+        if (!ws->binary_said)
+            log_notice("tor.binary %s changed (tor %s -> %s), but %s; trying again every %d s", path,
+                       old[0] ? old : "unknown", caps.version_text, msg, BINWATCH_INTERVAL_S);
+        ws->binary_said = true;
+        return -1;
+    }
+    ws->binary_said = false;
+    log_notice("tor.binary %s changed (running tor %s, the file now %s): rolling restart", path,
+               old[0] ? old : "unknown", caps.version_text);
+    return 0;
+}
+
+int workerset_binary_reloaded(struct workerset *ws, const struct config *conf, char *msg, size_t msglen)
+{
+    char why[PATH_MAX + 64];
+    if (binwatch_set_path(ws->binwatch, conf->tor.binary) < 0) {
+        snprintf(msg, msglen, "out of memory");
+        return -1;
+    }
+    snprintf(why, sizeof(why), "tor.binary is now %s", conf->tor.binary);
+    return workerset_restart_tor(ws, conf, why, msg, msglen);
+}
+
+struct workerset *workerset_new(struct event_base *base, struct proc_mgr *procs, const struct config *conf,
+                                struct service_ids *ids, const struct worker_callbacks *cbs, void *arg)
+{
+    static const struct worker_callbacks wcbs = {
+        .ready = workerset_ready_cb,
+        .bootstrapped = workerset_bootstrapped_cb,
+        .lost = workerset_lost_cb,
+        .failed = workerset_failed_cb,
+        .stopped = workerset_stopped_cb,
+    };
+    struct workerset *ws = calloc(1, sizeof(*ws));
+    if (!ws)
+        return NULL;
+    const struct roll_ops ops = {.arg = ws,
+                                 .count = workerset_roll_count,
+                                 .is_up = workerset_roll_is_up,
+                                 .restarts = workerset_roll_restarts,
+                                 .serves = workerset_roll_serves,
+                                 .published_since = workerset_roll_published_since,
+                                 .renew = workerset_roll_renew,
+                                 .open_streams = workerset_roll_open_streams,
+                                 .drain_start = workerset_roll_drain_start,
+                                 .drain_stop = workerset_roll_drain_stop,
+                                 .rend_circuits = workerset_roll_rend_circuits,
+                                 .drained = workerset_roll_drained,
+                                 .restart = workerset_roll_restart,
+                                 .now = workerset_roll_now};
+    ws->ids = ids;
+    ws->cbs = *cbs;
+    ws->arg = arg;
+    if (!(ws->roll = roll_new(base, &ops)) ||
+        (base && !(ws->stagger_ev = event_new(base, -1, 0, workerset_stagger_cb, ws))) ||
+        !(ws->binwatch = binwatch_new(base, workerset_binary_changed_cb, ws)) ||
+        (conf->tor.mode == TOR_MODE_SPAWN && binwatch_set_path(ws->binwatch, conf->tor.binary) < 0)) {
+        workerset_free(ws);
+        return NULL;
+    }
+    roll_set_drain_limit(ws->roll, conf->tor.drain_timeout);
+    unsigned want = conf->tor.instances >= 1 && conf->tor.instances <= INSTANCE_MAX ? conf->tor.instances : 1;
+    for (; ws->n < want; ws->n++) {
+        if (!(ws->workers[ws->n] = worker_new(base, procs, conf, ids, &wcbs, ws))) {
+            workerset_free(ws);
+            return NULL;
+        }
+        worker_set_instance(ws->workers[ws->n], (unsigned)ws->n);
+    }
+    /* The anonymous services' tor exists from the start (nothing runs until it is wanted). */
+    if (!(ws->anon.w = worker_new(base, procs, conf, ids, &wcbs, ws))) {
+        workerset_free(ws);
+        return NULL;
+    }
+    worker_set_mode(ws->anon.w, SERVICE_MODE_ANONYMOUS);
+    if (config_count_mode(conf, SERVICE_MODE_ANONYMOUS) > 0)
+        workerset_anon_want(ws);
+    return ws;
+}
+
+void workerset_free(struct workerset *ws)
+{
+    if (!ws)
+        return;
+    if (ws->proxy) /* the proxy may outlive the set: its streams' ends must not reach it */
+        proxy_set_stream_end_cb(ws->proxy, NULL, NULL);
+    if (ws->stagger_ev)
+        event_free(ws->stagger_ev);
+    for (size_t k = 0; k < ws->n; k++)
+        worker_free(ws->workers[k]);
+    worker_free(ws->anon.w);
+    binwatch_free(ws->binwatch);
+    roll_free(ws->roll);
+    free(ws);
+}
+
+struct worker *const *workerset_list(const struct workerset *ws, size_t *n)
+{
+    *n = ws->n + ws->anon.on;
+    return ws->workers;
+}
+
+int workerset_prepare(struct workerset *ws, const struct config *conf, char *err, size_t errlen)
+{
+    for (size_t k = 0; k < ws->n; k++) {
+        worker_sync_services(ws->workers[k]);
+        if (worker_hand_over(ws->workers[k], conf, err, errlen) < 0)
+            return -1;
+    }
+    return workerset_anon_prepare(ws, conf, err, errlen);
+}
+
+/* Start the tors after the first (see workerset_start). A failure is logged: the first tor runs. */
+static void workerset_start_rest(struct workerset *ws)
+{
+    char err[1024];
+    ws->stagger_pending = false;
+    if (ws->stagger_ev)
+        event_del(ws->stagger_ev);
+    if (ws->stopping)
+        return;
+    for (size_t k = 1; k < ws->n; k++)
+        if (worker_start(ws->workers[k], err, sizeof(err)) < 0)
+            log_error("tor %zu: %s", k + 1, err);
+}
+
+static void workerset_stagger_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct workerset *ws = arg;
+    (void)fd;
+    (void)what;
+    log_notice("tor 1 did not bootstrap within %d s; starting the other tors anyway", WORKERSET_STAGGER_MAX_S);
+    workerset_start_rest(ws);
+}
+
+/* The first tor now, the others once it bootstrapped: started together, the tors upload their first
+ * descriptors in the same second, their revision counters tie (tor counts seconds), and each HSDir keeps
+ * whichever arrived first — a mix, so no tor is served everywhere and the first roll must make a
+ * survivor publish anew (which cuts its visitors' circuits). Started after, the others' descriptors are
+ * newer and every HSDir serves the same tor. */
+int workerset_start(struct workerset *ws, char *err, size_t errlen)
+{
+    if (ws->n > 0 && worker_start(ws->workers[0], err, errlen) < 0)
+        return -1;
+    if (ws->n > 1) {
+        ws->stagger_pending = true;
+        if (ws->stagger_ev) {
+            struct timeval tv = clock_tv_ms(WORKERSET_STAGGER_MAX_S * 1000);
+            event_add(ws->stagger_ev, &tv);
+        } else {
+            workerset_start_rest(ws);
+        }
+    }
+    return ws->anon.on ? worker_start(ws->anon.w, err, errlen) : 0;
+}
+
+int workerset_restart_tor(struct workerset *ws, const struct config *conf, const char *why, char *msg,
+                          size_t msglen)
+{
+    if (ws->stopping) {
+        snprintf(msg, msglen, "onionfront is shutting down");
+        return -1;
+    }
+    if (conf->tor.mode != TOR_MODE_SPAWN) {
+        snprintf(msg, msglen, "tor.mode is attach: onionfront does not start or stop that tor");
+        return -1;
+    }
+    roll_set_drain_limit(ws->roll, conf->tor.drain_timeout);
+    return roll_start(ws->roll, why, msg, msglen);
+}
+
+/* The data path saw a visitor's stream end: the tor it came through, if draining, may close its
+ * circuit now (circdrain_stream_ended). */
+static void workerset_stream_end_cb(long pid, uint32_t circuit_id, void *arg)
+{
+    struct workerset *ws = arg;
+    for (size_t k = 0; k < ws->n; k++)
+        if (tor_sup_pid(worker_tor(ws->workers[k])) == pid) {
+            worker_stream_ended(ws->workers[k], circuit_id);
+            return;
+        }
+}
+
+void workerset_set_proxy(struct workerset *ws, struct proxy *px)
+{
+    if (ws->proxy)
+        proxy_set_stream_end_cb(ws->proxy, NULL, NULL);
+    ws->proxy = px;
+    if (px)
+        proxy_set_stream_end_cb(px, workerset_stream_end_cb, ws);
+}
+
+const struct roll *workerset_roll(const struct workerset *ws)
+{
+    return ws ? ws->roll : NULL;
+}
+
+void workerset_stop(struct workerset *ws)
+{
+    ws->stopping = true;
+    ws->stagger_pending = false;
+    if (ws->stagger_ev)
+        event_del(ws->stagger_ev);
+    roll_abort(ws->roll, "onionfront is shutting down");
+    if (ws->anon.stopping)
+        ws->anon.on = false; /* stopping already (a reload removed the last anonymous service) */
+    for (size_t k = 0; k < ws->n + ws->anon.on; k++)
+        worker_stop(ws->workers[k]); /* removes the services from its tor, then stops it */
+}
+
+/* ---- the end-to-end probe's repairs --------------------------------------------------------------- */
+
+/* ALL once some tor's descriptor that clients fetch is on every responsible HSDir; SOME once any HSDir
+ * confirmed an upload. */
+static enum probe_published workerset_published_cb(void *arg, const char *address)
+{
+    const struct workerset *ws = arg;
+    struct descriptor_counts dc;
+    enum probe_published best = PROBE_PUBLISHED_NONE;
+    for (size_t k = 0; k < ws->n + ws->anon.on; k++) {
+        if (descriptor_service_counts(worker_descriptors(ws->workers[k]), address, &dc) < 0 ||
+            dc.uploads_confirmed == 0)
+            continue;
+        if (dc.hsdirs_total > 0 && dc.hsdirs_confirmed >= dc.hsdirs_total)
+            return PROBE_PUBLISHED_ALL;
+        best = PROBE_PUBLISHED_SOME;
+    }
+    return best;
+}
+
+static int workerset_repost_cb(void *arg, const char *address)
+{
+    const struct workerset *ws = arg;
+    int rc = -1;
+    for (size_t k = 0; !ws->stopping && k < ws->n + ws->anon.on; k++)
+        if (worker_is_up(ws->workers[k]) && descriptor_repost(worker_descriptors(ws->workers[k]), address) == 0)
+            rc = 0;
+    return rc;
+}
+
+static void workerset_restart_tor_cb(void *arg, const char *address, const char *why)
+{
+    const struct workerset *ws = arg;
+    if (ws->stopping)
+        return;
+    const struct service_id *id = service_ids_find(ws->ids, address);
+    if (id && id->conf->mode == SERVICE_MODE_ANONYMOUS) {
+        if (ws->anon.on)
+            tor_sup_restart(worker_tor(ws->anon.w), why); /* its only tor */
+        return;
+    }
+    struct worker *newest = ws->n > 1 ? workerset_served(ws, address) : NULL;
+    for (size_t k = 0; ws->n > 1 && !newest && k < ws->n; k++)
+        if (worker_is_up(ws->workers[k]) &&
+            (!newest || worker_last_upload_at(ws->workers[k], address) > worker_last_upload_at(newest, address)))
+            newest = ws->workers[k];
+    if (newest && !worker_is_up(newest))
+        newest = NULL;
+    if (newest && workerset_survivor(ws, newest)) {
+        tor_sup_restart(worker_tor(newest), why); /* its loss makes a survivor publish anew */
+        return;
+    }
+    for (size_t k = 0; k < ws->n; k++)
+        tor_sup_restart(worker_tor(ws->workers[k]), why);
+}
+
+struct probe_actions workerset_probe_actions(struct workerset *ws)
+{
+    return (struct probe_actions){workerset_published_cb, workerset_repost_cb, workerset_restart_tor_cb, ws};
+}
+
+/* ---- the anonymous services' tor ------------------------------------------------------------------ */
+
+/* The anonymous services' tor is wanted: list it after the single-onion tors. */
+static void workerset_anon_want(struct workerset *ws)
+{
+    ws->anon.on = true;
+    ws->workers[ws->n] = ws->anon.w;
+}
+
+static int workerset_anon_prepare(struct workerset *ws, const struct config *conf, char *err, size_t errlen)
+{
+    if (!ws->anon.on)
+        return 0;
+    worker_sync_services(ws->anon.w);
+    return worker_hand_over(ws->anon.w, conf, err, errlen);
+}
+
+/* Start the anonymous services' tor (logged). */
+static void workerset_anon_start(struct workerset *ws)
+{
+    char err[1024];
+    ws->anon.restart = false;
+    if (worker_start(ws->anon.w, err, sizeof(err)) < 0)
+        log_error("anonymous tor: %s; the anonymous services wait for the next reload", err);
+    else
+        log_info("anonymous tor: started for the anonymous services");
+}
+
+static void workerset_anon_stopped(struct workerset *ws)
+{
+    ws->anon.stopping = false;
+    log_info("anonymous tor: stopped (no anonymous service left)");
+    if (ws->anon.restart && ws->anon.on && !ws->stopping)
+        workerset_anon_start(ws);
+}
+
+int workerset_apply_modes(struct workerset *ws, const struct config *conf, char *err, size_t errlen)
+{
+    bool want = config_count_mode(conf, SERVICE_MODE_ANONYMOUS) > 0, was = ws->anon.on;
+    roll_set_drain_limit(ws->roll, conf->tor.drain_timeout); /* for the next roll (binwatch's too) */
+    if (!was && worker_reconfigure(ws->anon.w, conf, NULL, err, errlen) < 0)
+        return -1; /* not listed, so the reload did not switch it; it borrows the config */
+    if (ws->stopping || want == was)
+        return 0;
+    if (!want) {
+        ws->anon.on = false;
+        ws->anon.stopping = true;
+        ws->anon.restart = false;
+        worker_stop(ws->anon.w); /* removes its services from its tor, then stops it */
+        return 1;
+    }
+    workerset_anon_want(ws);
+    if (workerset_anon_prepare(ws, conf, err, errlen) < 0) {
+        ws->anon.on = false;
+        return -1;
+    }
+    if (ws->anon.stopping)
+        ws->anon.restart = true; /* never two tors on its DataDirectory: start once the old one is gone */
+    else
+        workerset_anon_start(ws);
+    return 1;
+}

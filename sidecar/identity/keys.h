@@ -1,0 +1,112 @@
+/* keys.h — each onion service's key directory, in tor's own HiddenServiceDir format, so that a
+ * directory tor wrote, mkp224o output and onionfront's own directories are interchangeable:
+ *
+ *   hs_ed25519_secret_key        32-byte header "== ed25519v1-secret: type0 ==" (NUL-padded) + the
+ *                                64-byte expanded secret key (SHA-512 of the seed, first half clamped)
+ *   hs_ed25519_public_key        32-byte header "== ed25519v1-public: type0 ==" (NUL-padded) + 32 bytes
+ *   hostname                     "<56 base32 chars>.onion\n"
+ *   onion_service_non_anonymous  empty marker: these keys are (to be) used by a single onion service
+ *
+ * Owns creating, loading, validating and importing those directories, and onionfront's anonymity rule
+ * (keys.c, top comment: what tor 0.4.9 does and does not do, measured). Does not start tor, does not
+ * publish anything, never logs (errors go to the caller's buffer, naming the path) and never puts key
+ * material in a message. */
+#ifndef ONIONFRONT_KEYS_H
+#define ONIONFRONT_KEYS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "sidecar/config/config.h"
+
+#define KEYS_ADDRESS_LEN 56                      /* base32 characters, without ".onion" */
+#define KEYS_ADDRESS_SIZE (KEYS_ADDRESS_LEN + 1) /* with the NUL */
+
+#define KEYS_SECRET_FILE "hs_ed25519_secret_key"
+#define KEYS_SECRET_FILE_LEN 96 /* 32-byte header + 64-byte expanded secret key */
+#define KEYS_PUBLIC_FILE "hs_ed25519_public_key"
+#define KEYS_HOSTNAME_FILE "hostname"
+/* The name tor up to 0.4.5 used to mark ("poison") a single onion service's directory. */
+#define KEYS_POISON_FILE "onion_service_non_anonymous"
+
+struct onion_key {
+    unsigned char public_key[32];
+    /* The expanded secret key (valid only if has_secret). Keep it only as long as needed: call
+     * onion_key_forget_secret() or onion_key_clear() as soon as it is no longer used. */
+    unsigned char secret_key[64];
+    bool has_secret;
+    char address[KEYS_ADDRESS_SIZE]; /* 56 lowercase base32 characters, no ".onion" */
+};
+
+/* Compute the v3 onion address of `pk` (address-spec: base32(PUBKEY | CHECKSUM | VERSION), CHECKSUM =
+ * SHA3-256(".onion checksum" | PUBKEY | VERSION)[:2], VERSION = 3) into `out`, without ".onion".
+ * Return 0, or -1 if the hash fails. */
+int onion_address_from_pubkey(const unsigned char pk[32], char out[KEYS_ADDRESS_SIZE]);
+
+/* RFC 4648 base32 of `len` bytes of `in` into `out` (len * 8 / 5 rounded up, plus the NUL), lowercase, no
+ * padding; unused low bits of the last character are zero (35 bytes -> 56 chars, 32 -> 52). */
+void keys_base32(const unsigned char *in, size_t len, char *out);
+
+/* Load the key directory `dir` for use by a single onion service and fill `out` (secret included).
+ * Checks: `dir` is 0700 and ours; the secret key file has no group/other bits; the public key and
+ * hostname files are not group/other-writable (mkp224o writes them 0644); headers and sizes; the
+ * secret key matches the public key (see keys.c); `hostname`, if present, names the same address;
+ * onionfront's anonymity rule (keys.c). A directory that tor never used (keys only, as mkp224o leaves
+ * them) gets the onion_service_non_anonymous marker written here. Return 0, or -1 with a message in
+ * `err` naming the path (never key material). */
+int keys_load(const char *dir, struct onion_key *out, char *err, size_t errlen);
+
+/* Like keys_load(), but if `dir` does not exist it is created (0700), and if it holds no key files at
+ * all a new key is generated and written (marker, public key, hostname, then the secret key, each
+ * atomically with mode 0600). `*created` (if not NULL) tells whether a key was generated. A directory
+ * with some key files but not the secret key is refused, never overwritten. */
+int keys_load_or_create(const char *dir, struct onion_key *out, bool *created, char *err, size_t errlen);
+
+/* The same four for a service of `mode` (per-service modes, keys.c's top comment): the functions above
+ * are SERVICE_MODE_SINGLE. For SERVICE_MODE_ANONYMOUS a directory with the single-onion marker is refused
+ * (never created next to it either), an unused one is claimed with an empty authorized_clients/, and
+ * nothing gets the marker. */
+int keys_load_mode(const char *dir, enum service_mode mode, struct onion_key *out, char *err, size_t errlen);
+int keys_load_or_create_mode(const char *dir, enum service_mode mode, struct onion_key *out, bool *created,
+                             char *err, size_t errlen);
+int keys_install_mode(const struct onion_key *k, const char *dst, enum service_mode mode, char *err, size_t errlen);
+int keys_import_mode(const char *src, const char *dst, enum service_mode mode, char *address_out, char *err,
+                     size_t errlen);
+
+/* `onionfront import-key`: validate the key directory `src` (formats and consistency as keys_load;
+ * its permissions are not checked, since it may be a backup copy, but onionfront's anonymity rule
+ * is) and copy the keys to `dst` (created 0700 if missing; files 0600, written atomically, secret key
+ * last). If `dst` already holds the same key the call succeeds without change (idempotent); a
+ * different key is refused, never overwritten. Put the address (no ".onion") in `address_out`
+ * (KEYS_ADDRESS_SIZE bytes) if not NULL. Return 0, or -1 with a message in `err` naming the path. */
+int keys_import(const char *src, const char *dst, char *address_out, char *err, size_t errlen);
+
+/* Write `k` (secret included) into the key directory `dst` (created 0700 if missing; files 0600, written
+ * atomically, secret key last). If `dst` already holds the same key nothing changes; a different key is
+ * refused, never overwritten. Return 0, or -1 with a message in `err` naming the path. */
+int keys_install(const struct onion_key *k, const char *dst, char *err, size_t errlen);
+
+/* Put `k`'s secret key in tor's hs_ed25519_secret_key format (header + expanded key) into `out`; the
+ * caller wipes `out`. Return 0, or -1 if `k` holds no secret. */
+int keys_secret_file_encode(const struct onion_key *k, unsigned char out[KEYS_SECRET_FILE_LEN]);
+
+/* Read tor's hs_ed25519_secret_key format from `len` bytes of `buf` (a file named `what` in messages)
+ * into `out`: header and size checked, the public key computed from the secret key (keys.c) and checked
+ * against it, the address set. A bare secret key file carries no history, so the anonymity rule cannot
+ * be applied to it: whoever imports it vouches that it was never an anonymous service's. Return 0, or -1
+ * with a message naming `what` (never key material). */
+int keys_secret_file_decode(const unsigned char *buf, size_t len, const char *what, struct onion_key *out,
+                            char *err, size_t errlen);
+
+/* Wipe the secret key of `k` (OPENSSL_cleanse) and clear has_secret; the public part stays. */
+void onion_key_forget_secret(struct onion_key *k);
+
+/* True if `a` and `b` are the same onion address: the same characters (base32 is case-insensitive), each
+ * with or without ".onion". The one comparison of addresses: tor's events, the config and the keys meet
+ * here. */
+bool onion_address_equal(const char *a, const char *b);
+
+/* Wipe all of `k`. NULL is a no-op. */
+void onion_key_clear(struct onion_key *k);
+
+#endif

@@ -1,0 +1,1095 @@
+/* status.c — the status socket (see status.h): listening, peer checks, line framing with bounds, the
+ * request parser and the reply encoder.
+ *
+ * Owns the socket file, the listener and the client connections. Does not own what the replies say:
+ * every command's data comes from the providers main.c hands in. Nothing here blocks; a misbehaving
+ * client costs at most STATUS_MAX_LINE of input and STATUS_MAX_OUTPUT of output before it is dropped. */
+#include "sidecar/ops/status.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "sidecar/core/clock.h"
+#include "sidecar/config/config.h"
+#include "sidecar/core/fdbudget.h"
+#include "sidecar/core/fsutil.h"
+#include "sidecar/core/log.h"
+
+#ifndef SO_PEERGROUPS
+#define SO_PEERGROUPS 59 /* Linux >= 4.13; asm-generic/socket.h */
+#endif
+
+/* Reading pauses while this much reply is unsent (backpressure on pipelined requests). */
+#define STATUS_OUTPUT_PAUSE (256u << 10)
+#define STATUS_LISTEN_BACKLOG 32
+#define STATUS_ACCEPT_RETRY_MS 1000
+#define STATUS_REFUSAL_LOG_MS 10000 /* refusals over a limit are logged at most this often (a flood) */
+
+#define STATUS_STR_(x) #x
+#define STATUS_STR(x) STATUS_STR_(x)
+
+static const char *const status_cmd_names[STATUS_CMD_COUNT_] = {
+    [STATUS_CMD_STATUS] = "status",     [STATUS_CMD_SERVICES] = "services", [STATUS_CMD_BACKENDS] = "backends",
+    [STATUS_CMD_CIRCUITS] = "circuits", [STATUS_CMD_METRICS] = "metrics",   [STATUS_CMD_RELOAD] = "reload",
+    [STATUS_CMD_HELP] = "help",         [STATUS_CMD_LOG_LEVEL] = "log-level",
+    [STATUS_CMD_RESTART_TOR] = "restart-tor",
+};
+
+const char *status_cmd_str(enum status_cmd c)
+{
+    return (unsigned)c < STATUS_CMD_COUNT_ ? status_cmd_names[c] : "unknown";
+}
+
+/* ---- the request parser (pure) --------------------------------------------------------------------- */
+
+static bool status_cmd_lookup(const char *name, size_t len, enum status_cmd *out)
+{
+    for (int i = 0; i < STATUS_CMD_COUNT_; i++)
+        if (strlen(status_cmd_names[i]) == len && memcmp(status_cmd_names[i], name, len) == 0) {
+            *out = (enum status_cmd)i;
+            return true;
+        }
+    return false;
+}
+
+/* Copy at most `max` bytes of `src` (`len` bytes) as printable ASCII ('?' for anything else) — request
+ * bytes quoted in an error must not break the JSON reply or a terminal. */
+static void status_quote(char *dst, size_t dstlen, const char *src, size_t len, size_t max)
+{
+    size_t n = 0;
+    if (dstlen == 0)
+        return;
+    for (size_t i = 0; i < len && i < max && n + 1 < dstlen; i++) {
+        unsigned char ch = (unsigned char)src[i];
+        dst[n++] = ch >= 0x20 && ch < 0x7f ? (char)ch : '?';
+    }
+    if (len > max && n + 4 < dstlen) {
+        memcpy(dst + n, "...", 3);
+        n += 3;
+    }
+    dst[n] = '\0';
+}
+
+/* Make `err` printable ASCII in place (jansson's messages may quote request bytes). */
+static void status_sanitize(char *err)
+{
+    for (unsigned char *p = (unsigned char *)err; *p; p++)
+        if (*p < 0x20 || *p >= 0x7f)
+            *p = '?';
+}
+
+static const char status_usage[] = "send a JSON object such as {\"cmd\":\"status\"} or a command word "
+                                   "(status, services, backends, circuits, metrics, reload, help, "
+                                   "log-level LEVEL [SECONDS], restart-tor)";
+
+#define STATUS_MAX_SECONDS 604800u /* log-level: a week */
+
+/* log-level's arguments, from either form: a level word of lower-case letters and optional seconds
+ * (has_seconds; `seconds` may be out of range, which is refused here). */
+static enum status_parse_result status_parse_log_level(const char *level, size_t level_len, bool has_seconds,
+                                                       long long seconds, struct status_request *req, char *err,
+                                                       size_t errlen)
+{
+    bool word = level_len > 0 && level_len < sizeof(req->level);
+    for (size_t i = 0; word && i < level_len; i++)
+        word = level[i] >= 'a' && level[i] <= 'z';
+    if (!word) {
+        snprintf(err, errlen, "log-level: level must be debug, info, notice, warn, error or config");
+        return STATUS_PARSE_ERROR;
+    }
+    if (has_seconds && (seconds < 1 || seconds > STATUS_MAX_SECONDS)) {
+        snprintf(err, errlen, "log-level: seconds must be 1-%u", STATUS_MAX_SECONDS);
+        return STATUS_PARSE_ERROR;
+    }
+    memcpy(req->level, level, level_len);
+    req->level[level_len] = '\0';
+    req->seconds = has_seconds ? (unsigned)seconds : 0;
+    return STATUS_PARSE_OK;
+}
+
+static enum status_parse_result status_parse_json(const char *p, size_t n, struct status_request *req, char *err,
+                                                  size_t errlen)
+{
+    json_error_t jerr;
+    /* jansson refuses "\u0000" in strings by default, so keys and values are C strings. */
+    json_t *root = json_loadb(p, n, JSON_REJECT_DUPLICATES, &jerr);
+    enum status_parse_result rc = STATUS_PARSE_ERROR;
+    char q[48];
+    if (!root) {
+        snprintf(err, errlen, "malformed JSON at column %d: %s", jerr.column, jerr.text);
+        return STATUS_PARSE_ERROR;
+    }
+    if (!json_is_object(root)) {
+        snprintf(err, errlen, "request must be a JSON object; %s", status_usage);
+        goto done;
+    }
+    /* "id" first, so that every later error can still be matched to its request. */
+    json_t *id = json_object_get(root, "id");
+    if (id) {
+        if (!(json_is_integer(id) || (json_is_string(id) && json_string_length(id) <= STATUS_ID_MAX))) {
+            snprintf(err, errlen, "id: must be an integer or a string of at most %d bytes", STATUS_ID_MAX);
+            goto done;
+        }
+        req->id = json_incref(id);
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach(root, key, v) {
+        if (strcmp(key, "cmd") != 0 && strcmp(key, "id") != 0 && strcmp(key, "level") != 0 &&
+            strcmp(key, "seconds") != 0) {
+            status_quote(q, sizeof(q), key, strlen(key), 32);
+            snprintf(err, errlen, "unknown member \"%s\" (a request has \"cmd\" and optionally \"id\")", q);
+            goto done;
+        }
+    }
+    json_t *cmd = json_object_get(root, "cmd");
+    if (!cmd) {
+        snprintf(err, errlen, "cmd: missing; %s", status_usage);
+        goto done;
+    }
+    if (!json_is_string(cmd)) {
+        snprintf(err, errlen, "cmd: must be a string");
+        goto done;
+    }
+    if (!status_cmd_lookup(json_string_value(cmd), json_string_length(cmd), &req->cmd)) {
+        status_quote(q, sizeof(q), json_string_value(cmd), json_string_length(cmd), 32);
+        snprintf(err, errlen, "cmd: unknown command \"%s\"; %s", q, status_usage);
+        goto done;
+    }
+    json_t *level = json_object_get(root, "level"), *seconds = json_object_get(root, "seconds");
+    if (req->cmd != STATUS_CMD_LOG_LEVEL) {
+        if (level || seconds) {
+            snprintf(err, errlen, "%s: takes no \"%s\"", status_cmd_str(req->cmd), level ? "level" : "seconds");
+            goto done;
+        }
+    } else if (!json_is_string(level)) {
+        snprintf(err, errlen, "log-level: level: %s", level ? "must be a string" : "missing");
+        goto done;
+    } else if (seconds && !json_is_integer(seconds)) {
+        snprintf(err, errlen, "log-level: seconds: must be an integer");
+        goto done;
+    } else {
+        rc = status_parse_log_level(json_string_value(level), json_string_length(level), seconds != NULL,
+                                    seconds ? (long long)json_integer_value(seconds) : 0, req, err, errlen);
+        goto done;
+    }
+    rc = STATUS_PARSE_OK;
+done:
+    json_decref(root);
+    return rc;
+}
+
+/* "log-level"'s words after the command: " LEVEL [SECONDS]" (`len` bytes, starting with a blank). */
+static enum status_parse_result status_parse_bare_log_level(const char *p, size_t len, struct status_request *req,
+                                                            char *err, size_t errlen)
+{
+    const char *word[3];
+    size_t wlen[3], n = 0, i = 0;
+    while (i < len && n < 3) {
+        while (i < len && (p[i] == ' ' || p[i] == '\t'))
+            i++;
+        if (i == len)
+            break;
+        word[n] = p + i;
+        while (i < len && p[i] != ' ' && p[i] != '\t')
+            i++;
+        wlen[n] = (size_t)(p + i - word[n]);
+        n++;
+    }
+    if (n == 3 || n == 0) {
+        snprintf(err, errlen, "log-level: takes LEVEL and optionally SECONDS");
+        return STATUS_PARSE_ERROR;
+    }
+    long long seconds = 0;
+    for (size_t k = 0; n == 2 && k < wlen[1]; k++) {
+        if (word[1][k] < '0' || word[1][k] > '9' || k >= 9) {
+            seconds = -1; /* refused below */
+            break;
+        }
+        seconds = seconds * 10 + (word[1][k] - '0');
+    }
+    return status_parse_log_level(word[0], wlen[0], n == 2, seconds, req, err, errlen);
+}
+
+enum status_parse_result status_parse_request(const char *line, size_t len, struct status_request *req, char *err,
+                                              size_t errlen)
+{
+    char q[48];
+    req->cmd = STATUS_CMD_STATUS;
+    req->id = NULL;
+    req->level[0] = '\0';
+    req->seconds = 0;
+    if (errlen)
+        err[0] = '\0';
+    if (len > 0 && line[len - 1] == '\r')
+        len--;
+    if (len > STATUS_MAX_LINE) {
+        snprintf(err, errlen, "request too long (more than %d bytes)", STATUS_MAX_LINE);
+        return STATUS_PARSE_ERROR;
+    }
+    while (len > 0 && (line[0] == ' ' || line[0] == '\t')) {
+        line++;
+        len--;
+    }
+    while (len > 0 && (line[len - 1] == ' ' || line[len - 1] == '\t'))
+        len--;
+    if (len == 0)
+        return STATUS_PARSE_EMPTY;
+
+    enum status_parse_result rc;
+    if (line[0] == '{') {
+        rc = status_parse_json(line, len, req, err, errlen);
+    } else {
+        /* A bare command word for people at a terminal: lower-case letters and '-' only, so nothing else
+         * that happens to be typed (or sent by a confused program) can look like a command; log-level's
+         * arguments follow as words. */
+        size_t i = 0;
+        while (i < len && ((line[i] >= 'a' && line[i] <= 'z') || line[i] == '-'))
+            i++;
+        if (i < len && (line[i] == ' ' || line[i] == '\t') && status_cmd_lookup(line, i, &req->cmd) &&
+            req->cmd == STATUS_CMD_LOG_LEVEL) {
+            rc = status_parse_bare_log_level(line + i, len - i, req, err, errlen);
+        } else if (i == len && status_cmd_lookup(line, len, &req->cmd)) {
+            rc = req->cmd == STATUS_CMD_LOG_LEVEL ? status_parse_log_level("", 0, false, 0, req, err, errlen)
+                                                  : STATUS_PARSE_OK;
+        } else if (i == len) {
+            status_quote(q, sizeof(q), line, len, 32);
+            snprintf(err, errlen, "unknown command \"%s\"; %s", q, status_usage);
+            rc = STATUS_PARSE_ERROR;
+        } else {
+            snprintf(err, errlen, "malformed request; %s", status_usage);
+            rc = STATUS_PARSE_ERROR;
+        }
+    }
+    if (errlen)
+        status_sanitize(err);
+    return rc;
+}
+
+void status_request_clear(struct status_request *req)
+{
+    json_decref(req->id);
+    req->id = NULL;
+}
+
+/* ---- replies ----------------------------------------------------------------------------------------- */
+
+/* Encode `reply` (stolen) as one line. */
+static char *status_encode(json_t *reply, size_t *len)
+{
+    char *out = NULL;
+    const size_t flags = JSON_COMPACT; /* compact output never contains a raw newline */
+    size_t n = reply ? json_dumpb(reply, NULL, 0, flags) : 0;
+    if (n > 0 && (out = malloc(n + 1)) != NULL) {
+        if (json_dumpb(reply, out, n, flags) != n) {
+            free(out);
+            out = NULL;
+        } else {
+            out[n] = '\n';
+            *len = n + 1;
+        }
+    }
+    json_decref(reply);
+    return out;
+}
+
+char *status_error_line(const char *msg, const json_t *id, size_t *len)
+{
+    json_t *r = json_object();
+    json_t *m = json_string(msg);
+    if (!m) /* not UTF-8: callers pass sanitized text, but never send nothing */
+        m = json_string("internal error: undecodable message");
+    if (!r || json_object_set_new(r, "ok", json_false()) < 0 || json_object_set_new(r, "error", m) < 0 ||
+        (id && json_object_set(r, "id", (json_t *)id) < 0)) {
+        json_decref(r);
+        return NULL;
+    }
+    return status_encode(r, len);
+}
+
+static json_t *status_help(void)
+{
+    json_t *a = json_array();
+    for (int i = 0; a && i < STATUS_CMD_COUNT_; i++)
+        json_array_append_new(a, json_string(status_cmd_names[i]));
+    return a;
+}
+
+char *status_execute(const struct status_providers *p, const struct status_request *req, size_t *len)
+{
+    char msg[1024] = "";
+    json_t *result = NULL;
+    json_t *(*fn)(void *) = NULL;
+    const char *name = status_cmd_str(req->cmd);
+
+    switch (req->cmd) {
+    case STATUS_CMD_STATUS:
+        fn = p->status;
+        goto call;
+    case STATUS_CMD_SERVICES:
+        fn = p->services;
+        goto call;
+    case STATUS_CMD_BACKENDS:
+        fn = p->backends;
+        goto call;
+    case STATUS_CMD_CIRCUITS:
+        fn = p->circuits;
+    call:
+        if (!fn)
+            snprintf(msg, sizeof(msg), "%s: not available", name);
+        else
+            result = fn(p->arg);
+        break;
+    case STATUS_CMD_METRICS:
+        if (!p->metrics) {
+            snprintf(msg, sizeof(msg), "%s: not available", name);
+            break;
+        }
+        char *text = p->metrics(p->arg);
+        if (text && !(result = json_string(text)))
+            snprintf(msg, sizeof(msg), "metrics: the text is not valid UTF-8");
+        free(text);
+        break;
+    case STATUS_CMD_RELOAD:
+    case STATUS_CMD_RESTART_TOR: {
+        bool reload = req->cmd == STATUS_CMD_RELOAD;
+        int (*act)(void *, char *, size_t) = reload ? p->reload : p->restart_tor;
+        if (!act) {
+            snprintf(msg, sizeof(msg), "%s: not available", name);
+            break;
+        }
+        if (act(p->arg, msg, sizeof(msg)) < 0) {
+            if (!msg[0])
+                snprintf(msg, sizeof(msg), "%s failed", name);
+            break;
+        }
+        result = json_pack("{s:b}", reload ? "reloaded" : "started", 1);
+        if (result && msg[0])
+            json_object_set_new(result, "message", json_string(msg)); /* NULL (not UTF-8) is refused */
+        msg[0] = '\0';
+        break;
+    }
+    case STATUS_CMD_HELP:
+        result = status_help();
+        break;
+    case STATUS_CMD_LOG_LEVEL:
+        if (!p->log_level) {
+            snprintf(msg, sizeof(msg), "%s: not available", name);
+            break;
+        }
+        if (p->log_level(req->level, req->seconds, msg, sizeof(msg)) < 0) {
+            if (!msg[0])
+                snprintf(msg, sizeof(msg), "log-level failed");
+            break;
+        }
+        result = json_pack("{s:s, s:s}", "level", req->level, "message", msg); /* both ASCII */
+        msg[0] = '\0';
+        break;
+    default:
+        snprintf(msg, sizeof(msg), "unknown command");
+        break;
+    }
+    if (!result) {
+        if (!msg[0])
+            snprintf(msg, sizeof(msg), "%s: internal error", name);
+        status_sanitize(msg);
+        return status_error_line(msg, req->id, len);
+    }
+    json_t *r = json_object();
+    if (!r) {
+        json_decref(result);
+        return NULL;
+    }
+    if (json_object_set_new(r, "ok", json_true()) < 0 || json_object_set_new(r, "result", result) < 0 ||
+        (req->id && json_object_set(r, "id", req->id) < 0)) {
+        json_decref(r);
+        return NULL;
+    }
+    return status_encode(r, len);
+}
+
+/* ---- peer check ---------------------------------------------------------------------------------------- */
+
+bool status_peer_allowed(const struct status_acl *acl, const struct status_peer *peer)
+{
+    if (peer->uid == 0 || peer->uid == acl->self_uid)
+        return true;
+    for (size_t i = 0; i < acl->n_uids; i++)
+        if (acl->uids[i] == peer->uid)
+            return true;
+    for (size_t i = 0; i < acl->n_gids; i++) {
+        if (acl->gids[i] == peer->gid)
+            return true;
+        for (size_t j = 0; j < peer->n_groups; j++)
+            if (acl->gids[i] == peer->groups[j])
+                return true;
+    }
+    return false;
+}
+
+enum status_admit status_admit(size_t total, size_t of_uid, bool privileged)
+{
+    if (privileged)
+        return total < STATUS_MAX_CLIENTS ? STATUS_ADMIT_OK : STATUS_ADMIT_FULL;
+    if (total >= STATUS_MAX_CLIENTS - STATUS_RESERVED_SLOTS)
+        return STATUS_ADMIT_FULL;
+    return of_uid < STATUS_MAX_PER_UID ? STATUS_ADMIT_OK : STATUS_ADMIT_UID_FULL;
+}
+
+/* ---- the server ---------------------------------------------------------------------------------------- */
+
+struct status_client {
+    TAILQ_ENTRY(status_client) link;
+    struct status_server *srv;
+    struct bufferevent *bev;
+    struct event *lifetime_ev; /* STATUS_MAX_LIFETIME_MS after accept */
+    uid_t uid;
+    bool closing; /* close once the output is flushed */
+    bool dead;    /* freed by the reap event */
+    bool paused;  /* reading stopped for backpressure */
+    bool eof;     /* the client sends nothing more */
+};
+
+struct status_server {
+    struct event_base *base;
+    struct status_providers prov;
+    struct evconnlistener *listener;
+    struct event *reap_ev;  /* frees dead clients outside their callbacks */
+    struct event *retry_ev; /* re-enables accepting after an accept error (EMFILE ...) */
+    char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+    bool bound;
+    dev_t dev;
+    ino_t ino;
+    uid_t self_uid;
+    uid_t *uids;
+    size_t n_uids;
+    gid_t *gids;
+    size_t n_gids;
+    gid_t *groups; /* scratch for SO_PEERGROUPS */
+    size_t groups_cap;
+    int (*peer_fn)(int fd, struct status_peer *peer, void *arg);
+    void *peer_arg;
+    TAILQ_HEAD(, status_client) clients;
+    unsigned idle_timeout_ms, write_timeout_ms, lifetime_ms;
+    struct fd_reserve spare; /* one descriptor to accept with when the process has run out */
+    uint64_t refusal_logged_ms; /* monotonic time of the last refusal logged */
+    unsigned long refusals_unlogged;
+    struct status_stats stats;
+};
+
+static void status_reap_cb(evutil_socket_t fd, short what, void *arg);
+static void status_retry_cb(evutil_socket_t fd, short what, void *arg);
+
+struct status_server *status_server_new(struct event_base *base, const struct status_providers *providers)
+{
+    struct status_server *s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    s->base = base;
+    s->prov = *providers;
+    s->self_uid = geteuid();
+    s->idle_timeout_ms = STATUS_IDLE_TIMEOUT_MS;
+    s->write_timeout_ms = STATUS_WRITE_TIMEOUT_MS;
+    s->lifetime_ms = STATUS_MAX_LIFETIME_MS;
+    TAILQ_INIT(&s->clients);
+    s->reap_ev = event_new(base, -1, 0, status_reap_cb, s);
+    s->retry_ev = evtimer_new(base, status_retry_cb, s);
+    if (!s->reap_ev || !s->retry_ev) {
+        status_server_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+static void status_client_free(struct status_client *c)
+{
+    struct status_server *s = c->srv;
+    TAILQ_REMOVE(&s->clients, c, link);
+    s->stats.clients--;
+    bufferevent_free(c->bev);
+    if (c->lifetime_ev)
+        event_free(c->lifetime_ev);
+    free(c);
+    fd_reserve_refill(&s->spare); /* a descriptor was just freed: take the spare back if it was used */
+}
+
+static void status_reap_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct status_server *s = arg;
+    (void)fd;
+    (void)what;
+    struct status_client *c, *next;
+    for (c = TAILQ_FIRST(&s->clients); c; c = next) {
+        next = TAILQ_NEXT(c, link);
+        if (c->dead)
+            status_client_free(c);
+    }
+}
+
+/* Mark `c` for freeing from the reap event (we may be inside its bufferevent's callback). */
+static void status_client_kill(struct status_client *c)
+{
+    if (c->dead)
+        return;
+    c->dead = true;
+    bufferevent_disable(c->bev, EV_READ | EV_WRITE);
+    event_del(c->lifetime_ev);
+    event_active(c->srv->reap_ev, 0, 0);
+}
+
+/* Close once what is queued has been written (the write callback finishes). */
+static void status_client_close_after_flush(struct status_client *c)
+{
+    c->closing = true;
+    bufferevent_disable(c->bev, EV_READ);
+    if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+        status_client_kill(c);
+}
+
+/* Queue a reply line (taken: freed here). Output is bounded by pausing the reading of further requests
+ * while STATUS_OUTPUT_PAUSE bytes are unsent (status_client_process) plus this one reply; a single reply
+ * above STATUS_MAX_OUTPUT becomes an error instead. */
+static void status_client_send(struct status_client *c, char *line, size_t len, const json_t *id)
+{
+    if (line && len > STATUS_MAX_OUTPUT) {
+        char msg[128];
+        snprintf(msg, sizeof(msg), "reply too large (%zu bytes, limit %u)", len, STATUS_MAX_OUTPUT);
+        log_warnx("status: %s", msg);
+        free(line);
+        line = status_error_line(msg, id, &len);
+    }
+    if (!line) {
+        log_warnx("status: out of memory building a reply; dropping the client");
+        status_client_kill(c);
+        return;
+    }
+    if (bufferevent_write(c->bev, line, len) < 0)
+        status_client_kill(c);
+    free(line);
+}
+
+/* One complete request line. */
+static void status_client_request(struct status_client *c, const char *line, size_t len)
+{
+    struct status_server *s = c->srv;
+    struct status_request req;
+    char err[512];
+    size_t out_len = 0;
+    char *out;
+    switch (status_parse_request(line, len, &req, err, sizeof(err))) {
+    case STATUS_PARSE_EMPTY:
+        return;
+    case STATUS_PARSE_ERROR:
+        s->stats.errors++;
+        log_debug("status: bad request: %s", err);
+        out = status_error_line(err, req.id, &out_len);
+        break;
+    case STATUS_PARSE_OK:
+    default:
+        s->stats.requests++;
+        log_debug("status: %s", status_cmd_str(req.cmd));
+        out = status_execute(&s->prov, &req, &out_len);
+        break;
+    }
+    status_client_send(c, out, out_len, req.id);
+    status_request_clear(&req);
+}
+
+static void status_client_oversize(struct status_client *c)
+{
+    size_t len = 0;
+    char msg[96];
+    snprintf(msg, sizeof(msg), "request too long (more than %d bytes); closing", STATUS_MAX_LINE);
+    c->srv->stats.dropped_oversize++;
+    log_info("status: a client sent a request line over %d bytes; closing it", STATUS_MAX_LINE);
+    char *line = status_error_line(msg, NULL, &len);
+    status_client_send(c, line, len, NULL);
+    if (!c->dead)
+        status_client_close_after_flush(c);
+}
+
+/* Handle every complete line in the input, unless the client has too much output pending. After EOF a
+ * last line without "\n" is a request too, and the connection closes once everything is answered. */
+static void status_client_process(struct status_client *c)
+{
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    char line[STATUS_MAX_LINE + 2];
+    while (!c->dead && !c->closing) {
+        if (evbuffer_get_length(out) >= STATUS_OUTPUT_PAUSE) {
+            /* Pipelined requests wait until the client has read what it asked for. */
+            c->paused = true;
+            bufferevent_disable(c->bev, EV_READ);
+            return;
+        }
+        size_t eol_len = 0;
+        struct evbuffer_ptr eol = evbuffer_search_eol(in, NULL, &eol_len, EVBUFFER_EOL_LF);
+        size_t avail = evbuffer_get_length(in);
+        size_t n = eol.pos >= 0 ? (size_t)eol.pos : avail;
+        size_t text = n > 0 && eol.pos >= 0 && evbuffer_pullup(in, (ev_ssize_t)n)[n - 1] == '\r' ? n - 1 : n;
+        if (eol.pos >= 0 ? text > STATUS_MAX_LINE : avail > STATUS_MAX_LINE + 1) {
+            status_client_oversize(c);
+            return;
+        }
+        if (eol.pos < 0 && !(c->eof && avail > 0))
+            break; /* wait for the rest of the line */
+        evbuffer_remove(in, line, n);
+        evbuffer_drain(in, eol_len);
+        status_client_request(c, line, n);
+    }
+    if (c->eof && !c->dead && !c->closing)
+        status_client_close_after_flush(c);
+}
+
+static void status_client_read_cb(struct bufferevent *bev, void *arg)
+{
+    (void)bev;
+    status_client_process(arg);
+}
+
+/* The output has drained completely (the write low watermark is 0). */
+static void status_client_write_cb(struct bufferevent *bev, void *arg)
+{
+    struct status_client *c = arg;
+    if (c->closing) {
+        status_client_kill(c);
+        return;
+    }
+    if (c->paused) {
+        c->paused = false;
+        if (!c->eof)
+            bufferevent_enable(bev, EV_READ);
+        status_client_process(c);
+    }
+}
+
+static void status_client_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    struct status_client *c = arg;
+    (void)bev;
+    if (what & BEV_EVENT_EOF) {
+        /* The client is done sending ("echo status | socat - UNIX:..."): answer what it sent, then close.
+         * libevent has stopped reading; a paused client resumes from the write callback. */
+        c->eof = true;
+        if (!c->paused)
+            status_client_process(c);
+        return;
+    }
+    if (what & BEV_EVENT_TIMEOUT) {
+        if (what & BEV_EVENT_WRITING) {
+            log_info("status: client read nothing for %u ms; dropping it", c->srv->write_timeout_ms);
+            c->srv->stats.dropped_slow++;
+        } else {
+            log_debug("status: idle client closed");
+        }
+    } else if (what & BEV_EVENT_ERROR) {
+        log_debug("status: client connection error: %s", strerror(errno));
+    }
+    status_client_kill(c);
+}
+
+/* The connection's whole lifetime is over: a client may not hold a slot for hours by trickling bytes. */
+static void status_client_lifetime_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct status_client *c = arg;
+    (void)fd;
+    (void)what;
+    c->srv->stats.dropped_lifetime++;
+    log_info("status: a client of uid %lu has been connected for %u ms; closing it", (unsigned long)c->uid,
+             c->srv->lifetime_ms);
+    status_client_kill(c);
+}
+
+/* Log a refusal over a limit, unless one was logged in the last STATUS_REFUSAL_LOG_MS: then count it
+ * for the next line (a client looping on connect must not flood the log). */
+static void status_log_refusal(struct status_server *s, uid_t uid, const char *why)
+{
+    uint64_t now = clock_now_ms();
+    if (s->refusal_logged_ms && now - s->refusal_logged_ms < STATUS_REFUSAL_LOG_MS) {
+        s->refusals_unlogged++;
+        return;
+    }
+    log_info("status: refused uid %lu: %s (%zu clients connected; %lu more refusals since the last line)",
+             (unsigned long)uid, why, s->stats.clients, s->refusals_unlogged);
+    s->refusal_logged_ms = now ? now : 1;
+    s->refusals_unlogged = 0;
+}
+
+static size_t status_clients_of_uid(const struct status_server *s, uid_t uid)
+{
+    size_t n = 0;
+    const struct status_client *c;
+    TAILQ_FOREACH(c, &s->clients, link)
+        n += !c->dead && c->uid == uid;
+    return n;
+}
+
+/* Answer a connection we will not serve with one line and close it. The socket is new, so a short line
+ * fits its send buffer; unread input is drained first so the peer is not reset before it reads. */
+static void status_refuse(int fd, const char *msg)
+{
+    char drain[512];
+    size_t len = 0;
+    char *line = status_error_line(msg, NULL, &len);
+    while (recv(fd, drain, sizeof(drain), MSG_DONTWAIT) > 0)
+        ;
+    if (line && send(fd, line, len, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+        log_debug("status: cannot tell a refused client why: %s", strerror(errno));
+    free(line);
+    close(fd);
+}
+
+/* The kernel's record of the peer: SO_PEERCRED for uid/gid/pid, SO_PEERGROUPS for the supplementary
+ * groups. Both are fixed at connect() time, unlike /proc/<pid>/status, whose pid may already belong to
+ * another process by the time we read it. */
+static int status_kernel_peer(struct status_server *s, int fd, struct status_peer *peer)
+{
+    struct ucred cred;
+    socklen_t len = sizeof(cred);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof(cred))
+        return -1;
+    peer->pid = cred.pid;
+    peer->uid = cred.uid;
+    peer->gid = cred.gid;
+    peer->groups = NULL;
+    peer->n_groups = 0;
+    for (int tries = 0; tries < 2; tries++) {
+        socklen_t glen = (socklen_t)(s->groups_cap * sizeof(gid_t));
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, s->groups, &glen) == 0) {
+            peer->groups = s->groups;
+            peer->n_groups = glen / sizeof(gid_t);
+            return 0;
+        }
+        if (errno == ENOPROTOOPT)
+            return 0; /* a kernel before 4.13: the primary group only */
+        if (errno != ERANGE)
+            return -1;
+        size_t want = glen / sizeof(gid_t); /* ERANGE sets glen to the size needed */
+        gid_t *g = realloc(s->groups, (want ? want : 1) * sizeof(gid_t));
+        if (!g)
+            return -1;
+        s->groups = g;
+        s->groups_cap = want ? want : 1;
+    }
+    return -1;
+}
+
+static void status_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen,
+                             void *arg)
+{
+    struct status_server *s = arg;
+    struct status_peer peer = {0};
+    (void)l;
+    (void)sa;
+    (void)salen;
+    int rc = s->peer_fn ? s->peer_fn(fd, &peer, s->peer_arg) : status_kernel_peer(s, fd, &peer);
+    struct status_acl acl = {s->self_uid, s->uids, s->n_uids, s->gids, s->n_gids};
+    if (rc < 0 || !status_peer_allowed(&acl, &peer)) {
+        s->stats.rejected++;
+        if (rc < 0)
+            log_notice("status: refused a client whose credentials cannot be read: %s", strerror(errno));
+        else
+            log_notice("status: refused pid %ld (uid %lu, gid %lu): not an allowed user or group", (long)peer.pid,
+                       (unsigned long)peer.uid, (unsigned long)peer.gid);
+        status_refuse(fd, "permission denied: this user may not use onionfront's status socket "
+                          "(see status.allowed_uids and status.allowed_gids)");
+        return;
+    }
+    bool privileged = peer.uid == 0 || peer.uid == s->self_uid;
+    switch (status_admit(s->stats.clients, privileged ? 0 : status_clients_of_uid(s, peer.uid), privileged)) {
+    case STATUS_ADMIT_FULL:
+        s->stats.over_limit++;
+        status_log_refusal(s, peer.uid, "no slot left");
+        status_refuse(fd, "too many clients; try again later");
+        return;
+    case STATUS_ADMIT_UID_FULL:
+        s->stats.over_uid_limit++;
+        status_log_refusal(s, peer.uid, "the user has " STATUS_STR(STATUS_MAX_PER_UID) " connections open");
+        status_refuse(fd, "too many connections from this user; close one or try again later");
+        return;
+    case STATUS_ADMIT_OK:
+        break;
+    }
+    struct status_client *c = calloc(1, sizeof(*c));
+    struct bufferevent *bev = c ? bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE) : NULL;
+    struct event *lifetime = bev ? evtimer_new(s->base, status_client_lifetime_cb, c) : NULL;
+    if (!lifetime) {
+        log_warnx("status: out of memory accepting a client");
+        if (bev)
+            bufferevent_free(bev);
+        else
+            close(fd);
+        free(c);
+        return;
+    }
+    c->srv = s;
+    c->bev = bev;
+    c->lifetime_ev = lifetime;
+    c->uid = peer.uid;
+    TAILQ_INSERT_TAIL(&s->clients, c, link);
+    s->stats.clients++;
+    s->stats.accepted++;
+    log_debug("status: client pid %ld uid %lu connected", (long)peer.pid, (unsigned long)peer.uid);
+    bufferevent_setcb(bev, status_client_read_cb, status_client_write_cb, status_client_event_cb, c);
+    /* Read no more than one maximal line (+ "\r\n") ahead: an endless line costs at most this. */
+    bufferevent_setwatermark(bev, EV_READ, 0, STATUS_MAX_LINE + 2);
+    struct timeval idle = {s->idle_timeout_ms / 1000, (s->idle_timeout_ms % 1000) * 1000};
+    struct timeval wr = {s->write_timeout_ms / 1000, (s->write_timeout_ms % 1000) * 1000};
+    bufferevent_set_timeouts(bev, &idle, &wr);
+    struct timeval life = {s->lifetime_ms / 1000, (s->lifetime_ms % 1000) * 1000};
+    evtimer_add(lifetime, &life);
+    bufferevent_enable(bev, EV_READ | EV_WRITE);
+}
+
+static void status_retry_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct status_server *s = arg;
+    (void)fd;
+    (void)what;
+    fd_reserve_refill(&s->spare);
+    if (s->listener)
+        evconnlistener_enable(s->listener);
+}
+
+/* accept() failed (out of file descriptors ...): serve one waiting client with the spare descriptor, so
+ * that an operator can still ask what is going on, then pause accepting for a moment instead of
+ * spinning. */
+static void status_accept_error_cb(struct evconnlistener *l, void *arg)
+{
+    struct status_server *s = arg;
+    int e = errno;
+    if (fdbudget_is_exhaustion(e) && fd_reserve_release(&s->spare)) {
+        int fd = accept4(evconnlistener_get_fd(l), NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd >= 0) {
+            s->stats.from_reserve++;
+            status_accept_cb(l, fd, NULL, 0, s);
+        }
+        fd_reserve_refill(&s->spare); /* succeeds if that client was refused (its descriptor closed) */
+    }
+    errno = e;
+    log_warnx("status: accept on %s: %s; pausing for %d ms", s->path, strerror(errno), STATUS_ACCEPT_RETRY_MS);
+    evconnlistener_disable(l);
+    event_add(s->retry_ev, &(struct timeval){STATUS_ACCEPT_RETRY_MS / 1000, (STATUS_ACCEPT_RETRY_MS % 1000) * 1000});
+}
+
+int status_server_set_acl(struct status_server *s, const struct status_conf *conf)
+{
+    uid_t *u = NULL;
+    gid_t *g = NULL;
+    if (conf->n_allowed_uids && !(u = malloc(conf->n_allowed_uids * sizeof(*u))))
+        return -1;
+    if (conf->n_allowed_gids && !(g = malloc(conf->n_allowed_gids * sizeof(*g)))) {
+        free(u);
+        return -1;
+    }
+    if (u)
+        memcpy(u, conf->allowed_uids, conf->n_allowed_uids * sizeof(*u));
+    if (g)
+        memcpy(g, conf->allowed_gids, conf->n_allowed_gids * sizeof(*g));
+    free(s->uids);
+    free(s->gids);
+    s->uids = u;
+    s->n_uids = conf->n_allowed_uids;
+    s->gids = g;
+    s->n_gids = conf->n_allowed_gids;
+    return 0;
+}
+
+/* Is something accepting connections on the socket file at `path`? 1 yes, 0 no (stale), -1 error. */
+static int status_socket_alive(const char *path, char *err, size_t errlen)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(err, errlen, "status.socket: socket(): %s", strerror(errno));
+        return -1;
+    }
+    int rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+    int e = errno;
+    close(fd);
+    if (rc == 0 || e == EAGAIN || e == EINPROGRESS)
+        return 1; /* connected, or a full backlog: someone listens */
+    if (e == ECONNREFUSED || e == ENOENT)
+        return 0;
+    snprintf(err, errlen, "status.socket: %s exists and cannot be probed: %s", path, strerror(e));
+    return -1;
+}
+
+/* Give the bound socket `path` (in directory `parent`) to the group status.allowed_gids[0], if set. By
+ * name, relative to the directory's descriptor and without following a symlink — and only in a
+ * directory nobody but onionfront's user can change (else a hard link or symlink swapped in for the
+ * socket would get the group instead): elsewhere the socket keeps onionfront's group, with a notice.
+ * Return 0, or -1 with a message (the directory cannot be opened). */
+static int status_socket_give_group(const char *path, const char *parent, const struct status_conf *conf,
+                                    char *err, size_t errlen)
+{
+    err[0] = '\0';
+    if (!conf->n_allowed_gids)
+        return 0;
+    int dfd = fs_open_dir(parent, false, err, errlen);
+    if (dfd < 0)
+        return -1;
+    const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    if (fs_dir_others_can_write(dfd))
+        log_notice("status: not giving %s to group %lu: another user can change %s, so the name may not be "
+                   "our socket any more; put status.socket in a directory only onionfront's user can write",
+                   path, (unsigned long)conf->allowed_gids[0], parent);
+    else if (fchownat(dfd, name, (uid_t)-1, conf->allowed_gids[0], AT_SYMLINK_NOFOLLOW) < 0)
+        log_notice("status: cannot give %s to group %lu (%s); members of status.allowed_gids need the "
+                   "group of onionfront's user to reach it", path, (unsigned long)conf->allowed_gids[0],
+                   strerror(errno));
+    close(dfd);
+    return 0;
+}
+
+int status_server_listen(struct status_server *s, const struct status_conf *conf, const char *run_dir, char *err,
+                         size_t errlen)
+{
+    const char *path = conf->socket;
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    struct stat st;
+    char parent[sizeof(sa.sun_path)];
+    if (s->listener) {
+        snprintf(err, errlen, "status.socket: already listening on %s", s->path);
+        return -1;
+    }
+    if (strlen(path) >= sizeof(sa.sun_path)) {
+        snprintf(err, errlen, "status.socket: %s is longer than %zu bytes", path, sizeof(sa.sun_path) - 1);
+        return -1;
+    }
+    if (status_server_set_acl(s, conf) < 0) {
+        snprintf(err, errlen, "status.socket: out of memory");
+        return -1;
+    }
+    snprintf(parent, sizeof(parent), "%s", path);
+    char *slash = strrchr(parent, '/');
+    if (slash == parent)
+        slash[1] = '\0';
+    else if (slash)
+        *slash = '\0';
+    if (run_dir && strcmp(parent, run_dir) == 0) {
+        if (fs_ensure_private_dir(run_dir, NULL, err, errlen) < 0)
+            return -1;
+    } else if (stat(parent, &st) < 0 || !S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "status.socket: directory %s does not exist", parent);
+        return -1;
+    }
+    if (lstat(path, &st) == 0) {
+        if (!S_ISSOCK(st.st_mode)) {
+            snprintf(err, errlen, "status.socket: %s exists and is not a socket; not replacing it", path);
+            return -1;
+        }
+        int alive = status_socket_alive(path, err, errlen);
+        if (alive < 0)
+            return -1;
+        if (alive) {
+            snprintf(err, errlen, "status.socket: %s: another process (an onionfront already running?) is "
+                                  "listening on it", path);
+            return -1;
+        }
+        if (unlink(path) < 0 && errno != ENOENT) {
+            snprintf(err, errlen, "status.socket: cannot remove the stale socket %s: %s", path, strerror(errno));
+            return -1;
+        }
+        log_info("status: removed the stale socket %s", path);
+    } else if (errno != ENOENT) {
+        snprintf(err, errlen, "status.socket: %s: %s", path, strerror(errno));
+        return -1;
+    }
+
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(err, errlen, "status.socket: socket(): %s", strerror(errno));
+        return -1;
+    }
+    /* The socket file is 0660 from its first instant (the umask around bind), never chmod'ed by name:
+     * a name swapped for a symlink after the bind would take the chmod to the symlink's target. */
+    if (fs_bind_unix(fd, path, 0660) < 0) {
+        snprintf(err, errlen, "status.socket: bind %s: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    s->bound = true;
+    snprintf(s->path, sizeof(s->path), "%s", path);
+    if (status_socket_give_group(path, parent, conf, err, errlen) < 0 || lstat(path, &st) < 0) {
+        if (!err[0])
+            snprintf(err, errlen, "status.socket: %s: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    s->dev = st.st_dev;
+    s->ino = st.st_ino;
+    s->listener = evconnlistener_new(s->base, status_accept_cb, s,
+                                     LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, STATUS_LISTEN_BACKLOG, fd);
+    if (!s->listener) {
+        snprintf(err, errlen, "status.socket: listen %s: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    evconnlistener_set_error_cb(s->listener, status_accept_error_cb);
+    if (fd_reserve_init(&s->spare, 1) < 0)
+        log_notice("status: cannot hold a spare file descriptor: %s", strerror(errno));
+    log_info("status: listening on %s", path);
+    return 0;
+}
+
+void status_server_set_peer_lookup(struct status_server *s, int (*fn)(int fd, struct status_peer *peer, void *arg),
+                                   void *arg)
+{
+    s->peer_fn = fn;
+    s->peer_arg = arg;
+}
+
+void status_server_set_timeouts(struct status_server *s, unsigned idle_ms, unsigned write_ms)
+{
+    s->idle_timeout_ms = idle_ms;
+    s->write_timeout_ms = write_ms;
+}
+
+void status_server_set_lifetime(struct status_server *s, unsigned lifetime_ms)
+{
+    s->lifetime_ms = lifetime_ms;
+}
+
+void status_server_stats(const struct status_server *s, struct status_stats *out)
+{
+    *out = s->stats;
+}
+
+void status_server_free(struct status_server *s)
+{
+    if (!s)
+        return;
+    while (!TAILQ_EMPTY(&s->clients))
+        status_client_free(TAILQ_FIRST(&s->clients));
+    if (s->listener)
+        evconnlistener_free(s->listener);
+    fd_reserve_close(&s->spare);
+    if (s->bound) {
+        /* Remove the file only if it is still ours (not replaced by a newer onionfront). */
+        struct stat st;
+        if (lstat(s->path, &st) == 0 && st.st_dev == s->dev && st.st_ino == s->ino)
+            unlink(s->path);
+    }
+    if (s->reap_ev)
+        event_free(s->reap_ev);
+    if (s->retry_ev)
+        event_free(s->retry_ev);
+    free(s->uids);
+    free(s->gids);
+    free(s->groups);
+    free(s);
+}

@@ -1,0 +1,1093 @@
+/* tor.c — spawn/attach, control connection, bootstrap, mode verification and restart for onionfront's
+ * tor (see tor.h). Services are not this file's business: it hands each new verified connection to the
+ * ready() callback and reports its loss through lost(). */
+#include "sidecar/tor/tor.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <limits.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/file.h>
+#include <sys/syscall.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "controlproto/cp_cmd.h"
+#include "controlproto/cp_conn.h"
+#include "controlproto/cp_event.h"
+#include "sidecar/config/config.h"
+#include "sidecar/core/fsutil.h"
+#include "sidecar/identity/instance.h"
+#include "sidecar/core/log.h"
+#include "sidecar/core/proc.h"
+#include "sidecar/tor/single_onion.h"
+#include "sidecar/tor/torrc.h"
+
+/* Events onionfront uses; SETEVENTS replaces the whole set, so one module owns it. CONF_CHANGED and
+ * SIGNAL tell service.c that tor reloaded its torrc (and dropped the services added by SETCONF). */
+static const char *const tor_events[] = {"STATUS_CLIENT", "STATUS_GENERAL", "HS_DESC", "HS_DESC_CONTENT",
+                                         "CIRC", "CONF_CHANGED", "SIGNAL"};
+
+#define TOR_CONNECT_RETRY_MS 100
+#define TOR_KEEPALIVE_S 10
+#define TOR_STOP_GRACE_S 10
+#define TOR_REAP_WARN_MS 5000 /* a killed tor not reaped by then is worth a warning */
+#define TOR_LEFTOVER_TERM_MS 10000
+#define TOR_LEFTOVER_KILL_MS 5000
+
+struct tor_sup {
+    struct event_base *base;
+    struct proc_mgr *procs;
+    const struct config *conf;
+    struct tor_callbacks cbs;
+    void *arg;
+
+    enum tor_role role;
+    enum tor_state state;
+    bool stopping;
+    bool handed_over;        /* ready() was called for the current connection */
+    struct proc *child;      /* spawn mode */
+    struct cp_conn *conn;
+    int progress;
+    char version[64];
+    long uid;                /* process/uid of the verified tor, -1 unknown */
+    unsigned restarts;
+    unsigned backoff_s;
+    unsigned reap_waits;     /* retry ticks spent waiting for a killed tor to be reaped */
+    struct timespec started_at;
+    bool outage;             /* a verified connection was lost and no tor has bootstrapped since */
+    struct timespec lost_at; /* when that happened */
+
+    unsigned instance;       /* which of tor.instances (instance.h): its paths */
+    char label[16];          /* "tor", "tor 2" for the second instance, "tor (probe)": its log lines' prefix
+                              * (never "... tor", so that the service tor's "tor: " lines stay its own) */
+    char data_dir[PATH_MAX];
+    char torrc_dir[PATH_MAX];
+    char control_dir[PATH_MAX];
+    char control_socket[PATH_MAX];
+    char torrc_path[PATH_MAX];
+    char socks_socket[PATH_MAX]; /* TOR_ROLE_PROBE_CLIENT: its SocksPort */
+    unsigned metrics_port;       /* spawned service tor: its MetricsPort on 127.0.0.1, picked at each launch */
+
+    struct event *retry_ev;     /* connect retry while STARTING, and restart after BACKOFF */
+    struct event *deadline_ev;  /* bootstrap deadline */
+    struct event *keepalive_ev; /* periodic GETINFO: detects a hung tor, refreshes bootstrap */
+};
+
+static void tor_restart_later(struct tor_sup *t, const char *why);
+static int tor_launch(struct tor_sup *t, char *err, size_t errlen);
+
+const char *tor_state_str(enum tor_state s)
+{
+    switch (s) {
+    case TOR_STOPPED: return "stopped";
+    case TOR_STARTING: return "starting";
+    case TOR_CONFIGURING: return "configuring";
+    case TOR_BOOTSTRAPPING: return "bootstrapping";
+    case TOR_RUNNING: return "running";
+    case TOR_BACKOFF: return "backoff";
+    case TOR_FAILED: return "failed";
+    }
+    return "unknown";
+}
+
+/* A client tor (the probe's, Onionbalance's) and the anonymous services' tor are always onionfront's own;
+ * the service tor is spawned or attached. */
+static bool tor_is_spawn(const struct tor_sup *t)
+{
+    return t->role != TOR_ROLE_SERVICE || t->conf->tor.mode == TOR_MODE_SPAWN;
+}
+
+/* A client tor's file prefix ("probe": <state_dir>/probe-tor, probe-torrc, <run_dir>/probe/), or NULL for
+ * a tor that runs services (single-onion or anonymous). */
+static const char *tor_client_name(const struct tor_sup *t)
+{
+    return t->role == TOR_ROLE_PROBE_CLIENT ? "probe" : t->role == TOR_ROLE_OB_CLIENT ? "ob" : NULL;
+}
+
+/* tor.binary, or Debian's tor for a probe client beside an attached tor (tor.binary is then unset). */
+static const char *tor_binary(const struct tor_sup *t)
+{
+    return t->conf->tor.binary ? t->conf->tor.binary : "/usr/bin/tor";
+}
+
+static double tor_since_s(const struct timespec *t0)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - t0->tv_sec) + (double)(now.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+static void tor_set_state(struct tor_sup *t, enum tor_state s)
+{
+    if (t->state != s)
+        log_debug("%s: %s -> %s", t->label, tor_state_str(t->state), tor_state_str(s));
+    t->state = s;
+}
+
+/* Drop the control connection; tell the owner if it had been handed over. */
+static void tor_drop_conn(struct tor_sup *t, const char *why)
+{
+    if (t->keepalive_ev)
+        event_del(t->keepalive_ev);
+    if (t->conn) {
+        struct cp_conn *c = t->conn;
+        t->conn = NULL;
+        cp_conn_free(c); /* safe inside its own callbacks: freed after they return */
+    }
+    if (t->handed_over) {
+        t->handed_over = false;
+        if (!t->outage) {
+            t->outage = true;
+            clock_gettime(CLOCK_MONOTONIC, &t->lost_at);
+        }
+        if (t->cbs.lost)
+            t->cbs.lost(t, why, t->arg);
+    }
+}
+
+static void tor_fail(struct tor_sup *t, const char *why)
+{
+    tor_drop_conn(t, why);
+    if (t->child)
+        proc_terminate(t->child, &(struct timeval){TOR_STOP_GRACE_S, 0});
+    event_del(t->retry_ev);
+    event_del(t->deadline_ev);
+    tor_set_state(t, TOR_FAILED);
+    if (t->cbs.failed)
+        t->cbs.failed(t, why, t->arg);
+}
+
+/* ---- bootstrap ---- */
+
+static void tor_note_progress(struct tor_sup *t, int progress, const char *summary)
+{
+    if (progress < 0)
+        return;
+    if (progress != t->progress) {
+        t->progress = progress;
+        log_debug("%s: bootstrap %d%%%s%s", t->label, progress, summary ? ": " : "", summary ? summary : "");
+    }
+    /* Not only on a change: a restarted tor with a warm DataDirectory can reach 100 % while we are still
+     * CONFIGURING, and then only the GETINFO after the handover reports it again. */
+    if (t->progress >= 100 && t->state == TOR_BOOTSTRAPPING) {
+        event_del(t->deadline_ev);
+        tor_set_state(t, TOR_RUNNING);
+        t->backoff_s = 0; /* a tor that got this far was a success: the next failure starts again at 1 s */
+        log_info("%s: bootstrapped in %.1f s", t->label, tor_since_s(&t->started_at));
+        if (t->outage) {
+            t->outage = false;
+            log_notice("%s: usable again %.1f s after the loss (%u restart%s so far)", t->label, tor_since_s(&t->lost_at),
+                       t->restarts, t->restarts == 1 ? "" : "s");
+        }
+        if (t->cbs.bootstrapped)
+            t->cbs.bootstrapped(t, t->arg);
+    }
+}
+
+static void tor_status_event_cb(struct cp_conn *c, const struct cp_reply *ev, void *arg)
+{
+    struct tor_sup *t = arg;
+    struct cp_event_status st = {0};
+    char err[256];
+    (void)c;
+    if (cp_event_status_parse(ev, &st, err, sizeof(err)) < 0) {
+        log_debug("%s: ignoring undecodable status event: %s", t->label, err);
+        return;
+    }
+    if (st.action && strcmp(st.action, "BOOTSTRAP") == 0)
+        tor_note_progress(t, st.progress, st.summary);
+    cp_event_status_clear(&st);
+}
+
+static void tor_bootstrap_phase_cb(struct cp_conn *c, const struct cp_reply *r, const char *err, void *arg)
+{
+    struct tor_sup *t = arg;
+    (void)c;
+    if (!r) {
+        log_debug("%s: GETINFO status/bootstrap-phase failed: %s", t->label, err);
+        return;
+    }
+    struct cp_info info = {0};
+    char perr[256];
+    if (cp_info_parse(r, &info, perr, sizeof(perr)) == 0) {
+        const char *phase = cp_info_get(&info, "status/bootstrap-phase");
+        struct cp_args a = {0};
+        if (phase && cp_args_parse(phase, &a, perr, sizeof(perr)) == 0) {
+            const char *p = cp_args_get(&a, "PROGRESS");
+            if (p)
+                tor_note_progress(t, atoi(p), cp_args_get(&a, "SUMMARY"));
+            cp_args_clear(&a);
+        }
+        cp_info_clear(&info);
+    }
+}
+
+static void tor_send_getinfo(struct tor_sup *t, const char *key, cp_conn_reply_cb cb)
+{
+    char err[256];
+    char *cmd = cp_cmd_getinfo(&key, 1, err, sizeof(err));
+    if (!cmd || cp_conn_send(t->conn, cmd, cb, t, err, sizeof(err)) < 0)
+        log_warnx("%s: cannot send GETINFO %s: %s", t->label, key, err);
+    free(cmd);
+}
+
+static void tor_keepalive_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct tor_sup *t = arg;
+    (void)fd;
+    (void)what;
+    /* A hung tor (e.g. SIGSTOP) never answers: cp_conn's command timeout then closes the connection
+     * and we restart. The answer also keeps the bootstrap figure fresh. */
+    if (t->conn && cp_conn_get_state(t->conn) == CP_CONN_READY)
+        tor_send_getinfo(t, "status/bootstrap-phase", tor_bootstrap_phase_cb);
+    event_add(t->keepalive_ev, &(struct timeval){TOR_KEEPALIVE_S, 0});
+}
+
+static void tor_deadline_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct tor_sup *t = arg;
+    char why[128];
+    (void)fd;
+    (void)what;
+    snprintf(why, sizeof(why), "tor did not bootstrap within %u s (stuck at %d%%)",
+             t->conf->tor.bootstrap_timeout, t->progress);
+    if (t->state == TOR_STARTING || t->state == TOR_CONFIGURING) {
+        snprintf(why, sizeof(why), "tor's control port did not become usable within %u s",
+                 t->conf->tor.bootstrap_timeout);
+    }
+    tor_restart_later(t, why);
+}
+
+/* ---- verification ---- */
+
+/* Why this tor is not fit for its role (single_onion.h's rules), into `out`; false if it is fit. */
+static bool tor_check_mode(const struct tor_sup *t, const struct cp_info *conf, const struct cp_info *info,
+                           char *out, size_t outlen)
+{
+    struct single_onion_problem p;
+    bool anonymous = t->role == TOR_ROLE_ANONYMOUS;
+    if (anonymous ? anonymous_tor_check(conf, info, &p) : single_onion_check(conf, info, &p))
+        return false;
+    if (p.listener)
+        snprintf(out, outlen, "tor has a client port (SocksPort/TransPort/NATDPort/DNSPort/HTTPTunnelPort) open");
+    else
+        snprintf(out, outlen, "%s is not %s", p.key, p.want);
+    return true;
+}
+
+/* Attach mode: tor only uses key directories its own user owns (measured: SETCONF HiddenServiceDir of
+ * another user's directory is refused), and must reach the 0700 proxy directory's sockets. onionfront
+ * can hand both over to tor's user only as root (main.c does); as another user it cannot, so say so
+ * instead of letting the services' SETCONF fail later. Return true with a message if that is the case. */
+static bool tor_uid_problem(const struct tor_sup *t, char *out, size_t outlen)
+{
+    if (t->uid < 0 || (uid_t)t->uid == geteuid() || geteuid() == 0)
+        return false;
+    const struct passwd *pw = getpwuid((uid_t)t->uid);
+    snprintf(out, outlen,
+             "the attached tor runs as uid %ld%s%s%s, onionfront as uid %lu: tor only accepts key directories "
+             "its own user owns and must reach onionfront's proxy sockets; run onionfront as that user "
+             "(systemd User=%s) or as root, which hands its directories over to tor's user",
+             t->uid, pw ? " (" : "", pw ? pw->pw_name : "", pw ? ")" : "", (unsigned long)geteuid(),
+             pw ? pw->pw_name : "...");
+    return true;
+}
+
+static void tor_handover(struct tor_sup *t)
+{
+    tor_set_state(t, TOR_BOOTSTRAPPING);
+    t->handed_over = true;
+    event_add(t->keepalive_ev, &(struct timeval){TOR_KEEPALIVE_S, 0});
+    if (t->cbs.ready)
+        t->cbs.ready(t, t->conn, t->arg);
+    /* ready() may have dropped the connection; only then is there nothing left to ask. */
+    if (t->conn)
+        tor_send_getinfo(t, "status/bootstrap-phase", tor_bootstrap_phase_cb);
+}
+
+/* The verification chain: GETCONF of the mode options, then GETINFO of the client listeners and version;
+ * the context carries the first answer to the second callback. */
+struct tor_verify_ctx {
+    struct tor_sup *t;
+    struct cp_info conf;
+};
+
+static void tor_verify_listeners_cb(struct cp_conn *c, const struct cp_reply *r, const char *err, void *arg)
+{
+    struct tor_verify_ctx *v = arg;
+    struct tor_sup *t = v->t;
+    char perr[256];
+    (void)c;
+    if (!r || !cp_reply_is_ok(r)) {
+        const char *why = r ? cp_reply_message(r) : err;
+        cp_info_clear(&v->conf);
+        free(v);
+        tor_restart_later(t, why);
+        return;
+    }
+    struct cp_info info = {0};
+    if (cp_info_parse(r, &info, perr, sizeof(perr)) < 0) {
+        cp_info_clear(&v->conf);
+        free(v);
+        tor_restart_later(t, "cannot parse GETINFO answer");
+        return;
+    }
+    char problem[160];
+    bool unfit = tor_check_mode(t, &v->conf, &info, problem, sizeof(problem));
+    const char *ver = cp_info_get(&info, "version");
+    if (ver)
+        snprintf(t->version, sizeof(t->version), "%s", ver);
+    const char *uid = cp_info_get(&info, "process/uid");
+    char *end = NULL;
+    t->uid = uid ? strtol(uid, &end, 10) : -1;
+    if (!uid || end == uid || *end != '\0' || t->uid < 0)
+        t->uid = -1;
+
+    cp_info_clear(&info);
+    cp_info_clear(&v->conf);
+    free(v);
+    if (unfit) {
+        char why[400];
+        if (t->role == TOR_ROLE_ANONYMOUS)
+            snprintf(why, sizeof(why), "refusing to use this tor: %s; onionfront runs anonymous services only "
+                     "on an ordinary tor (HiddenServiceSingleHopMode 0, HiddenServiceNonAnonymousMode 0) without "
+                     "client ports", problem);
+        else
+            snprintf(why, sizeof(why), "refusing to use this tor: %s; onionfront only runs single onion "
+                     "services on a tor with HiddenServiceSingleHopMode 1, HiddenServiceNonAnonymousMode 1 "
+                     "and no client ports", problem);
+        if (tor_is_spawn(t))
+            tor_restart_later(t, why); /* our own torrc should make this impossible */
+        else
+            tor_fail(t, why);
+        return;
+    }
+    char uid_problem[512];
+    if (!tor_is_spawn(t) && tor_uid_problem(t, uid_problem, sizeof(uid_problem))) {
+        tor_fail(t, uid_problem);
+        return;
+    }
+    log_info("%s: verified %s mode with no client ports (tor %s)", t->label,
+             t->role == TOR_ROLE_ANONYMOUS ? "ordinary (multi-hop, anonymous)" : "single-hop, non-anonymous",
+             t->version);
+    tor_handover(t);
+}
+
+static void tor_verify_modeconf_cb(struct cp_conn *c, const struct cp_reply *r, const char *err, void *arg)
+{
+    struct tor_sup *t = arg;
+    char perr[256];
+    (void)c;
+    if (!r || !cp_reply_is_ok(r)) {
+        tor_restart_later(t, r ? cp_reply_message(r) : err);
+        return;
+    }
+    struct tor_verify_ctx *v = calloc(1, sizeof(*v));
+    if (!v) {
+        tor_restart_later(t, "out of memory");
+        return;
+    }
+    v->t = t;
+    if (cp_info_parse(r, &v->conf, perr, sizeof(perr)) < 0) {
+        free(v);
+        tor_restart_later(t, "cannot parse GETCONF answer");
+        return;
+    }
+    const char *keys[SINGLE_ONION_N_LISTENERS + 2];
+    memcpy(keys, single_onion_listener_keys, sizeof(single_onion_listener_keys));
+    keys[SINGLE_ONION_N_LISTENERS] = "version";
+    keys[SINGLE_ONION_N_LISTENERS + 1] = "process/uid";
+    char *cmd = cp_cmd_getinfo(keys, sizeof(keys) / sizeof(keys[0]), perr, sizeof(perr));
+    if (!cmd || cp_conn_send(t->conn, cmd, tor_verify_listeners_cb, v, perr, sizeof(perr)) < 0) {
+        free(cmd);
+        cp_info_clear(&v->conf);
+        free(v);
+        tor_restart_later(t, perr);
+        return;
+    }
+    free(cmd);
+}
+
+/* Completion for commands whose failure means the connection is not usable as configured. */
+static void tor_setup_cmd_cb(struct cp_conn *c, const struct cp_reply *r, const char *err, void *arg)
+{
+    struct tor_sup *t = arg;
+    (void)c;
+    if (!r || !cp_reply_is_ok(r)) {
+        char why[256];
+        snprintf(why, sizeof(why), "control setup command failed: %s", r ? cp_reply_message(r) : err);
+        tor_restart_later(t, why);
+    }
+}
+
+static void tor_configure(struct tor_sup *t)
+{
+    char err[256];
+    tor_set_state(t, TOR_CONFIGURING);
+    cp_conn_subscribe(t->conn, "STATUS_CLIENT", tor_status_event_cb, t);
+    cp_conn_subscribe(t->conn, "STATUS_GENERAL", tor_status_event_cb, t);
+
+    /* Commands are pipelined; the FIFO keeps them in order. */
+    if (tor_is_spawn(t)) {
+        /* tor exits as soon as this connection closes: with __OwningControllerProcess in the torrc,
+         * nothing survives onionfront. */
+        if (cp_conn_send(t->conn, "TAKEOWNERSHIP\r\n", tor_setup_cmd_cb, t, err, sizeof(err)) < 0)
+            goto fail;
+        if (cp_conn_send(t->conn, "RESETCONF __OwningControllerProcess\r\n", tor_setup_cmd_cb, t, err,
+                         sizeof(err)) < 0)
+            goto fail;
+    }
+    char *cmd = cp_cmd_setevents(tor_events, sizeof(tor_events) / sizeof(tor_events[0]), err, sizeof(err));
+    if (!cmd || cp_conn_send(t->conn, cmd, tor_setup_cmd_cb, t, err, sizeof(err)) < 0) {
+        free(cmd);
+        goto fail;
+    }
+    free(cmd);
+    if (tor_client_name(t)) {
+        /* An ordinary client: nothing to verify, and it never runs a service. */
+        tor_handover(t);
+        return;
+    }
+    cmd = cp_cmd_getconf(single_onion_conf_keys, SINGLE_ONION_N_CONF, err, sizeof(err));
+    if (!cmd || cp_conn_send(t->conn, cmd, tor_verify_modeconf_cb, t, err, sizeof(err)) < 0) {
+        free(cmd);
+        goto fail;
+    }
+    free(cmd);
+    return;
+fail:
+    tor_restart_later(t, err);
+}
+
+/* ---- connection ---- */
+
+static void tor_conn_state_cb(struct cp_conn *c, enum cp_conn_state st, const char *err, void *arg)
+{
+    struct tor_sup *t = arg;
+    if (c != t->conn)
+        return;
+    if (st == CP_CONN_READY) {
+        tor_configure(t);
+        return;
+    }
+    if (st != CP_CONN_CLOSED)
+        return;
+    if (t->stopping) {
+        tor_drop_conn(t, "stopping");
+        if (!tor_is_spawn(t)) {
+            tor_set_state(t, TOR_STOPPED);
+            if (t->cbs.stopped)
+                t->cbs.stopped(t, t->arg);
+        }
+        return;
+    }
+    /* Our tor died (SIGKILL, crash): the socket's EOF often arrives before SIGCHLD is handled. Reaping
+     * it now gives the restart the real reason; tor_exit_cb then does the rest. */
+    if (tor_is_spawn(t) && t->child && proc_poll(t->child))
+        return;
+    char why[300];
+    if (t->state == TOR_STARTING) {
+        if (tor_is_spawn(t)) {
+            /* The socket is not there yet (tor still starting): try again shortly. If tor is gone
+             * instead, tor_exit_cb restarts it. */
+            tor_drop_conn(t, err ? err : "closed");
+            if (t->child && proc_is_running(t->child))
+                event_add(t->retry_ev, &(struct timeval){0, TOR_CONNECT_RETRY_MS * 1000});
+            return;
+        }
+        /* attach: tor is not (yet) there or refused us; try again with backoff */
+        snprintf(why, sizeof(why), "cannot use tor's control socket: %s", err ? err : "closed");
+        tor_restart_later(t, why);
+        return;
+    }
+    snprintf(why, sizeof(why), "control connection lost: %s", err ? err : "closed by tor");
+    tor_restart_later(t, why);
+}
+
+static void tor_try_connect(struct tor_sup *t)
+{
+    char err[256];
+    struct cp_conn_opts o = {0};
+    o.unix_path = t->control_socket;
+    o.auth = tor_is_spawn(t) ? CP_AUTH_SAFECOOKIE : CP_AUTH_AUTO;
+    o.cmd_timeout.tv_sec = (time_t)t->conf->tor.command_timeout;
+    t->conn = cp_conn_new(t->base, &o, tor_conn_state_cb, t, err, sizeof(err));
+    if (!t->conn || cp_conn_connect(t->conn, err, sizeof(err)) < 0) {
+        if (t->conn) {
+            cp_conn_free(t->conn);
+            t->conn = NULL;
+        }
+        if (tor_is_spawn(t)) {
+            /* our tor has not created its socket yet: poll quickly (bounded by the deadline) */
+            log_debug("%s: connect to %s: %s", t->label, t->control_socket, err);
+            event_add(t->retry_ev, &(struct timeval){0, TOR_CONNECT_RETRY_MS * 1000});
+        } else {
+            /* an attached tor that is down (restarting, stopped): reconnect with backoff */
+            char why[320];
+            snprintf(why, sizeof(why), "cannot connect to tor: %s", err);
+            tor_restart_later(t, why);
+        }
+    }
+}
+
+/* ---- process ---- */
+
+enum log_level tor_line_level(const char *line)
+{
+    static const struct { const char *tag; enum log_level level; } tags[] = {
+        {"[err] ", LOG_LVL_ERROR},   {"[warn] ", LOG_LVL_WARN},   {"[notice] ", LOG_LVL_NOTICE},
+        {"[info] ", LOG_LVL_INFO},   {"[debug] ", LOG_LVL_DEBUG},
+    };
+    /* tor's log format (log.c, log_prefix_): a timestamp, then the severity in brackets. The first
+     * "[" decides: the message after it may quote anything. */
+    const char *b = strchr(line, '[');
+    for (size_t i = 0; b && i < sizeof(tags) / sizeof(tags[0]); i++)
+        if (strncmp(b, tags[i].tag, strlen(tags[i].tag)) == 0)
+            return tags[i].level;
+    return LOG_LVL_NOTICE;
+}
+
+static void tor_line_cb(struct proc *p, const char *line, void *arg)
+{
+    struct tor_sup *t = arg;
+    (void)p;
+    /* tor's own log at its own level, so its warnings are warnings (the non-anonymous-mode warnings at
+     * start too: onionfront's own start warning says the same). */
+    log_relay(tor_line_level(line), t->role == TOR_ROLE_PROBE_CLIENT ? "probe-tor"
+                                    : t->role == TOR_ROLE_OB_CLIENT  ? "ob-tor"
+                                                                     : t->label,
+              line);
+}
+
+static void tor_exit_cb(struct proc *p, int wstatus, void *arg)
+{
+    struct tor_sup *t = arg;
+    char why[128];
+    if (WIFEXITED(wstatus))
+        snprintf(why, sizeof(why), "tor (pid %ld) exited with status %d", (long)proc_pid(p), WEXITSTATUS(wstatus));
+    else if (WIFSIGNALED(wstatus))
+        snprintf(why, sizeof(why), "tor (pid %ld) killed by signal %d", (long)proc_pid(p), WTERMSIG(wstatus));
+    else
+        snprintf(why, sizeof(why), "tor (pid %ld) ended", (long)proc_pid(p));
+    t->child = NULL;
+    t->reap_waits = 0;
+    proc_free(p);
+    if (t->stopping) {
+        log_info("%s: %s", t->label, why);
+        tor_drop_conn(t, "stopping");
+        tor_set_state(t, TOR_STOPPED);
+        if (t->cbs.stopped)
+            t->cbs.stopped(t, t->arg);
+        return;
+    }
+    if (t->state == TOR_FAILED)
+        return;
+    if (t->state == TOR_BACKOFF) {
+        /* the tor given up on (connection lost, hung, killed by us) is gone: the relaunch may go ahead */
+        log_info("%s: previous %s", t->label, why);
+        return;
+    }
+    tor_restart_later(t, why);
+}
+
+static void tor_retry_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct tor_sup *t = arg;
+    char err[512];
+    (void)fd;
+    (void)what;
+    if (t->stopping)
+        return;
+    if (t->state == TOR_BACKOFF) {
+        /* Never two tors on one DataDirectory: the killed one must have been reaped first. SIGKILL is
+         * normally handled within milliseconds; this only waits (without blocking the loop). */
+        if (t->child && !proc_poll(t->child)) {
+            if (++t->reap_waits == TOR_REAP_WARN_MS / TOR_CONNECT_RETRY_MS)
+                log_warnx("%s: pid %ld has not ended %d s after SIGKILL; not starting another tor yet", t->label,
+                          (long)proc_pid(t->child), TOR_REAP_WARN_MS / 1000);
+            event_add(t->retry_ev, &(struct timeval){0, TOR_CONNECT_RETRY_MS * 1000});
+            return;
+        }
+        if (tor_launch(t, err, sizeof(err)) < 0) {
+            char why[600];
+            snprintf(why, sizeof(why), "cannot start tor: %s", err);
+            tor_restart_later(t, why);
+        }
+        return;
+    }
+    if (t->state == TOR_STARTING && !t->conn)
+        tor_try_connect(t);
+}
+
+/* Something went wrong with the current tor or connection (or a planned restart, logged at `level`):
+ * tear it down and start again after a growing delay (1, 2, 4 ... restart_backoff_max seconds). */
+static void tor_restart_later_at(struct tor_sup *t, enum log_level level, const char *why)
+{
+    if (t->stopping || t->state == TOR_FAILED)
+        return;
+    if (t->state == TOR_BACKOFF) {
+        log_debug("%s: %s (already restarting)", t->label, why);
+        return;
+    }
+    tor_drop_conn(t, why);
+    event_del(t->deadline_ev);
+    event_del(t->retry_ev);
+    if (t->child) {
+        /* A tor we gave up on is of no use (without its owning connection it exits anyway): kill it now,
+         * also when hung (SIGSTOP ignores SIGTERM). Not waiting for it here keeps the loop running;
+         * tor_retry_cb relaunches only after tor_exit_cb has seen it reaped. */
+        proc_kill(t->child);
+    }
+    unsigned max = (unsigned)t->conf->tor.restart_backoff_max;
+    t->backoff_s = t->backoff_s == 0 ? 1 : (t->backoff_s * 2 > max ? max : t->backoff_s * 2);
+    t->restarts++;
+    log_msg(level, "%s: %s; %s in %u s", t->label, why, tor_is_spawn(t) ? "restarting tor" : "reconnecting",
+            t->backoff_s);
+    tor_set_state(t, TOR_BACKOFF);
+    event_add(t->retry_ev, &(struct timeval){t->backoff_s, 0});
+}
+
+static void tor_restart_later(struct tor_sup *t, const char *why)
+{
+    tor_restart_later_at(t, LOG_LVL_WARN, why);
+}
+
+/* tor's command line as onionfront starts it (argv, NULL-terminated): one place, for the launch and for
+ * recognising a tor left by an earlier run. */
+static void tor_argv(const struct tor_sup *t, const char *argv[6])
+{
+    argv[0] = tor_binary(t);
+    argv[1] = "-f";
+    argv[2] = t->torrc_path;
+    argv[3] = "--defaults-torrc";
+    argv[4] = "/dev/null";
+    argv[5] = NULL;
+}
+
+/* Is the process behind `pidfd` (pid `pid`) a tor that an earlier onionfront on this config started?
+ * tor.pid, where the pid comes from, lies in the DataDirectory, which tor's User may write, so the pid is
+ * only a candidate. It counts only if all of these hold: its executable is the file tor.binary names
+ * (same device and inode: an editor or a shell holding the torrc's name is not tor); its command line
+ * is exactly the one tor_launch gives (our torrc, which lives where only onionfront's user can write);
+ * it runs as tor's user or as ours (so whatever the pid file says, onionfront never signals a process
+ * of a third user, nor one of its own user that tor's User merely named). The checks read /proc by pid;
+ * they are tied to the process the pidfd holds by checking afterwards that it has not ended (a pid is
+ * not reused before its process is reaped), and the signals go through the pidfd. */
+static bool tor_leftover_is_ours(const struct tor_sup *t, int pidfd, long pid)
+{
+    char path[64], buf[4096];
+    struct stat exe, bin;
+    snprintf(path, sizeof(path), "/proc/%ld/exe", pid);
+    if (stat(path, &exe) < 0 || stat(tor_binary(t), &bin) < 0 || exe.st_dev != bin.st_dev ||
+        exe.st_ino != bin.st_ino)
+        return false;
+
+    const char *argv[6];
+    char want[PATH_MAX * 2 + 64];
+    size_t wlen = 0;
+    tor_argv(t, argv);
+    for (size_t i = 0; argv[i]; i++) {
+        size_t n = strlen(argv[i]) + 1;
+        if (wlen + n > sizeof(want))
+            return false;
+        memcpy(want + wlen, argv[i], n);
+        wlen += n;
+    }
+    snprintf(path, sizeof(path), "/proc/%ld/cmdline", pid);
+    FILE *f = fopen(path, "re");
+    size_t n = f ? fread(buf, 1, sizeof(buf), f) : 0;
+    if (f)
+        fclose(f);
+    if (n != wlen || memcmp(buf, want, wlen) != 0)
+        return false;
+
+    uid_t tor_uid = geteuid();
+    if (t->conf->tor.user && !tor_client_name(t)) {
+        const struct passwd *pw = getpwnam(t->conf->tor.user);
+        if (!pw)
+            return false;
+        tor_uid = pw->pw_uid;
+    }
+    long ruid = -1, euid = -1;
+    snprintf(path, sizeof(path), "/proc/%ld/status", pid);
+    if ((f = fopen(path, "re")) != NULL) {
+        while (fgets(buf, sizeof(buf), f))
+            if (sscanf(buf, "Uid: %ld %ld", &ruid, &euid) == 2)
+                break;
+        fclose(f);
+    }
+    bool uid_ok = ruid == euid && (ruid == (long)geteuid() || ruid == (long)tor_uid);
+    return uid_ok && syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0;
+}
+
+/* Wait up to `ms` for the process behind `pidfd` to end (the pidfd becomes readable; a zombie counts:
+ * it holds no files or locks any more, and only its parent can reap it). */
+static bool tor_wait_gone(int pidfd, int ms)
+{
+    struct pollfd p = {.fd = pidfd, .events = POLLIN};
+    int rc;
+    while ((rc = poll(&p, 1, ms)) < 0 && errno == EINTR)
+        ;
+    return rc > 0;
+}
+
+static void tor_pidfd_signal(int pidfd, int sig)
+{
+    syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
+}
+
+/* If a tor from an earlier run of onionfront still runs on our DataDirectory (onionfront was killed and
+ * tor has not noticed yet, or it is stopped), end it: two tors must never share a DataDirectory. Then
+ * make sure no other process holds tor's DataDirectory lock. Blocks (up to 15 s): call it only at
+ * start-up, never from the loop. */
+static int tor_replace_leftover(struct tor_sup *t, char *err, size_t errlen)
+{
+    char path[PATH_MAX + 16], buf[32], rerr[256];
+    size_t n = 0;
+    long pid = 0;
+    /* fs_read_small: a symlink or FIFO planted as tor.pid is refused, never followed or waited on. */
+    snprintf(path, sizeof(path), "%s/tor.pid", t->data_dir);
+    if (fs_read_small(path, buf, sizeof(buf) - 1, &n, NULL, rerr, sizeof(rerr)) == 0) {
+        buf[n] = '\0';
+        pid = strtol(buf, NULL, 10);
+    }
+    int pidfd = pid > 1 && pid != (long)getpid() ? (int)syscall(SYS_pidfd_open, (pid_t)pid, 0) : -1;
+    if (pidfd >= 0 && !tor_wait_gone(pidfd, 0) && tor_leftover_is_ours(t, pidfd, pid)) {
+        log_notice("%s: a tor from an earlier onionfront run (pid %ld) still uses %s; stopping it", t->label, pid,
+                   t->data_dir);
+        tor_pidfd_signal(pidfd, SIGTERM);
+        tor_pidfd_signal(pidfd, SIGCONT); /* a stopped tor acts on SIGTERM only once it runs */
+        if (!tor_wait_gone(pidfd, TOR_LEFTOVER_TERM_MS)) {
+            log_warnx("%s: pid %ld ignored SIGTERM for %d s; killing it", t->label, pid, TOR_LEFTOVER_TERM_MS / 1000);
+            tor_pidfd_signal(pidfd, SIGKILL);
+            tor_pidfd_signal(pidfd, SIGCONT);
+            if (!tor_wait_gone(pidfd, TOR_LEFTOVER_KILL_MS)) {
+                snprintf(err, errlen, "a tor (pid %ld) from an earlier run still uses %s and would not stop",
+                         pid, t->data_dir);
+                close(pidfd);
+                return -1;
+            }
+        }
+        log_info("%s: the earlier tor (pid %ld) is gone", t->label, pid);
+    } else if (pid > 1 && pidfd >= 0) {
+        log_info("%s: %s/tor.pid names pid %ld, which is not a tor this onionfront started; leaving it alone", t->label,
+                 t->data_dir, pid);
+    }
+    if (pidfd >= 0)
+        close(pidfd);
+    /* tor holds flock(LOCK_EX) on <DataDirectory>/lock while it runs (tor's lockfile.c): if someone still
+     * holds it, a tor we did not recognise (no or another tor.pid) uses the directory. */
+    snprintf(path, sizeof(path), "%s/lock", t->data_dir);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd >= 0) {
+        int rc = flock(fd, LOCK_EX | LOCK_NB);
+        int e = errno;
+        close(fd); /* releases our lock at once */
+        if (rc < 0 && e == EWOULDBLOCK) {
+            snprintf(err, errlen, "%s is locked: another tor is running on DataDirectory %s (not one this "
+                     "onionfront started, or its tor.pid is gone); stop it first", path, t->data_dir);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* A TCP port on 127.0.0.1 that is free now (the kernel's pick for a bound socket, closed again) for
+ * tor's MetricsPort: tor 0.4.9 takes no "auto" there. Another process could take it before tor binds;
+ * then tor fails to start and the restart picks again. Return the port, or 0 with a message. */
+static unsigned tor_pick_loopback_port(char *err, size_t errlen)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(sa);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+        getsockname(fd, (struct sockaddr *)&sa, &len) < 0) {
+        snprintf(err, errlen, "no free port on 127.0.0.1 for tor's MetricsPort: %s", strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return 0;
+    }
+    close(fd);
+    return ntohs(sa.sin_port);
+}
+
+static int tor_write_torrc(struct tor_sup *t, char *err, size_t errlen)
+{
+    struct torrc_params p = {
+        .data_dir = t->data_dir,
+        .control_socket = t->control_socket,
+        .socks_socket = t->socks_socket[0] ? t->socks_socket : NULL, /* Onionbalance's tor: none */
+        .controller_pid = getpid(),
+        /* Client tors run as onionfront's user: the probe's SocksPort lies in onionfront's 0700 run_dir. */
+        .user = !tor_client_name(t) ? t->conf->tor.user : NULL,
+        .extra = (const char *const *)t->conf->tor.extra_torrc,
+        .n_extra = t->conf->tor.n_extra_torrc,
+    };
+    const char *client = tor_client_name(t);
+    char name[16];
+    snprintf(name, sizeof(name), "%s%storrc", client ? client : "", client ? "-" : "");
+    if (!client && !(p.metrics_port = t->metrics_port = tor_pick_loopback_port(err, errlen)))
+        return -1;
+    const char *tmpl = client ? torrc_client_template
+                       : t->role == TOR_ROLE_ANONYMOUS ? torrc_anonymous_template
+                                                       : torrc_template;
+    char *text = torrc_render(tmpl, &p, err, errlen);
+    if (!text)
+        return -1;
+    int rc = fs_write_atomic(t->torrc_dir, name, text, strlen(text), 0600, err, errlen);
+    free(text);
+    return rc;
+}
+
+static int tor_launch(struct tor_sup *t, char *err, size_t errlen)
+{
+    clock_gettime(CLOCK_MONOTONIC, &t->started_at);
+    t->progress = -1;
+    t->uid = -1;
+    tor_set_state(t, TOR_STARTING);
+    event_add(t->deadline_ev, &(struct timeval){(time_t)t->conf->tor.bootstrap_timeout, 0});
+    if (!tor_is_spawn(t)) {
+        tor_try_connect(t);
+        return 0;
+    }
+    /* A stale socket from a killed tor would make connect() fail until tor replaces it; remove it. */
+    unlink(t->control_socket);
+    if (tor_write_torrc(t, err, errlen) < 0)
+        return -1;
+    const char *argv[6];
+    tor_argv(t, argv);
+    t->child = proc_spawn(t->procs, argv, tor_line_cb, tor_exit_cb, t, err, errlen);
+    if (!t->child)
+        return -1;
+    log_info("%s: started %s (pid %ld)", t->label, tor_binary(t), (long)proc_pid(t->child));
+    event_add(t->retry_ev, &(struct timeval){0, TOR_CONNECT_RETRY_MS * 1000});
+    return 0;
+}
+
+/* ---- public ---- */
+
+struct tor_sup *tor_sup_new(struct event_base *base, struct proc_mgr *procs, const struct config *conf,
+                            const struct tor_callbacks *cbs, void *arg)
+{
+    struct tor_sup *t = calloc(1, sizeof(*t));
+    if (!t)
+        return NULL;
+    t->base = base;
+    t->procs = procs;
+    t->conf = conf;
+    t->cbs = *cbs;
+    t->arg = arg;
+    t->progress = -1;
+    t->uid = -1;
+    t->role = TOR_ROLE_SERVICE;
+    snprintf(t->label, sizeof(t->label), "tor");
+    t->retry_ev = evtimer_new(base, tor_retry_cb, t);
+    t->deadline_ev = evtimer_new(base, tor_deadline_cb, t);
+    t->keepalive_ev = evtimer_new(base, tor_keepalive_cb, t);
+    if (!t->retry_ev || !t->deadline_ev || !t->keepalive_ev) {
+        tor_sup_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+void tor_sup_set_role(struct tor_sup *t, enum tor_role role)
+{
+    t->role = role;
+    snprintf(t->label, sizeof(t->label), "%s", role == TOR_ROLE_PROBE_CLIENT ? "tor (probe)"
+                                               : role == TOR_ROLE_OB_CLIENT  ? "tor (ob)"
+                                               : role == TOR_ROLE_ANONYMOUS  ? "anonymous tor"
+                                                                             : "tor");
+}
+
+/* Where this tor's files go: instance.h's paths for a service tor; for a client tor named N (probe, ob)
+ * <state_dir>/N-tor, <state_dir>/N-torrc and its sockets in <run_dir>/N/ (0700, like the control socket's
+ * directory); only the probe's has a SocksPort. */
+static int tor_paths(struct tor_sup *t, struct instance_paths *ip, char *err, size_t errlen)
+{
+    const struct config *c = t->conf;
+    if (t->role == TOR_ROLE_ANONYMOUS)
+        return instance_anonymous_paths(c, ip, err, errlen);
+    const char *client = tor_client_name(t);
+    if (!client)
+        return instance_paths(c, t->instance, ip, err, errlen);
+    memset(ip, 0, sizeof(*ip));
+    int n = snprintf(ip->control_dir, sizeof(ip->control_dir), "%s/%s", c->run_dir, client);
+    if (n < 0 || (size_t)n + sizeof("/control.sock") > sizeof(ip->control_dir) ||
+        snprintf(ip->data_dir, sizeof(ip->data_dir), "%s/%s-tor", c->state_dir, client) >= (int)sizeof(ip->data_dir) ||
+        snprintf(ip->torrc_dir, sizeof(ip->torrc_dir), "%s", c->state_dir) >= (int)sizeof(ip->torrc_dir) ||
+        snprintf(ip->control_socket, sizeof(ip->control_socket), "%s/control.sock", ip->control_dir) >=
+            (int)sizeof(ip->control_socket) ||
+        (t->role == TOR_ROLE_PROBE_CLIENT &&
+         snprintf(t->socks_socket, sizeof(t->socks_socket), "%s/socks.sock", ip->control_dir) >=
+             (int)sizeof(t->socks_socket))) {
+        snprintf(err, errlen, "run_dir or state_dir is too long");
+        return -1;
+    }
+    return 0;
+}
+
+int tor_sup_start(struct tor_sup *t, char *err, size_t errlen)
+{
+    const struct config *c = t->conf;
+    const char *name = tor_client_name(t);
+    bool client = name != NULL;
+    struct instance_paths ip;
+    if (tor_paths(t, &ip, err, errlen) < 0)
+        return -1;
+    snprintf(t->control_socket, sizeof(t->control_socket), "%s", ip.control_socket);
+    if (tor_is_spawn(t)) {
+        snprintf(t->data_dir, sizeof(t->data_dir), "%s", ip.data_dir);
+        snprintf(t->torrc_dir, sizeof(t->torrc_dir), "%s", ip.torrc_dir);
+        if (snprintf(t->torrc_path, sizeof(t->torrc_path), "%.*s/%s%storrc", (int)sizeof(t->torrc_path) - 13,
+                     ip.torrc_dir, client ? name : "", client ? "-" : "") >= (int)sizeof(t->torrc_path) - 1) {
+            snprintf(err, errlen, "state_dir is too long");
+            return -1;
+        }
+        snprintf(t->control_dir, sizeof(t->control_dir), "%s", ip.control_dir);
+        /* tor itself insists on a private DataDirectory; the control socket's directory must be 0700
+         * so only onionfront's user can reach the control port. */
+        if (fs_ensure_private_dir(c->state_dir, NULL, err, errlen) < 0 ||
+            (t->role == TOR_ROLE_SERVICE && instance_make_dirs(c, t->instance, err, errlen) < 0) ||
+            (t->role == TOR_ROLE_ANONYMOUS && fs_ensure_private_dir(ip.dir, NULL, err, errlen) < 0) ||
+            fs_ensure_private_dir(t->data_dir, NULL, err, errlen) < 0 ||
+            fs_ensure_private_dir(c->run_dir, NULL, err, errlen) < 0 ||
+            fs_ensure_private_dir(t->control_dir, NULL, err, errlen) < 0)
+            return -1;
+        /* Only here, at start-up, may this block: later launches follow a tor we reaped ourselves. */
+        if (tor_replace_leftover(t, err, errlen) < 0)
+            return -1;
+    }
+    t->stopping = false;
+    return tor_launch(t, err, errlen);
+}
+
+void tor_sup_stop(struct tor_sup *t)
+{
+    t->stopping = true;
+    event_del(t->retry_ev);
+    event_del(t->deadline_ev);
+    event_del(t->keepalive_ev);
+    if (tor_is_spawn(t)) {
+        if (t->child && proc_is_running(t->child)) {
+            proc_terminate(t->child, &(struct timeval){TOR_STOP_GRACE_S, 0});
+            return; /* tor_exit_cb finishes */
+        }
+        tor_drop_conn(t, "stopping");
+    } else if (t->conn) {
+        cp_conn_close(t->conn); /* tor_conn_state_cb finishes */
+        return;
+    }
+    tor_set_state(t, TOR_STOPPED);
+    if (t->cbs.stopped)
+        t->cbs.stopped(t, t->arg);
+}
+
+void tor_sup_set_instance(struct tor_sup *t, unsigned instance)
+{
+    t->instance = instance;
+    if (instance > 0)
+        snprintf(t->label, sizeof(t->label), "tor %u", instance + 1);
+}
+
+void tor_sup_set_config(struct tor_sup *t, const struct config *conf)
+{
+    t->conf = conf;
+}
+
+enum tor_state tor_sup_state(const struct tor_sup *t)
+{
+    return t->state;
+}
+
+int tor_sup_bootstrap_progress(const struct tor_sup *t)
+{
+    return t->progress;
+}
+
+const char *tor_sup_version(const struct tor_sup *t)
+{
+    return t->version;
+}
+
+double tor_sup_uptime(const struct tor_sup *t)
+{
+    return t->state == TOR_RUNNING || t->state == TOR_BOOTSTRAPPING ? tor_since_s(&t->started_at) : -1;
+}
+
+unsigned tor_sup_restarts(const struct tor_sup *t)
+{
+    return t->restarts;
+}
+
+long tor_sup_uid(const struct tor_sup *t)
+{
+    return t->uid;
+}
+
+const char *tor_sup_control_socket(const struct tor_sup *t)
+{
+    return t->control_socket;
+}
+
+const char *tor_sup_socks_socket(const struct tor_sup *t)
+{
+    return t->socks_socket;
+}
+
+unsigned tor_sup_metrics_port(const struct tor_sup *t)
+{
+    return tor_is_spawn(t) && t->role == TOR_ROLE_SERVICE ? t->metrics_port : 0;
+}
+
+void tor_sup_restart(struct tor_sup *t, const char *why)
+{
+    tor_restart_later(t, why);
+}
+
+void tor_sup_restart_planned(struct tor_sup *t, const char *why)
+{
+    tor_restart_later_at(t, LOG_LVL_NOTICE, why);
+}
+
+long tor_sup_pid(const struct tor_sup *t)
+{
+    return t->child ? (long)proc_pid(t->child) : -1;
+}
+
+struct cp_conn *tor_sup_conn(const struct tor_sup *t)
+{
+    if (t->state == TOR_CONFIGURING || t->state == TOR_BOOTSTRAPPING || t->state == TOR_RUNNING)
+        return t->conn;
+    return NULL;
+}
+
+void tor_sup_free(struct tor_sup *t)
+{
+    if (!t)
+        return;
+    t->handed_over = false; /* no callbacks from inside free */
+    if (t->conn)
+        cp_conn_free(t->conn);
+    if (t->child)
+        proc_free(t->child);
+    if (t->retry_ev)
+        event_free(t->retry_ev);
+    if (t->deadline_ev)
+        event_free(t->deadline_ev);
+    if (t->keepalive_ev)
+        event_free(t->keepalive_ev);
+    free(t);
+}

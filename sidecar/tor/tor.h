@@ -1,0 +1,124 @@
+/* tor.h — onionfront's tor: spawn it in single-onion mode (or attach to a running one), keep an
+ * authenticated control connection, follow bootstrap, verify the non-anonymous single-hop mode, and
+ * restart/reconnect with backoff when tor dies, hangs or drops the connection.
+ *
+ * Owns the tor process (spawn mode), the torrc it writes, and the control connection. It does not know
+ * about services: the ready/lost callbacks let service.c (re)publish them on each new connection.
+ *
+ * Faults: tor's death is seen through SIGCHLD or the control socket's EOF (whichever comes first); a hung
+ * tor through the keepalive GETINFO (every 10 s) timing out after tor.command_timeout. Either way the
+ * connection is dropped (lost()), a spawned tor is killed (SIGKILL+SIGCONT) and reaped before another is
+ * started, and the next start or reconnect waits 1, 2, 4 ... tor.restart_backoff_max seconds; a
+ * bootstrap to 100 % resets the wait to 1 s. In spawn mode a lost connection always means a new tor:
+ * tor exits when its owning controller's connection closes (TAKEOWNERSHIP). */
+#ifndef ONIONFRONT_TOR_H
+#define ONIONFRONT_TOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "sidecar/core/log.h"
+
+struct event_base;
+struct config;
+struct proc_mgr;
+struct cp_conn;
+struct tor_sup;
+
+enum tor_state {
+    TOR_STOPPED,      /* not started, or stopped for good */
+    TOR_STARTING,     /* spawned (or attaching); waiting for the control socket */
+    TOR_CONFIGURING,  /* authenticated; taking ownership, subscribing, verifying the mode */
+    TOR_BOOTSTRAPPING,/* verified and services handed over; bootstrap below 100 % */
+    TOR_RUNNING,      /* bootstrapped */
+    TOR_BACKOFF,      /* lost; waiting before the next start or reconnect */
+    TOR_FAILED        /* a condition that restarting cannot fix (attach to a non-single-onion tor) */
+};
+const char *tor_state_str(enum tor_state s);
+
+enum tor_role {
+    TOR_ROLE_SERVICE,      /* the single-onion tor (the default): verified single-hop, never a SocksPort */
+    TOR_ROLE_PROBE_CLIENT, /* onionfront's own ordinary client tor for the end-to-end probe (probe.h): always
+                              spawned (tor.binary, else /usr/bin/tor), DataDirectory <state_dir>/probe-tor,
+                              torrc <state_dir>/probe-torrc, control and SocksPort sockets in <run_dir>/probe/,
+                              tor.extra_torrc, no User (it runs as onionfront's user), no ORPort */
+    TOR_ROLE_OB_CLIENT,    /* the client tor Onionbalance's frontend drives (ob_frontend.h): like the probe's,
+                              with DataDirectory <state_dir>/ob-tor, torrc <state_dir>/ob-torrc, its control
+                              socket in <run_dir>/ob/, and no SocksPort */
+    TOR_ROLE_ANONYMOUS,    /* the anonymous services' ordinary tor (workerset.h): always spawned, paths from
+                              instance_anonymous_paths, tor.user and tor.extra_torrc like the service tor,
+                              verified NOT single-hop and without client ports (anonymous_tor_check) */
+};
+
+/* The level of one line of tor's own log ("Dec 03 10:00:00.000 [warn] ..."): its "[err]", "[warn]",
+ * "[notice]", "[info]" or "[debug]" tag; notice for a line without one. Pure. */
+enum log_level tor_line_level(const char *line);
+
+struct tor_callbacks {
+    /* The control connection is authenticated and tor verified as single-hop/non-anonymous: publish.
+     * Called again after every restart or reconnect with the new connection. */
+    void (*ready)(struct tor_sup *t, struct cp_conn *conn, void *arg);
+    /* The connection handed to ready() is gone (tor died, hung, or closed it); do not use it again. */
+    void (*lost)(struct tor_sup *t, const char *why, void *arg);
+    /* Bootstrap reached 100 %. */
+    void (*bootstrapped)(struct tor_sup *t, void *arg);
+    /* Unrecoverable: onionfront should exit with an error. */
+    void (*failed)(struct tor_sup *t, const char *why, void *arg);
+    /* A tor stopped by tor_sup_stop() is gone (its process reaped, or the attached connection closed). */
+    void (*stopped)(struct tor_sup *t, void *arg);
+};
+
+/* Borrow `conf` (it must outlive the supervisor or be replaced with tor_sup_set_config). */
+struct tor_sup *tor_sup_new(struct event_base *base, struct proc_mgr *procs, const struct config *conf,
+                            const struct tor_callbacks *cbs, void *arg);
+
+/* Make `t` a tor of this role (before tor_sup_start; the default is TOR_ROLE_SERVICE). */
+void tor_sup_set_role(struct tor_sup *t, enum tor_role role);
+
+/* Prepare directories and start (spawn or attach). In spawn mode a tor left running on our DataDirectory
+ * by an earlier run of onionfront (found through its tor.pid and command line) is ended first: this may
+ * block for up to 15 s, and is the only place that blocks; restarts later never do. Return 0 (progress
+ * arrives through callbacks), or -1 with a message in err for problems found before anything started
+ * (bad directory permissions, a torrc that cannot be written, another process holding the DataDirectory
+ * lock). */
+int tor_sup_start(struct tor_sup *t, char *err, size_t errlen);
+
+/* Stop: in spawn mode terminate tor (SIGTERM, SIGKILL after a bound); in attach mode close the
+ * connection. cbs->stopped is called when done. */
+void tor_sup_stop(struct tor_sup *t);
+
+/* Use instance `instance`'s paths (instance.h; 0, the configured ones, by default). Before tor_sup_start. */
+void tor_sup_set_instance(struct tor_sup *t, unsigned instance);
+
+/* Replace the borrowed config (on reload). Settings that need a tor restart are not applied. */
+void tor_sup_set_config(struct tor_sup *t, const struct config *conf);
+
+enum tor_state tor_sup_state(const struct tor_sup *t);
+int tor_sup_bootstrap_progress(const struct tor_sup *t); /* 0-100, -1 unknown */
+const char *tor_sup_version(const struct tor_sup *t);    /* "" until known */
+unsigned tor_sup_restarts(const struct tor_sup *t);
+double tor_sup_uptime(const struct tor_sup *t);          /* seconds since this tor started, -1 unless it is up */
+long tor_sup_pid(const struct tor_sup *t);               /* spawn mode: tor's pid, else -1 */
+long tor_sup_uid(const struct tor_sup *t);               /* the verified tor's uid (process/uid), -1 unknown */
+/* The control socket's path (set by tor_sup_start). */
+const char *tor_sup_control_socket(const struct tor_sup *t);
+/* TOR_ROLE_PROBE_CLIENT: the SocksPort's unix socket path (set by tor_sup_start); "" otherwise. */
+const char *tor_sup_socks_socket(const struct tor_sup *t);
+/* A spawned service tor: its MetricsPort on 127.0.0.1 (torrc: MetricsPortPolicy accept 127.0.0.1), picked
+ * at each launch; 0 otherwise (attach mode: the operator's tor, whose MetricsPort is not ours to set). */
+unsigned tor_sup_metrics_port(const struct tor_sup *t);
+
+/* Give up on the current tor as if it had hung: kill (spawn) or disconnect (attach), then start again
+ * with the usual backoff (logged once at warning with `why`). Nothing while stopping or in backoff. */
+void tor_sup_restart(struct tor_sup *t, const char *why);
+
+/* The same, on purpose (a rolling restart, roll.h): logged at notice instead of warning. */
+void tor_sup_restart_planned(struct tor_sup *t, const char *why);
+
+/* The current control connection when CONFIGURING/BOOTSTRAPPING/RUNNING, else NULL. */
+struct cp_conn *tor_sup_conn(const struct tor_sup *t);
+
+/* Free (killing a spawned tor that is still running). NULL is a no-op. */
+void tor_sup_free(struct tor_sup *t);
+
+#endif
