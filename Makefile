@@ -1,14 +1,19 @@
 # onionfront — one non-recursive Makefile (no autotools).
 #
 #   make            build build/onionfront (release flags)
-#   make test       install what is missing, build with ASan/UBSan, run unit, fuzz-smoke and integration tests
+#   make test       install what is missing, build with ASan/UBSan, run unit, fuzz-smoke and integration tests;
+#                   the fuzz smoke (tests/fuzz/smoke.sh) is the same work every time: each target replays
+#                   tests/fuzz/seeds/<target>/ and tests/fuzz/regressions/<target>/, then FUZZ_SMOKE_RUNS
+#                   (default 30000) inputs from -seed=FUZZ_SMOKE_SEED (default 1); no corpus of earlier runs
 #   make unit       only the cmocka unit tests (and build/tools/promcheck, which test_proxy runs)
 #   make stress-test  make test on RUNS (default 3) fresh clones of HEAD, each beside a CPU hog of two busy
 #                   processes (tests/stress-make-test.sh; MAKE_TARGET=unit for a quick run)
 #   make demo       install, build, run onionfront on a private local Tor network and fetch a page
 #   make bench      benchmarks (not part of make test)
 #   make soak       soak test, SOAK_SECONDS (default 600) on a private network (not part of make test)
-#   make fuzz       build libFuzzer targets and run each FUZZ_SECONDS (default 600)
+#   make fuzz       build libFuzzer targets and run each FUZZ_SECONDS (default 600), random seed, corpus kept in
+#                   tests/fuzz/corpus-<target>/; a crash input is written to build/fuzz/artifacts/<target>/:
+#                   fix the bug, then add the input to tests/fuzz/regressions/<target>/ (tests/fuzz/README.md)
 #   make install    PREFIX=/usr/local DESTDIR=
 #   make clean
 #
@@ -19,10 +24,12 @@ DESTDIR ?=
 CC ?= cc
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 600
-FUZZ_SMOKE_SECONDS ?= 15
+FUZZ_SMOKE_RUNS ?= 30000
+FUZZ_SMOKE_SEED ?= 1
+export FUZZ_SMOKE_RUNS FUZZ_SMOKE_SEED
 SANITIZE ?= -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
-PKGS := libevent jansson libcurl openssl
+PKGS := libevent jansson libcurl openssl libsodium
 # Evaluated once; silent when pkg-config is not installed yet (the deps step installs it and re-runs make).
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -179,14 +186,23 @@ fuzz-smoke: fuzz-build
 fuzz: deps
 	@$(MAKE) --no-print-directory -j$$(nproc 2>/dev/null || echo 2) fuzz-build
 	@for f in $(FUZZ_BIN); do \
-	  n=$$(basename $$f); mkdir -p tests/fuzz/corpus-$$n; \
+	  n=$$(basename $$f); mkdir -p tests/fuzz/corpus-$$n build/fuzz/artifacts/$$n; \
 	  echo "== $$n for $(FUZZ_SECONDS) s"; \
-	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 tests/fuzz/corpus-$$n tests/fuzz/seeds/$$n 2>&1 | tail -n 12 || exit 1; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -artifact_prefix=build/fuzz/artifacts/$$n/ \
+	    tests/fuzz/corpus-$$n $$(ls -d tests/fuzz/seeds/$$n tests/fuzz/regressions/$$n 2>/dev/null) \
+	    > build/fuzz/artifacts/$$n.log 2>&1; rc=$$?; tail -n 12 build/fuzz/artifacts/$$n.log; \
+	  if [ $$rc -ne 0 ]; then \
+	    echo "$$n failed: the input is in build/fuzz/artifacts/$$n/; once fixed, add it to tests/fuzz/regressions/$$n/"; \
+	    exit 1; \
+	  fi; \
 	done
 
-# controlproto/ is a reusable library: it must not include anything from sidecar/.
+# Includes run only downward between folders, never in a circle: each folder's .may_include names what
+# it may include (controlproto/ nothing of onionfront); tests/check-layering.sh says which file broke which rule,
+# and tests/check-layering-selftest.sh shows it failing on a copy of the tree with an upward include or a circle.
 check-layering:
-	@! grep -n '#include *"sidecar/' controlproto/*.c controlproto/*.h || { echo "controlproto includes sidecar/"; exit 1; }
+	@sh tests/check-layering.sh
+	@sh tests/check-layering-selftest.sh
 
 demo: deps
 	@$(MAKE) --no-print-directory -j$$(nproc 2>/dev/null || echo 2) all
@@ -202,20 +218,23 @@ soak: deps
 	@$(MAKE) --no-print-directory -j$$(nproc 2>/dev/null || echo 2) all build/onionfront-san $(TOOLS_BIN)
 	@bash tests/soak/run.sh
 
-# make install [PREFIX=/usr/local] [DESTDIR=]: the daemon, man pages, templates, systemd units (their
-# ExecStart follows BINDIR) and the sysusers.d entry for the unit's user. tests/integration/test_install.sh
-# checks the result.
+# make install [PREFIX=/usr/local] [DESTDIR=]: the daemon, man pages, templates, the operator documentation
+# (README.md and docs/), systemd units (their ExecStart follows BINDIR) and the sysusers.d entry for the
+# unit's user. tests/integration/test_install.sh checks the result and follows the README's production
+# install.
 BINDIR ?= $(PREFIX)/bin
 DATADIR ?= $(PREFIX)/share/onionfront
 MANDIR ?= $(PREFIX)/share/man
+DOCDIR ?= $(PREFIX)/share/doc/onionfront
 SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 
 install: all
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
-	  $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSUSERSDIR)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR) $(DESTDIR)$(DOCDIR) $(DESTDIR)$(MANDIR)/man1 \
+	  $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSUSERSDIR)
 	install -m 0755 build/onionfront $(DESTDIR)$(BINDIR)/onionfront
-	install -m 0644 templates/CONFIG.md templates/torrc.in templates/*.json templates/*.conf $(DESTDIR)$(DATADIR)/
+	install -m 0644 templates/torrc.in templates/*.json templates/*.conf templates/*.yml $(DESTDIR)$(DATADIR)/
+	install -m 0644 README.md docs/*.md $(DESTDIR)$(DOCDIR)/
 	install -m 0644 sidecar/onionfront.1 $(DESTDIR)$(MANDIR)/man1/onionfront.1
 	install -m 0644 sidecar/onionfront.json.5 $(DESTDIR)$(MANDIR)/man5/onionfront.json.5
 	for u in systemd/*.service systemd/*.path; do \

@@ -533,6 +533,33 @@ char *cp_cmd_hsfetch(const char *address, const char *const *servers, size_t n_s
     return cmd_buf_finish(&b, err, errlen);
 }
 
+char *cp_cmd_onion_client_auth_add(const char *address, const char *x25519_b64, char *err, size_t errlen)
+{
+    struct cmd_buf b = {0};
+
+    if (check_onion("address", address, err, errlen) < 0 ||
+        check_word("private_key", x25519_b64, ok_key_blob_char, "base64", err, errlen) < 0)
+        return NULL;
+    cmd_buf_str(&b, "ONION_CLIENT_AUTH_ADD ");
+    cmd_buf_str(&b, address);
+    cmd_buf_str(&b, " x25519:");
+    cmd_buf_str(&b, x25519_b64);
+    cmd_buf_str(&b, "\r\n");
+    return cmd_buf_finish(&b, err, errlen);
+}
+
+char *cp_cmd_onion_client_auth_remove(const char *address, char *err, size_t errlen)
+{
+    struct cmd_buf b = {0};
+
+    if (check_onion("address", address, err, errlen) < 0)
+        return NULL;
+    cmd_buf_str(&b, "ONION_CLIENT_AUTH_REMOVE ");
+    cmd_buf_str(&b, address);
+    cmd_buf_str(&b, "\r\n");
+    return cmd_buf_finish(&b, err, errlen);
+}
+
 /* Return "+HSPOST [SERVER=$FP]... [HSADDRESS=addr]\r\n" + the descriptor as CmdData (control-spec 3.29,
  * 2.4): each line ("\n" or "\r\n" terminated; a missing final newline is supplied) is sent with CRLF, a
  * line starting with '.' gets a second '.', and ".\r\n" ends the data. NUL and a CR not followed by LF

@@ -74,6 +74,13 @@ char *cp_cmd_closecircuit(unsigned long circuit_id, bool if_unused, char *err, s
 char *cp_cmd_hsfetch(const char *address, const char *const *servers, size_t n_servers, char *err,
                      size_t errlen);
 
+/* ONION_CLIENT_AUTH_ADD <address> x25519:<base64 private key> (control-spec 3.30; in memory only: no
+ * Permanent flag). It holds a secret: wipe it before free (cp_conn_send wipes its own copy). */
+char *cp_cmd_onion_client_auth_add(const char *address, const char *x25519_b64, char *err, size_t errlen);
+
+/* ONION_CLIENT_AUTH_REMOVE <address> (control-spec 3.31; tor also drops the descriptor it cached for it). */
+char *cp_cmd_onion_client_auth_remove(const char *address, char *err, size_t errlen);
+
 /* +HSPOST [SERVER=$fp ...] [HSADDRESS=addr] CRLF descriptor CRLF "." CRLF — the data form, with the
  * descriptor dot-stuffed and its line endings normalised to CRLF. `hs_address` may be NULL. */
 char *cp_cmd_hspost(const char *const *servers, size_t n_servers, const char *hs_address,

@@ -1,8 +1,8 @@
 /* cp_conn.c — an asynchronous tor control-port client on libevent.
  *
  * Owns one control connection's socket (a bufferevent), its reply parser, the FIFO of commands waiting for
- * their replies (one completion each), the event subscribers, one timer (the oldest command's deadline,
- * and the connect+auth deadline) and the authentication exchange: PROTOCOLINFO 1, then SAFECOOKIE
+ * their replies (one completion each), the event subscribers, one timer (the oldest unanswered
+ * command's deadline, and the connect+auth deadline) and the authentication exchange: PROTOCOLINFO 1, then SAFECOOKIE
  * (AUTHCHALLENGE, tor's SERVERHASH checked in constant time), COOKIE, HASHEDPASSWORD or NULL
  * (control-spec 3.5, 3.21, 3.24).
  * It does not frame replies (cp_reply.c), encode commands (cp_cmd.c) or interpret events (cp_event.c),
@@ -63,7 +63,11 @@ struct cp_conn_cmd {
     struct cp_conn_cmd *next;
     cp_conn_reply_cb cb;
     void *arg;
-    int64_t deadline_us; /* monotonic */
+    int64_t timeout_us;  /* this command's own time to answer */
+    int64_t deadline_us; /* monotonic; set once it is the oldest unanswered command (the head) */
+    int64_t since_us;    /* when it became the head */
+    int64_t period_us;   /* when its current period of timeout_us began (since_us, or an extension) */
+    unsigned extensions; /* periods added because tor was busy */
 };
 
 struct cp_conn_sub {
@@ -98,6 +102,9 @@ struct cp_conn {
     struct event *timer;
     struct cp_conn_cmd *head, *tail;
     int64_t auth_deadline_us;
+    int64_t last_rx_us;         /* the last bytes from tor */
+    cp_conn_busy_cb busy_cb;    /* may the head wait longer (cp_conn_set_busy_check)? */
+    void *busy_arg;
     unsigned gen;      /* bumped by every close */
     unsigned depth;    /* > 0 while inside this object's callback chain */
     bool closing;      /* failing the pending commands of a close */
@@ -422,10 +429,22 @@ static void cp_conn_wipe_ref_cb(const void *data, size_t len, void *extra)
     free((void *)(uintptr_t)data);
 }
 
+/* `e` has become the oldest unanswered command: its time runs from now. tor answers a connection's
+ * commands in order, so the time a command waits behind earlier ones (a slow SETCONF, a burst of fetches)
+ * is theirs, not its own: a busy tor answers the head within the head's time, a hung one does not. */
+static void cp_conn_head_starts(struct cp_conn *c)
+{
+    if (c->head) {
+        c->head->since_us = c->head->period_us = cp_conn_now_us();
+        c->head->deadline_us = c->head->since_us + c->head->timeout_us;
+    }
+    cp_conn_arm_timer(c);
+}
+
 /* Write `cmd` (malloc'd, `len` bytes; ownership passes to this function in every case) and queue its
- * completion. Return 0, or -1 with a message. */
-static int cp_conn_queue(struct cp_conn *c, char *cmd, size_t len, cp_conn_reply_cb cb, void *arg, char *err,
-                         size_t errlen)
+ * completion with `timeout_us` to answer (0: the connection's). Return 0, or -1 with a message. */
+static int cp_conn_queue(struct cp_conn *c, char *cmd, size_t len, int64_t timeout_us, cp_conn_reply_cb cb,
+                         void *arg, char *err, size_t errlen)
 {
     struct cp_conn_cmd *e = calloc(1, sizeof *e);
 
@@ -444,21 +463,32 @@ static int cp_conn_queue(struct cp_conn *c, char *cmd, size_t len, cp_conn_reply
     }
     e->cb = cb;
     e->arg = arg;
-    e->deadline_us = cp_conn_now_us() + c->timeout_us;
+    e->timeout_us = timeout_us > 0 ? timeout_us : c->timeout_us;
     if (c->tail)
         c->tail->next = e;
     else
         c->head = e;
     c->tail = e;
     if (c->head == e)
-        cp_conn_arm_timer(c);
+        cp_conn_head_starts(c);
     return 0;
 }
 
 int cp_conn_send(struct cp_conn *c, const char *cmd, cp_conn_reply_cb cb, void *arg, char *err, size_t errlen)
 {
+    return cp_conn_send_timed(c, cmd, (struct timeval){0, 0}, cb, arg, err, errlen);
+}
+
+int cp_conn_send_timed(struct cp_conn *c, const char *cmd, struct timeval timeout, cp_conn_reply_cb cb, void *arg,
+                       char *err, size_t errlen)
+{
     size_t len;
     char *copy;
+
+    if (timeout.tv_sec < 0 || timeout.tv_usec < 0 || timeout.tv_usec >= 1000000) {
+        cp_seterr(err, errlen, "cp_conn_send_timed: invalid timeout");
+        return -1;
+    }
 
     if (c->free_pending || c->state != CP_CONN_READY) {
         cp_seterr(err, errlen, "cp_conn_send: connection is %s, not ready",
@@ -488,7 +518,7 @@ int cp_conn_send(struct cp_conn *c, const char *cmd, cp_conn_reply_cb cb, void *
         return -1;
     }
     memcpy(copy, cmd, len);
-    return cp_conn_queue(c, copy, len, cb, arg, err, errlen);
+    return cp_conn_queue(c, copy, len, (int64_t)timeout.tv_sec * 1000000 + timeout.tv_usec, cb, arg, err, errlen);
 }
 
 /* Send an authentication-phase command built by a cp_cmd_* encoder (NULL = encoder failed). Closes the
@@ -502,7 +532,7 @@ static void cp_conn_send_internal(struct cp_conn *c, const char *what, char *cmd
         cp_conn_fail(c, "%s: cannot encode the command: %s", what, enc_err ? enc_err : "out of memory");
         return;
     }
-    if (cp_conn_queue(c, cmd, strlen(cmd), cb, c, err, sizeof err) < 0)
+    if (cp_conn_queue(c, cmd, strlen(cmd), 0, cb, c, err, sizeof err) < 0)
         cp_conn_fail(c, "%s: %s", what, err);
 }
 
@@ -614,7 +644,7 @@ static void cp_conn_dispatch(struct cp_conn *c, unsigned gen)
             if (!c->head)
                 c->tail = NULL;
             free(e);
-            cp_conn_arm_timer(c);
+            cp_conn_head_starts(c);
             if (cb)
                 cb(c, r, NULL, arg);
         }
@@ -629,6 +659,7 @@ static void cp_conn_read_cb(struct bufferevent *bev, void *arg)
     char err[256];
 
     cp_conn_enter(c);
+    c->last_rx_us = cp_conn_now_us(); /* tor is alive: see cp_conn_busy */
     /* Feed the input buffer's extents in place and wipe each before libevent frees it: replies may carry
      * keys (ADD_ONION's PrivateKey=). `bev` may be freed by a callback: test the generation first. */
     while (c->gen == gen) {
@@ -687,6 +718,31 @@ static void cp_conn_bev_event_cb(struct bufferevent *bev, short what, void *arg)
     cp_conn_leave(c);
 }
 
+/* The head's time is up: was tor busy rather than hung during its last period — it sent us something,
+ * or the owner's check says so (cp_conn_set_busy_check)? Then give it one more period, at most
+ * CP_CONN_MAX_EXTENSIONS times. Only on a ready connection (authentication has its own deadline). */
+static bool cp_conn_busy(struct cp_conn *c)
+{
+    struct cp_conn_cmd *h = c->head;
+    if (c->state != CP_CONN_READY || h->extensions >= CP_CONN_MAX_EXTENSIONS)
+        return false;
+    bool busy = c->last_rx_us > h->period_us;
+    if (!busy && c->busy_cb)
+        busy = c->busy_cb(c, c->busy_arg);
+    if (!busy)
+        return false;
+    h->extensions++;
+    h->period_us = cp_conn_now_us();
+    h->deadline_us = h->period_us + h->timeout_us;
+    return true;
+}
+
+void cp_conn_set_busy_check(struct cp_conn *c, cp_conn_busy_cb cb, void *arg)
+{
+    c->busy_cb = cb;
+    c->busy_arg = arg;
+}
+
 static void cp_conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct cp_conn *c = arg;
@@ -694,6 +750,8 @@ static void cp_conn_timer_cb(evutil_socket_t fd, short what, void *arg)
     double secs = (double)c->timeout_us / 1e6;
     char peer[160];
 
+    if (c->head && c->state == CP_CONN_READY)
+        secs = (double)c->head->timeout_us / 1e6; /* the command's own time */
     (void)fd;
     (void)what;
     cp_conn_enter(c);
@@ -701,6 +759,12 @@ static void cp_conn_timer_cb(evutil_socket_t fd, short what, void *arg)
     if ((c->state == CP_CONN_CONNECTING || c->state == CP_CONN_AUTHENTICATING) && now >= c->auth_deadline_us)
         cp_conn_fail(c, "%s: %s timed out after %.3f s", peer,
                      c->state == CP_CONN_CONNECTING ? "connect" : "authentication", secs);
+    else if (c->head && now >= c->head->deadline_us && cp_conn_busy(c))
+        cp_conn_arm_timer(c); /* tor is busy, not hung: another period */
+    else if (c->head && now >= c->head->deadline_us && c->head->extensions)
+        cp_conn_fail(c, "%s: no reply to a command within %.3f s (tor was busy for %.0f s before that: %u more "
+                     "period%s); connection closed", peer, secs, (double)(c->head->period_us - c->head->since_us) / 1e6,
+                     c->head->extensions, c->head->extensions == 1 ? "" : "s");
     else if (c->head && now >= c->head->deadline_us)
         /* Replies are positional: a reply that never came would be matched to the next command. */
         cp_conn_fail(c, "%s: no reply to a command within %.3f s; connection closed", peer, secs);

@@ -4,6 +4,12 @@
  * (SAFECOOKIE with HMAC-SHA256 both ways and verification of tor's hash, COOKIE, HASHEDPASSWORD, NULL),
  * a pipelined FIFO of commands with exactly one completion per command, event dispatch to subscribers,
  * a per-command timeout, and failing every pending command when the connection closes.
+ * A command's timeout runs from when it becomes the oldest unanswered command: tor answers in order, so
+ * a command waiting behind slow ones is not late. When the head's time is up, a tor that was busy rather
+ * than hung during that time — it sent anything (events, other bytes), or the owner's check says so
+ * (cp_conn_set_busy_check: its process used CPU, say) — gets another period, up to
+ * CP_CONN_MAX_EXTENSIONS; a silent, idle one is hung and the connection closes. A command whose work
+ * grows with its size gets its own time (cp_conn_send_timed).
  * It does not decide what to send (SETEVENTS is the caller's command) and never logs: errors reach the
  * caller through callbacks with a message. Secrets (cookie, AUTHENTICATE line, every sent command) are
  * wiped after use.
@@ -12,6 +18,7 @@
 #ifndef CP_CONN_H
 #define CP_CONN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/time.h>
 
@@ -46,7 +53,8 @@ struct cp_conn_opts {
     enum cp_auth_method auth;
     const char *password;       /* HASHEDPASSWORD; copied and wiped */
     const char *cookie_path;    /* override COOKIEFILE from PROTOCOLINFO; NULL uses tor's */
-    struct timeval cmd_timeout; /* per command, also bounds connect+auth; {0,0} = 30 s */
+    struct timeval cmd_timeout; /* per command (from when it is the oldest unanswered one), also bounds
+                                   connect+auth; {0,0} = 30 s */
     size_t max_line;            /* 0 = CP_REPLY_DEFAULT_MAX_LINE */
     size_t max_reply;           /* 0 = CP_REPLY_DEFAULT_MAX_REPLY */
 };
@@ -79,9 +87,25 @@ int cp_conn_connect(struct cp_conn *c, char *err, size_t errlen);
  * -1 with a message if the connection is not READY or `cmd` is not exactly one command (one line ending in
  * CRLF, or a "+" command whose data ends in CRLF "." CRLF) (cb is then not called).
  * cb may be NULL (the reply is dropped). The library copies `cmd` and wipes its copy after sending.
- * A command without a reply within cmd_timeout closes the connection (replies are positional). */
+ * A command without a reply within cmd_timeout, counted from when every command before it was answered,
+ * closes the connection (replies are positional). */
 int cp_conn_send(struct cp_conn *c, const char *cmd, cp_conn_reply_cb cb, void *arg, char *err,
                  size_t errlen);
+
+/* cp_conn_send with this command's own time to answer instead of cmd_timeout ({0,0}: cmd_timeout), for a
+ * command that makes tor work in proportion to its size (a SETCONF of many services). -1 also for a
+ * timeout with negative fields or tv_usec of a second or more. */
+int cp_conn_send_timed(struct cp_conn *c, const char *cmd, struct timeval timeout, cp_conn_reply_cb cb, void *arg,
+                       char *err, size_t errlen);
+
+#define CP_CONN_MAX_EXTENSIONS 9 /* a busy tor's head waits at most 10 of its periods */
+
+/* Was tor busy (not hung) during the head command's last period, which ended unanswered? Return true to
+ * give it another period. Called from the connection's timer; must not close or free the connection. */
+typedef bool (*cp_conn_busy_cb)(struct cp_conn *c, void *arg);
+
+/* Install the owner's busy check (NULL: none; then only bytes from tor count as busy). */
+void cp_conn_set_busy_check(struct cp_conn *c, cp_conn_busy_cb cb, void *arg);
 
 /* Register `cb` for events named `event` ("CIRC", "HS_DESC" ...; "*" for all). Several subscribers may
  * share an event and are called in registration order. Return 0, or -1 on allocation failure. This only

@@ -12,7 +12,6 @@
 #include "controlproto/cp_err.h"
 #include "controlproto/cp_event.h"
 
-#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -201,28 +200,27 @@ static unsigned circ_build_flags(const char *s)
     return out;
 }
 
-/* CircuitID: tor sends decimal digits (2.4 allows 1*16 IDChar; a non-numeric id does not fit `id`). */
+/* CircuitID: 2.4 allows 1*16 IDChar, but tor's global circuit id is a uint32_t printed in decimal (and
+ * CLOSECIRCUIT refuses a larger one), so anything else did not come from tor. */
 static int circ_id(const char *s, unsigned long *out, char *err, size_t errlen)
 {
     unsigned long v = 0;
     size_t i;
 
     for (i = 0; s[i] != '\0'; i++) {
-        unsigned d;
-
-        if (!ev_is_digit(s[i]) || i >= 16) {
-            cp_seterr(err, errlen, "CIRC: circuit id must be 1-16 decimal digits");
+        /* 10 digits hold any uint32_t; the check below bounds the value, this one the loop */
+        if (!ev_is_digit(s[i]) || i >= 10) {
+            cp_seterr(err, errlen, "CIRC: circuit id must be a decimal number 0-%lu", CP_CIRC_ID_MAX);
             return -1;
         }
-        d = (unsigned)(s[i] - '0');
-        if (v > (ULONG_MAX - d) / 10) {
-            cp_seterr(err, errlen, "CIRC: circuit id is too large");
-            return -1;
-        }
-        v = v * 10 + d;
+        v = v * 10 + (unsigned long)(s[i] - '0');
     }
     if (i == 0) {
         cp_seterr(err, errlen, "CIRC: circuit id is empty");
+        return -1;
+    }
+    if (v > CP_CIRC_ID_MAX) {
+        cp_seterr(err, errlen, "CIRC: circuit id must be a decimal number 0-%lu", CP_CIRC_ID_MAX);
         return -1;
     }
     *out = v;
@@ -499,21 +497,20 @@ void cp_event_hs_desc_content_clear(struct cp_event_hs_desc_content *e)
 
 /* ---- STATUS_GENERAL / STATUS_CLIENT / STATUS_SERVER ---- */
 
-/* PROGRESS = 0-100 */
-static int status_progress(const char *s, int *out, char *err, size_t errlen)
+int cp_bootstrap_progress_parse(const char *s, int *out, char *err, size_t errlen)
 {
     int v = 0;
     size_t i;
 
     for (i = 0; s[i] != '\0'; i++) {
         if (!ev_is_digit(s[i]) || i >= 3) {
-            cp_seterr(err, errlen, "STATUS: BOOTSTRAP PROGRESS must be a number 0-100");
+            cp_seterr(err, errlen, "BOOTSTRAP PROGRESS must be a number 0-100");
             return -1;
         }
         v = v * 10 + (s[i] - '0');
     }
     if (i == 0 || v > 100) {
-        cp_seterr(err, errlen, "STATUS: BOOTSTRAP PROGRESS must be a number 0-100");
+        cp_seterr(err, errlen, "BOOTSTRAP PROGRESS must be a number 0-100");
         return -1;
     }
     *out = v;
@@ -523,7 +520,7 @@ static int status_progress(const char *s, int *out, char *err, size_t errlen)
 int cp_event_status_parse(const struct cp_reply *r, struct cp_event_status *out, char *err, size_t errlen)
 {
     struct cp_args a;
-    char name[32];
+    char name[32], perr[64];
     const char *v;
     size_t i;
 
@@ -568,8 +565,10 @@ int cp_event_status_parse(const struct cp_reply *r, struct cp_event_status *out,
     if (strcmp(out->action, "BOOTSTRAP") == 0) {
         /* 4.1.10: controllers MUST tolerate missing arguments; a malformed PROGRESS is an error. */
         if ((v = cp_args_get(&out->args, "PROGRESS")) != NULL &&
-            status_progress(v, &out->progress, err, errlen) < 0)
+            cp_bootstrap_progress_parse(v, &out->progress, perr, sizeof perr) < 0) {
+            cp_seterr(err, errlen, "STATUS: %s", perr);
             goto fail;
+        }
         out->tag = cp_args_get(&out->args, "TAG");
         out->summary = cp_args_get(&out->args, "SUMMARY");
     }

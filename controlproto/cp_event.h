@@ -41,8 +41,10 @@ struct cp_hop {
     char nick[20]; /* up to 19 characters, "" if absent */
 };
 
+#define CP_CIRC_ID_MAX 4294967295UL /* tor's circuit ids are uint32_t */
+
 struct cp_event_circ {
-    unsigned long id;
+    unsigned long id;          /* 0-CP_CIRC_ID_MAX */
     enum cp_circ_status status;
     size_t n_hops;
     struct cp_hop *hops;
@@ -115,6 +117,9 @@ struct cp_event_status {
 
 int cp_event_status_parse(const struct cp_reply *r, struct cp_event_status *out, char *err,
                           size_t errlen);
+/* A BOOTSTRAP PROGRESS= value, as in the event above or GETINFO status/bootstrap-phase (control-spec
+ * 4.1.10): decimal 0-100. Return 0 and set *out, or -1 with why in `err`. */
+int cp_bootstrap_progress_parse(const char *s, int *out, char *err, size_t errlen);
 void cp_event_status_clear(struct cp_event_status *e);
 
 /* GETINFO / GETCONF replies: each "250-key=value", "250 key=value", "250+key=" + data block, and

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "sidecar/cli/cli.h"
 #include "sidecar/config/config.h"
@@ -20,6 +21,7 @@
 #include "sidecar/probe/probe.h"
 #include "sidecar/core/proc.h"
 #include "sidecar/datapath/proxy.h"
+#include "sidecar/cli/preflight.h"
 #include "sidecar/reload.h"
 #include "sidecar/ops/report.h"
 #include "sidecar/ops/sdnotify.h"
@@ -68,10 +70,17 @@ static void daemon_exit_loop_cb(void *arg)
 /* Borrowed handles for report.c: the status socket's documents, metrics and the systemd status line. */
 static struct report_src daemon_report_src(const struct daemon *d)
 {
-    size_t n = 0;
-    struct worker *const *ws = d->workers ? workerset_list(d->workers, &n) : NULL;
-    return (struct report_src){d->conf, d->ids, ws, n, d->proxy, d->status, d->metrics_http, d->probe,
-                               workerset_roll(d->workers), d->started_wall, d->started, d->shutting_down, d->ob};
+    return (struct report_src){.conf = d->conf,
+                               .ids = d->ids,
+                               .workerset = d->workers,
+                               .proxy = d->proxy,
+                               .status = d->status,
+                               .metrics_http = d->metrics_http,
+                               .probe = d->probe,
+                               .started_wall = d->started_wall,
+                               .started = d->started,
+                               .shutting_down = d->shutting_down,
+                               .ob = d->ob};
 }
 
 /* ---- systemd notification and Onion-Location files ------------------------------------------------- */
@@ -150,9 +159,13 @@ static int daemon_reload_cb(void *arg, char *msg, size_t msglen)
     }
     if (d->ready_sent)
         sdnotify_update(d->notify, "RELOADING=1\n", "reloading %s", d->config_path);
-    struct report_src r = daemon_report_src(d);
-    struct reload_parts parts = {d->ids, r.workers, r.n_workers, d->proxy, d->onionloc, d->status, d->probe, d->ob,
-                                 d->workers};
+    struct reload_parts parts = {.ids = d->ids,
+                                 .workerset = d->workers,
+                                 .proxy = d->proxy,
+                                 .onionloc = d->onionloc,
+                                 .status = d->status,
+                                 .probe = d->probe,
+                                 .ob = d->ob};
     int rc = reload_apply(&parts, d->config_path, &d->conf, msg, msglen);
     if (d->ready_sent)
         daemon_update_status(d, "READY=1\n");
@@ -237,6 +250,7 @@ static void daemon_worker_stopped(struct worker *w, void *arg)
     }
 DAEMON_REPORT(json_t *, status_json)
 DAEMON_REPORT(json_t *, services_json)
+DAEMON_REPORT(json_t *, services_detail_json)
 DAEMON_REPORT(json_t *, backends_json)
 DAEMON_REPORT(json_t *, circuits_json)
 DAEMON_REPORT(char *, metrics_text)
@@ -252,6 +266,8 @@ static void daemon_free(struct daemon *d)
     sdnotify_free(d->notify);
     metrics_http_free(d->metrics_http);
     status_server_free(d->status);
+    if (d->workers)
+        workerset_set_probe(d->workers, NULL);
     probe_free(d->probe); /* before the workers its repairs act on */
     ob_frontend_free(d->ob);
     workerset_free(d->workers);
@@ -289,6 +305,7 @@ static int daemon_create(struct daemon *d)
         .reload = daemon_reload_cb,
         .log_level = log_override,
         .restart_tor = daemon_restart_tor_cb,
+        .services_detail = daemon_services_detail_json_cb,
     };
     char nerr[256];
     d->base = event_base_new();
@@ -305,6 +322,7 @@ static int daemon_create(struct daemon *d)
         goto oom;
     struct probe_actions actions = workerset_probe_actions(d->workers);
     d->probe = probe_new(d->base, d->procs, d->conf, d->ids, &actions);
+    workerset_set_probe(d->workers, d->probe);
     d->ob = ob_frontend_new(d->base, d->procs, d->conf, d->ids);
     clock_gettime(CLOCK_MONOTONIC, &d->started);
     d->started_wall = time(NULL);
@@ -348,6 +366,25 @@ static int daemon_start(struct daemon *d, char *err, size_t errlen)
     return probe_start(d->probe, err, errlen) < 0 ? -1 : ob_frontend_start(d->ob, err, errlen);
 }
 
+/* What the start needs beyond the file (preflight.h), before anything is made: each problem logged.
+ * Return 0, or -1 if the start cannot succeed. */
+static int daemon_preflight(const struct config *conf)
+{
+    struct preflight *pf = calloc(1, sizeof(*pf));
+    if (!pf) {
+        log_error("onionfront: out of memory at start-up");
+        return -1;
+    }
+    size_t n = preflight_run(conf, &(struct preflight_opts){.scope = PREFLIGHT_START, .euid = geteuid()}, pf);
+    for (size_t i = 0; i < n && i < PREFLIGHT_MAX_PROBLEMS; i++)
+        log_error("onionfront: %s", pf->problems[i]);
+    if (n > 0)
+        log_error("onionfront: not starting: %zu problem%s above (nothing was created; onionfront check-config "
+                  "lists them too)", n, n == 1 ? "" : "s");
+    free(pf);
+    return n > 0 ? -1 : 0;
+}
+
 static int cmd_run(const char *config_path)
 {
     char err[1024];
@@ -362,6 +399,10 @@ static int cmd_run(const char *config_path)
     }
     reload_set_log_level(d.conf);
     single_onion_warn(d.conf); /* names exactly the services that are not location-hidden */
+    if (daemon_preflight(d.conf) < 0) {
+        config_free(d.conf);
+        return 1;
+    }
     proc_raise_fd_limit();
     if (daemon_create(&d) < 0) {
         daemon_free(&d);

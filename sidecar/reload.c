@@ -15,7 +15,6 @@
 #include "sidecar/identity/service_id.h"
 #include "sidecar/ops/status.h"
 #include "sidecar/tor/torcaps.h"
-#include "sidecar/fleet/worker.h"
 #include "sidecar/fleet/workerset.h"
 
 /* Log and return why a reload was refused; the running config stays. */
@@ -41,7 +40,7 @@ int reload_apply(const struct reload_parts *p, const char *path, struct config *
 {
     char err[1024];
     const char *what;
-    bool tor_changed = false, changed;
+    bool tor_changed = false;
     struct config *nc = config_load_file(path, err, sizeof(err));
     if (!nc)
         return reload_refused(msg, msglen, "%s: %s", path, err);
@@ -53,11 +52,10 @@ int reload_apply(const struct reload_parts *p, const char *path, struct config *
         config_free(nc);
         return reload_refused(msg, msglen, "%s", err);
     }
-    for (size_t k = 0; k < p->n_workers; k++)
-        if (worker_hand_over(p->workers[k], nc, err, sizeof(err)) < 0) {
-            config_free(nc);
-            return reload_refused(msg, msglen, "%s", err);
-        }
+    if (workerset_hand_over(p->workerset, nc, err, sizeof(err)) < 0) {
+        config_free(nc);
+        return reload_refused(msg, msglen, "%s", err);
+    }
     /* The data path first: sockets for new ports must exist before tor is told about them. Backend
      * changes end here and never reach tor (service_conf_tor_equal ignores them). */
     if (proxy_update(p->proxy, nc, err, sizeof(err)) < 0) {
@@ -66,32 +64,27 @@ int reload_apply(const struct reload_parts *p, const char *path, struct config *
     }
     /* A new service's key is loaded here, once for every worker. A worker fails only out of memory: the
      * identities and the workers before it go back to the running config (still alive). */
-    size_t k = 0;
     int rc = service_ids_reconfigure(p->ids, nc, err, sizeof(err));
     bool ids_switched = rc == 0;
     /* Onionbalance's limit needs the new identities (the master's address): checked before any worker or
      * Onionbalance hears of them, so a bad reload leaves Onionbalance running. */
     if (rc == 0)
         rc = ob_frontend_check(p->ids, err, sizeof(err));
-    for (; rc == 0 && k < p->n_workers; k++) {
-        rc = worker_reconfigure(p->workers[k], nc, &changed, err, sizeof(err));
-        tor_changed = tor_changed || changed;
-    }
+    if (rc == 0)
+        rc = workerset_reconfigure(p->workerset, nc, &tor_changed, err, sizeof(err));
     if (rc < 0) {
         char rerr[512];
         reload_refused(msg, msglen, "%s", err);
         if (ids_switched && service_ids_reconfigure(p->ids, *conf, rerr, sizeof(rerr)) < 0)
             log_error("reload: cannot restore the services of the running config: %s", rerr);
-        for (size_t j = 0; j + 1 < k; j++)
-            if (worker_reconfigure(p->workers[j], *conf, NULL, rerr, sizeof(rerr)) < 0)
-                log_error("reload: cannot restore the services of the running config: %s", rerr);
+        workerset_rollback(p->workerset, *conf);
         if (proxy_update(p->proxy, *conf, rerr, sizeof(rerr)) < 0)
             log_error("reload: cannot restore the data path of the running config: %s", rerr);
         config_free(nc);
         return -1;
     }
     /* The services are switched: a first anonymous service starts its tor, the last one gone stops it. */
-    int started = p->workerset ? workerset_apply_modes(p->workerset, nc, err, sizeof(err)) : 0;
+    int started = workerset_apply_modes(p->workerset, nc, err, sizeof(err));
     if (started < 0)
         log_error("reload: the anonymous services' tor: %s", err);
     tor_changed = tor_changed || started > 0;
@@ -108,7 +101,7 @@ int reload_apply(const struct reload_parts *p, const char *path, struct config *
     config_free(*conf);
     *conf = nc;
     char roll[400] = "the tors use it from their next start";
-    if (new_binary && p->workerset && workerset_binary_reloaded(p->workerset, nc, roll, sizeof(roll)) < 0)
+    if (new_binary && workerset_binary_reloaded(p->workerset, nc, roll, sizeof(roll)) < 0)
         log_warnx("reload: tor.binary is now %s, but the tors cannot restart now (%s): run restart-tor later",
                   nc->tor.binary, roll);
     snprintf(msg, msglen, "applied %s (%s%s%s)", path, tor_changed ? "services changed in tor" : "no change for tor",

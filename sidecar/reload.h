@@ -2,9 +2,9 @@
  * read and validate it, refuse what needs a restart (config_restart_needed), then apply only the
  * difference in order — the directory hand-over, the data path (new sockets before tor hears of them),
  * the services' identities (every key checked against the address record; then Onionbalance's instance
- * limit, which needs the master's address), each worker (one SETCONF
- * if tor's view changed), the anonymous services' tor started or stopped (workerset_apply_modes),
- * Onion-Location, the status socket's ACL, the log level and format; a new tor.binary then starts a
+ * limit, which needs the master's address), the workers (workerset_reconfigure: one SETCONF per tor
+ * if its view changed; reload.c never loops over workers itself), the anonymous services' tor started
+ * or stopped (workerset_apply_modes), Onion-Location, the status socket's ACL, the log level and format; a new tor.binary then starts a
  * rolling restart onto it (workerset_binary_reloaded). A refused or failed reload leaves the running
  * config in place.
  *
@@ -21,21 +21,19 @@ struct probe;
 struct proxy;
 struct service_ids;
 struct status_server;
-struct worker;
 struct workerset;
 
 /* The running parts a reload changes (borrowed). */
 struct reload_parts {
     struct service_ids *ids;
-    struct worker *const *workers;
-    size_t n_workers;
+    /* The tors (never NULL): their hand-over, their services switched (or rolled back) together; it
+     * starts or stops the anonymous services' tor; a changed tor.binary starts a rolling restart onto it. */
+    struct workerset *workerset;
     struct proxy *proxy;
     struct onionloc *onionloc;
     struct status_server *status;
     struct probe *probe; /* NULL when no end-to-end probe runs */
     struct ob_frontend *ob; /* Onionbalance's frontend (NULL: none) */
-    struct workerset *workerset; /* starts or stops the anonymous services' tor; a changed tor.binary starts a
-                                    rolling restart onto it; NULL: neither */
 };
 
 /* Reload `path` into the running parts, whose config is *conf. Return 0 with "applied PATH (...)" in

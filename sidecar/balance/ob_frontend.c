@@ -14,6 +14,7 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "controlproto/cp_cmd.h"
 #include "controlproto/cp_conn.h"
@@ -21,13 +22,15 @@
 #include "sidecar/core/clock.h"
 #include "sidecar/config/config.h"
 #include "sidecar/core/fsutil.h"
-#include "sidecar/identity/keys.h"
 #include "sidecar/core/log.h"
 #include "sidecar/core/metrics.h"
 #include "sidecar/config/ob_config.h"
+#include "sidecar/core/onion_address.h"
 #include "sidecar/core/proc.h"
 #include "sidecar/identity/service_id.h"
 #include "sidecar/tor/tor.h"
+#include "sidecar/identity/handover.h"
+#include "sidecar/identity/keys.h"
 
 #define OB_STATUS_TIMEOUT_S 5
 #define OB_FETCH_DELAY_S 10 /* after a confirmed upload: the other HSDirs' uploads finish meanwhile */
@@ -52,6 +55,7 @@ struct ob_frontend {
     size_t n_instances;
     char yaml_dir[PATH_MAX];
     char status_socket[PATH_MAX];
+    struct handover_ob run_as; /* the user it runs as and the master key file it reads */
     bool testnet;
     unsigned deadline_s;
     /* Counters and times (monotonic ms; wall time only for status). */
@@ -135,21 +139,20 @@ static void ob_exit_cb(struct proc *p, int wstatus, void *arg)
     ob_schedule_restart(f);
 }
 
-/* Write config.yaml for the current instance list. Return 0, or -1 with a message. */
-static int ob_write_yaml(struct ob_frontend *f, const char *key_dir, char *err, size_t errlen)
+/* Prepare Onionbalance's directory (handover.h: the user it runs as, the master key it reads) and write
+ * config.yaml for the current instance list: onionfront's, readable by Onionbalance's group when that is
+ * tor's user (0640), else 0600. Return 0, or -1 with a message. */
+static int ob_write_yaml(struct ob_frontend *f, const struct service_conf *sc, char *err, size_t errlen)
 {
-    char key_path[PATH_MAX];
-    if (snprintf(key_path, sizeof(key_path), "%s/hs_ed25519_secret_key", key_dir) >= (int)sizeof(key_path)) {
-        snprintf(err, errlen, "the key path is too long");
+    if (handover_apply_onionbalance(f->conf, sc, f->yaml_dir, &f->run_as, err, errlen) < 0)
         return -1;
-    }
-    char *yaml = ob_yaml_render(key_path, (const char(*)[OB_ADDRESS_LEN + 1])f->instances, f->n_instances, err,
-                                errlen);
+    char *yaml = ob_yaml_render(f->run_as.key_path, (const char(*)[OB_ADDRESS_LEN + 1])f->instances, f->n_instances,
+                                err, errlen);
     if (!yaml)
         return -1;
-    int rc = fs_ensure_private_dir(f->yaml_dir, NULL, err, errlen) < 0
-                 ? -1
-                 : fs_write_atomic(f->yaml_dir, "config.yaml", yaml, strlen(yaml), 0600, err, errlen);
+    int rc = f->run_as.as_tor_user ? fs_write_atomic_owned(f->yaml_dir, "config.yaml", yaml, strlen(yaml), 0640,
+                                                           geteuid(), f->run_as.gid, err, errlen)
+                                   : fs_write_atomic(f->yaml_dir, "config.yaml", yaml, strlen(yaml), 0600, err, errlen);
     free(yaml);
     return rc;
 }
@@ -167,7 +170,10 @@ static void ob_spawn(struct ob_frontend *f)
     const char *argv[] = {"/usr/bin/env", env_status, "ONIONBALANCE_LOG_LEVEL=info", OB_FRONTEND_BINARY,
                           "-c", yaml, "-s", tor_sup_control_socket(f->tor), "-i", "127.0.0.1", "-p", "1",
                           f->testnet ? "--is-testnet" : NULL, NULL};
-    f->child = proc_spawn(f->procs, argv, ob_line_cb, ob_exit_cb, f, err, sizeof(err));
+    /* As tor's user when tor runs as one (handover.h); it cannot drop privileges itself. */
+    const struct proc_user user = {f->run_as.uid, f->run_as.gid};
+    f->child = proc_spawn_as(f->procs, argv, f->run_as.as_tor_user ? &user : NULL, ob_line_cb, ob_exit_cb, f, err,
+                             sizeof(err));
     if (!f->child) {
         log_error("onionbalance: cannot start %s: %s", OB_FRONTEND_BINARY, err);
         ob_schedule_restart(f);
@@ -177,8 +183,9 @@ static void ob_spawn(struct ob_frontend *f)
     if (f->spawns++ > 0)
         f->restarts++;
     f->status_known = false;
-    log_info("onionbalance: started %s for %s.onion with %zu instance%s (pid %ld)", OB_FRONTEND_BINARY, f->master,
-             f->n_instances, f->n_instances == 1 ? "" : "s", (long)proc_pid(f->child));
+    log_info("onionbalance: started %s for %s.onion with %zu instance%s (pid %ld, uid %lu)", OB_FRONTEND_BINARY,
+             f->master, f->n_instances, f->n_instances == 1 ? "" : "s", (long)proc_pid(f->child),
+             (unsigned long)(f->run_as.as_tor_user ? f->run_as.uid : geteuid()));
     ob_set_state(f, OB_FE_STARTED);
 }
 
@@ -214,8 +221,19 @@ static void ob_status_done(struct ob_frontend *f)
 static void ob_status_event_cb(struct bufferevent *bev, short what, void *arg)
 {
     struct ob_frontend *f = arg;
-    if (what & BEV_EVENT_CONNECTED)
+    if (what & BEV_EVENT_CONNECTED) {
+        /* The socket's directory is its user's (tor's user when it runs as one): whatever that user put at
+         * the name, only Onionbalance's own answer counts. */
+        struct ucred cred;
+        socklen_t len = sizeof(cred);
+        if (getsockopt(bufferevent_getfd(bev), SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof(cred) ||
+            !f->child || cred.pid != proc_pid(f->child)) {
+            log_debug("onionbalance: %s is not Onionbalance's socket (peer pid %ld); not reading it",
+                      f->status_socket, len == sizeof(cred) ? (long)cred.pid : -1L);
+            ob_status_done(f);
+        }
         return;
+    }
     if (what & BEV_EVENT_EOF) {
         struct evbuffer *in = bufferevent_get_input(bev);
         size_t len = evbuffer_get_length(in);
@@ -478,7 +496,7 @@ static bool ob_take_config(struct ob_frontend *f, const struct service_id *id)
                  f->name, f->master);
     else if (n > OB_MAX_INSTANCES)
         ob_too_many(f->problem, sizeof(f->problem), f->name, n);
-    else if (ob_write_yaml(f, id->conf->key_dir, yerr, sizeof(yerr)) < 0)
+    else if (ob_write_yaml(f, id->conf, yerr, sizeof(yerr)) < 0)
         snprintf(f->problem, sizeof(f->problem), "service %s: cannot write Onionbalance's config: %.400s", f->name,
                  yerr);
     if (f->problem[0]) {

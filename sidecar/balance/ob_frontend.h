@@ -9,9 +9,11 @@
  *   - it hangs for good when its tor restarts (TOR-FACTS): a tor that only it uses restarts only when
  *     that tor fails, and onionfront then kills and restarts Onionbalance itself.
  *
- * Owns that tor's supervisor, the Onionbalance child (argv, config.yaml under <state_dir>/ob/, 0600,
- * naming the master key's path — the key itself is never copied nor logged), its restarts and the
- * confirmation of its work:
+ * Owns that tor's supervisor, the Onionbalance child (argv, config.yaml under <state_dir>/ob/ naming the
+ * master key's path; the key is never logged), its restarts and the confirmation of its work:
+ *   - when onionfront is root with tor.user, Onionbalance runs as tor's user (set in the child before
+ *     exec), its tor too, and reads a copy of the master key that user owns (handover.h says why and how);
+ *     otherwise it runs as onionfront's user and reads the master key in the service's key directory;
  *   - started once its tor has bootstrapped; killed (SIGKILL: it ignores SIGTERM when hung) when that tor
  *     is lost, and started again when it is back;
  *   - restarted with backoff (1, 2, 4 ... tor.restart_backoff_max seconds) when it exits;
@@ -22,7 +24,8 @@
  *   - 10 s after a confirmed upload its tor HSFETCHes the master: the descriptor is served, not only
  *     accepted (counted in status);
  *   - its status socket (ONIONBALANCE_STATUS_SOCKET_LOCATION, <run_dir>/ob/status.sock) is read every
- *     OB_FRONTEND_TICK_S seconds: instances with a descriptor, their intro points.
+ *     OB_FRONTEND_TICK_S seconds: instances with a descriptor, their intro points — only when the peer
+ *     (SO_PEERCRED) is the Onionbalance child itself, since that directory is its user's.
  * Not the instances' side (ob_instance.h), not the master key (service_id.c records it like any key). */
 #ifndef ONIONFRONT_OB_FRONTEND_H
 #define ONIONFRONT_OB_FRONTEND_H

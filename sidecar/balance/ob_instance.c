@@ -1,12 +1,15 @@
 /* ob_instance.c — an instance's ob_config file (see ob_instance.h). */
 #include "sidecar/balance/ob_instance.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sidecar/core/fsutil.h"
-#include "sidecar/identity/keys.h"
 #include "sidecar/config/ob_config.h"
+#include "sidecar/core/onion_address.h"
 
 int ob_instance_prepare(const char *dir, const char *address, const struct ob_conf *ob, char *err, size_t errlen)
 {
@@ -25,7 +28,15 @@ int ob_instance_prepare(const char *dir, const char *address, const struct ob_co
             close(dfd);
         return -1;
     }
-    int rc = fs_write_at(dfd, dir, OB_CONFIG_FILE, text, (size_t)len, err, errlen);
+    /* tor opens the file as its User, who owns the directory (handover.c): as root, give the file to the
+     * directory's owner, as clientauth.c does its .auth files, or tor refuses the SETCONF (513). */
+    struct stat st;
+    int rc = fstat(dfd, &st);
+    if (rc < 0)
+        snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+    else
+        rc = fs_write_at_owned(dfd, dir, OB_CONFIG_FILE, text, (size_t)len, geteuid() == 0 ? st.st_uid : (uid_t)-1,
+                               geteuid() == 0 ? st.st_gid : (gid_t)-1, err, errlen);
     close(dfd);
     return rc;
 }

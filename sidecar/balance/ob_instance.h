@@ -15,7 +15,8 @@
 struct ob_conf;
 
 /* Make `dir` (a HiddenServiceDir of an instance service whose own address is `address`, no ".onion") ready
- * for `ob`: write <dir>/ob_config atomically (0600). Refuse (-1, message) when the instance's own key is
+ * for `ob`: write <dir>/ob_config atomically (0600; as root, owned by the directory's owner: tor's User reads
+ * it). Refuse (-1, message) when the instance's own key is
  * the master's (the master key must never sit in an instance's directory). Return 0, also for a service
  * without the instance role (nothing to do), or -1 with a message naming the path. */
 int ob_instance_prepare(const char *dir, const char *address, const struct ob_conf *ob, char *err, size_t errlen);

@@ -2,51 +2,128 @@
 #include "sidecar/cli/cli.h"
 
 #include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "sidecar/cli/clientauth_cmd.h"
 #include "sidecar/config/config.h"
 #include "sidecar/cli/keycmd.h"
+#include "sidecar/cli/onion_cert_cmd.h"
 #include "sidecar/ops/status_client.h"
 #include "sidecar/tor/torcaps.h"
 #include "sidecar/core/version.h"
+#include "sidecar/cli/preflight.h"
+
+#define CLI_HINT "Try 'onionfront --help'."
+
+static int cli_check_config_cmd(const char *config_path, int argc, char **argv);
+static int cli_import_key_cmd(const char *config_path, int argc, char **argv);
+static int cli_export_key_cmd(const char *config_path, int argc, char **argv);
+static int cli_new_key_cmd(const char *config_path, int argc, char **argv);
+static int cli_onion_csr_cmd(const char *config_path, int argc, char **argv);
+static int cli_onion_caa_cmd(const char *config_path, int argc, char **argv);
+static int cli_client_auth_cmd(const char *config_path, int argc, char **argv);
+static int cli_check_cmd(const char *config_path, int argc, char **argv);
+static int cli_log_level_cmd(const char *config_path, int argc, char **argv);
+static int cli_restart_tor_cmd(const char *config_path, int argc, char **argv);
+static int cli_help_cmd(const char *config_path, int argc, char **argv);
+
+/* The commands: dispatch, argument counts, --help and onionfront(1)'s SYNOPSIS (tests/unit/test_cli.c
+ * compares the two) all come from these rows. A new command is a row. */
+static const struct cli_cmd {
+    const char *name;     /* the command word */
+    const char *sub;      /* client-auth's second word, or NULL */
+    const char *synopsis; /* after "onionfront ", exactly as the man page's SYNOPSIS has it */
+    const char *help;     /* what it does ("\n" continues on the next line) */
+    int min_args, max_args; /* after the word(s); -1: the command parses its own */
+    int (*run)(const char *config_path, int argc, char **argv); /* NULL: run, main.c's */
+} cli_cmds[] = {
+    {"run", NULL, "[-c CONFIG] [run]", "run the daemon (default config " CLI_DEFAULT_CONFIG ")", 0, 0, NULL},
+    {"check-config", NULL, "check-config [CONFIG]",
+     "check a config and what it refers to (tor, tor.user, keys,\ndirectories); creates nothing", 0, 1,
+     cli_check_config_cmd},
+    {"import-key", NULL, "[-c CONFIG] import-key SERVICE DIRECTORY|FILE",
+     "make a tor HiddenServiceDir or hs_ed25519_secret_key\nfile SERVICE's key (recorded as deliberate)", 2, 2,
+     cli_import_key_cmd},
+    {"export-key", NULL, "[-c CONFIG] export-key SERVICE FILE|-",
+     "write SERVICE's hs_ed25519_secret_key to a new 0600 FILE", 2, 2, cli_export_key_cmd},
+    {"new-key", NULL, "[-c CONFIG] new-key SERVICE", "give SERVICE a new key and address on purpose", 1, 1,
+     cli_new_key_cmd},
+    {"onion-csr", NULL, "[-c CONFIG] onion-csr SERVICE --ca-nonce NONCE [--wildcard] [--out FILE]",
+     "a CSR signed with SERVICE's onion key for a CA's\n.onion validation (CA/B Forum, RFC 9799 onion-csr-01);\n"
+     "NONCE as the CA gives it: an even number of hex digits\nis hex (HARICA), anything else base64 (ACME); a hex:\n"
+     "or base64: prefix says which",
+     1, INT_MAX, cli_onion_csr_cmd},
+    {"onion-caa", NULL, "[-c CONFIG] onion-caa SERVICE --caa RECORD [--caa RECORD ...] [--expiry SECONDS]",
+     "RFC 9799 in-band CAA JSON signed with SERVICE's onion\nkey; RECORD e.g. 'issue \"harica.gr\"'; SECONDS <= 28800",
+     1, INT_MAX, cli_onion_caa_cmd},
+    {"client-auth", "add", "[-c CONFIG] client-auth add SERVICE NAME",
+     "make a client key pair: prints the client's private\nkey line (once) and the config entry to add", 2, 2,
+     cli_client_auth_cmd},
+    {"client-auth", "list", "[-c CONFIG] client-auth list SERVICE",
+     "SERVICE's clients; exit 1 if the files disagree", 1, 1, cli_client_auth_cmd},
+    {"client-auth", "remove", "[-c CONFIG] client-auth remove SERVICE NAME",
+     "prints the config entry to delete (then reload);\nedits nothing", 2, 2, cli_client_auth_cmd},
+    {"status", NULL, "[-c CONFIG] status [--json [--detail]] [-s SOCKET] [COMMAND | SERVICE]",
+     "ask the running daemon (COMMAND: status, services,\nservices-detail, backends, circuits, metrics,\n"
+     "reload, help, restart-tor; SERVICE: that service\nin full; --detail: per-HSDir detail in the JSON)",
+     -1, -1, cli_status},
+    {"check", NULL, "[-c CONFIG] check [-s SOCKET]", "one Nagios line: OK, WARNING, CRITICAL or UNKNOWN", -1, -1,
+     cli_check_cmd},
+    {"log-level", NULL, "[-c CONFIG] log-level [-s SOCKET] LEVEL [SECONDS]",
+     "log at LEVEL (debug ... error) for SECONDS or until\nchanged; LEVEL config: back to the config's level", -1,
+     -1, cli_log_level_cmd},
+    {"restart-tor", NULL, "[-c CONFIG] restart-tor [-s SOCKET]",
+     "restart the tors one at a time (with tor.instances\n>= 2 visitors see no outage); `status` shows progress",
+     -1, -1, cli_restart_tor_cmd},
+    {"help", NULL, "--version | --help | help", "the version, or this text", 0, 0, cli_help_cmd},
+};
+#define CLI_N_CMDS (sizeof(cli_cmds) / sizeof(cli_cmds[0]))
 
 void cli_usage(FILE *f)
 {
+    for (size_t i = 0; i < CLI_N_CMDS; i++) {
+        const struct cli_cmd *c = &cli_cmds[i];
+        int n = fprintf(f, "%s onionfront %s", i == 0 ? "usage:" : "      ", c->synopsis);
+        /* the description at column 45, or on the next line after a long synopsis */
+        const char *h = c->help;
+        if (n > 42) { /* at least two spaces before the description */
+            fputc('\n', f);
+            n = 0;
+        }
+        while (*h) {
+            const char *nl = strchr(h, '\n');
+            size_t len = nl ? (size_t)(nl - h) : strlen(h);
+            fprintf(f, "%*s%.*s\n", 44 - n, "", (int)len, h);
+            n = 0;
+            h += len + (nl ? 1 : 0);
+        }
+    }
     fprintf(f,
-            "usage: onionfront [-c CONFIG] [run]         run the daemon (default config %s)\n"
-            "       onionfront check-config CONFIG       validate a config file and exit\n"
-            "       onionfront [-c CONFIG] import-key SERVICE DIR|FILE\n"
-            "                                            make a tor HiddenServiceDir or hs_ed25519_secret_key\n"
-            "                                            file SERVICE's key (recorded as deliberate)\n"
-            "       onionfront [-c CONFIG] export-key SERVICE FILE|-\n"
-            "                                            write SERVICE's hs_ed25519_secret_key to a new 0600 FILE\n"
-            "       onionfront [-c CONFIG] new-key SERVICE\n"
-            "                                            give SERVICE a new key and address on purpose\n"
-            "       onionfront [-c CONFIG] client-auth add SERVICE NAME\n"
-            "                                            make a client key pair: prints the client's private\n"
-            "                                            key line (once) and the config entry to add\n"
-            "       onionfront [-c CONFIG] client-auth list SERVICE\n"
-            "                                            SERVICE's clients; exit 1 if the files disagree\n"
-            "       onionfront [-c CONFIG] client-auth remove SERVICE NAME\n"
-            "                                            prints the config entry to delete (then reload);\n"
-            "                                            edits nothing\n"
-            "       onionfront [-c CONFIG] status [--json] [-s SOCKET] [COMMAND]\n"
-            "                                            ask the running daemon (COMMAND: status, services,\n"
-            "                                            backends, circuits, metrics, reload, help,\n"
-            "                                            restart-tor)\n"
-            "                                            without COMMAND: exit 0 ok, 1 degraded, 2 down\n"
-            "       onionfront [-c CONFIG] check [-s SOCKET]\n"
-            "                                            one Nagios line; exit 0 OK, 1 WARNING, 2 CRITICAL\n"
-            "       onionfront [-c CONFIG] log-level [-s SOCKET] LEVEL [SECONDS]\n"
-            "                                            log at LEVEL (debug ... error) for SECONDS or until\n"
-            "                                            changed; LEVEL config: back to the config's level\n"
-            "       onionfront [-c CONFIG] restart-tor [-s SOCKET]\n"
-            "                                            restart the tors one at a time (with tor.instances\n"
-            "                                            >= 2 visitors see no outage); `status` shows progress\n"
-            "       onionfront --version | --help\n",
-            CLI_DEFAULT_CONFIG);
+            "\nexit status: 0 success; 1 failure (an invalid config, a problem found at start, a command that\n"
+            "failed); 2 wrong usage. `status` without COMMAND and `check`: %d ok, %d degraded, %d down or not\n"
+            "running, %d unknown (the config cannot be read, the status socket refused this user or gave no\n"
+            "answer).\n",
+            STATUS_EXIT_OK, STATUS_EXIT_DEGRADED, STATUS_EXIT_DOWN, STATUS_EXIT_UNKNOWN);
+}
+
+static int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* One line on stderr, "onionfront[ CMD]: <why>", then the --help hint. Returns 2. */
+static int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "onionfront%s%s: ", cmd ? " " : "", cmd ? cmd : "");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n" CLI_HINT "\n");
+    return 2;
 }
 
 int cli_options(int argc, char **argv, const char **config_path, int *next)
@@ -54,10 +131,8 @@ int cli_options(int argc, char **argv, const char **config_path, int *next)
     int i = 1;
     for (; i < argc; i++) {
         if (strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0) {
-            if (i + 1 >= argc) {
-                cli_usage(stderr);
-                return 2;
-            }
+            if (i + 1 >= argc)
+                return cli_usage_error(NULL, "option %s needs a config file", argv[i]);
             *config_path = argv[++i];
         } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             cli_usage(stdout);
@@ -65,6 +140,8 @@ int cli_options(int argc, char **argv, const char **config_path, int *next)
         } else if (strcmp(argv[i], "-V") == 0 || strcmp(argv[i], "--version") == 0) {
             printf("onionfront %s\n", ONIONFRONT_VERSION);
             return 0;
+        } else if (argv[i][0] == '-') {
+            return cli_usage_error(NULL, "unknown option '%s'", argv[i]);
         } else {
             break;
         }
@@ -73,67 +150,132 @@ int cli_options(int argc, char **argv, const char **config_path, int *next)
     return -1;
 }
 
-/* The status socket of the config at `path` (loaded into *c, freed by the caller), or NULL (said on
- * stderr for command `what`). */
-static const char *cli_status_socket(const char *path, const char *what, struct config **c)
+/* ---- the status socket's commands ------------------------------------------------------------------- */
+
+/* The options and words of status, check, log-level and restart-tor. */
+struct cli_sock_args {
+    bool json, detail; /* --json; --detail: the per-HSDir lists in it */
+    const char *socket, *config;
+    char *words[3]; /* status: COMMAND [ARG ARG]; log-level: LEVEL [SECONDS] */
+    int n_words;
+};
+
+/* Parse `argv` for command `cmd`: -s/--socket, -c/--config, --json (if `json_ok`), at most `max_words`
+ * words. Return 0, or 2 after a usage error. */
+static int cli_sock_parse(const char *cmd, int argc, char **argv, bool json_ok, int max_words,
+                          struct cli_sock_args *a)
 {
-    char err[1024];
-    if (!(*c = config_load_file(path, err, sizeof(err)))) {
-        fprintf(stderr, "onionfront %s: %s: %s (or give the socket with -s SOCKET)\n", what, path, err);
+    for (int i = 0; i < argc; i++) {
+        const char *s = argv[i];
+        bool sock = strcmp(s, "-s") == 0 || strcmp(s, "--socket") == 0;
+        if (sock || strcmp(s, "-c") == 0 || strcmp(s, "--config") == 0) {
+            if (i + 1 >= argc)
+                return cli_usage_error(cmd, "option %s needs %s", s, sock ? "a socket path" : "a config file");
+            *(sock ? &a->socket : &a->config) = argv[++i];
+        } else if (json_ok && strcmp(s, "--json") == 0) {
+            a->json = true;
+        } else if (json_ok && strcmp(s, "--detail") == 0) {
+            a->detail = true;
+        } else if (s[0] == '-' && s[1] != '\0') {
+            return cli_usage_error(cmd, "unknown option '%s'", s);
+        } else if (a->n_words < max_words) {
+            a->words[a->n_words++] = argv[i];
+        } else {
+            return cli_usage_error(cmd, "unexpected argument '%s'", s);
+        }
+    }
+    return 0;
+}
+
+/* The status socket: -s, else the config's status.socket (the config into *c, freed by the caller).
+ * NULL with the reason on stderr (prefixed "onionfront CMD: ") if the config cannot be read. */
+static const char *cli_socket(const char *cmd, const struct cli_sock_args *a, const char *config_path,
+                              struct config **c, char *err, size_t errlen)
+{
+    if (a->socket)
+        return a->socket;
+    if (a->config)
+        config_path = a->config;
+    if (!(*c = config_load_file(config_path, err, errlen))) {
+        char why[1200];
+        snprintf(why, sizeof(why), "%s", err);
+        snprintf(err, errlen, "cannot read %s: %s (or give the socket with -s SOCKET)", config_path, why);
+        if (cmd)
+            fprintf(stderr, "onionfront %s: %s\n", cmd, err);
         return NULL;
     }
     return (*c)->status.socket;
 }
 
-int cli_status(const char *config_path, int argc, char **argv)
+/* Send `cmd` with `args` for the command word `prog` the user typed. */
+static int cli_send(const char *prog, const char *config_path, const struct cli_sock_args *a, const char *cmd,
+                    char *const *args, int nargs)
 {
-    bool json = false;
-    const char *socket_path = NULL, *cmd = NULL;
-    char *args[2];
-    int nargs = 0;
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0) {
-            json = true;
-        } else if ((strcmp(argv[i], "-s") == 0 || strcmp(argv[i], "--socket") == 0) && i + 1 < argc) {
-            socket_path = argv[++i];
-        } else if ((strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0) && i + 1 < argc) {
-            config_path = argv[++i];
-        } else if (argv[i][0] != '-' && !cmd) {
-            cmd = argv[i];
-        } else if (argv[i][0] != '-' && nargs < 2) {
-            args[nargs++] = argv[i]; /* the command's arguments (log-level LEVEL SECONDS) */
-        } else {
-            cli_usage(stderr);
-            return 2;
-        }
-    }
     struct config *c = NULL;
-    if (!socket_path && !(socket_path = cli_status_socket(config_path, "status", &c)))
-        return 1;
-    int rc = status_client_run(socket_path, cmd, args, nargs, json, stdout, stderr);
+    char err[2048];
+    const char *socket_path = cli_socket(prog, a, config_path, &c, err, sizeof(err));
+    if (!socket_path)
+        return cmd ? 1 : STATUS_EXIT_UNKNOWN; /* the status view cannot tell */
+    int rc = status_client_run(socket_path, prog, cmd, args, nargs, a->json, a->detail, stdout, stderr);
     config_free(c);
     return rc;
 }
 
-/* `onionfront check [-s SOCKET]`: one Nagios line. */
+int cli_status(const char *config_path, int argc, char **argv)
+{
+    struct cli_sock_args a = {0};
+    int rc = cli_sock_parse("status", argc, argv, true, 3, &a);
+    if (rc)
+        return rc;
+    const char *cmd = a.n_words ? a.words[0] : NULL;
+    if (cmd && strcmp(cmd, "log-level") != 0 && a.n_words > 1)
+        return cli_usage_error("status", "%s takes no arguments", cmd);
+    return cli_send("status", config_path, &a, cmd, a.words + 1, a.n_words ? a.n_words - 1 : 0);
+}
+
+/* `onionfront log-level [-s SOCKET] LEVEL [SECONDS]`: the status socket's log-level. */
+static int cli_log_level_cmd(const char *config_path, int argc, char **argv)
+{
+    struct cli_sock_args a = {0};
+    int rc = cli_sock_parse("log-level", argc, argv, false, 2, &a);
+    if (rc)
+        return rc;
+    if (a.n_words == 0)
+        return cli_usage_error("log-level", "missing LEVEL (debug, info, notice, warn, error or config)");
+    char *end = NULL;
+    if (a.n_words == 2 && (strtol(a.words[1], &end, 10) <= 0 || *end))
+        return cli_usage_error("log-level", "SECONDS must be a positive number, not '%s'", a.words[1]);
+    return cli_send("log-level", config_path, &a, "log-level", a.words, a.n_words);
+}
+
+/* `onionfront restart-tor [-s SOCKET]`: the status socket's restart-tor. */
+static int cli_restart_tor_cmd(const char *config_path, int argc, char **argv)
+{
+    struct cli_sock_args a = {0};
+    int rc = cli_sock_parse("restart-tor", argc, argv, false, 0, &a);
+    return rc ? rc : cli_send("restart-tor", config_path, &a, "restart-tor", NULL, 0);
+}
+
+/* `onionfront check [-s SOCKET]`: one Nagios line; a config it cannot read is UNKNOWN. */
 static int cli_check_cmd(const char *config_path, int argc, char **argv)
 {
+    struct cli_sock_args a = {0};
     struct config *c = NULL;
-    const char *socket_path = argc == 2 && (strcmp(argv[0], "-s") == 0 || strcmp(argv[0], "--socket") == 0)
-                                  ? argv[1]
-                                  : NULL;
-    if (argc != 0 && !socket_path) {
-        cli_usage(stderr);
-        return 2;
+    char err[2048];
+    int rc = cli_sock_parse("check", argc, argv, false, 0, &a);
+    if (rc)
+        return rc;
+    const char *socket_path = cli_socket(NULL, &a, config_path, &c, err, sizeof(err));
+    if (!socket_path) {
+        printf("ONIONFRONT UNKNOWN - %s\n", err);
+        return STATUS_EXIT_UNKNOWN;
     }
-    if (!socket_path && !(socket_path = cli_status_socket(config_path, "check", &c))) {
-        printf("ONIONFRONT CRITICAL - cannot read %s\n", config_path);
-        return STATUS_EXIT_DOWN;
-    }
-    int rc = status_client_check(socket_path, stdout);
+    rc = status_client_check(socket_path, stdout);
     config_free(c);
     return rc;
 }
+
+/* ---- the others ------------------------------------------------------------------------------------- */
 
 int cli_check_config(const char *path)
 {
@@ -143,15 +285,25 @@ int cli_check_config(const char *path)
         fprintf(stderr, "%s: %s\n", path, err);
         return 1;
     }
-    if (torcaps_check_config(c, err, sizeof(err)) < 0) {
-        fprintf(stderr, "%s: %s\n", path, err);
+    /* What the file refers to (preflight.h): read only, nothing is made. */
+    struct preflight *pf = calloc(1, sizeof(*pf));
+    if (!pf) {
+        fprintf(stderr, "%s: out of memory\n", path);
         config_free(c);
         return 1;
     }
-    printf("%s: OK (%zu service%s, tor %s)\n", path, c->n_services, c->n_services == 1 ? "" : "s",
-           tor_mode_str(c->tor.mode));
+    signal(SIGPIPE, SIG_IGN); /* cp_conn.h: talking to an attached tor */
+    size_t n = preflight_run(c, &(struct preflight_opts){.scope = PREFLIGHT_ALL, .euid = geteuid()}, pf);
+    for (size_t i = 0; i < n && i < PREFLIGHT_MAX_PROBLEMS; i++)
+        fprintf(stderr, "%s: %s\n", path, pf->problems[i]);
+    if (n > PREFLIGHT_MAX_PROBLEMS)
+        fprintf(stderr, "%s: ... and %zu more\n", path, n - PREFLIGHT_MAX_PROBLEMS);
+    if (n == 0)
+        printf("%s: OK (%zu service%s, tor %s)\n", path, c->n_services, c->n_services == 1 ? "" : "s",
+               tor_mode_str(c->tor.mode));
+    free(pf);
     config_free(c);
-    return 0;
+    return n == 0 ? 0 : 1;
 }
 
 static int cli_check_config_cmd(const char *config_path, int argc, char **argv)
@@ -178,48 +330,66 @@ static int cli_new_key_cmd(const char *config_path, int argc, char **argv)
     return keycmd_new_key(config_path, argv[0], stdout, stderr);
 }
 
-/* `onionfront client-auth add|remove SERVICE NAME` or `client-auth list SERVICE` (clientauth_cmd.h). */
+/* The certificate commands (onion_cert_cmd.h): SERVICE and options. */
+static int cli_onion_csr_cmd(const char *config_path, int argc, char **argv)
+{
+    return onion_cert_cmd_csr(config_path, argc, argv, stdout, stderr);
+}
+
+static int cli_onion_caa_cmd(const char *config_path, int argc, char **argv)
+{
+    return onion_cert_cmd_caa(config_path, argc, argv, time(NULL), stdout, stderr);
+}
+
+/* `onionfront client-auth add|remove SERVICE NAME` or `client-auth list SERVICE` (clientauth_cmd.h);
+ * argv[-1] is the word, the counts are checked. */
 static int cli_client_auth_cmd(const char *config_path, int argc, char **argv)
 {
-    if (argc == 3 && strcmp(argv[0], "add") == 0)
-        return clientauth_cmd_add(config_path, argv[1], argv[2], stdout, stderr);
-    if (argc == 3 && strcmp(argv[0], "remove") == 0)
-        return clientauth_cmd_remove(config_path, argv[1], argv[2], stdout, stderr);
-    if (argc == 2 && strcmp(argv[0], "list") == 0)
-        return clientauth_cmd_list(config_path, argv[1], stdout, stderr);
-    cli_usage(stderr);
-    return 2;
+    const char *word = argv[-1];
+    if (strcmp(word, "add") == 0)
+        return clientauth_cmd_add(config_path, argv[0], argv[1], stdout, stderr);
+    if (strcmp(word, "remove") == 0)
+        return clientauth_cmd_remove(config_path, argv[0], argv[1], stdout, stderr);
+    (void)argc;
+    return clientauth_cmd_list(config_path, argv[0], stdout, stderr);
 }
 
-/* `onionfront log-level ...` is `onionfront status log-level ...`, `onionfront restart-tor` is `onionfront
- * status restart-tor`: the command word stays first. */
-static int cli_via_status_cmd(const char *config_path, int argc, char **argv)
+static int cli_help_cmd(const char *config_path, int argc, char **argv)
 {
-    return cli_status(config_path, argc + 1, argv - 1);
+    (void)config_path;
+    (void)argc;
+    (void)argv;
+    cli_usage(stdout);
+    return 0;
 }
-
-/* The subcommands: a new one is a row. */
-static const struct cli_cmd {
-    const char *name;
-    int min_args, max_args;
-    int (*run)(const char *config_path, int argc, char **argv);
-} cli_cmds[] = {
-    {"check-config", 0, 1, cli_check_config_cmd},
-    {"import-key", 2, 2, cli_import_key_cmd},
-    {"export-key", 2, 2, cli_export_key_cmd},
-    {"new-key", 1, 1, cli_new_key_cmd},
-    {"client-auth", 2, 3, cli_client_auth_cmd},
-    {"status", 0, INT_MAX, cli_status},
-    {"check", 0, 2, cli_check_cmd},
-    {"log-level", 0, INT_MAX, cli_via_status_cmd},
-    {"restart-tor", 0, 2, cli_via_status_cmd},
-};
 
 int cli_command(const char *config_path, const char *cmd, int argc, char **argv)
 {
-    for (size_t i = 0; i < sizeof(cli_cmds) / sizeof(cli_cmds[0]); i++)
-        if (strcmp(cmd, cli_cmds[i].name) == 0 && argc >= cli_cmds[i].min_args && argc <= cli_cmds[i].max_args)
-            return cli_cmds[i].run(config_path, argc, argv);
-    cli_usage(stderr);
-    return 2;
+    const struct cli_cmd *row = NULL;
+    char name[64];
+    bool known = false;
+    for (size_t i = 0; i < CLI_N_CMDS && !row; i++) {
+        const struct cli_cmd *c = &cli_cmds[i];
+        if (strcmp(cmd, c->name) != 0)
+            continue;
+        known = true;
+        if (!c->sub || (argc > 0 && strcmp(argv[0], c->sub) == 0))
+            row = c;
+    }
+    if (!known)
+        return cli_usage_error(NULL, "unknown command '%s'", cmd);
+    if (!row) /* client-auth without a known word */
+        return argc == 0 ? cli_usage_error(cmd, "missing add, list or remove")
+                         : cli_usage_error(cmd, "unknown word '%s' (add, list or remove)", argv[0]);
+    if (row->sub) {
+        argc--;
+        argv++;
+    }
+    snprintf(name, sizeof(name), "%s%s%s", row->name, row->sub ? " " : "", row->sub ? row->sub : "");
+    if (row->min_args >= 0 && (argc < row->min_args || argc > row->max_args))
+        return cli_usage_error(name, "%s; usage: onionfront %s", argc < row->min_args ? "missing argument" :
+                               "too many arguments", row->synopsis);
+    if (!row->run) /* `run` itself is main.c's: it comes here only with arguments */
+        return cli_usage_error(name, "takes no arguments");
+    return row->run(config_path, argc, argv);
 }

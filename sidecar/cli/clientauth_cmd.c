@@ -1,7 +1,9 @@
 /* clientauth_cmd.c — `onionfront client-auth add|list|remove` (see clientauth_cmd.h). */
 #include "sidecar/cli/clientauth_cmd.h"
 
+#include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -10,35 +12,9 @@
 #include "sidecar/identity/clientauth.h"
 #include "sidecar/config/config.h"
 #include "sidecar/config/config_value.h"
+#include "sidecar/core/onion_address.h"
 #include "sidecar/identity/keys.h"
-
-static void clientauth_cmd_upper(char *s)
-{
-    for (; *s; s++)
-        if (*s >= 'a' && *s <= 'z')
-            *s = (char)(*s - 'a' + 'A');
-}
-
-int clientauth_cmd_keypair(char pub[53], char priv[53])
-{
-    unsigned char raw_pub[32], raw_priv[32];
-    size_t pub_len = sizeof(raw_pub), priv_len = sizeof(raw_priv);
-    EVP_PKEY *key = NULL;
-    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_id(EVP_PKEY_X25519, NULL);
-    int ok = ctx && EVP_PKEY_keygen_init(ctx) == 1 && EVP_PKEY_keygen(ctx, &key) == 1 &&
-             EVP_PKEY_get_raw_public_key(key, raw_pub, &pub_len) == 1 &&
-             EVP_PKEY_get_raw_private_key(key, raw_priv, &priv_len) == 1 && pub_len == 32 && priv_len == 32;
-    if (ok) {
-        keys_base32(raw_pub, sizeof(raw_pub), pub);
-        keys_base32(raw_priv, sizeof(raw_priv), priv);
-        clientauth_cmd_upper(pub);
-        clientauth_cmd_upper(priv);
-    }
-    OPENSSL_cleanse(raw_priv, sizeof(raw_priv));
-    EVP_PKEY_free(key); /* OpenSSL wipes the key's secret on free */
-    EVP_PKEY_CTX_free(ctx);
-    return ok ? 0 : -1;
-}
+#include "sidecar/identity/probeauth.h"
 
 /* The config and `service` in it; NULL with the reason printed on `errf`. */
 static const struct service_conf *clientauth_cmd_service(const char *cmd, const char *config_path,
@@ -56,14 +32,14 @@ static const struct service_conf *clientauth_cmd_service(const char *cmd, const 
 }
 
 /* `service`'s recorded address (addrbook.h) into `address`; -1 with the reason printed. */
-static int clientauth_cmd_address(const struct config *conf, const char *service, char address[KEYS_ADDRESS_SIZE],
+static int clientauth_cmd_address(const struct config *conf, const char *service, char address[ONION_ADDRESS_SIZE],
                                   FILE *errf)
 {
     char err[1024];
     struct addrbook *book = addrbook_load(conf->state_dir, err, sizeof(err));
     const char *a = book ? addrbook_address(book, service) : NULL;
     if (a)
-        snprintf(address, KEYS_ADDRESS_SIZE, "%s", a);
+        snprintf(address, ONION_ADDRESS_SIZE, "%s", a);
     else if (book)
         fprintf(errf, "client-auth add: service %s has no address yet: start onionfront with it once (or run "
                 "onionfront new-key %s), then add its clients\n", service, service);
@@ -82,13 +58,17 @@ static void clientauth_cmd_entry(FILE *out, const char *name, const char *public
 int clientauth_cmd_add(const char *config_path, const char *service, const char *name, FILE *out, FILE *errf)
 {
     struct config *conf = NULL;
-    char address[KEYS_ADDRESS_SIZE], pub[53], priv[53];
+    char address[ONION_ADDRESS_SIZE], pub[53], priv[53];
     const struct service_conf *sc = clientauth_cmd_service("add", config_path, service, &conf, errf);
     int rc = 1;
     if (!sc)
         goto done;
     if (!config_is_service_name(name, strlen(name))) {
-        fprintf(errf, "client-auth add: client name \"%s\" must match ^[a-z0-9][a-z0-9_-]{0,31}$\n", name);
+        fprintf(errf, "client-auth add: client name \"%s\" must be " CONFIG_SERVICE_NAME_RULE "\n", name);
+        goto done;
+    }
+    if (strcmp(name, CONFIG_PROBE_CLIENT_NAME) == 0) {
+        fprintf(errf, "client-auth add: \"%s\" is onionfront's own probe client: choose another name\n", name);
         goto done;
     }
     for (size_t i = 0; i < sc->n_clients; i++)
@@ -99,7 +79,7 @@ int clientauth_cmd_add(const char *config_path, const char *service, const char 
         }
     if (clientauth_cmd_address(conf, service, address, errf) < 0)
         goto done;
-    if (clientauth_cmd_keypair(pub, priv) < 0) {
+    if (clientauth_keypair(pub, priv) < 0) {
         fprintf(errf, "client-auth add: OpenSSL could not make an x25519 key pair\n");
         goto done;
     }
@@ -133,7 +113,22 @@ int clientauth_cmd_list(const char *config_path, const char *service, FILE *out,
         fprintf(out, "service %s: %zu client%s\n", service, sc->n_clients, sc->n_clients == 1 ? "" : "s");
     for (size_t i = 0; i < sc->n_clients; i++)
         fprintf(out, "  %-32s descriptor:x25519:%s\n", sc->clients[i].name, sc->clients[i].public_key);
-    if (clientauth_check(sc, err, sizeof(err)) < 0) {
+    char address[ONION_ADDRESS_SIZE], dir[CONFIG_PATH_MAX + sizeof(CLIENTAUTH_DIR) + 2];
+    struct stat st;
+    struct client_auth_conf pbuf;
+    const struct client_auth_conf *probe = NULL;
+    snprintf(dir, sizeof(dir), "%s/%s", sc->key_dir, CLIENTAUTH_DIR);
+    if (keys_inspect_mode(sc->key_dir, sc->mode, address, err, sizeof(err)) == 0) {
+        /* before the first start there is nothing to disagree with */
+        if (sc->n_clients > 0)
+            fprintf(out, "service %s has not been started yet: onionfront writes these clients' files into %s at "
+                    "its first start\n", service, dir);
+    } else if (sc->n_clients > 0 && lstat(dir, &st) < 0 && errno == ENOENT) {
+        fprintf(errf, "client-auth list: %s does not exist yet: the clients above are in the config but not given "
+                "to tor; reload onionfront to write their files\n", dir);
+        rc = 1;
+    } else if (probeauth_for_service(conf, sc, false, &pbuf, &probe, err, sizeof(err)) < 0 ||
+               clientauth_check_dir(sc, sc->key_dir, probe, err, sizeof(err)) < 0) {
         fprintf(errf, "client-auth list: %s/%s does not agree with the config: %s\n", sc->key_dir, CLIENTAUTH_DIR,
                 err);
         rc = 1;

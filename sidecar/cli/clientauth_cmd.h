@@ -37,8 +37,4 @@ int clientauth_cmd_list(const char *config_path, const char *service, FILE *out,
  * Refused if `service` has no such client in the config. Edits and removes nothing. */
 int clientauth_cmd_remove(const char *config_path, const char *service, const char *name, FILE *out, FILE *errf);
 
-/* Make an x25519 key pair: `pub` and `priv` get base32 (upper case, 52 characters + NUL). Return 0 or -1
- * (OpenSSL failed). The caller wipes `priv`. */
-int clientauth_cmd_keypair(char pub[53], char priv[53]);
-
 #endif

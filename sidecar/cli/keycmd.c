@@ -31,9 +31,10 @@ static void keycmd_done(struct keycmd *k)
     config_free(k->conf);
 }
 
-/* Return 0, or -1 with the reason printed on `errf` (and `k` freed). */
+/* Return 0, or -1 with the reason printed on `errf` (and `k` freed). The state directory and its keys/
+ * are made only if `make_dirs` (a command that writes a key). */
 static int keycmd_begin(struct keycmd *k, const char *name, const char *config_path, const char *service,
-                        FILE *errf)
+                        bool make_dirs, FILE *errf)
 {
     char err[2048], keys_dir[PATH_MAX];
     memset(k, 0, sizeof(*k));
@@ -48,8 +49,8 @@ static int keycmd_begin(struct keycmd *k, const char *name, const char *config_p
         return -1;
     }
     snprintf(keys_dir, sizeof(keys_dir), "%s/keys", k->conf->state_dir);
-    if (fs_ensure_private_dir(k->conf->state_dir, NULL, err, sizeof(err)) < 0 ||
-        fs_ensure_private_dir(keys_dir, NULL, err, sizeof(err)) < 0 ||
+    if ((make_dirs && (fs_ensure_private_dir(k->conf->state_dir, NULL, err, sizeof(err)) < 0 ||
+                       fs_ensure_private_dir(keys_dir, NULL, err, sizeof(err)) < 0)) ||
         !(k->book = addrbook_load(k->conf->state_dir, err, sizeof(err)))) {
         fprintf(errf, "%s: %s\n", name, err);
         keycmd_done(k);
@@ -62,7 +63,7 @@ static int keycmd_begin(struct keycmd *k, const char *name, const char *config_p
  * Return 0, or -1 with the reason printed. */
 static int keycmd_record(struct keycmd *k, const char *address, enum addrbook_how how, FILE *out, FILE *errf)
 {
-    char err[1024], old[KEYS_ADDRESS_SIZE] = "";
+    char err[1024], old[ONION_ADDRESS_SIZE] = "";
     const char *was = addrbook_address(k->book, k->sc->name);
     if (was)
         snprintf(old, sizeof(old), "%s", was);
@@ -96,7 +97,7 @@ int keycmd_new_key(const char *config_path, const char *service, FILE *out, FILE
     struct onion_key key;
     char err[1024], aside[PATH_MAX + 64], when[32];
     bool created = false;
-    if (keycmd_begin(&k, "new-key", config_path, service, errf) < 0)
+    if (keycmd_begin(&k, "new-key", config_path, service, true, errf) < 0)
         return 1;
     /* Keep the old key: an address given up by mistake can be brought back with import-key. */
     time_t now = time(NULL);
@@ -171,8 +172,17 @@ int keycmd_export_key(const char *config_path, const char *service, const char *
         fprintf(errf, "export-key: %s: not a file name\n", file);
         return 1;
     }
-    if (keycmd_begin(&k, "export-key", config_path, service, errf) < 0)
+    if (keycmd_begin(&k, "export-key", config_path, service, false, errf) < 0)
         return 1;
+    char address[ONION_ADDRESS_SIZE];
+    if (keys_inspect_mode(k.sc->key_dir, k.sc->mode, address, err, sizeof(err)) == 0) {
+        /* before the first start: say what to do, as client-auth add does */
+        fprintf(errf, "export-key: service %s has no key yet (%s): start onionfront with it once, or give it one "
+                "with onionfront new-key %s (or import-key %s FILE), then export it\n", k.sc->name, err, k.sc->name,
+                k.sc->name);
+        keycmd_done(&k);
+        return 1;
+    }
     if (keys_load_mode(k.sc->key_dir, k.sc->mode, &key, err, sizeof(err)) < 0) {
         fprintf(errf, "export-key: service %s: %s\n", k.sc->name, err);
         keycmd_done(&k);
@@ -217,7 +227,7 @@ static int keycmd_import_file(const char *src, const char *key_dir, enum service
     if (rc == 0) {
         rc = keys_secret_file_decode(buf, len, src, &key, err, errlen);
         if (rc == 0 && (rc = keys_install_mode(&key, key_dir, mode, err, errlen)) == 0)
-            snprintf(address, KEYS_ADDRESS_SIZE, "%s", key.address);
+            snprintf(address, ONION_ADDRESS_SIZE, "%s", key.address);
         onion_key_clear(&key);
     }
     OPENSSL_cleanse(buf, sizeof(buf));
@@ -228,8 +238,8 @@ int keycmd_import_key(const char *config_path, const char *service, const char *
 {
     struct keycmd k;
     struct stat st;
-    char err[1024], address[KEYS_ADDRESS_SIZE];
-    if (keycmd_begin(&k, "import-key", config_path, service, errf) < 0)
+    char err[1024], address[ONION_ADDRESS_SIZE];
+    if (keycmd_begin(&k, "import-key", config_path, service, true, errf) < 0)
         return 1;
     int rc;
     if (stat(src, &st) < 0) {

@@ -1,13 +1,16 @@
 /* config.c — load and strictly validate onionfront's JSON config into the plain data of config.h.
  *
- * Owns: the schema — parsing with jansson, every key, shape and range of templates/CONFIG.md, the
+ * Owns: the schema — parsing with jansson, every key, shape and range of docs/configuration.md, the
  * cross-field checks, the defaults (resolved here, once), config_free and the enum stringers. The rules
  * for single values (names, paths, addresses, torrc lines, keys) are config_value.c's; this file says
  * where each applies and names the field. The lookups and the comparisons reload uses are
  * config_compare.c's. Every error names its field path ("services[1].ports[0].target: port must be
  * 1-65535"); JSON syntax errors name line and column.
  * Does not: create or inspect directories, resolve host names, talk to tor, or log; the only file it
- * looks at besides the config is each health.ca_file (a readable regular file, not parsed here). */
+ * looks at besides the config is each health.ca_file (a readable regular file, not parsed here).
+ * One job despite its length: it is the schema, one parse function per section over shared field
+ * getters that name the path, and the cross-field checks need every section's result in one place (the
+ * value rules already live apart). */
 #include "sidecar/config/config.h"
 
 #include <arpa/inet.h>
@@ -20,6 +23,7 @@
 #include <sys/socket.h>
 
 #include "sidecar/config/config_value.h"
+#include "sidecar/config/config_hint.h"
 
 #define FIELD_PATH_LEN 256 /* "services[63].ports[63].backends[63].address" and an escaped unknown key */
 
@@ -88,6 +92,9 @@ static int config_check_keys(struct config_ctx *c, const char *obj, json_t *o, c
             char p[FIELD_PATH_LEN];
             config_msg_text(shown, sizeof shown, key, strlen(key), 64);
             config_sub(p, obj, shown);
+            const char *near = config_hint_nearest(key, allowed);
+            if (near)
+                return config_fail(c, p, "unknown key; did you mean \"%s\"?", near);
             return config_fail(c, p, "unknown key");
         }
     }
@@ -390,7 +397,7 @@ static int config_parse_tor(struct config_ctx *c, json_t *o, struct config *cfg)
         goto out;
     if (user) {
         if (!config_is_user_name(user, user_len)) {
-            config_fail(c, "tor.user", "must match ^[a-z_][a-z0-9_-]{0,31}$");
+            config_fail(c, "tor.user", "must be a user name: %s", CONFIG_USER_NAME_RULE);
             goto out;
         }
         t->user = strdup(user);
@@ -629,7 +636,7 @@ static int config_parse_backend(struct config_ctx *c, const char *obj, json_t *o
     if (named) {
         config_sub(p, obj, "name");
         if (!config_is_backend_name(s, len))
-            return config_fail(c, p, "must match ^[A-Za-z0-9_.-]{1,64}$");
+            return config_fail(c, p, "must be %s", CONFIG_BACKEND_NAME_RULE);
         memcpy(b->name, s, len + 1);
     } else {
         snprintf(b->name, sizeof b->name, "%s-%u-%zu", svc->name, (unsigned)pc->virtual_port, idx);
@@ -727,6 +734,7 @@ static int config_parse_port(struct config_ctx *c, const char *obj, json_t *o, s
     pc->balance = (enum balance_policy)balance;
     pc->connect_timeout_ms = 3000;
     pc->max_streams_per_circuit = CONFIG_DEFAULT_MAX_STREAMS_PER_CIRCUIT;
+    pc->idle_timeout_s = CONFIG_DEFAULT_IDLE_TIMEOUT_S;
     pc->proxy_protocol = false;
     if (config_get_uint(c, obj, o, "connect_timeout_ms", false, 100, 60000, &pc->connect_timeout_ms) < 0 ||
         config_get_uint(c, obj, o, "max_streams_per_circuit", false, 0, 65535, &pc->max_streams_per_circuit) < 0 ||
@@ -891,8 +899,11 @@ static int config_parse_clients(struct config_ctx *c, const char *obj, json_t *o
             return -1;
         config_sub(q, p, "name");
         if (!config_is_service_name(s, len))
-            return config_fail(c, q, "must match ^[a-z0-9][a-z0-9_-]{0,31}$");
+            return config_fail(c, q, "must be %s", CONFIG_SERVICE_NAME_RULE);
         memcpy(cl->name, s, len + 1);
+        if (strcmp(cl->name, CONFIG_PROBE_CLIENT_NAME) == 0)
+            return config_fail(c, q, "\"%s\" is onionfront's own probe client (it proves the service refuses a "
+                               "client without a key): choose another name", cl->name);
         for (size_t j = 0; j < i; j++)
             if (strcmp(svc->clients[j].name, cl->name) == 0)
                 return config_fail(c, q, "duplicate client name \"%s\"", cl->name);
@@ -960,7 +971,8 @@ static int config_parse_probe_target(struct config_ctx *c, const char *obj, json
 
 /* "mode" and "onion_location" of a service. An anonymous service runs on a tor onionfront spawns
  * (workerset.h), so attach mode has none: the attached tor is the single-onion one. Onion-Location is
- * on by default only for a single onion (templates/CONFIG.md says why). */
+ * on by default only for a single onion without client_auth (config_parse_service; docs/configuration.md
+ * says why). */
 static int config_parse_service_mode(struct config_ctx *c, const char *obj, json_t *o, const struct config *cfg,
                                      struct service_conf *svc)
 {
@@ -993,7 +1005,7 @@ static int config_parse_service(struct config_ctx *c, const char *obj, json_t *o
         return -1;
     config_sub(p, obj, "name");
     if (!config_is_service_name(s, len))
-        return config_fail(c, p, "must match ^[a-z0-9][a-z0-9_-]{0,31}$");
+        return config_fail(c, p, "must be %s", CONFIG_SERVICE_NAME_RULE);
     memcpy(svc->name, s, len + 1);
     for (size_t j = 0; j < idx; j++)
         if (strcmp(cfg->services[j].name, svc->name) == 0)
@@ -1022,8 +1034,18 @@ static int config_parse_service(struct config_ctx *c, const char *obj, json_t *o
         config_sub(p, obj, "drop_client_auth");
         return config_fail(c, p, "cannot be set with client_auth (it removes every client, on purpose)");
     }
+    /* A private service's address is for its clients only: Onion-Location would hand it to every visitor
+     * of the clearnet site. Off by default there, and refused when asked for. */
+    if (svc->n_clients > 0 && svc->onion_location) {
+        if (json_object_get(o, "onion_location")) {
+            config_sub(p, obj, "onion_location");
+            return config_fail(c, p, "cannot be true with client_auth: Onion-Location would advertise a private "
+                                     "service's address to every visitor of the clearnet site");
+        }
+        svc->onion_location = false;
+    }
     config_sub(p, obj, "onionbalance");
-    if (ob_conf_parse(json_object_get(o, "onionbalance"), p, &svc->dos, &svc->onionbalance, c->err, c->errlen) < 0)
+    if (ob_conf_parse(json_object_get(o, "onionbalance"), p, svc->dos.pow_enabled, &svc->onionbalance, c->err, c->errlen) < 0)
         return -1;
     /* Instances run on the single-onion tors (their keys are copied per tor, ob_config beside them). */
     if (svc->onionbalance.role != OB_ROLE_NONE && svc->mode != SERVICE_MODE_SINGLE)
@@ -1059,7 +1081,7 @@ static int config_parse_service(struct config_ctx *c, const char *obj, json_t *o
 
 static int config_parse_status(struct config_ctx *c, json_t *o, struct config *cfg)
 {
-    static const char *const keys[] = {"socket", "allowed_uids", "allowed_gids", NULL};
+    static const char *const keys[] = {"socket", "allowed_uids", "allowed_gids", "admin_uids", "admin_gids", NULL};
     struct status_conf *st = &cfg->status;
     st->socket = config_path_join(cfg->run_dir, "status.sock");
     if (!st->socket)
@@ -1084,6 +1106,21 @@ static int config_parse_status(struct config_ctx *c, json_t *o, struct config *c
     rc = config_get_ids(c, "status", o, "allowed_gids", "gid", &ids, &n);
     st->allowed_gids = (gid_t *)ids;
     st->n_allowed_gids = n;
+    if (rc < 0)
+        return -1;
+    /* Admins may read too: no need to list them in allowed_* as well (and it is not refused). */
+    ids = NULL;
+    n = 0;
+    rc = config_get_ids(c, "status", o, "admin_uids", "uid", &ids, &n);
+    st->admin_uids = (uid_t *)ids;
+    st->n_admin_uids = n;
+    if (rc < 0)
+        return -1;
+    ids = NULL;
+    n = 0;
+    rc = config_get_ids(c, "status", o, "admin_gids", "gid", &ids, &n);
+    st->admin_gids = (gid_t *)ids;
+    st->n_admin_gids = n;
     return rc;
 }
 
@@ -1177,16 +1214,63 @@ static int config_parse_probe(struct config_ctx *c, json_t *o, struct probe_conf
     return config_get_uint(c, "probe", o, "down_after", false, 1, pr->window, &pr->down_after);
 }
 
+/* onion_location.allow against the listen address `m`: each entry of listen's family (another could never
+ * match); absent, the loopback network of that family, which only a loopback listen address may rely on:
+ * a farm-facing one must name its web servers. */
+static int config_parse_onion_location_allow(struct config_ctx *c, json_t *o, struct onion_location_conf *ol)
+{
+    char p[FIELD_PATH_LEN], why[160];
+    json_t *arr;
+    if (config_get_array(c, "onion_location", o, "allow", false, 1, CONFIG_MAX_LIST, &arr) < 0)
+        return -1;
+    config_sub(p, "onion_location", "allow");
+    if (arr && !ol->listen.enabled)
+        return config_fail(c, p, "needs listen: it says who may connect to it");
+    if (!ol->listen.enabled)
+        return 0;
+    const struct metrics_conf *m = &ol->listen;
+    if (!arr) {
+        const char *lo = m->family == AF_INET6 ? "::1" : "127.0.0.0/8";
+        struct in6_addr a6;
+        struct in_addr a4;
+        bool loopback = m->family == AF_INET6
+                            ? inet_pton(AF_INET6, m->host, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6)
+                            : inet_pton(AF_INET, m->host, &a4) == 1 && (ntohl(a4.s_addr) >> 24) == 127;
+        if (!loopback)
+            return config_fail(c, p, "is required when listen (%s) is not a loopback address: list the web servers' "
+                                     "addresses or networks, e.g. [\"10.0.0.0/24\"]", m->listen);
+        config_parse_cidr(lo, strlen(lo), &ol->allow[0], why, sizeof why);
+        ol->n_allow = 1;
+        return 0;
+    }
+    for (size_t i = 0; i < json_array_size(arr); i++) {
+        json_t *v = json_array_get(arr, i);
+        config_subi(p, "onion_location", "allow", i);
+        if (!json_is_string(v))
+            return config_fail(c, p, "must be a string");
+        struct config_cidr *net = &ol->allow[i];
+        if (config_parse_cidr(json_string_value(v), json_string_length(v), net, why, sizeof why) < 0)
+            return config_fail(c, p, "%s", why);
+        if (net->family != m->family)
+            return config_fail(c, p, "%s can never match: listen (%s) is %s", net->text, m->listen,
+                               m->family == AF_INET6 ? "IPv6" : "IPv4");
+        ol->n_allow = i + 1;
+    }
+    return 0;
+}
+
 static int config_parse_onion_location(struct config_ctx *c, json_t *o, struct onion_location_conf *ol)
 {
-    static const char *const keys[] = {"dir", "on_change", "listen", NULL};
+    static const char *const keys[] = {"dir", "on_change", "listen", "allow", NULL};
     if (!o)
         return 0;
     if (config_check_object(c, "onion_location", o) < 0 || config_check_keys(c, "onion_location", o, keys) < 0)
         return -1;
     ol->enabled = true;
-    /* Serves only public data (the onion addresses): a farm-facing address is allowed. */
-    if (config_parse_listen(c, "onion_location", o, false, &ol->listen) < 0)
+    /* Serves only public data (the onion addresses): a farm-facing address is allowed, for the peers in
+     * allow. */
+    if (config_parse_listen(c, "onion_location", o, false, &ol->listen) < 0 ||
+        config_parse_onion_location_allow(c, o, ol) < 0)
         return -1;
     if (config_get_path(c, "onion_location", o, "dir", true, CONFIG_PATH_MAX, NULL, &ol->dir) < 0)
         return -1;
@@ -1299,14 +1383,40 @@ static struct config *config_from_json(json_t *root, char *err, size_t errlen)
     return cfg;
 }
 
-static void config_json_error(const json_error_t *je, char *err, size_t errlen)
+/* A JSON syntax error, with its likely cause (config_hint.h) when `text` (the file's bytes) is known. */
+static void config_json_error(const json_error_t *je, const char *text, size_t len, char *err, size_t errlen)
 {
-    if (!err || errlen == 0)
-        return;
-    if (je->line > 0)
-        snprintf(err, errlen, "line %d, column %d: %s", je->line, je->column, je->text);
-    else
-        snprintf(err, errlen, "%s", je->text);
+    if (err && errlen > 0)
+        config_hint_json_error(text, len, je->text, je->line, je->column, (size_t)je->position, err, errlen);
+}
+
+/* The bytes of `path` again, to explain a syntax error (NULL if it cannot be read; free it). */
+static char *config_slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    size_t cap = 0;
+    *len = 0;
+    if (!f)
+        return NULL;
+    for (;;) {
+        if (*len == cap) {
+            char *nb = cap < (64u << 20) ? realloc(buf, cap ? cap * 2 : 65536) : NULL;
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                return NULL;
+            }
+            buf = nb;
+            cap = cap ? cap * 2 : 65536;
+        }
+        size_t n = fread(buf + *len, 1, cap - *len, f);
+        *len += n;
+        if (n == 0)
+            break;
+    }
+    fclose(f);
+    return buf;
 }
 
 struct config *config_load_file(const char *path, char *err, size_t errlen)
@@ -1314,7 +1424,11 @@ struct config *config_load_file(const char *path, char *err, size_t errlen)
     json_error_t je;
     json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
     if (!root) {
-        config_json_error(&je, err, errlen);
+        /* jansson's own text for a file it cannot open; the cause for one it cannot parse */
+        size_t len = 0;
+        char *text = json_error_code(&je) != json_error_cannot_open_file ? config_slurp(path, &len) : NULL;
+        config_json_error(&je, text, len, err, errlen);
+        free(text);
         return NULL;
     }
     struct config *cfg = config_from_json(root, err, errlen);
@@ -1327,7 +1441,7 @@ struct config *config_load_string(const char *json, size_t len, char *err, size_
     json_error_t je;
     json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
     if (!root) {
-        config_json_error(&je, err, errlen);
+        config_json_error(&je, json, len, err, errlen);
         return NULL;
     }
     struct config *cfg = config_from_json(root, err, errlen);
@@ -1364,6 +1478,8 @@ void config_free(struct config *cfg)
     free(cfg->status.socket);
     free(cfg->status.allowed_uids);
     free(cfg->status.allowed_gids);
+    free(cfg->status.admin_uids);
+    free(cfg->status.admin_gids);
     free(cfg->onion_location.dir);
     config_free_strv(cfg->onion_location.on_change, cfg->onion_location.n_on_change);
     free(cfg->state_dir);

@@ -1,4 +1,4 @@
-/* config.h — onionfront's configuration: the JSON file (templates/CONFIG.md) as plain data.
+/* config.h — onionfront's configuration: the JSON file (docs/configuration.md) as plain data.
  *
  * Owns loading and strict validation of the config file, defaults (resolved at load time, so every field
  * below is set and later code never re-derives a default), and the comparisons reload needs. Does not own
@@ -19,6 +19,7 @@
 
 #include "sidecar/config/config_value.h" /* name, host and path limits; struct backend_addr */
 #include "sidecar/config/ob_config.h"
+#include "sidecar/config/service_mode.h"
 
 #define CONFIG_MAX_SERVICES 64
 #define CONFIG_MAX_PORTS 64         /* per service */
@@ -31,17 +32,15 @@
 #define CONFIG_HTTP_HOST_MAX 255  /* health.host */
 #define CONFIG_CA_FILE_MAX 1024   /* health.ca_file (kept in struct health_conf, which is copied by value) */
 #define CONFIG_DEFAULT_MAX_STREAMS_PER_CIRCUIT 64 /* a browser opens far fewer at once to one site */
+/* A stream idle both ways this long is closed: HAProxy's usual `timeout tunnel 1h` for WebSocket and
+ * CONNECT tunnels, far above any long-poll or WebSocket ping interval, but finite, so a visitor cannot
+ * hold idle streams (up to max_streams_per_circuit per circuit) against the global cap for ever. */
+#define CONFIG_DEFAULT_IDLE_TIMEOUT_S 3600
 #define CONFIG_MAX_OPEN_STREAMS_MAX 1000000
 
 enum tor_mode {
     TOR_MODE_SPAWN,  /* onionfront starts and supervises its own tor */
     TOR_MODE_ATTACH, /* onionfront uses a running tor through tor.control_socket */
-};
-
-/* What kind of onion service a service is (its "mode"); fixed for its key's life (service_id.h). */
-enum service_mode {
-    SERVICE_MODE_SINGLE,    /* a single onion service: one-hop introduction and rendezvous, not hidden */
-    SERVICE_MODE_ANONYMOUS, /* an ordinary (location-hidden) onion service, on its own tor (workerset.h) */
 };
 
 enum balance_policy {
@@ -112,13 +111,13 @@ struct port_conf {
     unsigned circuit_stream_rate;     /* new streams per second one circuit may open (token bucket refill),
                                          0-65535, 0 = off (default) */
     unsigned circuit_stream_burst;    /* the bucket: 1-131070, default max(10, 2 x rate) */
-    unsigned idle_timeout_s;          /* a stream with no byte either way this long is closed; 0 = off */
+    unsigned idle_timeout_s;          /* a stream with no byte either way this long is closed; 0 = off;
+                                         0-86400, default CONFIG_DEFAULT_IDLE_TIMEOUT_S */
     bool proxy_protocol;              /* send a PROXY v2 header to backends */
     struct health_conf health;
 };
 
 #define CONFIG_DOS_RATE_MAX 2147483647u /* tor's bound on every PoW queue and intro DoS rate and burst */
-#define CONFIG_MAX_INTRO_POINTS 20      /* tor: "You can't have more than 20" */
 
 /* A service's denial-of-service defences in tor (the service's "dos" object). Every field is set: tor's
  * defaults where the file says nothing. Sent in the service's SETCONF group (service.c). */
@@ -134,6 +133,7 @@ struct dos_conf {
 };
 
 #define CONFIG_MAX_CLIENTS 256   /* client_auth entries per service */
+#define CONFIG_PROBE_CLIENT_NAME "onionfront-probe" /* reserved: the end-to-end probe's own client (probeauth.h) */
 
 /* One client of a service with client authorization ("restricted discovery"). */
 struct client_auth_conf {
@@ -191,10 +191,14 @@ struct tor_conf {
 
 struct status_conf {
     char *socket; /* always set: default <run_dir>/status.sock */
-    uid_t *allowed_uids; /* besides the daemon's own uid */
+    uid_t *allowed_uids; /* may read (status, metrics ...), besides root and the daemon's own uid */
     size_t n_allowed_uids;
     gid_t *allowed_gids;
     size_t n_allowed_gids;
+    uid_t *admin_uids;   /* may also run reload, restart-tor, log-level (root and the daemon's uid always) */
+    size_t n_admin_uids;
+    gid_t *admin_gids;
+    size_t n_admin_gids;
 };
 
 struct metrics_conf {
@@ -225,6 +229,10 @@ struct onion_location_conf {
     bool enabled;     /* the "onion_location" object is present */
     struct metrics_conf listen; /* "listen": the HTTP endpoint /onion-location/<service> for a farm's web
                                    servers (any IP address; enabled false when absent or null) */
+    struct config_cidr allow[CONFIG_MAX_LIST]; /* "allow": who may connect to listen (the web servers),
+                                   all of listen's family; default its loopback (127.0.0.0/8 or ::1), and
+                                   required when listen is not a loopback address */
+    size_t n_allow;
     char *dir;        /* enabled: absolute directory for the per-service include files */
     char **on_change; /* NULL-terminated argv (on_change[0] absolute), or NULL for no command */
     size_t n_on_change;

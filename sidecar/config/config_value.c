@@ -1,7 +1,8 @@
 /* config_value.c — value parsers and checks of the config file that know nothing of its schema.
  *
  * Owns: character classes, name rules, absolute-path normalisation and containment, address and port
- * parsing, the extra_torrc line rule, base32 x25519 keys, and escaping of untrusted text for messages.
+ * parsing, IP networks (CIDR), the extra_torrc line rule, base32 x25519 keys, and escaping of untrusted
+ * text for messages.
  * Each returns a verdict and, where it explains one, a reason without a field path.
  * Does not: know which field a value came from, apply defaults, use jansson, log, or look at the file
  * system except for config_check_readable_file (a stat and an open). config.c composes these into the
@@ -12,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -301,6 +303,36 @@ bad:
     return -1;
 }
 
+/* The refusal of a URL `s` (`len` bytes; "://" at `scheme_end`) where an address belongs, naming the
+ * host:port it probably meant (the port from the URL, else the scheme's: http 80, https 443). */
+static int config_url_as_addr(const char *s, size_t len, const char *scheme_end, char *why, size_t whylen)
+{
+    char shown[100], meant[CONFIG_ADDR_TEXT_MAX + 24] = "";
+    const char *host = scheme_end + 3, *end = host;
+    bool plain = true; /* the host part can be quoted as it is (no user@, quote or control character) */
+    while (end < s + len && *end != '/' && *end != '?' && *end != '#') {
+        if (*end == '@' || *end == '"' || *end == '\\' || (unsigned char)*end <= ' ' || (unsigned char)*end >= 0x7f)
+            plain = false;
+        end++;
+    }
+    size_t hlen = plain ? (size_t)(end - host) : 0;
+    const char *colon = hlen ? memrchr(host, ':', hlen) : NULL;
+    const char *bracket = hlen ? memchr(host, ']', hlen) : NULL;
+    bool v6_only = colon && host[0] == '[' && (!bracket || colon < bracket); /* "[::1]" has no port */
+    size_t slen = (size_t)(scheme_end - s);
+    const char *port = slen == 4 && strncasecmp(s, "http", 4) == 0    ? "80"
+                       : slen == 5 && strncasecmp(s, "https", 5) == 0 ? "443"
+                                                                      : NULL;
+    if (hlen > 0 && hlen < CONFIG_ADDR_TEXT_MAX && colon && !v6_only)
+        snprintf(meant, sizeof meant, ", here \"%.*s\"", (int)hlen, host);
+    else if (hlen > 0 && hlen < CONFIG_ADDR_TEXT_MAX && port)
+        snprintf(meant, sizeof meant, ", here \"%.*s:%s\"", (int)hlen, host, port);
+    config_msg_text(shown, sizeof shown, s, len, 64);
+    snprintf(why, whylen, "\"%s\" is a URL; write host:port%s (onionfront forwards TCP, not HTTP requests)", shown,
+             meant);
+    return -1;
+}
+
 /* Parse a backend address ("host:port", "[v6]:port", "/path", "unix:/path") into `a`. Return 0, or -1
  * with the reason in `why`; -2 if only the port was out of range. */
 int config_parse_addr(const char *s, size_t len, struct backend_addr *a, char *why, size_t whylen)
@@ -339,6 +371,9 @@ int config_parse_addr(const char *s, size_t len, struct backend_addr *a, char *w
         memcpy(a->text, s, len + 1);
         return 0;
     }
+    const char *scheme_end = strstr(s, "://");
+    if (scheme_end) /* "http://127.0.0.1:8081/": a URL, not an address */
+        return config_url_as_addr(s, len, scheme_end, why, whylen);
     a->kind = BACKEND_ADDR_INET;
     const char *port;
     size_t port_len;
@@ -407,6 +442,76 @@ bool config_addr_same(const struct backend_addr *a, const struct backend_addr *b
     if (a->kind == BACKEND_ADDR_UNIX)
         return strcmp(a->path, b->path) == 0;
     return a->port == b->port && strcasecmp(a->host, b->host) == 0;
+}
+
+/* ---- networks ---------------------------------------------------------------------------------- */
+
+#define CIDR_FORMS "must be an IP address or network, e.g. \"10.0.0.5\", \"10.0.0.0/24\" or \"fd00::/64\""
+
+int config_parse_cidr(const char *s, size_t n, struct config_cidr *out, char *why, size_t whylen)
+{
+    char buf[64];
+    const char *slash = memchr(s, '/', n);
+    size_t alen = slash ? (size_t)(slash - s) : n;
+    memset(out, 0, sizeof(*out));
+    if (alen == 0 || alen >= sizeof(buf) || memchr(s, '\0', n)) {
+        snprintf(why, whylen, CIDR_FORMS);
+        return -1;
+    }
+    memcpy(buf, s, alen);
+    buf[alen] = '\0';
+    if (inet_pton(AF_INET, buf, out->addr) == 1) {
+        out->family = AF_INET;
+    } else if (inet_pton(AF_INET6, buf, out->addr) == 1) {
+        out->family = AF_INET6;
+    } else {
+        snprintf(why, whylen, CIDR_FORMS);
+        return -1;
+    }
+    unsigned max = out->family == AF_INET ? 32 : 128;
+    out->prefix = max;
+    if (slash) {
+        const char *d = slash + 1;
+        size_t dlen = n - alen - 1;
+        unsigned v = 0;
+        bool ok = dlen > 0 && dlen <= 3 && !(dlen > 1 && d[0] == '0');
+        for (size_t i = 0; ok && i < dlen; i++) {
+            ok = d[i] >= '0' && d[i] <= '9';
+            v = v * 10 + (unsigned)(d[i] - '0');
+        }
+        if (!ok || v > max) {
+            snprintf(why, whylen, "the prefix length must be 0-%u without leading zeros", max);
+            return -1;
+        }
+        out->prefix = v;
+    }
+    /* Host bits must be zero: "10.0.0.5/24" is a typo for one of two different lists. */
+    uint8_t net[16];
+    memcpy(net, out->addr, sizeof(net));
+    for (unsigned bit = out->prefix; bit < max; bit++)
+        net[bit / 8] &= (uint8_t) ~(0x80u >> (bit % 8));
+    char shown[INET6_ADDRSTRLEN];
+    inet_ntop(out->family, net, shown, sizeof(shown));
+    if (memcmp(net, out->addr, sizeof(net)) != 0) {
+        snprintf(why, whylen, "host bits set: did you mean %s/%u?", shown, out->prefix);
+        return -1;
+    }
+    snprintf(out->text, sizeof(out->text), "%s/%u", shown, out->prefix);
+    return 0;
+}
+
+bool config_cidr_match(const struct config_cidr *nets, size_t n, int family, const uint8_t *addr)
+{
+    for (size_t i = 0; i < n; i++) {
+        const struct config_cidr *c = &nets[i];
+        unsigned full = c->prefix / 8, rest = c->prefix % 8;
+        if (c->family != family || memcmp(c->addr, addr, full) != 0)
+            continue;
+        if (rest && ((c->addr[full] ^ addr[full]) & (uint8_t)(0xffu << (8 - rest))))
+            continue;
+        return true;
+    }
+    return false;
 }
 
 /* ---- torrc lines --------------------------------------------------------------------------------- */

@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define CONFIG_MAX_INTRO_POINTS 20 /* tor: "You can't have more than 20" (a service's, or an instance's) */
+
 #define CONFIG_SERVICE_NAME_MAX 32
 #define CONFIG_BACKEND_NAME_MAX 64
 #define CONFIG_USER_MAX 32
@@ -50,6 +52,13 @@ struct backend_addr {
 void config_msg_text(char *out, size_t outlen, const char *s, size_t len, size_t maxshow);
 
 /* ---- names: each true if the `n` bytes at `s` are one ---- */
+
+/* Each name rule below in words, for messages (a regex is not an explanation). */
+#define CONFIG_SERVICE_NAME_RULE                                                                             \
+    "1-32 characters: lowercase letters a-z, digits, '_' and '-', starting with a letter or digit"
+#define CONFIG_BACKEND_NAME_RULE "1-64 characters: letters, digits, '_', '.' and '-'"
+#define CONFIG_USER_NAME_RULE                                                                                \
+    "1-32 characters: lowercase letters a-z, digits, '_' and '-', starting with a letter or '_'"
 
 /* A service (or client) name: ^[a-z0-9][a-z0-9_-]{0,31}$. Why: it becomes a directory name, a metrics
  * label and part of socket paths, so it is held to a set no file system or parser treats specially. */
@@ -107,6 +116,25 @@ int config_parse_port_number(const char *s, size_t n, uint16_t *out);
  * and dots must be a valid IPv4 literal (kept in canonical form); host names follow RFC 1123 plus "_".
  * Why: backends, health checks and listeners share one address syntax. */
 int config_parse_addr(const char *s, size_t len, struct backend_addr *a, char *why, size_t whylen);
+
+/* An IP network: an address and a prefix length ("10.0.0.0/24", "10.0.0.5" = /32, "fd00::/64", "::1" =
+ * /128). */
+struct config_cidr {
+    int family;       /* AF_INET or AF_INET6 */
+    uint8_t addr[16]; /* the network, host bits zero; AF_INET uses the first 4 bytes */
+    unsigned prefix;  /* 0-32 or 0-128 */
+    char text[48];    /* canonical: "10.0.0.0/24", "::1/128" */
+};
+
+/* Parse an IP address or network (`n` bytes: "a.b.c.d[/0-32]" or "v6[/0-128]", no brackets) into `*out`.
+ * Return 0, or -1 with the reason in `why`; an address with bits set beyond the prefix is refused,
+ * naming the network meant ("10.0.0.5/24": "host bits set: did you mean 10.0.0.0/24?"). Why: allow lists
+ * of peers are written this way, and a mistyped mask must not silently widen or narrow one. */
+int config_parse_cidr(const char *s, size_t n, struct config_cidr *out, char *why, size_t whylen);
+
+/* True if the IP address `addr` (4 bytes for AF_INET, 16 for AF_INET6) lies in one of the `n` networks.
+ * An address of the other family never matches. */
+bool config_cidr_match(const struct config_cidr *nets, size_t n, int family, const uint8_t *addr);
 
 /* True if `a` and `b` name the same endpoint: the same unix path, or the same port and host (case
  * ignored). Why: duplicate backends of one port are refused. */

@@ -7,9 +7,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "sidecar/config/config.h"
 #include "sidecar/config/config_value.h"
-#include "sidecar/identity/keys.h"
+#include "sidecar/core/onion_address.h"
 
 static int ob_fail(char *err, size_t errlen, const char *path, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
@@ -52,7 +51,7 @@ static int ob_base32_decode56(const char *s, unsigned char out[35])
 bool ob_address_parse(const char *s, size_t len, char *out)
 {
     unsigned char raw[35];
-    char canon[KEYS_ADDRESS_SIZE];
+    char canon[ONION_ADDRESS_SIZE];
     if (len == OB_ADDRESS_LEN + 6 && strncasecmp(s + OB_ADDRESS_LEN, ".onion", 6) == 0)
         len = OB_ADDRESS_LEN;
     if (len != OB_ADDRESS_LEN || ob_base32_decode56(s, raw) < 0 || raw[34] != 3)
@@ -77,13 +76,13 @@ static int ob_get_address(json_t *o, const char *path, const char *field, char *
     return 0;
 }
 
-static int ob_parse_frontend(json_t *o, const char *path, const struct dos_conf *dos, struct ob_conf *out, char *err,
+static int ob_parse_frontend(json_t *o, const char *path, bool pow_enabled, struct ob_conf *out, char *err,
                              size_t errlen)
 {
     json_t *v = json_object_get(o, "frontend");
     if (!json_is_true(v))
         return ob_fail(err, errlen, path, "frontend", "must be true (leave it out for an instance)");
-    if (dos->pow_enabled)
+    if (pow_enabled)
         return ob_fail(err, errlen, path, NULL,
                        "a frontend cannot use dos.pow: Onionbalance 0.2.2 leaves pow-params out of the merged "
                        "descriptor, so clients of the master address would never solve a puzzle (enable PoW on "
@@ -118,7 +117,7 @@ static int ob_parse_frontend(json_t *o, const char *path, const struct dos_conf 
     return 0;
 }
 
-int ob_conf_parse(json_t *o, const char *path, const struct dos_conf *dos, struct ob_conf *out, char *err,
+int ob_conf_parse(json_t *o, const char *path, bool pow_enabled, struct ob_conf *out, char *err,
                   size_t errlen)
 {
     static const char *const instance_keys[] = {"master_address", NULL};
@@ -148,7 +147,7 @@ int ob_conf_parse(json_t *o, const char *path, const struct dos_conf *dos, struc
         }
     }
     if (frontend)
-        return ob_parse_frontend(o, path, dos, out, err, errlen);
+        return ob_parse_frontend(o, path, pow_enabled, out, err, errlen);
     if (ob_get_address(o, path, "master_address", out->master_address, err, errlen) < 0)
         return -1;
     out->role = OB_ROLE_INSTANCE;
@@ -262,7 +261,18 @@ int ob_status_parse(const char *json, size_t len, const char *master, struct ob_
             if (!r)
                 r = json_object_get(in, "received");
             si->received = json_is_string(r);
-            si->intro_points = json_is_integer(ip) ? (int)json_integer_value(ip) : -1;
+            /* Onionbalance writes len(intro_set) of a descriptor tor built: 0-20 (tor refuses more), and
+             * leaves the field out before the first descriptor. Anything else did not come from it. */
+            si->intro_points = -1;
+            if (ip && !json_is_null(ip)) {
+                if (!json_is_integer(ip) || json_integer_value(ip) < 0 ||
+                    json_integer_value(ip) > CONFIG_MAX_INTRO_POINTS) {
+                    snprintf(err, errlen, "services[%zu].instances[%zu].introPointsNum: must be an integer 0-%d",
+                             i, j, CONFIG_MAX_INTRO_POINTS);
+                    goto done;
+                }
+                si->intro_points = (int)json_integer_value(ip);
+            }
             out->n_instances++;
         }
         rc = 0;

@@ -2,7 +2,7 @@
  * onionfront gives Debian's Onionbalance 0.2.2 and tor for it: the instance's `ob_config` file and the
  * frontend's `config.yaml`, plus the parser of Onionbalance's status-socket JSON.
  *
- * Two roles (templates/CONFIG.md, "services[].onionbalance"):
+ * Two roles (docs/configuration.md, "services[].onionbalance"):
  *   - instance: the service, with its own key, runs on onionfront's tors as an instance of the master
  *     address `master_address`: tor gets `HiddenServiceOnionBalanceInstance 1` in the service's group and
  *     reads `MasterOnionAddress <master>.onion` from <HiddenServiceDir>/ob_config while parsing the
@@ -21,7 +21,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-struct dos_conf;
 
 #define OB_MAX_INSTANCES 8
 #define OB_ADDRESS_LEN 56 /* a v3 address without ".onion" */
@@ -46,9 +45,9 @@ struct ob_conf {
 };
 
 /* Parse the service's "onionbalance" value `o` (NULL: no role) at field path `path`
- * ("services[0].onionbalance") into *out. `dos` is the service's parsed dos object (PoW is refused on
- * a frontend). Return 0, or -1 with "<path>.<field>: why" in `err`. */
-int ob_conf_parse(json_t *o, const char *path, const struct dos_conf *dos, struct ob_conf *out, char *err,
+ * ("services[0].onionbalance") into *out. `pow_enabled` is the service's parsed dos.pow.enabled (PoW is
+ * refused on a frontend). Return 0, or -1 with "<path>.<field>: why" in `err`. */
+int ob_conf_parse(json_t *o, const char *path, bool pow_enabled, struct ob_conf *out, char *err,
                   size_t errlen);
 
 bool ob_conf_equal(const struct ob_conf *a, const struct ob_conf *b);
@@ -83,7 +82,8 @@ struct ob_status {
 };
 
 /* Parse one status document (`len` bytes of JSON) for the service `master` (no ".onion"). Return 0, or -1
- * with why in `err` (not JSON, wrong shape, master not listed). Unknown fields are ignored. */
+ * with why in `err` (not JSON, wrong shape, master not listed, an instance's introPointsNum other than
+ * absent, null or an integer 0-20, naming the field). Unknown fields are ignored. */
 int ob_status_parse(const char *json, size_t len, const char *master, struct ob_status *out, char *err,
                     size_t errlen);
 

@@ -8,9 +8,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sidecar/ops/metrics_http.h"
-#include "sidecar/ops/status.h"
-
 int fdbudget_raise_limit(rlim_t *before, rlim_t *after, char *err, size_t errlen)
 {
     struct rlimit rl;
@@ -31,7 +28,8 @@ int fdbudget_raise_limit(rlim_t *before, rlim_t *after, char *err, size_t errlen
     return 0;
 }
 
-#define FDBUDGET_OTHERS ((rlim_t)FDBUDGET_RESERVE + METRICS_HTTP_MAX_CLIENTS + STATUS_MAX_CLIENTS)
+#define FDBUDGET_OTHERS \
+    ((rlim_t)FDBUDGET_RESERVE + FDBUDGET_METRICS_CLIENTS + FDBUDGET_ONIONLOC_CLIENTS + FDBUDGET_STATUS_CLIENTS)
 
 unsigned fdbudget_stream_cap_for(unsigned configured, rlim_t nofile)
 {

@@ -5,8 +5,11 @@
  *
  *     soft limit  >=  2 x proxy streams            (limits.max_open_streams; each stream is tor's
  *                                                   connection + the backend's)
- *                   + METRICS_HTTP_MAX_CLIENTS      (metrics_http.h; beyond it the listener pauses)
- *                   + STATUS_MAX_CLIENTS            (status.h; per-uid limit and reserved slots inside)
+ *                   + FDBUDGET_METRICS_CLIENTS      (metrics_http.c; beyond it the listener pauses)
+ *                   + FDBUDGET_ONIONLOC_CLIENTS     (onion_location.listen, onionloc.c; the same kind of
+ *                                                   listener, with a share of its own: web servers on
+ *                                                   other hosts never take the metrics endpoint's)
+ *                   + FDBUDGET_STATUS_CLIENTS       (status.c; per-uid limit and reserved slots inside)
  *                   + 4 x spliced streams         (two pipes each; only what is left over: see
  *                                                   fdbudget_splice_cap_for)
  *                   + FDBUDGET_RESERVE              (everything else: listeners, tor's control
@@ -21,7 +24,8 @@
  * operator lowered), every listener pauses on accept errors instead of spinning, and the status socket
  * keeps one spare descriptor (struct fd_reserve) so that an operator can still ask what is going on.
  *
- * Owns nothing but the reserve's descriptors; no global state. */
+ * Owns the shares (each listener takes its cap from here, so the sum is written in one place) and the
+ * reserve's descriptors; no global state. Includes no listener's header. */
 #ifndef ONIONFRONT_FDBUDGET_H
 #define ONIONFRONT_FDBUDGET_H
 
@@ -34,6 +38,9 @@
                                            about 2 x PROXY_HIGH_WATER of buffers (512 KiB) */
 #define FDBUDGET_STREAMS_MIN 16         /* "auto" never picks fewer, however low the limit */
 #define FD_RESERVE_MAX 4
+#define FDBUDGET_METRICS_CLIENTS 32     /* the metrics endpoint's connections at once */
+#define FDBUDGET_ONIONLOC_CLIENTS 64    /* the Onion-Location endpoint's */
+#define FDBUDGET_STATUS_CLIENTS 64      /* the status socket's */
 #define FDBUDGET_PIPE_FDS 4             /* a spliced stream's two pipes */
 
 /* Raise RLIMIT_NOFILE's soft limit to its hard limit. Return 0 and the limits before and after in
@@ -41,8 +48,8 @@
 int fdbudget_raise_limit(rlim_t *before, rlim_t *after, char *err, size_t errlen);
 
 /* The concurrent-stream cap for limits.max_open_streams = `configured` (0 = auto) under a soft limit
- * of `nofile` descriptors: configured when non-zero, else (nofile - FDBUDGET_RESERVE - the metrics and
- * status shares) / 2, clamped to FDBUDGET_STREAMS_MIN..FDBUDGET_STREAMS_AUTO_MAX. Pure. */
+ * of `nofile` descriptors: configured when non-zero, else (nofile - FDBUDGET_RESERVE - the metrics,
+ * onion-location and status shares) / 2, clamped to FDBUDGET_STREAMS_MIN..FDBUDGET_STREAMS_AUTO_MAX. Pure. */
 unsigned fdbudget_stream_cap_for(unsigned configured, rlim_t nofile);
 
 /* As fdbudget_stream_cap_for, with the process's current soft limit. */

@@ -64,8 +64,8 @@ static int fs_write_all(int fd, const unsigned char *p, size_t len)
 /* Write `len` bytes of `data` to a new temporary file in `dir` (named after `name`), with `mode`,
  * fsync'ed and closed; put its path in `tmp` and the final path `dir`/`name` in `path` (4096 bytes
  * each). Return 0, or -1 with a message (nothing left behind). */
-static int fs_write_temp(const char *dir, const char *name, const void *data, size_t len, mode_t mode,
-                         char *tmp, char *path, char *err, size_t errlen)
+static int fs_write_temp(const char *dir, const char *name, const void *data, size_t len, mode_t mode, uid_t uid,
+                         gid_t gid, char *tmp, char *path, char *err, size_t errlen)
 {
     int fd = -1;
 
@@ -88,6 +88,11 @@ static int fs_write_temp(const char *dir, const char *name, const void *data, si
     if (fd < 0) {
         snprintf(err, errlen, "%s: cannot create temporary file in %s: %s", path, dir, strerror(errno));
         return -1;
+    }
+    /* Its owner before any byte is in it (-1: unchanged), through the descriptor. */
+    if ((uid != (uid_t)-1 || gid != (gid_t)-1) && fchown(fd, uid, gid) < 0) {
+        snprintf(err, errlen, "%s: cannot give %s to %ld:%ld: %s", path, tmp, (long)uid, (long)gid, strerror(errno));
+        goto fail;
     }
     /* Set the mode explicitly: mkostemp's 0600 went through the umask. */
     if (fchmod(fd, mode & 07777) < 0) {
@@ -121,9 +126,15 @@ fail:
 int fs_write_atomic(const char *dir, const char *name, const void *data, size_t len, mode_t mode,
                     char *err, size_t errlen)
 {
+    return fs_write_atomic_owned(dir, name, data, len, mode, (uid_t)-1, (gid_t)-1, err, errlen);
+}
+
+int fs_write_atomic_owned(const char *dir, const char *name, const void *data, size_t len, mode_t mode, uid_t uid,
+                          gid_t gid, char *err, size_t errlen)
+{
     char path[4096], tmp[4096];
 
-    if (fs_write_temp(dir, name, data, len, mode, tmp, path, err, errlen) < 0)
+    if (fs_write_temp(dir, name, data, len, mode, uid, gid, tmp, path, err, errlen) < 0)
         return -1;
     if (rename(tmp, path) < 0) {
         snprintf(err, errlen, "%s: rename from %s failed: %s", path, tmp, strerror(errno));
@@ -139,7 +150,7 @@ int fs_write_new(const char *dir, const char *name, const void *data, size_t len
 {
     char path[4096], tmp[4096];
 
-    if (fs_write_temp(dir, name, data, len, mode, tmp, path, err, errlen) < 0)
+    if (fs_write_temp(dir, name, data, len, mode, (uid_t)-1, (gid_t)-1, tmp, path, err, errlen) < 0)
         return -1;
     /* link() never replaces and never follows: EEXIST for a file, a directory or a symlink there. */
     int rc = link(tmp, path);
@@ -291,6 +302,12 @@ int fs_set_dir_owner_mode(const char *path, uid_t uid, gid_t gid, mode_t mode, c
 int fs_write_at(int dfd, const char *dir, const char *name, const void *data, size_t len, char *err,
                 size_t errlen)
 {
+    return fs_write_at_owned(dfd, dir, name, data, len, (uid_t)-1, (gid_t)-1, err, errlen);
+}
+
+int fs_write_at_owned(int dfd, const char *dir, const char *name, const void *data, size_t len, uid_t uid,
+                      gid_t gid, char *err, size_t errlen)
+{
     char tmp[64];
     snprintf(tmp, sizeof(tmp), ".tmp-%ld", (long)getpid());
     unlinkat(dfd, tmp, 0);
@@ -299,7 +316,9 @@ int fs_write_at(int dfd, const char *dir, const char *name, const void *data, si
         snprintf(err, errlen, "%s/%s: cannot create: %s", dir, tmp, strerror(errno));
         return -1;
     }
-    bool ok = write(fd, data, len) == (ssize_t)len && fsync(fd) == 0;
+    /* The owner is set on the descriptor, before the file has its name: nothing to redirect. */
+    bool ok = write(fd, data, len) == (ssize_t)len && (uid == (uid_t)-1 || fchown(fd, uid, gid) == 0) &&
+              fsync(fd) == 0;
     int e = errno;
     close(fd);
     if (!ok || renameat(dfd, tmp, dfd, name) < 0) {

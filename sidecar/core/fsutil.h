@@ -21,6 +21,12 @@
 int fs_write_atomic(const char *dir, const char *name, const void *data, size_t len, mode_t mode,
                     char *err, size_t errlen);
 
+/* fs_write_atomic, the new file owned by `uid`:`gid` (-1 leaves either as the process's) from before its
+ * first byte (fchown of the temporary file; root giving a file to tor's user). `dir` must be one that only
+ * this process's user can change: the new file is renamed into it by name. */
+int fs_write_atomic_owned(const char *dir, const char *name, const void *data, size_t len, mode_t mode, uid_t uid,
+                          gid_t gid, char *err, size_t errlen);
+
 /* Create `dir`/`name` with `len` bytes of `data` and mode `mode`, atomically and only if nothing of
  * that name exists (a file, a directory or a symlink: none is followed or replaced): the data goes to a
  * temporary file as in fs_write_atomic, which is then link()ed to `name` and removed. Return 0, or -1
@@ -62,6 +68,10 @@ int fs_read_small_at(int dfd, const char *dir, const char *name, void *buf, size
  * is replaced, never followed), then `dfd` fsync'ed. Return 0, or -1 with a message naming the path. */
 int fs_write_at(int dfd, const char *dir, const char *name, const void *data, size_t len, char *err,
                 size_t errlen);
+/* fs_write_at, the new file owned by `uid`:`gid` (fchown on its descriptor before the rename; (uid_t)-1:
+ * this process's): a file tor's User must read in a directory onionfront writes as root. */
+int fs_write_at_owned(int dfd, const char *dir, const char *name, const void *data, size_t len, uid_t uid,
+                      gid_t gid, char *err, size_t errlen);
 
 /* Is the open directory `dfd` one that a user other than this process's (or root) could change: owned
  * by another user, or group/other-writable without the sticky bit? A path-based chown/chmod/bind inside

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -190,8 +191,98 @@ int proc_spawn_fd(const char *const argv[], int out_fd, pid_t *pid)
     return rc;
 }
 
+/* Append `s` to the child's message in `buf` (async-signal-safe: no stdio after fork). */
+static size_t proc_child_append(char *buf, size_t len, size_t cap, const char *s)
+{
+    while (*s && len + 1 < cap)
+        buf[len++] = *s++;
+    buf[len] = '\0';
+    return len;
+}
+
+static size_t proc_child_append_num(char *buf, size_t len, size_t cap, unsigned long n)
+{
+    char digits[24];
+    size_t i = sizeof(digits) - 1;
+    digits[i] = '\0';
+    do {
+        digits[--i] = (char)('0' + n % 10);
+        n /= 10;
+    } while (n && i > 0);
+    return proc_child_append(buf, len, cap, digits + i);
+}
+
+/* In the forked child: say which step failed on stdout (the parent's pipe), then exit 127. */
+static _Noreturn void proc_child_fail(const char *argv0, const struct proc_user *u, const char *step, int e)
+{
+    char buf[512];
+    size_t n = proc_child_append(buf, 0, sizeof(buf), "onionfront: cannot run ");
+    n = proc_child_append(buf, n, sizeof(buf), argv0);
+    n = proc_child_append(buf, n, sizeof(buf), " as uid ");
+    n = proc_child_append_num(buf, n, sizeof(buf), (unsigned long)u->uid);
+    n = proc_child_append(buf, n, sizeof(buf), " gid ");
+    n = proc_child_append_num(buf, n, sizeof(buf), (unsigned long)u->gid);
+    n = proc_child_append(buf, n, sizeof(buf), ": ");
+    n = proc_child_append(buf, n, sizeof(buf), step);
+    n = proc_child_append(buf, n, sizeof(buf), " failed (errno ");
+    n = proc_child_append_num(buf, n, sizeof(buf), (unsigned long)e);
+    n = proc_child_append(buf, n, sizeof(buf), ")\n");
+    ssize_t w = write(1, buf, n);
+    (void)w;
+    _exit(127);
+}
+
+/* proc_spawn_fd for a child that runs as `u`: posix_spawn cannot change users, so fork, switch in the
+ * child (groups first: after setresuid the child could not change them any more), then exec. All
+ * signals are blocked around the fork so that none reaches libevent's handlers in the child before it
+ * has reset them to their defaults. Return 0 with *pid set, or an errno value. */
+static int proc_spawn_fd_as(const char *const argv[], int out_fd, const struct proc_user *u, pid_t *pid)
+{
+    if (access(argv[0], X_OK) < 0)
+        return errno; /* as posix_spawn would report it, before any child exists */
+    sigset_t all, old;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, &old);
+    pid_t child = fork();
+    if (child == 0) {
+        struct sigaction dfl = {.sa_handler = SIG_DFL};
+        for (int sig = 1; sig < NSIG; sig++)
+            sigaction(sig, &dfl, NULL); /* fails harmlessly for SIGKILL, SIGSTOP and unused numbers */
+        int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (null < 0 || dup2(null, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(out_fd, 2) < 0)
+            proc_child_fail(argv[0], u, "redirecting stdin/stdout/stderr", errno);
+        if (setgroups(0, NULL) < 0)
+            proc_child_fail(argv[0], u, "setgroups", errno);
+        if (setresgid(u->gid, u->gid, u->gid) < 0)
+            proc_child_fail(argv[0], u, "setresgid", errno);
+        if (setresuid(u->uid, u->uid, u->uid) < 0)
+            proc_child_fail(argv[0], u, "setresuid", errno);
+        if (u->uid != 0 && setuid(0) == 0)
+            proc_child_fail(argv[0], u, "dropping root for good", EPERM);
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+            proc_child_fail(argv[0], u, "prctl(PR_SET_NO_NEW_PRIVS)", errno);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        execve(argv[0], (char *const *)argv, environ);
+        proc_child_fail(argv[0], u, "exec", errno);
+    }
+    int e = errno;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    if (child < 0)
+        return e;
+    *pid = child;
+    return 0;
+}
+
 struct proc *proc_spawn(struct proc_mgr *m, const char *const argv[], proc_line_cb line_cb,
                         proc_exit_cb exit_cb, void *arg, char *err, size_t errlen)
+{
+    return proc_spawn_as(m, argv, NULL, line_cb, exit_cb, arg, err, errlen);
+}
+
+struct proc *proc_spawn_as(struct proc_mgr *m, const char *const argv[], const struct proc_user *user,
+                           proc_line_cb line_cb, proc_exit_cb exit_cb, void *arg, char *err, size_t errlen)
 {
     int fds[2] = {-1, -1};
     struct proc *p = calloc(1, sizeof(*p));
@@ -204,7 +295,7 @@ struct proc *proc_spawn(struct proc_mgr *m, const char *const argv[], proc_line_
         free(p);
         return NULL;
     }
-    int rc = proc_spawn_fd(argv, fds[1], &p->pid);
+    int rc = user ? proc_spawn_fd_as(argv, fds[1], user, &p->pid) : proc_spawn_fd(argv, fds[1], &p->pid);
     close(fds[1]);
     if (rc != 0) {
         snprintf(err, errlen, "spawn %s: %s", argv[0], strerror(rc));

@@ -17,6 +17,15 @@ struct event_base;
 struct proc_mgr;
 struct proc;
 
+/* Who a child runs as when onionfront (root) starts it as another user: the child drops its
+ * supplementary groups (setgroups to `gid` alone), then sets its group and user ids (real, effective and
+ * saved) to `gid` and `uid` before exec, and exits with status 127 after writing one line naming the
+ * step if any of that fails. It also sets no_new_privs (a setuid binary cannot give it root back). */
+struct proc_user {
+    uid_t uid;
+    gid_t gid;
+};
+
 /* Called with each line the child writes to stdout or stderr (without the newline). */
 typedef void (*proc_line_cb)(struct proc *p, const char *line, void *arg);
 /* Called once when the child has been reaped; `wstatus` as from waitpid(). The proc stays valid until
@@ -40,6 +49,12 @@ void proc_mgr_free(struct proc_mgr *m);
  * loop. Return the new proc, or NULL with a message in err. */
 struct proc *proc_spawn(struct proc_mgr *m, const char *const argv[], proc_line_cb line_cb,
                         proc_exit_cb exit_cb, void *arg, char *err, size_t errlen);
+
+/* proc_spawn, the child running as `user` (struct proc_user; NULL: as onionfront, like proc_spawn). For
+ * a program that cannot drop privileges itself (Onionbalance); tor does it with its User option. A
+ * failure to switch users shows as the child's line and its exit status 127, not here. */
+struct proc *proc_spawn_as(struct proc_mgr *m, const char *const argv[], const struct proc_user *user,
+                           proc_line_cb line_cb, proc_exit_cb exit_cb, void *arg, char *err, size_t errlen);
 
 /* The spawn behind proc_spawn, for a caller that waits for the child itself (a short probe): run
  * argv[0] (absolute) with stdin from /dev/null, stdout and stderr on `out_fd`, a clean signal mask and

@@ -15,30 +15,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sidecar/datapath/check.h"
 #include "sidecar/config/config.h"
 
 struct event_base;
 struct backend_pool;
 struct metrics;
-
-/* Outcome of one health check or one real connection attempt. */
-enum check_result {
-    CHECK_OK,
-    CHECK_CONNECT_REFUSED,
-    CHECK_CONNECT_TIMEOUT,
-    CHECK_CONNECT_ERROR,   /* other connect errors (unreachable, no such socket ...) */
-    CHECK_RESET,           /* connection reset by the backend (passive) */
-    CHECK_READ_TIMEOUT,    /* connected but no (complete) answer in time */
-    CHECK_HTTP_STATUS,     /* answered with a status not in expect_status */
-    CHECK_HTTP_ERROR,      /* malformed answer, TLS failure ... */
-    CHECK_RESOLVE_ERROR,   /* host name did not resolve */
-};
-/* "ok", "connect refused", "connect timeout", ... (for logs, status and metrics). */
-const char *check_result_str(enum check_result r);
-
-/* The one completion of an active check (check_tcp, check_http): `detail` is borrowed for the call
- * ("" when there is nothing to add to the result, else e.g. "HTTP 503" or an errno text). */
-typedef void (*check_done_cb)(enum check_result r, const char *detail, void *arg);
 
 enum backend_state {
     BACKEND_UP,

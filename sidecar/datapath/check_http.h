@@ -18,7 +18,8 @@
 #include <curl/curl.h>
 #include <stddef.h>
 
-#include "sidecar/datapath/backend.h"
+#include "sidecar/datapath/check.h"
+#include "sidecar/config/config.h"
 
 struct event_base;
 struct check_http_loop;

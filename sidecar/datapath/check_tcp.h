@@ -11,7 +11,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "sidecar/datapath/backend.h"
+#include "sidecar/datapath/check.h"
+#include "sidecar/config/config_value.h"
 
 struct event_base;
 struct check_tcp;

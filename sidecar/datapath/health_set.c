@@ -5,7 +5,6 @@
 #include <stdlib.h>
 
 #include "sidecar/datapath/backend.h"
-#include "sidecar/config/config.h"
 #include "sidecar/datapath/health.h"
 #include "sidecar/core/log.h"
 

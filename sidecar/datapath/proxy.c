@@ -1,7 +1,15 @@
 /* proxy.c — the data path between tor's HiddenServicePort unix sockets and the backend pools (see
- * proxy.h for the rules). Listeners, streams, per-circuit counts; the pools' choices and health
- * bookkeeping stay in backend.c. */
+ * proxy.h for the rules): the proxy's life (new, update on reload, free), a stream's life after tor's
+ * PROXY line (connect with retries, copy both ways with backpressure, half-close, idle and fin
+ * deadlines, close and free) and the per-port counters as JSON and metrics.
+ *
+ * One job over ~900 lines: a stream's connect, copy and close steps are one state machine (enum
+ * stream_state) whose callbacks hand it to each other, so they stay together. Around it, in their own
+ * files over the private proxy_int.h: the listeners, the stream cap and the PROXY line
+ * (proxy_listen.c), the circuit records and limits (proxy_circ.c), the move to splice (proxy_splice.c).
+ * The pools' choices and health bookkeeping stay in backend.c. */
 #include "sidecar/datapath/proxy.h"
+#include "sidecar/datapath/proxy_int.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -9,211 +17,29 @@
 #include <event2/bufferevent.h>
 #include <event2/dns.h>
 #include <event2/event.h>
-#include <event2/listener.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/un.h>
-#include <unistd.h>
 
-#include "sidecar/datapath/backend.h"
-#include "sidecar/config/config.h"
-#include "sidecar/core/fdbudget.h"
+#include "sidecar/core/clock.h"
 #include "sidecar/core/fsutil.h"
 #include "sidecar/core/log.h"
 #include "sidecar/core/metrics.h"
+#include "sidecar/datapath/backend.h"
 #include "sidecar/datapath/proxyproto.h"
-#include "sidecar/core/clock.h"
 #include "sidecar/datapath/splice_pump.h"
 
-#define PROXY_CIRC_BUCKETS 256
-#define PROXY_LISTEN_BACKLOG 511
-#define PROXY_ACCEPT_PAUSE_MS 200 /* after an accept error such as EMFILE, before accepting again */
-#define PROXY_SUN_PATH_MAX sizeof(((struct sockaddr_un *)0)->sun_path)
-
-struct proxy_circ { /* one circuit on one port: its open streams and its new-stream token bucket */
-    uint32_t id;
-    unsigned streams;
-    uint64_t tokens_milli; /* circuit_stream_rate's bucket, in thousandths of a stream */
-    uint64_t refill_at;    /* clock_now_ms of the last refill */
-    struct proxy_circ *next;
-};
-
-struct proxy_stream;
-
-struct proxy_port {
-    struct proxy *px;
-    struct proxy_port *next;
-    char service[CONFIG_SERVICE_NAME_MAX + 1];
-    uint16_t virtual_port;
-    char label[CONFIG_SERVICE_NAME_MAX + 16]; /* "<service>:<port>" for logs */
-    char path[PROXY_SUN_PATH_MAX];
-    struct evconnlistener *listener; /* NULL once removed by a reload */
-    struct event *resume_ev;          /* re-enables accepting after an accept error */
-    struct backend_pool *pool;
-    bool removed; /* gone from the config: freed when its last stream ends */
-    bool seen;    /* proxy_update's mark */
-    struct proxy_stream *streams;
-    struct proxy_circ *circs[PROXY_CIRC_BUCKETS];
-    unsigned circuits;
-    unsigned streams_active;
-    uint64_t streams_total, rejected_header, rejected_circuit_limit, rejected_no_backend, connect_failures;
-    uint64_t rejected_stream_limit, rejected_circuit_rate, closed_idle;
-    uint64_t streams_spliced; /* streams that moved to splice pumps */
-    uint64_t bytes_to_backend, bytes_to_tor; /* counted as read, while streams run */
-    bool warned_foreign_line;
-};
-
-struct proxy {
-    struct event_base *base;
-    struct evdns_base *dns; /* created when a backend is first reached by host name */
-    struct proxy_hooks hooks;
-    char run_dir[CONFIG_RUN_DIR_MAX + 1];
-    struct proxy_port *ports;
-    unsigned header_timeout_ms, fin_timeout_ms;
-    uint64_t next_stream_id;
-    unsigned max_open_streams; /* over all ports (limits.max_open_streams, resolved by fdbudget) */
-    unsigned streams_open;     /* over all ports, removed ones included */
-    bool at_cap;               /* logged that the cap was reached; cleared well below it */
-    bool splice_on;            /* splice(2) works here and is not switched off (ONIONFRONT_SPLICE=0) */
-    size_t splice_min;         /* bytes a stream copies through buffers before it switches to splice */
-    unsigned max_spliced;      /* streams holding pipes at once (fdbudget_splice_cap) */
-    unsigned spliced;          /* streams holding pipes now */
-    proxy_stream_end_cb stream_end_cb; /* proxy_set_stream_end_cb, or NULL */
-    void *stream_end_arg;
-};
-
-enum stream_state {
-    STREAM_HEADER,     /* waiting for tor's PROXY line */
-    STREAM_CONNECTING, /* an attempt to s->backend is under way */
-    STREAM_OPEN,       /* copying; s->ev armed once tor's side has ended (fin timeout) */
-    STREAM_CLOSED,     /* callbacks cut; freed from s->ev */
-};
-
-enum stream_side { SIDE_CLIENT, SIDE_SERVER };
-
-struct stream_pipe { /* one direction's splice pump, with what its callbacks need */
-    struct proxy_stream *s;
-    enum stream_side from;
-    struct splice_pump *pump; /* NULL: copied through the bufferevents (or already ended) */
-};
-
-struct proxy_stream {
-    struct proxy_port *port;
-    struct proxy_stream *prev, *next;
-    uint64_t id; /* for logs */
-    enum stream_state state;
-    struct bufferevent *bev[2]; /* [SIDE_CLIENT] tor's connection, [SIDE_SERVER] the backend's */
-    struct event *ev;           /* the header and connect deadlines; after close, the deferred free */
-    struct event *idle_ev;      /* idle_timeout (if set): checks active_at once the stream is open */
-    uint64_t active_at;         /* clock_now_ms of the last byte read from either side (with idle_ev) */
-    uint32_t circuit_id;        /* 0: unknown */
-    long peer_pid;              /* the process that connected (SO_PEERCRED: which tor), or 0 if unknown */
-    bool counted;               /* counted in port->circs */
-    struct backend *backend;    /* the current attempt or the connected backend (stream started) */
-    struct backend **failed;    /* attempts that failed; still started, so the pointers stay valid */
-    size_t n_failed;
-    /* Inside bufferevent_socket_connect*: libevent reports some failures from within the call. */
-    bool in_connect, sync_failed;
-    enum check_result sync_result;
-    char sync_detail[128];
-    bool eof[2];    /* EOF read from that side */
-    bool end_reported; /* stream_end_cb was called for it */
-    bool shut[2];   /* shutdown(SHUT_WR) done towards that side */
-    bool paused[2]; /* reading from that side paused: the other side has too much unsent */
-    bool server_spoke;
-    bool spliced;                 /* the bufferevents are idle, s->pipe[] copy (counted in px->spliced) */
-    struct stream_pipe pipe[2];   /* [from]: the direction read from that side */
-    uint64_t bytes_in, bytes_out; /* from / to the backend */
-};
-
-/* ---- small helpers ---- */
-
-int proxy_socket_path(const char *run_dir, const char *service, uint16_t virtual_port, char *out, size_t len)
-{
-    int n = snprintf(out, len, "%s/proxy/%s-%u.sock", run_dir, service, (unsigned)virtual_port);
-    if (n < 0 || (size_t)n >= len || (size_t)n >= PROXY_SUN_PATH_MAX)
-        return -1;
-    return 0;
-}
-
-static unsigned proxy_circ_bucket(uint32_t id)
-{
-    return (unsigned)((id * 2654435761u) >> 24) % PROXY_CIRC_BUCKETS;
-}
-
-/* Refill `c`'s bucket (port `pc`) up to now; true if it is full (a record without streams may go). */
-static bool proxy_circ_refill(struct proxy_circ *c, const struct port_conf *pc, uint64_t now)
-{
-    uint64_t cap = (uint64_t)pc->circuit_stream_burst * 1000;
-    uint64_t add = (now - c->refill_at) * pc->circuit_stream_rate; /* ms x streams/s = milli-streams */
-    c->tokens_milli = c->tokens_milli + add >= cap ? cap : c->tokens_milli + add;
-    c->refill_at = now;
-    return c->tokens_milli >= cap;
-}
-
-/* Circuit `id`'s record on `pp`, made (with a full bucket) if there is none. On the way, records without
- * streams whose bucket has refilled are dropped from the chain: they would start full anyway. NULL if
- * out of memory. */
-static struct proxy_circ *proxy_circ_get(struct proxy_port *pp, const struct port_conf *pc, uint32_t id,
-                                         uint64_t now)
-{
-    struct proxy_circ **pc_link = &pp->circs[proxy_circ_bucket(id)], *found = NULL;
-    while (*pc_link) {
-        struct proxy_circ *c = *pc_link;
-        if (c->id == id) {
-            found = c;
-        } else if (c->streams == 0 && proxy_circ_refill(c, pc, now)) {
-            *pc_link = c->next;
-            free(c);
-            continue;
-        }
-        pc_link = &c->next;
-    }
-    if (found || !(found = calloc(1, sizeof(*found))))
-        return found;
-    found->id = id;
-    found->tokens_milli = (uint64_t)pc->circuit_stream_burst * 1000;
-    found->refill_at = now;
-    found->next = pp->circs[proxy_circ_bucket(id)];
-    pp->circs[proxy_circ_bucket(id)] = found;
-    return found;
-}
-
-/* One stream of circuit `id` ended. Its record stays while its bucket is not full (so a circuit cannot
- * reset its rate by letting its streams end), else it goes. */
-static void proxy_circ_dec(struct proxy_port *pp, uint32_t id)
-{
-    const struct port_conf *pc = backend_pool_port(pp->pool);
-    struct proxy_circ **link = &pp->circs[proxy_circ_bucket(id)];
-    for (; *link; link = &(*link)->next) {
-        struct proxy_circ *c = *link;
-        if (c->id != id)
-            continue;
-        if (--c->streams == 0) {
-            pp->circuits--;
-            if (pc->circuit_stream_rate == 0 || proxy_circ_refill(c, pc, clock_now_ms())) {
-                *link = c->next;
-                free(c);
-            }
-        }
-        return;
-    }
-}
-
-static struct timeval proxy_ms(unsigned ms)
+struct timeval proxy_ms(unsigned ms)
 {
     struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
     return tv;
 }
 
 /* ---- streams ---- */
-
-static void proxy_port_destroy(struct proxy_port *pp);
 
 static void stream_release_failed(struct proxy_stream *s)
 {
@@ -236,9 +62,9 @@ static void stream_report_end(struct proxy_stream *s)
     px->stream_end_cb(s->peer_pid, s->circuit_id, px->stream_end_arg);
 }
 
-/* Free `s` (never from inside one of its own bufferevent callbacks: see stream_close). If its port
+/* Free `s` (never from inside one of its own bufferevent callbacks: see proxy_stream_close). If its port
  * was removed by a reload and this was its last stream, the port goes too when `may_free_port`. */
-static void stream_free(struct proxy_stream *s, bool may_free_port)
+void proxy_stream_free(struct proxy_stream *s, bool may_free_port)
 {
     struct proxy_port *pp = s->port;
     for (int i = 0; i < 2; i++)
@@ -278,7 +104,7 @@ static void stream_free(struct proxy_stream *s, bool may_free_port)
 
 /* End the stream: cut every callback at once and free it from s->ev on the next loop pass, so that
  * no caller up the stack (a bufferevent callback, the connect loop) touches freed memory. */
-static void stream_close(struct proxy_stream *s)
+void proxy_stream_close(struct proxy_stream *s)
 {
     if (s->state == STREAM_CLOSED)
         return;
@@ -324,10 +150,7 @@ static enum check_result stream_connect_error(struct bufferevent *bev, char *det
     return CHECK_CONNECT_ERROR;
 }
 
-static void stream_connect_next(struct proxy_stream *s);
-
 static void stream_read_cb(struct bufferevent *bev, void *arg);
-static void stream_try_splice(struct proxy_stream *s);
 static void stream_write_cb(struct bufferevent *bev, void *arg);
 static void stream_event_cb(struct bufferevent *bev, short what, void *arg);
 
@@ -362,17 +185,17 @@ static void stream_attempt_failed(struct proxy_stream *s, enum check_result r, c
     }
     s->backend = NULL;
     if (stream_blame(s, b, r, detail) < 0) {
-        stream_close(s);
+        proxy_stream_close(s);
         return;
     }
-    stream_connect_next(s);
+    proxy_stream_connect_next(s);
 }
 
 /* Let `bev` write what is about to be added to its output. Only then: libevent registers the write
  * event at once when EV_WRITE is enabled, even with nothing to write, which costs two epoll_ctl calls and
  * a wake-up per side of every stream; once enabled it stays so, and libevent adds and removes the write
  * event as data comes and goes. */
-static void stream_enable_write(struct bufferevent *bev)
+void proxy_stream_enable_write(struct bufferevent *bev)
 {
     if (!(bufferevent_get_enabled(bev) & EV_WRITE))
         bufferevent_enable(bev, EV_WRITE);
@@ -397,7 +220,7 @@ static void stream_idle_cb(evutil_socket_t fd, short what, void *arg)
     s->port->closed_idle++;
     log_debug("proxy %s: stream %llu: no byte either way for %u s (idle_timeout); closing it", s->port->label,
               (unsigned long long)s->id, pc->idle_timeout_s);
-    stream_close(s);
+    proxy_stream_close(s);
 }
 
 static void stream_connected(struct proxy_stream *s)
@@ -422,16 +245,16 @@ static void stream_connected(struct proxy_stream *s)
     if (pc->proxy_protocol) {
         uint8_t hdr[PROXYPROTO_V2_LEN];
         size_t n = proxyproto_v2_encode(s->circuit_id, pp->virtual_port, hdr, sizeof(hdr));
-        stream_enable_write(s->bev[SIDE_SERVER]);
+        proxy_stream_enable_write(s->bev[SIDE_SERVER]);
         if (bufferevent_write(s->bev[SIDE_SERVER], hdr, n) < 0) {
-            stream_close(s);
+            proxy_stream_close(s);
             return;
         }
     }
     /* Bytes that came after tor's PROXY line are waiting already; no read event will announce them. */
     if (evbuffer_get_length(bufferevent_get_input(s->bev[SIDE_CLIENT])) > 0)
         stream_read_cb(s->bev[SIDE_CLIENT], s);
-    stream_try_splice(s); /* with splice_min 0 (tests), from the first byte */
+    proxy_stream_try_splice(s); /* with splice_min 0 (tests), from the first byte */
 }
 
 static void stream_connect_event_cb(struct bufferevent *bev, short what, void *arg)
@@ -547,7 +370,7 @@ static int stream_attempt(struct proxy_stream *s, struct backend *b)
 }
 
 /* Give the stream to the next usable backend not tried yet, or close it when there is none. */
-static void stream_connect_next(struct proxy_stream *s)
+void proxy_stream_connect_next(struct proxy_stream *s)
 {
     struct proxy_port *pp = s->port;
     for (;;) {
@@ -561,14 +384,14 @@ static void stream_connect_next(struct proxy_stream *s)
                 log_debug("proxy %s: stream %llu: no usable backend left after %zu failed attempt%s; closing it",
                           pp->label, (unsigned long long)s->id, s->n_failed, s->n_failed == 1 ? "" : "s");
             }
-            stream_close(s);
+            proxy_stream_close(s);
             return;
         }
         if (stream_attempt(s, b) == 0)
             return;
         /* Failed at once (no such unix socket, a name the hosts file lacks ...): blame, exclude, next. */
         if (stream_blame(s, b, s->sync_result, s->sync_detail) < 0) {
-            stream_close(s);
+            proxy_stream_close(s);
             return;
         }
     }
@@ -587,12 +410,12 @@ static void stream_maybe_done(struct proxy_stream *s)
     if (s->eof[SIDE_CLIENT] && s->shut[SIDE_SERVER] && s->eof[SIDE_SERVER] && s->shut[SIDE_CLIENT]) {
         log_debug("proxy %s: stream %llu: done (%llu bytes in, %llu out)", s->port->label,
                   (unsigned long long)s->id, (unsigned long long)s->bytes_in, (unsigned long long)s->bytes_out);
-        stream_close(s);
+        proxy_stream_close(s);
     }
 }
 
 /* Pass the half-close of side `from` on to the other side once everything read from `from` is written. */
-static void stream_pass_eof(struct proxy_stream *s, enum stream_side from)
+void proxy_stream_pass_eof(struct proxy_stream *s, enum stream_side from)
 {
     enum stream_side to = from == SIDE_CLIENT ? SIDE_SERVER : SIDE_CLIENT;
     if (!s->eof[from] || s->shut[to] || evbuffer_get_length(bufferevent_get_output(s->bev[to])) > 0)
@@ -607,7 +430,7 @@ static void stream_pass_eof(struct proxy_stream *s, enum stream_side from)
 }
 
 /* Count `n` bytes read from side `from` (as they are read, for the port's counters). */
-static void stream_count(struct proxy_stream *s, enum stream_side from, size_t n)
+void proxy_stream_count(struct proxy_stream *s, enum stream_side from, size_t n)
 {
     if (s->idle_ev)
         s->active_at = clock_now_ms();
@@ -623,7 +446,7 @@ static void stream_count(struct proxy_stream *s, enum stream_side from, size_t n
 
 /* Side `side` ended (EOF read). tor never half-closes: its side is gone for good, and the backend gets
  * a bounded time to finish (a stalled one would otherwise hold the stream forever). */
-static void stream_side_ended(struct proxy_stream *s, enum stream_side side)
+void proxy_stream_side_ended(struct proxy_stream *s, enum stream_side side)
 {
     s->eof[side] = true;
     if (side == SIDE_CLIENT)
@@ -635,124 +458,14 @@ static void stream_side_ended(struct proxy_stream *s, enum stream_side side)
 }
 
 /* An error or reset (errno `e`) on side `side`: close both sides at once. */
-static void stream_side_failed(struct proxy_stream *s, enum stream_side side, int e)
+void proxy_stream_side_failed(struct proxy_stream *s, enum stream_side side, int e)
 {
     if (side == SIDE_SERVER && !s->server_spoke && e == ECONNRESET)
         backend_passive_failure(s->backend, CHECK_RESET, "connection reset before any byte was sent");
     log_debug("proxy %s: stream %llu: %s side: %s; closing both sides", s->port->label, (unsigned long long)s->id,
               stream_side_str(side), strerror(e));
-    stream_close(s);
+    proxy_stream_close(s);
 }
-
-/* ---- splice: bulk streams copy socket -> pipe -> socket in the kernel ----
- * A stream starts on the bufferevents (the PROXY line, the v2 header and short streams, where two pipes
- * would cost more system calls than they save) and moves to a splice pump per direction once it has
- * copied px->splice_min bytes, at a moment when every buffer of it is empty, so no byte can be
- * overtaken. A pump the kernel refuses hands the bytes in its pipe back, and the stream goes on
- * through the bufferevents. */
-
-static bool stream_wants_splice(const struct proxy_stream *s)
-{
-    const struct proxy *px = s->port->px;
-    return px->splice_on && !s->spliced && s->state == STREAM_OPEN && s->bytes_in + s->bytes_out >= px->splice_min &&
-           px->spliced < px->max_spliced;
-}
-
-static size_t proxy_stream_buffered(const struct proxy_stream *s);
-
-static void stream_pipe_moved_cb(size_t n, void *arg)
-{
-    struct stream_pipe *sp = arg;
-    stream_count(sp->s, sp->from, n);
-}
-
-static void stream_pipe_done_cb(void *arg)
-{
-    struct stream_pipe *sp = arg;
-    stream_side_ended(sp->s, sp->from);
-    stream_pass_eof(sp->s, sp->from); /* nothing is buffered towards the other side: shut it now */
-}
-
-static void stream_unsplice(struct proxy_stream *s);
-
-static void stream_pipe_failed_cb(int err, bool at_source, void *arg)
-{
-    struct stream_pipe *sp = arg;
-    struct proxy_stream *s = sp->s;
-    struct proxy *px = s->port->px;
-    if (splice_pump_is_refusal(err)) {
-        log_info("proxy %s: splice refused (%s); copying through buffers from now on", s->port->label,
-                 strerror(err));
-        px->splice_on = false;
-        stream_unsplice(s);
-        return;
-    }
-    stream_side_failed(s, at_source ? sp->from : !sp->from, err);
-}
-
-static const struct splice_pump_cbs stream_pipe_cbs = {stream_pipe_moved_cb, stream_pipe_done_cb,
-                                                       stream_pipe_failed_cb};
-
-/* Move the stream to splice pumps if it is due and nothing of it is buffered; otherwise leave it. */
-static void stream_try_splice(struct proxy_stream *s)
-{
-    struct proxy *px = s->port->px;
-    if (!stream_wants_splice(s) || proxy_stream_buffered(s) > 0)
-        return;
-    for (int from = 0; from < 2; from++) {
-        struct stream_pipe *sp = &s->pipe[from];
-        sp->s = s;
-        sp->from = (enum stream_side)from;
-        if (s->eof[from]) /* that direction is over (its EOF was passed on: nothing is buffered) */
-            continue;
-        sp->pump = splice_pump_new(px->base, bufferevent_getfd(s->bev[from]), bufferevent_getfd(s->bev[!from]),
-                                   &stream_pipe_cbs, sp);
-        if (!sp->pump) { /* no descriptor for a pipe, say: stay on the bufferevents */
-            log_debug("proxy %s: stream %llu: no splice: %s", s->port->label, (unsigned long long)s->id,
-                      strerror(errno));
-            splice_pump_free(s->pipe[0].pump);
-            s->pipe[0].pump = NULL;
-            return;
-        }
-    }
-    for (int i = 0; i < 2; i++)
-        bufferevent_disable(s->bev[i], EV_READ | EV_WRITE);
-    s->spliced = true;
-    px->spliced++;
-    s->port->streams_spliced++;
-    for (int from = 0; from < 2; from++)
-        if (s->pipe[from].pump && splice_pump_start(s->pipe[from].pump) < 0) {
-            stream_close(s);
-            return;
-        }
-}
-
-/* Back to the bufferevents, the bytes in the pipes first (they were read before anything the
- * bufferevents will read). */
-static void stream_unsplice(struct proxy_stream *s)
-{
-    for (int from = 0; from < 2; from++) {
-        struct stream_pipe *sp = &s->pipe[from];
-        if (!sp->pump)
-            continue;
-        struct bufferevent *to = s->bev[!from];
-        stream_enable_write(to);
-        int rc = splice_pump_take(sp->pump, bufferevent_get_output(to));
-        splice_pump_free(sp->pump); /* splice_pump.h: it touches nothing after its callback */
-        sp->pump = NULL;
-        if (rc < 0) {
-            stream_close(s);
-            return;
-        }
-        if (!s->eof[from])
-            bufferevent_enable(s->bev[from], EV_READ);
-    }
-    s->spliced = false;
-    s->port->px->spliced--;
-}
-
-/* Everything queued towards `to` is written (or its queue is below the low watermark): resume reading the
- * other side if it was paused, pass its EOF on, move to splice when due. */
 static void stream_write_done(struct proxy_stream *s, enum stream_side to)
 {
     enum stream_side from = to == SIDE_CLIENT ? SIDE_SERVER : SIDE_CLIENT;
@@ -762,8 +475,8 @@ static void stream_write_done(struct proxy_stream *s, enum stream_side to)
         if (!s->eof[from])
             bufferevent_enable(s->bev[from], EV_READ);
     }
-    stream_pass_eof(s, from);
-    stream_try_splice(s);
+    proxy_stream_pass_eof(s, from);
+    proxy_stream_try_splice(s);
 }
 
 static void stream_read_cb(struct bufferevent *bev, void *arg)
@@ -776,7 +489,7 @@ static void stream_read_cb(struct bufferevent *bev, void *arg)
     size_t n = evbuffer_get_length(in);
     if (n == 0)
         return;
-    stream_count(s, from, n);
+    proxy_stream_count(s, from, n);
     if (evbuffer_get_length(out) == 0 && !s->shut[to]) {
         /* Nothing queued towards `to`: write now, as HAProxy does, rather than register for
          * writability and write on the next turn of the loop (two epoll_ctl calls and a wake-up per
@@ -788,12 +501,12 @@ static void stream_read_cb(struct bufferevent *bev, void *arg)
             return;
         }
     }
-    stream_enable_write(s->bev[to]);
+    proxy_stream_enable_write(s->bev[to]);
     evbuffer_add_buffer(out, in);
     /* le-proxy.c: too much unsent towards `to`: stop reading `from` until it drains to half (to empty
      * when the stream is due for splice, which needs every buffer empty). */
     if (evbuffer_get_length(out) >= PROXY_HIGH_WATER) {
-        bufferevent_setwatermark(s->bev[to], EV_WRITE, stream_wants_splice(s) ? 0 : PROXY_HIGH_WATER / 2,
+        bufferevent_setwatermark(s->bev[to], EV_WRITE, proxy_stream_wants_splice(s) ? 0 : PROXY_HIGH_WATER / 2,
                                  PROXY_HIGH_WATER);
         bufferevent_disable(bev, EV_READ);
         s->paused[from] = true;
@@ -811,115 +524,16 @@ static void stream_event_cb(struct bufferevent *bev, short what, void *arg)
     struct proxy_stream *s = arg;
     enum stream_side side = stream_side_of(s, bev);
     if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_WRITING)) {
-        stream_side_ended(s, side);
+        proxy_stream_side_ended(s, side);
         stream_read_cb(bev, s); /* anything still buffered goes first */
-        stream_pass_eof(s, side);
+        proxy_stream_pass_eof(s, side);
         return;
     }
     if (what & (BEV_EVENT_ERROR | BEV_EVENT_EOF)) /* EOF while writing: the peer is gone */
-        stream_side_failed(s, side, EVUTIL_SOCKET_ERROR());
+        proxy_stream_side_failed(s, side, EVUTIL_SOCKET_ERROR());
 }
 
-/* ---- the PROXY line ---- */
-
-static void stream_begin(struct proxy_stream *s, const struct proxyproto_v1 *h)
-{
-    struct proxy_port *pp = s->port;
-    const struct port_conf *pc = backend_pool_port(pp->pool);
-    char err[256];
-    uint32_t id = 0;
-    uint16_t vport = 0;
-
-    if (proxyproto_tor_circuit(h, &id, &vport, err, sizeof(err)) < 0) {
-        /* Well-formed but not tor's form: serve it without a circuit identity, and say so once. */
-        if (!pp->warned_foreign_line) {
-            pp->warned_foreign_line = true;
-            log_warnx("proxy %s: %s; streams without tor's circuit id get no affinity or circuit limit",
-                      pp->label, err);
-        }
-        id = 0;
-    } else if (vport != pp->virtual_port) {
-        log_debug("proxy %s: stream %llu: tor names virtual port %u", pp->label, (unsigned long long)s->id,
-                  (unsigned)vport);
-    }
-    s->circuit_id = id;
-    if (id != 0) {
-        uint64_t now = clock_now_ms();
-        struct proxy_circ *c = proxy_circ_get(pp, pc, id, now);
-        if (!c) {
-            stream_close(s);
-            return;
-        }
-        if (pc->max_streams_per_circuit > 0 && c->streams >= pc->max_streams_per_circuit) {
-            pp->rejected_circuit_limit++;
-            log_debug("proxy %s: stream %llu: circuit %u has %u streams open (max_streams_per_circuit %u); "
-                      "closing it",
-                      pp->label, (unsigned long long)s->id, (unsigned)id, c->streams, pc->max_streams_per_circuit);
-            stream_close(s);
-            return;
-        }
-        if (pc->circuit_stream_rate > 0) {
-            proxy_circ_refill(c, pc, now);
-            if (c->tokens_milli < 1000) {
-                pp->rejected_circuit_rate++;
-                log_debug("proxy %s: stream %llu: circuit %u opens streams faster than circuit_stream_rate %u/s "
-                          "(burst %u); closing it", pp->label, (unsigned long long)s->id, (unsigned)id,
-                          pc->circuit_stream_rate, pc->circuit_stream_burst);
-                stream_close(s); /* its record stays: the bucket is not full */
-                return;
-            }
-            c->tokens_milli -= 1000;
-        }
-        if (c->streams++ == 0)
-            pp->circuits++;
-        s->counted = true;
-    }
-    /* While a backend connects, tor's side keeps being read into its input buffer (at most
-     * PROXY_HIGH_WATER: libevent stops reading there), so its socket stays registered as it is instead
-     * of being removed from epoll and added again once connected. An EOF or error meanwhile is seen
-     * again by the first read after the connect. */
-    event_del(s->ev);
-    struct bufferevent *c = s->bev[SIDE_CLIENT];
-    bufferevent_setwatermark(c, EV_READ, 0, PROXY_HIGH_WATER);
-    bufferevent_setcb(c, NULL, NULL, NULL, s);
-    stream_connect_next(s);
-}
-
-static void stream_header_read_cb(struct bufferevent *bev, void *arg)
-{
-    struct proxy_stream *s = arg;
-    struct proxy_port *pp = s->port;
-    struct evbuffer *in = bufferevent_get_input(bev);
-    size_t len = evbuffer_get_length(in);
-    size_t n = len < PROXYPROTO_V1_MAX ? len : PROXYPROTO_V1_MAX;
-    struct proxyproto_v1 h;
-    char err[256];
-    const char *p = (const char *)evbuffer_pullup(in, (ev_ssize_t)n);
-    int rc = p ? proxyproto_v1_parse(p, n, &h, err, sizeof(err)) : -1;
-    if (rc == 0)
-        return; /* more to come (the read watermark caps what we hold at PROXYPROTO_V1_MAX) */
-    if (rc < 0) {
-        pp->rejected_header++;
-        log_warnx("proxy %s: stream %llu: %s; closing it", pp->label, (unsigned long long)s->id,
-                  p ? err : "out of memory");
-        stream_close(s);
-        return;
-    }
-    evbuffer_drain(in, (size_t)rc); /* tor's line is never forwarded */
-    stream_begin(s, &h);
-}
-
-static void stream_header_event_cb(struct bufferevent *bev, short what, void *arg)
-{
-    struct proxy_stream *s = arg;
-    (void)bev;
-    s->port->rejected_header++;
-    log_debug("proxy %s: stream %llu: %s before a complete PROXY line; closing it", s->port->label,
-              (unsigned long long)s->id, (what & BEV_EVENT_EOF) ? "closed" : strerror(EVUTIL_SOCKET_ERROR()));
-    stream_close(s);
-}
-
-static void stream_timer_cb(evutil_socket_t fd, short what, void *arg)
+void proxy_stream_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct proxy_stream *s = arg;
     struct proxy_port *pp = s->port;
@@ -931,7 +545,7 @@ static void stream_timer_cb(evutil_socket_t fd, short what, void *arg)
         pp->rejected_header++;
         log_debug("proxy %s: stream %llu: no PROXY line within %u ms; closing it", pp->label,
                   (unsigned long long)s->id, pp->px->header_timeout_ms);
-        stream_close(s);
+        proxy_stream_close(s);
         break;
     case STREAM_CONNECTING:
         snprintf(detail, sizeof(detail), "no connection within %u ms",
@@ -941,231 +555,12 @@ static void stream_timer_cb(evutil_socket_t fd, short what, void *arg)
     case STREAM_OPEN:
         log_debug("proxy %s: stream %llu: backend %s did not finish within %u ms after tor's side ended; closing",
                   pp->label, (unsigned long long)s->id, s->backend->conf.name, pp->px->fin_timeout_ms);
-        stream_close(s);
+        proxy_stream_close(s);
         break;
     case STREAM_CLOSED:
-        stream_free(s, true);
+        proxy_stream_free(s, true);
         break;
     }
-}
-
-/* The pid of the process that connected `fd` (a unix socket: the tor whose HiddenServicePort this is,
- * since every tor's lines point at the same sockets), or 0 if the kernel does not say. */
-static long proxy_peer_pid(evutil_socket_t fd)
-{
-    struct ucred cred;
-    socklen_t len = sizeof(cred);
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof(cred))
-        return 0;
-    return (long)cred.pid;
-}
-
-static void proxy_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen, void *arg)
-{
-    struct proxy_port *pp = arg;
-    struct proxy *px = pp->px;
-    (void)l;
-    (void)sa;
-    (void)salen;
-    if (px->streams_open >= px->max_open_streams) {
-        /* Closing at once lets tor end the client's stream now; each open stream may hold about
-         * 2 x PROXY_HIGH_WATER of buffers and two descriptors. */
-        pp->streams_total++;
-        pp->rejected_stream_limit++;
-        if (!px->at_cap) {
-            px->at_cap = true;
-            log_notice("proxy: %u streams open, the limit (limits.max_open_streams); closing new streams until "
-                       "some end", px->streams_open);
-        }
-        evutil_closesocket(fd);
-        return;
-    }
-    struct proxy_stream *s = calloc(1, sizeof(*s));
-    if (s) {
-        s->bev[SIDE_CLIENT] = bufferevent_socket_new(px->base, fd, BEV_OPT_CLOSE_ON_FREE);
-        s->ev = evtimer_new(px->base, stream_timer_cb, s);
-    }
-    if (!s || !s->bev[SIDE_CLIENT] || !s->ev) {
-        log_error("proxy %s: out of memory for a new stream", pp->label);
-        if (s && s->bev[SIDE_CLIENT])
-            bufferevent_free(s->bev[SIDE_CLIENT]);
-        else
-            evutil_closesocket(fd);
-        if (s && s->ev)
-            event_free(s->ev);
-        free(s);
-        return;
-    }
-    s->port = pp;
-    s->id = ++px->next_stream_id;
-    s->peer_pid = proxy_peer_pid(fd);
-    s->state = STREAM_HEADER;
-    s->next = pp->streams;
-    if (pp->streams)
-        pp->streams->prev = s;
-    pp->streams = s;
-    pp->streams_active++;
-    pp->streams_total++;
-    px->streams_open++;
-    struct bufferevent *c = s->bev[SIDE_CLIENT];
-    bufferevent_setcb(c, stream_header_read_cb, NULL, stream_header_event_cb, s);
-    bufferevent_setwatermark(c, EV_READ, 0, PROXYPROTO_V1_MAX); /* hold no more than a line's worth */
-    struct timeval tv = proxy_ms(px->header_timeout_ms);
-    evtimer_add(s->ev, &tv);
-    bufferevent_enable(c, EV_READ);
-    /* tor writes its line as soon as it is connected, so it is usually here already: take it now rather
-     * than on the next turn of the loop (which would also cost libevent's FIONREAD probe). Last step:
-     * the line may start the connect or close the stream. */
-    char line[PROXYPROTO_V1_MAX];
-    ssize_t n = recv(fd, line, sizeof(line), 0);
-    if (n <= 0)
-        return; /* nothing yet, or an EOF or error the bufferevent meets again */
-    /* A bufferevent's input only takes bytes from the bufferevent itself, which unfreezes it to read. */
-    struct evbuffer *in = bufferevent_get_input(c);
-    evbuffer_unfreeze(in, 0);
-    int rc = evbuffer_add(in, line, (size_t)n);
-    evbuffer_freeze(in, 0);
-    if (rc < 0) {
-        log_error("proxy %s: out of memory for a new stream", pp->label);
-        stream_close(s);
-        return;
-    }
-    stream_header_read_cb(c, s);
-}
-
-/* ---- ports ---- */
-
-static void proxy_resume_cb(evutil_socket_t fd, short what, void *arg)
-{
-    struct proxy_port *pp = arg;
-    (void)fd;
-    (void)what;
-    if (pp->listener)
-        evconnlistener_enable(pp->listener);
-}
-
-static void proxy_accept_error_cb(struct evconnlistener *l, void *arg)
-{
-    struct proxy_port *pp = arg;
-    int e = EVUTIL_SOCKET_ERROR();
-    /* EMFILE and friends: accepting again at once would spin; pause briefly. */
-    log_error("proxy %s: accept on %s: %s; pausing %d ms", pp->label, pp->path, strerror(e), PROXY_ACCEPT_PAUSE_MS);
-    evconnlistener_disable(l);
-    struct timeval tv = proxy_ms(PROXY_ACCEPT_PAUSE_MS);
-    evtimer_add(pp->resume_ev, &tv);
-}
-
-static void proxy_port_unlisten(struct proxy_port *pp)
-{
-    if (pp->listener) {
-        evconnlistener_free(pp->listener);
-        pp->listener = NULL;
-        unlink(pp->path);
-    }
-    if (pp->resume_ev) {
-        event_free(pp->resume_ev);
-        pp->resume_ev = NULL;
-    }
-}
-
-static void proxy_port_destroy(struct proxy_port *pp)
-{
-    struct proxy *px = pp->px;
-    /* Unlink from the proxy's list. */
-    for (struct proxy_port **p = &px->ports; *p; p = &(*p)->next) {
-        if (*p == pp) {
-            *p = pp->next;
-            break;
-        }
-    }
-    proxy_port_unlisten(pp);
-    while (pp->streams)
-        stream_free(pp->streams, false);
-    for (unsigned i = 0; i < PROXY_CIRC_BUCKETS; i++) {
-        while (pp->circs[i]) {
-            struct proxy_circ *c = pp->circs[i];
-            pp->circs[i] = c->next;
-            free(c);
-        }
-    }
-    backend_pool_free(pp->pool);
-    free(pp);
-}
-
-/* A port's listener and pool (not linked into px->ports, hooks not called). NULL with err on failure. */
-static struct proxy_port *proxy_port_new(struct proxy *px, const struct service_conf *svc, const struct port_conf *pc,
-                                         char *err, size_t errlen)
-{
-    struct proxy_port *pp = calloc(1, sizeof(*pp));
-    struct sockaddr_un sun = {.sun_family = AF_UNIX};
-    struct stat st;
-    if (!pp) {
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
-    pp->px = px;
-    snprintf(pp->service, sizeof(pp->service), "%s", svc->name);
-    pp->virtual_port = pc->virtual_port;
-    snprintf(pp->label, sizeof(pp->label), "%s:%u", svc->name, (unsigned)pc->virtual_port);
-    if (proxy_socket_path(px->run_dir, svc->name, pc->virtual_port, pp->path, sizeof(pp->path)) < 0) {
-        snprintf(err, errlen, "service %s: port %u: socket path too long", svc->name, (unsigned)pc->virtual_port);
-        free(pp);
-        return NULL;
-    }
-    pp->pool = backend_pool_new(px->base, svc->name, pc);
-    pp->resume_ev = evtimer_new(px->base, proxy_resume_cb, pp);
-    if (!pp->pool || !pp->resume_ev) {
-        snprintf(err, errlen, "out of memory");
-        goto fail;
-    }
-    /* A socket left by an earlier run would make bind fail; anything else at that path is not ours,
-     * and neither is a socket something still accepts on. */
-    memcpy(sun.sun_path, pp->path, strlen(pp->path) + 1);
-    if (lstat(pp->path, &st) == 0) {
-        if (!S_ISSOCK(st.st_mode)) {
-            snprintf(err, errlen, "%s exists and is not a socket", pp->path);
-            goto fail;
-        }
-        int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        bool live = probe >= 0 && connect(probe, (struct sockaddr *)&sun, sizeof(sun)) == 0;
-        if (probe >= 0)
-            close(probe);
-        if (live) {
-            snprintf(err, errlen, "%s is in use by another process (a second onionfront?)", pp->path);
-            goto fail;
-        }
-        if (unlink(pp->path) < 0) {
-            snprintf(err, errlen, "cannot remove the stale socket %s: %s", pp->path, strerror(errno));
-            goto fail;
-        }
-    }
-    /* Access is the proxy directory's job: 0700 and onionfront's, or 0710 with tor's group when tor runs
-     * as another user (handover.c), which tor's user can pass but not change. A socket needs write
-     * permission for tor to connect whichever user tor runs as: 0666 from its first instant (the umask
-     * around bind), never chmod'ed by name. */
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0 || fs_bind_unix(fd, pp->path, 0666) < 0) {
-        snprintf(err, errlen, "cannot listen on %s: %s", pp->path, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        goto fail;
-    }
-    pp->listener = evconnlistener_new(px->base, proxy_accept_cb, pp, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
-                                      PROXY_LISTEN_BACKLOG, fd);
-    if (!pp->listener) {
-        snprintf(err, errlen, "cannot listen on %s: %s", pp->path, strerror(errno));
-        close(fd);
-        unlink(pp->path);
-        goto fail;
-    }
-    evconnlistener_set_error_cb(pp->listener, proxy_accept_error_cb);
-    log_debug("proxy %s: listening on %s", pp->label, pp->path);
-    return pp;
-fail:
-    proxy_port_unlisten(pp);
-    backend_pool_free(pp->pool);
-    free(pp);
-    return NULL;
 }
 
 static struct proxy_port *proxy_find_port(struct proxy *px, const char *service, uint16_t virtual_port)
@@ -1177,17 +572,6 @@ static struct proxy_port *proxy_find_port(struct proxy *px, const char *service,
 }
 
 /* ---- public ---- */
-
-/* Take limits.max_open_streams from `conf` (0: derived from the descriptor limit). */
-static void proxy_set_stream_cap(struct proxy *px, const struct config *conf)
-{
-    unsigned cap = fdbudget_stream_cap(conf->limits.max_open_streams);
-    if (cap != px->max_open_streams)
-        log_info("proxy: at most %u streams open at once%s", cap,
-                 conf->limits.max_open_streams ? "" : " (limits.max_open_streams: auto, from the file descriptor limit)");
-    px->max_open_streams = cap;
-    px->max_spliced = fdbudget_splice_cap(cap);
-}
 
 struct proxy *proxy_new(struct event_base *base, const struct config *conf, const struct proxy_hooks *hooks,
                         char *err, size_t errlen)
@@ -1376,8 +760,7 @@ unsigned proxy_streams_from_pid(const struct proxy *px, long pid)
             n += s->peer_pid == pid && s->state != STREAM_CLOSED && !s->eof[SIDE_CLIENT];
     return n;
 }
-
-static size_t proxy_stream_buffered(const struct proxy_stream *s)
+size_t proxy_stream_buffered(const struct proxy_stream *s)
 {
     size_t n = 0;
     for (int i = 0; i < 2; i++)

@@ -1,14 +1,14 @@
 /* proxy.h — onionfront's data path: one unix listening socket per service virtual port (tor's
- * HiddenServicePort target, in <run_dir>/proxy/, mode 0700), and for each stream tor hands over:
- * tor's PROXY v1 line -> circuit id -> per-circuit stream limit -> a backend from the port's pool ->
- * connect (with retry on another backend before any byte reached the client) -> an optional PROXY v2
- * header -> bytes copied both ways with bounded buffers.
+ * HiddenServicePort target, in <run_dir>/proxy/, mode 0700, named by service_socket_path), and for each
+ * stream tor hands over: tor's PROXY v1 line -> circuit id -> per-circuit stream limit -> a backend from
+ * the port's pool -> connect (with retry on another backend before any byte reached the client) -> an
+ * optional PROXY v2 header -> bytes copied both ways with bounded buffers.
  *
  * Owns the listeners and their socket files, the streams (two bufferevents each), the per-port backend
  * pools (struct backend_pool, created from and updated with the config) and the per-port stream
  * counters. Does not own health checks (main.c attaches a checker to each pool through the hooks
  * below), the status socket, or anything tor-facing: which HiddenServicePort lines point here is
- * service.c's business (it asks proxy_socket_path for the paths).
+ * service.c's business; both take the paths from service_socket_path (config/service_socket.h).
  *
  * Data path rules, per stream:
  *  - tor's first line is read with a bound (PROXYPROTO_V1_MAX bytes) and a deadline; anything malformed
@@ -20,8 +20,8 @@
  *  - circuit_stream_rate > 0 (default off): each circuit has a token bucket of circuit_stream_burst new
  *    streams refilled at that rate per second (kept while it refills, even without open streams); a
  *    stream finding it empty is closed at once (rejected_circuit_rate).
- *  - idle_timeout > 0 (default off): an open stream with no byte read from either side for that long
- *    is closed (closed_idle), through the buffers or spliced alike.
+ *  - idle_timeout > 0 (default 3600 s, 0 = off): an open stream with no byte read from either side for
+ *    that long is closed (closed_idle), through the buffers or spliced alike.
  *  - Connect: IP literals and unix sockets directly, host names through evdns on the loop; each attempt
  *    has connect_timeout_ms. A refused, failed or timed-out attempt is a passive failure for that
  *    backend (backend_passive_failure) and the stream moves to another usable backend, which is safe
@@ -47,7 +47,9 @@
  *  - backend_stream_start when an attempt starts; backend_stream_end with the stream's bytes (in: from
  *    the backend, out: to it) when it ends. Failed attempts end when the stream is connected elsewhere
  *    or closed, so the backends it must not retry stay valid until then.
- * Streams end themselves from their callbacks through a deferred event; proxy_free ends all at once. */
+ * Streams end themselves from their callbacks through a deferred event; proxy_free ends all at once.
+ * In four files over one private header (proxy_int.h): proxy.c the proxy and its streams; proxy_listen.c
+ * the listeners, the stream cap and tor's PROXY line; proxy_circ.c the circuits; proxy_splice.c splice. */
 #ifndef ONIONFRONT_PROXY_H
 #define ONIONFRONT_PROXY_H
 
@@ -78,9 +80,6 @@ struct proxy_hooks {
                                                                    last stream has ended */
     void *arg;
 };
-
-/* "<run_dir>/proxy/<service>-<virtual_port>.sock" into `out`. Return 0, or -1 if it does not fit. */
-int proxy_socket_path(const char *run_dir, const char *service, uint16_t virtual_port, char *out, size_t len);
 
 /* Create <run_dir> and <run_dir>/proxy (0700; an existing one must already be private), a pool and a
  * listening socket for every port of every service in `conf` (a stale socket file is replaced), and

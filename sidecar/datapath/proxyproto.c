@@ -249,6 +249,10 @@ int proxyproto_tor_circuit(const struct proxyproto_v1 *h, uint32_t *circuit_id, 
                  (unsigned)h->src_port, (unsigned)id, (unsigned)want);
         return -1;
     }
+    if (h->dst_port == 0) { /* tor writes the HiddenServicePort virtual port: 1-65535 */
+        snprintf(err, errlen, "PROXY line: destination port 0 is not a virtual port (1-65535)");
+        return -1;
+    }
     *circuit_id = id;
     *virtual_port = h->dst_port;
     return 0;

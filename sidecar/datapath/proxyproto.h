@@ -59,8 +59,8 @@ int proxyproto_v1_parse(const char *buf, size_t len, struct proxyproto_v1 *out, 
 
 /* tor's circuit identity from a parsed line: require TCP6, a source address in fc00:dead:beef:4dad::/64
  * with bits 64-95 zero, and a source port that is the id's low 16 bits (or 1 for id 0, tor's "no
- * circuit"). Set *circuit_id and *virtual_port (the destination port). Return 0, or -1 with a message
- * saying what did not match. */
+ * circuit"), and a destination port 1-65535 (a virtual port). Set *circuit_id and *virtual_port (the
+ * destination port). Return 0, or -1 with a message saying what did not match. */
 int proxyproto_tor_circuit(const struct proxyproto_v1 *h, uint32_t *circuit_id, uint16_t *virtual_port, char *err,
                            size_t errlen);
 

@@ -9,6 +9,7 @@
 #include "sidecar/fleet/roll.h"
 
 #include <event2/event.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,8 @@ struct roll {
     unsigned open_streams;    /* draining: visitors' streams through the current tor at the last look */
     long rend_circuits;       /* draining: rendezvous circuits open on the current tor at its last look, or -1 */
     double drain_limit;       /* the longest drain (tor.drain_timeout) */
+    bool commanded;           /* roll_start_command started a roll ... */
+    double commanded_at;      /* ... at this ops->now() */
     unsigned long cut_roll;   /* streams open through tors ended at the drain limit, in this (or the last) roll */
     unsigned long cut_total;  /* the same over all rolls */
     unsigned long circ_cut_roll, circ_cut_total; /* the same for rendezvous circuits */
@@ -278,8 +281,8 @@ static void roll_next(struct roll *r)
 }
 
 /* The hand-over's wait: an upload in progress may settle which tor HSDirs serve; only after
- * ROLL_SETTLE_S does the survivor publish anew (a last resort: it replaces the survivor's introduction
- * points, so visitors holding its descriptor must fetch it again). Then wait for the new descriptors. */
+ * ROLL_SETTLE_S does the survivor publish anew (it keeps its introduction points, but every PoW service's
+ * puzzle is re-seeded). Then wait for the new descriptors. */
 static void roll_handover_tick(struct roll *r, double in_step)
 {
     size_t k = r->current;
@@ -344,6 +347,25 @@ int roll_start(struct roll *r, const char *why, char *msg, size_t msglen)
     if (r->tick_ev)
         event_add(r->tick_ev, &(struct timeval){ROLL_TICK_MS / 1000, (ROLL_TICK_MS % 1000) * 1000});
     roll_next(r);
+    return 0;
+}
+
+int roll_start_command(struct roll *r, const char *why, char *msg, size_t msglen)
+{
+    double now = roll_now(r), since = now - r->commanded_at;
+    /* The interval first: a second command right after the first is refused for it, however long the
+     * roll takes; after the interval roll_start refuses while a roll still runs. */
+    if (r->commanded && since < ROLL_COMMAND_INTERVAL_S) {
+        snprintf(msg, msglen,
+                 "the last restart-tor started %.0f s ago; at most one every %.0f s: try again in %.0f s%s", since,
+                 ROLL_COMMAND_INTERVAL_S, ceil(ROLL_COMMAND_INTERVAL_S - since),
+                 r->state != ROLL_IDLE ? " (a rolling restart is running now)" : "");
+        return -1;
+    }
+    if (roll_start(r, why, msg, msglen) < 0)
+        return -1;
+    r->commanded = true;
+    r->commanded_at = now;
     return 0;
 }
 

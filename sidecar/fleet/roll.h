@@ -7,8 +7,8 @@
  *               accepted its latest round, and no later round of another tor was accepted anywhere — a
  *               same-second tie is refused by the HSDirs), wait up to ROLL_SETTLE_S for an
  *               upload in progress to settle that; then one survivor builds and uploads new descriptors
- *               (worker_renew_descriptors: a last resort, since it replaces the survivor's introduction
- *               points) and the roll waits for the HSDirs' confirmations (HS_DESC UPLOADED, counted by
+ *               (worker_renew_descriptors: a PoW-parameter change; it keeps the survivor's introduction
+ *               points but re-seeds its PoW puzzles) and the roll waits for the HSDirs' confirmations (HS_DESC UPLOADED, counted by
  *               descriptor.c);
  *   DRAINING    HSDirs serve a tor that stays up; k is wound down (worker_drain_start, circdrain.h): it
  *               uploads no descriptor any more, takes no new introduction (its introduction circuits are
@@ -57,6 +57,9 @@ struct roll;
 #define ROLL_RESTART_S 180.0   /* a restarted tor RUNNING again */
 #define ROLL_PUBLISH_S 120.0   /* its own descriptors confirmed */
 #define ROLL_TICK_MS 250       /* the timer's period while rolling */
+/* The operator's restart-tor (the status socket, roll_start_command): at most one roll started this way
+ * per this many seconds, so that a script or a user in a loop cannot keep every tor restarting. */
+#define ROLL_COMMAND_INTERVAL_S 60.0
 
 enum roll_state {
     ROLL_IDLE,       /* no roll running */
@@ -113,6 +116,12 @@ void roll_set_drain_limit(struct roll *r, double seconds);
  * while a tor is not up (with several tors, restarting then would leave none). Return 0 with what
  * started in `msg`, or -1 with why not. */
 int roll_start(struct roll *r, const char *why, char *msg, size_t msglen);
+
+/* roll_start for the operator's restart-tor: refused within ROLL_COMMAND_INTERVAL_S (ops->now(),
+ * monotonic) of the last roll this function started, saying when the next is allowed (and whether a roll
+ * runs now), else as roll_start is (one runs, a tor is down). Rolls that onionfront starts itself (a new tor.binary) are not counted. Return
+ * 0 with what started in `msg`, or -1 with why not. */
+int roll_start_command(struct roll *r, const char *why, char *msg, size_t msglen);
 
 /* Advance: check the current step's condition, deadline and the other tors at ops->now(). */
 void roll_tick(struct roll *r);

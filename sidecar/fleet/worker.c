@@ -9,8 +9,8 @@
 #include "sidecar/config/config.h"
 #include "sidecar/publish/descriptor.h"
 #include "sidecar/identity/handover.h"
+#include "sidecar/identity/instance.h"
 #include "sidecar/core/log.h"
-#include "sidecar/probe/probe.h"
 #include "sidecar/publish/service.h"
 #include "sidecar/tor/tor.h"
 #include "sidecar/tor/torcaps.h"
@@ -23,7 +23,7 @@ struct worker {
     void *arg;
     struct tor_sup *tor;
     struct service_mgr *services;
-    struct descriptor_tracker *descriptors; /* HS_DESC tracking, fetch probe, republishing */
+    struct descriptor_tracker *descriptors; /* HS_DESC tracking, hsfetch, republishing */
     struct verify *verify;                  /* single-onion verification (CIRC, mode re-checks) */
     struct torscrape *scrape;               /* a spawned tor's MetricsPort, read while it is up */
     struct circdrain *drain;                /* winding the tor down before a planned stop (roll.h) */
@@ -218,12 +218,34 @@ bool worker_is_up(const struct worker *w)
     return !w->stopping && tor_sup_state(w->tor) == TOR_RUNNING;
 }
 
+/* May this tor have PoW turned on for a moment (service_mgr_renew)? Only a known version from
+ * TORCAPS_POW_MIN_VERSION on: older PoW code can crash (TROVE-2026-020). */
+static bool worker_pow_safe(const struct worker *w)
+{
+    struct torcaps have = {0}, min = {0};
+    char text[96], err[64];
+    snprintf(text, sizeof(text), "Tor version %s.\n", tor_sup_version(w->tor));
+    return torcaps_parse_version(text, &have, err, sizeof(err)) == 0 &&
+           torcaps_parse_version("Tor version " TORCAPS_POW_MIN_VERSION ".\n", &min, err, sizeof(err)) == 0 &&
+           torcaps_version_cmp(have.version, min.version) >= 0;
+}
+
 int worker_renew_descriptors(struct worker *w)
 {
     if (!worker_is_up(w))
         return -1;
     circdrain_stop(w->drain); /* publishing again comes before the new descriptors' SETCONF */
-    return service_mgr_renew(w->services);
+    return service_mgr_renew(w->services, worker_pow_safe(w));
+}
+
+int worker_republish(struct worker *w)
+{
+    return service_mgr_republish(w->services);
+}
+
+int worker_renew_service(struct worker *w, const char *address)
+{
+    return worker_is_up(w) ? service_mgr_renew_one(w->services, address) : -1;
 }
 
 int worker_drain_start(struct worker *w)
@@ -297,7 +319,7 @@ int worker_reconfigure(struct worker *w, const struct config *conf, bool *tor_ch
 
 bool worker_service_reachable(const struct worker *w, const char *address)
 {
-    /* descriptor.c's verdict (the descriptor clients fetch is on an HSDir, and the last fetch probe got
+    /* descriptor.c's verdict (the descriptor clients fetch is on an HSDir, and the last hsfetch got
      * it), on a tor that is up now. */
     return worker_is_up(w) && address[0] && descriptor_service_reachable(w->descriptors, address);
 }
@@ -315,27 +337,178 @@ const char *worker_problem(const struct worker *w)
     return w->problem;
 }
 
-struct tor_sup *worker_tor(const struct worker *w)
+/* ---- questions about the parts (worker.h) --------------------------------------------------------- */
+
+enum tor_state worker_tor_state(const struct worker *w)
 {
-    return w->tor;
+    return tor_sup_state(w->tor);
 }
 
-struct service_mgr *worker_services(const struct worker *w)
+int worker_bootstrap_progress(const struct worker *w)
 {
-    return w->services;
+    return tor_sup_bootstrap_progress(w->tor);
 }
 
-struct descriptor_tracker *worker_descriptors(const struct worker *w)
+const char *worker_tor_version(const struct worker *w)
 {
-    return w->descriptors;
+    return tor_sup_version(w->tor);
 }
 
-struct verify *worker_verify(const struct worker *w)
+unsigned worker_restarts(const struct worker *w)
 {
-    return w->verify;
+    return tor_sup_restarts(w->tor);
 }
 
-struct torscrape *worker_scrape(const struct worker *w)
+long worker_tor_pid(const struct worker *w)
 {
-    return w->scrape;
+    return tor_sup_pid(w->tor);
+}
+
+json_t *worker_tor_to_json(const struct worker *w)
+{
+    const struct tor_sup *tor = w->tor;
+    int boot = tor_sup_bootstrap_progress(tor);
+    const char *version = tor_sup_version(tor), *problem = worker_problem(w);
+    long pid = tor_sup_pid(tor);
+    double up = tor_sup_uptime(tor);
+    return json_pack("{s:I, s:s, s:s, s:o, s:o, s:o, s:I, s:o, s:s}", "instance", (json_int_t)worker_instance(w) + 1,
+                     "kind", service_mode_str(worker_mode(w)), "state", tor_state_str(tor_sup_state(tor)),
+                     "bootstrap_progress", boot >= 0 ? json_integer(boot) : json_null(), "version",
+                     version[0] ? json_string(version) : json_null(), "pid", pid > 0 ? json_integer(pid) : json_null(),
+                     "restarts", (json_int_t)tor_sup_restarts(tor), "uptime_seconds",
+                     up >= 0 ? json_integer((json_int_t)up) : json_null(), "verdict",
+                     worker_is_up(w) ? "up" : problem[0] ? problem : tor_state_str(tor_sup_state(tor)));
+}
+
+void worker_restart(struct worker *w, const char *why)
+{
+    tor_sup_restart(w->tor, why);
+}
+
+void worker_restart_planned(struct worker *w, const char *why)
+{
+    tor_sup_restart_planned(w->tor, why);
+}
+
+size_t worker_service_count(const struct worker *w)
+{
+    return service_mgr_count(w->services);
+}
+
+const char *worker_service_name(const struct worker *w, size_t i)
+{
+    return service_mgr_name(w->services, i);
+}
+
+const char *worker_service_address(const struct worker *w, size_t i)
+{
+    return service_mgr_address(w->services, i);
+}
+
+bool worker_hosts(const struct worker *w, size_t i)
+{
+    return service_mgr_hosts(w->services, i);
+}
+
+bool worker_service_uploaded(const struct worker *w, size_t i)
+{
+    return service_mgr_uploaded(w->services, i);
+}
+
+json_t *worker_services_to_json(const struct worker *w)
+{
+    return service_mgr_to_json(w->services);
+}
+
+int worker_service_counts(const struct worker *w, const char *address, struct descriptor_counts *out)
+{
+    return descriptor_service_counts(w->descriptors, address, out);
+}
+
+double worker_service_fetched_round_at(const struct worker *w, const char *address, bool *complete, bool *rejected)
+{
+    return descriptor_service_fetched_round_at(w->descriptors, address, complete, rejected);
+}
+
+json_t *worker_service_descriptor_json(const struct worker *w, const char *address)
+{
+    return descriptor_service_to_json(w->descriptors, address);
+}
+
+int worker_repost(struct worker *w, const char *address)
+{
+    return descriptor_repost(w->descriptors, address);
+}
+
+void workers_served(struct worker *const *ws, size_t n, const char *address, enum served_basis basis,
+                    struct served_result *out)
+{
+    const struct descriptor_tracker *ts[SERVED_TORS_MAX];
+    if (n > SERVED_TORS_MAX)
+        n = SERVED_TORS_MAX;
+    for (size_t k = 0; k < n; k++)
+        ts[k] = ws[k]->descriptors;
+    served_find(ts, n, address, basis, out);
+}
+
+const char *worker_mode_violation(const struct worker *w)
+{
+    return verify_mode_state(w->verify) == VERIFY_MODE_VIOLATION ? verify_mode_problem(w->verify) : NULL;
+}
+
+const char *worker_service_violation(const struct worker *w, const char *address)
+{
+    enum verify_verdict v = address[0] ? verify_service_verdict(w->verify, address) : VERIFY_UNVERIFIED;
+    return verify_verdict_is_violation(v) ? verify_verdict_problem(v) : NULL;
+}
+
+json_t *worker_service_verify_json(const struct worker *w, const char *address)
+{
+    return verify_service_to_json(w->verify, address);
+}
+
+json_t *worker_circuits_to_json(const struct worker *w)
+{
+    return verify_to_json(w->verify);
+}
+
+json_t *worker_tor_service_json(const struct worker *w, const char *address)
+{
+    return torscrape_service_to_json(w->scrape, address);
+}
+
+json_t *workers_tor_service_sum_json(const struct worker *const *ws, size_t n, const char *address)
+{
+    const struct torscrape *scrapes[INSTANCE_MAX + 1];
+    if (n > INSTANCE_MAX + 1)
+        n = INSTANCE_MAX + 1;
+    for (size_t k = 0; k < n; k++)
+        scrapes[k] = ws[k]->scrape;
+    return torscrape_sum_to_json(scrapes, n, address);
+}
+
+int worker_services_metrics(const struct worker *w, struct metrics *m)
+{
+    return service_mgr_metrics(w->services, m);
+}
+
+int worker_descriptor_metrics(const struct worker *w, struct metrics *m)
+{
+    return descriptor_metrics(w->descriptors, m);
+}
+
+int worker_verify_metrics(const struct worker *w, struct metrics *m)
+{
+    return verify_metrics(w->verify, m);
+}
+
+int workers_tor_hs_metrics(const struct worker *const *ws, const char *const *instances, size_t n_tors,
+                           const char *const *names, const char *const *addresses, size_t n, struct metrics *m)
+{
+    const struct torscrape *scrapes[INSTANCE_MAX + 1];
+    if (n_tors > INSTANCE_MAX + 1)
+        n_tors = INSTANCE_MAX + 1;
+    for (size_t k = 0; k < n_tors; k++)
+        scrapes[k] = ws[k]->scrape;
+    return torscrape_metrics(scrapes, instances, n_tors, names, addresses, n, m);
 }

@@ -5,25 +5,26 @@
  *
  * Owns those four objects, and the reader of a spawned tor's MetricsPort (torscrape.c). Not the data
  * path (proxy, pools, health checks: shared by all workers, since every tor's HiddenServicePort points
- * at the same per-port sockets), the event base, systemd or the status socket (main.c, report.c). The daemon holds a list of workers; report.c reads them through the
- * borrowed handles below. */
+ * at the same per-port sockets), the event base, systemd or the status socket (main.c, report.c). Its
+ * parts stay inside: the workerset and report.c ask the questions below, never for a part itself. */
 #ifndef ONIONFRONT_WORKER_H
 #define ONIONFRONT_WORKER_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <jansson.h>
+
 #include "sidecar/config/config.h"
+#include "sidecar/publish/served_find.h"
+#include "sidecar/tor/tor.h"
 
 struct config;
-struct descriptor_tracker;
+struct descriptor_counts;
 struct event_base;
+struct metrics;
 struct proc_mgr;
 struct service_ids;
-struct service_mgr;
-struct tor_sup;
-struct torscrape;
-struct verify;
 struct worker;
 
 struct worker_callbacks {
@@ -64,6 +65,12 @@ bool worker_is_up(const struct worker *w);
 /* Make the tor build and upload new descriptors of every service now (service_mgr_renew): a standby
  * taking over from a lost tor whose descriptors HSDirs served. Return 0, or -1 if its tor is not up. */
 int worker_renew_descriptors(struct worker *w);
+/* Hand its tor the services as the identities say now (service_mgr_republish). Return 0 or -1. */
+int worker_republish(struct worker *w);
+
+/* Make the tor build and upload new descriptors of the service with this address alone
+ * (service_mgr_renew_one: the others untouched). Return 0, or -1 if its tor is not up or does not host it. */
+int worker_renew_service(struct worker *w, const char *address);
 
 /* Wind the tor down before a planned stop (circdrain.h: it stops uploading, takes no new introduction,
  * and its open rendezvous circuits are counted). Return 0, or -1 if its tor is not up. */
@@ -124,11 +131,70 @@ bool workers_service_reachable(struct worker *const *ws, size_t n, const char *a
 /* Why the tor was last lost or failed, until it bootstraps again; "" if nothing. Borrowed. */
 const char *worker_problem(const struct worker *w);
 
-/* Borrowed handles for reports (report.c); valid until worker_free. */
-struct tor_sup *worker_tor(const struct worker *w);
-struct service_mgr *worker_services(const struct worker *w);
-struct descriptor_tracker *worker_descriptors(const struct worker *w);
-struct verify *worker_verify(const struct worker *w);
-struct torscrape *worker_scrape(const struct worker *w);
+/* ---- questions about the worker's parts, for the workerset and reports (report.c) ----------------- */
+
+/* Its tor: state, bootstrap progress (0-100, -1 unknown), version ("" until known), restarts, pid (spawn
+ * mode, else -1) as tor_sup_* says. */
+enum tor_state worker_tor_state(const struct worker *w);
+int worker_bootstrap_progress(const struct worker *w);
+const char *worker_tor_version(const struct worker *w);
+unsigned worker_restarts(const struct worker *w);
+long worker_tor_pid(const struct worker *w);
+
+/* Its tor's row in "status": {"instance", "kind", "state", "bootstrap_progress", "version", "pid",
+ * "restarts", "uptime_seconds", "verdict" ("up", or why not)}. Returns a new reference. */
+json_t *worker_tor_to_json(const struct worker *w);
+
+/* Restart its tor now (a repair: tor_sup_restart), or as a planned stop of a rolling restart
+ * (tor_sup_restart_planned); `why` is logged. */
+void worker_restart(struct worker *w, const char *why);
+void worker_restart_planned(struct worker *w, const char *why);
+
+/* The services as its service_mgr keeps them, in service_ids order: how many, the i-th one's name and
+ * address ("" before its key), whether this tor hosts it (its mode), whether an upload was confirmed. */
+size_t worker_service_count(const struct worker *w);
+const char *worker_service_name(const struct worker *w, size_t i);
+const char *worker_service_address(const struct worker *w, size_t i);
+bool worker_hosts(const struct worker *w, size_t i);
+bool worker_service_uploaded(const struct worker *w, size_t i);
+/* service_mgr_to_json. Returns a new reference. */
+json_t *worker_services_to_json(const struct worker *w);
+
+/* The descriptor of `address` its tor uploads: the counts (descriptor_service_counts: 0, or -1 if not
+ * tracked), the latest upload round of the one clients fetch (descriptor_service_fetched_round_at; -1
+ * if never; `rejected` may be NULL), its status JSON (a new reference, NULL if not tracked). */
+int worker_service_counts(const struct worker *w, const char *address, struct descriptor_counts *out);
+double worker_service_fetched_round_at(const struct worker *w, const char *address, bool *complete,
+                                       bool *rejected);
+json_t *worker_service_descriptor_json(const struct worker *w, const char *address);
+/* Re-post the service's descriptors to the HSDirs (descriptor_repost). Return 0 or -1. */
+int worker_repost(struct worker *w, const char *address);
+
+/* For `address`, over the `n` workers ws[k] (tor k) that publish it: whose descriptor the HSDirs serve,
+ * on `basis` (served_find.h). */
+void workers_served(struct worker *const *ws, size_t n, const char *address, enum served_basis basis,
+                    struct served_result *out);
+
+/* Single-onion verification: the tor's mode violation (verify_mode_problem on VERIFY_MODE_VIOLATION,
+ * else NULL), and the service's verdict's problem if it is a violation (else NULL, also for ""). */
+const char *worker_mode_violation(const struct worker *w);
+const char *worker_service_violation(const struct worker *w, const char *address);
+/* verify_service_to_json and verify_to_json. Return a new reference. */
+json_t *worker_service_verify_json(const struct worker *w, const char *address);
+json_t *worker_circuits_to_json(const struct worker *w);
+
+/* tor's own counters of the service (its MetricsPort: torscrape_service_to_json), NULL while it lists
+ * none; over the `n` workers ws[k], summed (torscrape_sum_to_json). Return a new reference. */
+json_t *worker_tor_service_json(const struct worker *w, const char *address);
+json_t *workers_tor_service_sum_json(const struct worker *const *ws, size_t n, const char *address);
+
+/* The metrics families of its services (service_mgr_metrics), its descriptors (descriptor_metrics),
+ * its verification (verify_metrics); over `n` workers labelled `instances[k]`, tor's own per-service
+ * values of the services names[i]/addresses[i] (torscrape_metrics). Return 0 or -1. */
+int worker_services_metrics(const struct worker *w, struct metrics *m);
+int worker_descriptor_metrics(const struct worker *w, struct metrics *m);
+int worker_verify_metrics(const struct worker *w, struct metrics *m);
+int workers_tor_hs_metrics(const struct worker *const *ws, const char *const *instances, size_t n_tors,
+                           const char *const *names, const char *const *addresses, size_t n, struct metrics *m);
 
 #endif

@@ -4,9 +4,10 @@
  * keep the descriptor with the highest revision counter, which tor sets from the time it encodes one
  * (rend-spec-v3 2.2.4; TOR-FACTS): whichever tor uploaded last is the one HSDirs serve. If that tor dies,
  * new visitors fetch a descriptor whose introduction points are gone. Re-posting a survivor's own
- * (older) descriptor is refused by every HSDir, so the survivor must build new ones (service_mgr_renew):
- * they reach the HSDirs about a second later. If the HSDirs serve a survivor's descriptors already, its
- * visitors are not disturbed. */
+ * (older) descriptor is refused by every HSDir, so the survivor must build new ones (service_mgr_renew:
+ * a PoW-parameter change, same introduction points): HSDirs confirm them a fraction of a second later,
+ * and status names the survivor served only once they did (workerset_served). If the HSDirs serve a
+ * survivor's descriptors already, nothing is sent. */
 #include "sidecar/fleet/workerset.h"
 
 #include <event2/event.h>
@@ -14,6 +15,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "sidecar/config/config.h"
 #include "sidecar/publish/descriptor.h"
@@ -24,11 +26,10 @@
 #include "sidecar/core/binwatch.h"
 #include "sidecar/core/clock.h"
 #include "sidecar/fleet/roll.h"
-#include "sidecar/publish/served.h"
 #include "sidecar/identity/service_id.h"
-#include "sidecar/tor/tor.h"
 #include "sidecar/tor/torcaps.h"
 #include "sidecar/fleet/worker.h"
+#include "sidecar/probe/ladder.h"
 
 #define WORKERSET_STAGGER_MAX_S 30 /* the longest the other tors wait for tor 1's bootstrap at start */
 
@@ -53,13 +54,19 @@ struct workerset {
     struct binwatch *binwatch; /* spawn mode: tor.binary replaced on disk -> a roll */
     bool binary_said;          /* a declined binary change was logged (once until one is taken) */
     struct workerset_anon anon;
+    size_t switched; /* workers[0..switched) got the new config in a workerset_reconfigure that failed */
     /* The other tors start once tor 1 bootstrapped (or WORKERSET_STAGGER_MAX_S passed): see workerset_start. */
     bool stagger_pending;
     struct event *stagger_ev;
+    /* The probe's repairs: its verdicts (borrowed, workerset_set_probe) and each tor's restart budget
+     * (ladder.h), by instance; the anonymous services' tor last. */
+    const struct probe *probe;
+    struct ladder_tor_budget budget[INSTANCE_MAX + 1];
 };
 
 static void workerset_anon_want(struct workerset *ws);
-static int workerset_anon_prepare(struct workerset *ws, const struct config *conf, char *err, size_t errlen);
+static int workerset_roll_start(struct workerset *ws, const struct config *conf, const char *why, bool command,
+                                char *msg, size_t msglen);
 
 /* The first worker other than `lost` whose tor is up, or NULL. */
 static struct worker *workerset_survivor(const struct workerset *ws, const struct worker *lost)
@@ -71,23 +78,34 @@ static struct worker *workerset_survivor(const struct workerset *ws, const struc
 }
 
 /* Does each single-onion tor publish this service's descriptor? Not an anonymous service (its own tor),
- * nor an Onionbalance frontend (Onionbalance publishes the master descriptor on its own tor). */
+ * nor an Onionbalance frontend (Onionbalance publishes the master descriptor on its own tor). The one
+ * place this rule is written. */
 static bool workerset_publishes(const struct service_id *id)
 {
-    return id->address[0] && id->conf->mode == SERVICE_MODE_SINGLE &&
+    return id && id->address[0] && id->conf->mode == SERVICE_MODE_SINGLE &&
            id->conf->onionbalance.role != OB_ROLE_FRONTEND;
 }
 
-/* The tor whose descriptor of `address` (the one clients fetch) the HSDirs serve by the acceptance
- * record (served_by_rounds), or NULL if that is not known. */
-static struct worker *workerset_served(const struct workerset *ws, const char *address)
+bool workerset_served(const struct workerset *ws, const char *address, enum served_basis basis,
+                      struct served_result *out)
 {
-    struct served_round rounds[INSTANCE_MAX];
-    for (size_t k = 0; k < ws->n; k++)
-        rounds[k].at = descriptor_service_fetched_round_at(worker_descriptors(ws->workers[k]), address,
-                                                           &rounds[k].complete, &rounds[k].rejected);
-    int best = served_by_rounds(rounds, ws->n);
-    return best >= 0 ? ws->workers[best] : NULL;
+    memset(out, 0, sizeof(*out));
+    out->tor = -1;
+    if (!workerset_publishes(service_ids_find(ws->ids, address)))
+        return false;
+    /* The single-onion tors are workers[0..n), in instance order: tor k is instance k. */
+    workers_served(ws->workers, ws->n, address, basis, out);
+    return true;
+}
+
+/* The tor whose descriptor of `address` (the one clients fetch) the HSDirs serve by the acceptance
+ * record, or NULL if that is not known or the single-onion tors do not publish it. */
+static struct worker *workerset_served_worker(const struct workerset *ws, const char *address)
+{
+    struct served_result sr;
+    if (!workerset_served(ws, address, SERVED_BASIS_ACCEPTED, &sr) || sr.tor < 0)
+        return NULL;
+    return ws->workers[sr.tor];
 }
 
 /* `lost`'s tor is gone: if HSDirs may serve its descriptors of any service (workerset_served is not a
@@ -104,7 +122,7 @@ static void workerset_failover(struct workerset *ws, struct worker *lost, const 
     size_t stale = 0, n = service_ids_count(ws->ids);
     for (size_t i = 0; i < n; i++) {
         const struct service_id *id = service_ids_at(ws->ids, i);
-        const struct worker *served = workerset_publishes(id) ? workerset_served(ws, id->address) : s;
+        const struct worker *served = workerset_publishes(id) ? workerset_served_worker(ws, id->address) : s;
         if (!served || served == lost || !worker_is_up(served))
             stale++;
     }
@@ -114,8 +132,8 @@ static void workerset_failover(struct workerset *ws, struct worker *lost, const 
                    sk);
     } else if (worker_renew_descriptors(s) == 0) {
         ws->failovers++;
-        log_notice("failover: tor %u lost (%s); HSDirs served its descriptors of %zu service%s: tor %u builds and "
-                   "uploads new ones now",
+        log_notice("failover: tor %u lost (%s); HSDirs served its descriptors of %zu service%s: tor %u uploads "
+                   "new ones now (same introduction points)",
                    lk, why, stale, stale == 1 ? "" : "s", sk);
     } else {
         log_warnx("failover: tor %u lost (%s); tor %u cannot publish anew now", lk, why, sk);
@@ -182,7 +200,7 @@ static bool workerset_roll_is_up(void *arg, size_t k)
 
 static unsigned workerset_roll_restarts(void *arg, size_t k)
 {
-    return tor_sup_restarts(worker_tor(((const struct workerset *)arg)->workers[k]));
+    return worker_restarts(((const struct workerset *)arg)->workers[k]);
 }
 
 /* For every service with an address: HSDirs serve tor k's descriptor clients fetch (workerset_served;
@@ -197,11 +215,11 @@ static bool workerset_all_complete_after(const struct workerset *ws, size_t k, d
         if (!workerset_publishes(service_ids_at(ws->ids, i)))
             continue; /* not published by the single-onion tors rolled */
         if (since < 0) {
-            if (workerset_served(ws, address) != ws->workers[k])
+            if (workerset_served_worker(ws, address) != ws->workers[k])
                 return false;
             continue;
         }
-        double at = descriptor_service_fetched_round_at(worker_descriptors(ws->workers[k]), address, &complete, NULL);
+        double at = worker_service_fetched_round_at(ws->workers[k], address, &complete, NULL);
         if (!complete || at < since)
             return false;
     }
@@ -229,7 +247,7 @@ static int workerset_roll_renew(void *arg, size_t k)
 static unsigned workerset_roll_open_streams(void *arg, size_t k)
 {
     const struct workerset *ws = arg;
-    return proxy_streams_from_pid(ws->proxy, tor_sup_pid(worker_tor(ws->workers[k])));
+    return proxy_streams_from_pid(ws->proxy, worker_tor_pid(ws->workers[k]));
 }
 
 static int workerset_roll_drain_start(void *arg, size_t k)
@@ -254,7 +272,7 @@ static bool workerset_roll_drained(void *arg, size_t k)
 
 static void workerset_roll_restart(void *arg, size_t k, const char *why)
 {
-    tor_sup_restart_planned(worker_tor(((const struct workerset *)arg)->workers[k]), why);
+    worker_restart_planned(((const struct workerset *)arg)->workers[k], why);
 }
 
 static double workerset_roll_now(void *arg)
@@ -272,7 +290,7 @@ static int workerset_binary_changed_cb(void *arg, const char *path)
     struct workerset *ws = arg;
     struct torcaps caps;
     char err[256], why[128], msg[300];
-    const char *old = tor_sup_version(worker_tor(ws->workers[0]));
+    const char *old = worker_tor_version(ws->workers[0]);
     if (ws->stopping)
         return -1;
     if (torcaps_probe(path, &caps, err, sizeof(err)) < 0) {
@@ -304,7 +322,7 @@ int workerset_binary_reloaded(struct workerset *ws, const struct config *conf, c
         return -1;
     }
     snprintf(why, sizeof(why), "tor.binary is now %s", conf->tor.binary);
-    return workerset_restart_tor(ws, conf, why, msg, msglen);
+    return workerset_roll_start(ws, conf, why, false, msg, msglen);
 }
 
 struct workerset *workerset_new(struct event_base *base, struct proc_mgr *procs, const struct config *conf,
@@ -386,14 +404,53 @@ struct worker *const *workerset_list(const struct workerset *ws, size_t *n)
     return ws->workers;
 }
 
-int workerset_prepare(struct workerset *ws, const struct config *conf, char *err, size_t errlen)
+/* The listed workers' directories handed over for `conf` (worker_hand_over), instance 0 first, the
+ * anonymous services' tor last while it runs; at start-up (`sync`) each is given its services first.
+ * Return 0, or -1 with a message at the first that fails. */
+static int workerset_hand_over_each(const struct workerset *ws, const struct config *conf, bool sync, char *err,
+                                    size_t errlen)
 {
-    for (size_t k = 0; k < ws->n; k++) {
-        worker_sync_services(ws->workers[k]);
+    for (size_t k = 0; k < ws->n + ws->anon.on; k++) {
+        if (sync)
+            worker_sync_services(ws->workers[k]);
         if (worker_hand_over(ws->workers[k], conf, err, errlen) < 0)
             return -1;
     }
-    return workerset_anon_prepare(ws, conf, err, errlen);
+    return 0;
+}
+
+int workerset_prepare(struct workerset *ws, const struct config *conf, char *err, size_t errlen)
+{
+    return workerset_hand_over_each(ws, conf, true, err, errlen);
+}
+
+int workerset_hand_over(const struct workerset *ws, const struct config *conf, char *err, size_t errlen)
+{
+    return workerset_hand_over_each(ws, conf, false, err, errlen);
+}
+
+int workerset_reconfigure(struct workerset *ws, const struct config *conf, bool *tor_changed, char *err,
+                          size_t errlen)
+{
+    bool changed;
+    ws->switched = 0;
+    for (size_t k = 0; k < ws->n + ws->anon.on; k++) {
+        if (worker_reconfigure(ws->workers[k], conf, &changed, err, errlen) < 0)
+            return -1; /* workers[0..switched) run `conf` now: workerset_rollback */
+        *tor_changed = *tor_changed || changed;
+        ws->switched = k + 1;
+    }
+    ws->switched = 0; /* all switched: nothing to undo */
+    return 0;
+}
+
+void workerset_rollback(struct workerset *ws, const struct config *conf)
+{
+    char err[512];
+    for (size_t k = 0; k < ws->switched; k++)
+        if (worker_reconfigure(ws->workers[k], conf, NULL, err, sizeof(err)) < 0)
+            log_error("reload: cannot restore the services of the running config: %s", err);
+    ws->switched = 0;
 }
 
 /* Start the tors after the first (see workerset_start). A failure is logged: the first tor runs. */
@@ -440,8 +497,9 @@ int workerset_start(struct workerset *ws, char *err, size_t errlen)
     return ws->anon.on ? worker_start(ws->anon.w, err, errlen) : 0;
 }
 
-int workerset_restart_tor(struct workerset *ws, const struct config *conf, const char *why, char *msg,
-                          size_t msglen)
+/* A roll of the workers, by `start` (roll_start, or roll_start_command for the operator's restart-tor). */
+static int workerset_roll_start(struct workerset *ws, const struct config *conf, const char *why, bool command,
+                                char *msg, size_t msglen)
 {
     if (ws->stopping) {
         snprintf(msg, msglen, "onionfront is shutting down");
@@ -452,7 +510,13 @@ int workerset_restart_tor(struct workerset *ws, const struct config *conf, const
         return -1;
     }
     roll_set_drain_limit(ws->roll, conf->tor.drain_timeout);
-    return roll_start(ws->roll, why, msg, msglen);
+    return command ? roll_start_command(ws->roll, why, msg, msglen) : roll_start(ws->roll, why, msg, msglen);
+}
+
+int workerset_restart_tor(struct workerset *ws, const struct config *conf, const char *why, char *msg,
+                          size_t msglen)
+{
+    return workerset_roll_start(ws, conf, why, true, msg, msglen);
 }
 
 /* The data path saw a visitor's stream end: the tor it came through, if draining, may close its
@@ -461,7 +525,7 @@ static void workerset_stream_end_cb(long pid, uint32_t circuit_id, void *arg)
 {
     struct workerset *ws = arg;
     for (size_t k = 0; k < ws->n; k++)
-        if (tor_sup_pid(worker_tor(ws->workers[k])) == pid) {
+        if (worker_tor_pid(ws->workers[k]) == pid) {
             worker_stream_ended(ws->workers[k], circuit_id);
             return;
         }
@@ -496,20 +560,37 @@ void workerset_stop(struct workerset *ws)
 
 /* ---- the end-to-end probe's repairs --------------------------------------------------------------- */
 
-/* ALL once some tor's descriptor that clients fetch is on every responsible HSDir; SOME once any HSDir
- * confirmed an upload. */
-static enum probe_published workerset_published_cb(void *arg, const char *address)
+/* Does `w` host this service (a restart of its tor sets it back)? */
+static bool workerset_hosts(const struct workerset *ws, const struct worker *w, const struct service_id *id)
+{
+    if (!id->address[0] || service_id_refusal(id) || id->conf->onionbalance.role == OB_ROLE_FRONTEND)
+        return false;
+    return worker_hosts(w, (size_t)(id - service_ids_at(ws->ids, 0)));
+}
+
+/* ALL once some tor's descriptor that clients fetch, in an upload round begun at or after `since`, is on
+ * every responsible HSDir; SOME once any HSDir confirmed such a round; NO_TOR while no tor hosting the
+ * service is up. */
+static enum probe_published workerset_published_cb(void *arg, const char *address, double since)
 {
     const struct workerset *ws = arg;
+    const struct service_id *id = service_ids_find(ws->ids, address);
     struct descriptor_counts dc;
-    enum probe_published best = PROBE_PUBLISHED_NONE;
+    enum probe_published best = PROBE_PUBLISHED_NO_TOR;
+    bool complete;
     for (size_t k = 0; k < ws->n + ws->anon.on; k++) {
-        if (descriptor_service_counts(worker_descriptors(ws->workers[k]), address, &dc) < 0 ||
-            dc.uploads_confirmed == 0)
+        struct worker *w = ws->workers[k];
+        if (!id || !workerset_hosts(ws, w, id) || !worker_is_up(w))
+            continue;
+        if (best == PROBE_PUBLISHED_NO_TOR)
+            best = PROBE_PUBLISHED_NONE;
+        if (worker_service_counts(w, address, &dc) < 0 || dc.uploads_confirmed == 0 ||
+            worker_service_fetched_round_at(w, address, &complete, NULL) < since)
             continue;
         if (dc.hsdirs_total > 0 && dc.hsdirs_confirmed >= dc.hsdirs_total)
             return PROBE_PUBLISHED_ALL;
-        best = PROBE_PUBLISHED_SOME;
+        if (dc.hsdirs_confirmed > 0)
+            best = PROBE_PUBLISHED_SOME;
     }
     return best;
 }
@@ -519,40 +600,149 @@ static int workerset_repost_cb(void *arg, const char *address)
     const struct workerset *ws = arg;
     int rc = -1;
     for (size_t k = 0; !ws->stopping && k < ws->n + ws->anon.on; k++)
-        if (worker_is_up(ws->workers[k]) && descriptor_repost(worker_descriptors(ws->workers[k]), address) == 0)
+        if (worker_is_up(ws->workers[k]) && worker_repost(ws->workers[k], address) == 0)
             rc = 0;
     return rc;
 }
 
-static void workerset_restart_tor_cb(void *arg, const char *address, const char *why)
+/* Re-publish the service alone: on the anonymous services' tor for an anonymous one; with several tors,
+ * on the one whose descriptor the HSDirs serve if it is up (its fresh descriptors replace the broken
+ * ones), else on every tor that is up. */
+static int workerset_republish_cb(void *arg, const char *address)
 {
     const struct workerset *ws = arg;
+    const struct service_id *id = service_ids_find(ws->ids, address);
+    if (ws->stopping || !id)
+        return -1;
+    if (id->conf->mode == SERVICE_MODE_ANONYMOUS)
+        return ws->anon.on ? worker_renew_service(ws->anon.w, address) : -1;
+    struct worker *served = ws->n > 1 ? workerset_served_worker(ws, address) : NULL;
+    if (served && worker_is_up(served))
+        return worker_renew_service(served, address);
+    int rc = -1;
+    for (size_t k = 0; k < ws->n; k++)
+        if (worker_renew_service(ws->workers[k], address) == 0)
+            rc = 0;
+    return rc;
+}
+
+/* The budget of `w`'s tor. */
+static struct ladder_tor_budget *workerset_budget(struct workerset *ws, const struct worker *w)
+{
+    return w == ws->anon.w ? &ws->budget[INSTANCE_MAX] : &ws->budget[worker_instance(w) % INSTANCE_MAX];
+}
+
+/* A ladder asks to restart `w`'s tor: do it if most of the services it hosts are down end to end and its
+ * budget allows (ladder_restart_decide). Say what was done, or why not, in `msg`. Return 1 if restarted. */
+static int workerset_try_restart(struct workerset *ws, struct worker *w, const char *why, char *msg, size_t msglen)
+{
+    char tor[24], names[200] = "";
+    unsigned hosted = 0, down = 0, listed = 0;
+    size_t used = 0;
+    for (size_t i = 0; i < service_ids_count(ws->ids); i++) {
+        const struct service_id *id = service_ids_at(ws->ids, i);
+        enum ladder_state st;
+        if (!workerset_hosts(ws, w, id))
+            continue;
+        hosted++;
+        if (!ws->probe || !probe_verdict(ws->probe, id->address, &st) || st != LADDER_DOWN)
+            continue;
+        down++;
+        int n = listed < 5 ? snprintf(names + used, sizeof(names) - used, "%s%s", listed ? ", " : "",
+                                      service_id_name(id))
+                           : -1;
+        if (n >= 0 && (size_t)n < sizeof(names) - used) {
+            used += (size_t)n;
+            listed++;
+        }
+    }
+    if (down > listed)
+        snprintf(names + used, sizeof(names) - used, " and %u more", down - listed);
+    if (w == ws->anon.w)
+        snprintf(tor, sizeof(tor), "anonymous tor");
+    else
+        snprintf(tor, sizeof(tor), "tor %u", worker_instance(w) + 1);
+    struct ladder_tor_budget *b = workerset_budget(ws, w);
+    double now = (double)clock_now_ms() / 1e3, gap = ws->probe ? probe_restart_gap(ws->probe) : 1;
+    switch (ladder_restart_decide(b, down, hosted, now, gap)) {
+    case LADDER_RESTART_FEW_DOWN:
+        snprintf(msg, msglen, "%s hosts %u service%s and %u %s down end to end (%s); a restart needs most of them "
+                 "down", tor, hosted, hosted == 1 ? "" : "s", down, down == 1 ? "is" : "are", names);
+        return 0;
+    case LADDER_RESTART_BUDGET:
+        snprintf(msg, msglen, "%s was restarted by a repair %.0f s ago; at most one per %.0f s", tor,
+                 now - b->last_restart, gap);
+        return 0;
+    case LADDER_RESTART_YES:
+        break;
+    }
+    ladder_restart_taken(b, now);
+    snprintf(msg, msglen, "%s: %u of its %u services down end to end (%s)", tor, down, hosted, names);
+    char reason[900];
+    snprintf(reason, sizeof(reason), "%s; %s", why, msg);
+    worker_restart(w, reason);
+    return 1;
+}
+
+/* The restart step: the anonymous services' tor for an anonymous service; with one tor, that one; with
+ * several, only the tor whose descriptor HSDirs serve (the last to upload) while another is up, so that
+ * the failover rule moves visitors to a survivor instead of all tors going down at once; else each. Every
+ * restart is subject to workerset_try_restart. */
+static int workerset_restart_tor_cb(void *arg, const char *address, const char *why, char *msg, size_t msglen)
+{
+    struct workerset *ws = arg;
+    snprintf(msg, msglen, "onionfront is stopping");
     if (ws->stopping)
-        return;
+        return 0;
     const struct service_id *id = service_ids_find(ws->ids, address);
     if (id && id->conf->mode == SERVICE_MODE_ANONYMOUS) {
-        if (ws->anon.on)
-            tor_sup_restart(worker_tor(ws->anon.w), why); /* its only tor */
-        return;
+        snprintf(msg, msglen, "the anonymous services' tor is not running");
+        return ws->anon.on ? workerset_try_restart(ws, ws->anon.w, why, msg, msglen) : 0; /* its only tor */
     }
-    struct worker *newest = ws->n > 1 ? workerset_served(ws, address) : NULL;
+    struct worker *newest = ws->n > 1 ? workerset_served_worker(ws, address) : NULL;
     for (size_t k = 0; ws->n > 1 && !newest && k < ws->n; k++)
         if (worker_is_up(ws->workers[k]) &&
             (!newest || worker_last_upload_at(ws->workers[k], address) > worker_last_upload_at(newest, address)))
             newest = ws->workers[k];
     if (newest && !worker_is_up(newest))
         newest = NULL;
-    if (newest && workerset_survivor(ws, newest)) {
-        tor_sup_restart(worker_tor(newest), why); /* its loss makes a survivor publish anew */
-        return;
+    if (newest && workerset_survivor(ws, newest))
+        return workerset_try_restart(ws, newest, why, msg, msglen); /* its loss makes a survivor publish anew */
+    int done = 0;
+    size_t used = 0;
+    for (size_t k = 0; k < ws->n && used < msglen; k++) {
+        char one[600];
+        done |= workerset_try_restart(ws, ws->workers[k], why, one, sizeof(one));
+        int n = snprintf(msg + used, msglen - used, "%s%s", k ? "; " : "", one);
+        used += n > 0 ? (size_t)n : 0;
     }
-    for (size_t k = 0; k < ws->n; k++)
-        tor_sup_restart(worker_tor(ws->workers[k]), why);
+    return done;
+}
+
+void workerset_set_probe(struct workerset *ws, const struct probe *p)
+{
+    ws->probe = p;
+}
+
+/* A private service open to a client without a key: off every tor until a reload checks it again (every
+ * tor, the standbys and the anonymous one too: whichever upload an HSDir holds decides who gets in). */
+static void workerset_withdraw_cb(void *arg, const char *address, const char *why)
+{
+    struct workerset *ws = arg;
+    if (service_ids_withdraw(ws->ids, address, why) < 0)
+        return;
+    for (size_t k = 0; k < ws->n + ws->anon.on; k++)
+        worker_republish(ws->workers[k]); /* a tor that cannot take it now gets the set when it can */
 }
 
 struct probe_actions workerset_probe_actions(struct workerset *ws)
 {
-    return (struct probe_actions){workerset_published_cb, workerset_repost_cb, workerset_restart_tor_cb, ws};
+    return (struct probe_actions){.published = workerset_published_cb,
+                                  .repost = workerset_repost_cb,
+                                  .republish = workerset_republish_cb,
+                                  .restart_tor = workerset_restart_tor_cb,
+                                  .withdraw = workerset_withdraw_cb,
+                                  .arg = ws};
 }
 
 /* ---- the anonymous services' tor ------------------------------------------------------------------ */

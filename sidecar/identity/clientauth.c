@@ -11,8 +11,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
 #include "sidecar/config/config.h"
 #include "sidecar/core/fsutil.h"
+#include "sidecar/core/onion_address.h"
 
 #define CLIENTAUTH_FILE_MAX 256
 #define CLIENTAUTH_LIST_MAX (CONFIG_MAX_CLIENTS * (CONFIG_SERVICE_NAME_MAX + 1) + 1)
@@ -52,7 +56,7 @@ static bool clientauth_listed(const char *list, const char *name)
 /* Check every entry of the open directory `dfd` (named `dir`); with `fix`, first remove the .auth files
  * of clients in `list` (written by onionfront before) that the config no longer names. */
 static int clientauth_scan(const struct service_conf *sc, int dfd, const char *dir, const char *list, bool fix,
-                           char *err, size_t errlen)
+                           uid_t owner, char *err, size_t errlen)
 {
     int dup_fd = dup(dfd);
     DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
@@ -64,6 +68,7 @@ static int clientauth_scan(const struct service_conf *sc, int dfd, const char *d
         return -1;
     }
     struct dirent *de;
+    size_t found = 0;
     while (rc == 0 && (de = readdir(d))) {
         const char *f = de->d_name;
         if (strcmp(f, ".") == 0 || strcmp(f, "..") == 0 || strcmp(f, CLIENTAUTH_OLD_LIST) == 0)
@@ -106,21 +111,45 @@ static int clientauth_scan(const struct service_conf *sc, int dfd, const char *d
         } else if ((st.st_mode & 077) != 0) {
             snprintf(err, errlen, "%s/%s: readable or writable by others (mode %o)", dir, f, st.st_mode & 0777);
             rc = -1;
+        } else if (st.st_uid != owner) {
+            /* mode 0600: only its owner reads it, and tor reads it as the directory's owner */
+            snprintf(err, errlen, "%s/%s: owned by uid %lu, not by the directory's owner (uid %lu): tor could not "
+                     "read it and would silently leave the client out", dir, f, (unsigned long)st.st_uid,
+                     (unsigned long)owner);
+            rc = -1;
+        } else {
+            found++;
         }
     }
     closedir(d);
+    /* Exactly the configured clients: one whose file is missing would be left out by this tor. */
+    for (size_t i = 0; rc == 0 && found < sc->n_clients && i < sc->n_clients; i++) {
+        char fname[CONFIG_SERVICE_NAME_MAX + 8];
+        struct stat fst;
+        snprintf(fname, sizeof(fname), "%s.auth", sc->clients[i].name);
+        if (fstatat(dfd, fname, &fst, AT_SYMLINK_NOFOLLOW) < 0) {
+            snprintf(err, errlen, "%s/%s: missing (client \"%s\" is configured)", dir, fname, sc->clients[i].name);
+            rc = -1;
+        }
+    }
     return rc;
 }
 
 /* The error for a config that lists no clients for a service onionfront restricted before (the names in
- * its `list`): never fail open. */
+ * its `list`, one a line; the probe's own entry is not the operator's client and is left out): never fail
+ * open. */
 static void clientauth_refuse_drop(const char *dir, const char *list, char *err, size_t errlen)
 {
-    char names[256];
+    char names[256] = "";
     size_t o = 0;
-    for (const char *p = list; *p && o + 1 < sizeof(names); p++)
-        names[o++] = *p == '\n' ? (p[1] ? ',' : '\0') : *p;
-    names[o < sizeof(names) ? o : sizeof(names) - 1] = '\0';
+    for (const char *p = list; *p && o + 1 < sizeof(names);) {
+        size_t n = strcspn(p, "\n");
+        if (n && !(n == strlen(CONFIG_PROBE_CLIENT_NAME) && strncmp(p, CONFIG_PROBE_CLIENT_NAME, n) == 0)) {
+            int w = snprintf(names + o, sizeof(names) - o, "%s%.*s", o ? "," : "", (int)n, p);
+            o = w > 0 && (size_t)w < sizeof(names) - o ? o + (size_t)w : sizeof(names) - 1;
+        }
+        p += n + (p[n] == '\n');
+    }
     snprintf(err, errlen, "%s: the service was restricted to clients (%s) and the config lists none: tor would "
              "publish it for everyone. To make it public on purpose set \"drop_client_auth\": true for the "
              "service; to keep it restricted put services.client_auth back", dir, names);
@@ -144,8 +173,8 @@ static int clientauth_read_list(int kfd, int dfd, const char *key_dir, const cha
 /* Write the files of sc's clients into `dfd` (the list in `kfd` first, with old and new names: a crash
  * between the steps leaves files it may remove), remove the files of clients no longer configured,
  * check the rest, then list only the configured clients. */
-static int clientauth_fix(const struct service_conf *sc, int kfd, int dfd, const char *dir, const char *list,
-                          char *err, size_t errlen)
+static int clientauth_fix(const struct service_conf *sc, const char *key_dir, int kfd, int dfd, const char *dir,
+                          const char *list, const struct stat *dst, char *err, size_t errlen)
 {
     char *next = malloc(CLIENTAUTH_LIST_MAX * 2);
     size_t o = 0;
@@ -157,21 +186,30 @@ static int clientauth_fix(const struct service_conf *sc, int kfd, int dfd, const
     for (size_t i = 0; i < sc->n_clients; i++)
         if (!clientauth_listed(list, sc->clients[i].name))
             o += (size_t)snprintf(next + o, CLIENTAUTH_LIST_MAX * 2 - o, "%s\n", sc->clients[i].name);
-    int rc = fs_write_at(kfd, sc->key_dir, CLIENTAUTH_LIST, next, o, err, errlen);
+    int rc = fs_write_at(kfd, key_dir, CLIENTAUTH_LIST, next, o, err, errlen);
     for (size_t i = 0; rc == 0 && i < sc->n_clients; i++) {
-        char fname[CONFIG_SERVICE_NAME_MAX + 8], line[CLIENTAUTH_FILE_MAX];
+        char fname[CONFIG_SERVICE_NAME_MAX + 8], line[CLIENTAUTH_FILE_MAX], have[CLIENTAUTH_FILE_MAX], rerr[512];
+        size_t len = 0;
+        struct stat st;
         snprintf(fname, sizeof(fname), "%s.auth", sc->clients[i].name);
         clientauth_line(&sc->clients[i], line, sizeof(line));
-        rc = fs_write_at(dfd, dir, fname, line, strlen(line), err, errlen);
+        /* Rewritten only when it is not already exactly this, owned as the directory (tor reads it as that
+         * user: a reload as root must not leave it a file tor cannot open). */
+        int r = fs_read_small_at(dfd, dir, fname, have, sizeof(have) - 1, &len, &st, rerr, sizeof(rerr));
+        if (r == 0 && len == strlen(line) && memcmp(have, line, len) == 0 && st.st_uid == dst->st_uid &&
+            (st.st_mode & 077) == 0)
+            continue;
+        rc = fs_write_at_owned(dfd, dir, fname, line, strlen(line), geteuid() == 0 ? dst->st_uid : (uid_t)-1,
+                               geteuid() == 0 ? dst->st_gid : (gid_t)-1, err, errlen);
     }
     if (rc == 0)
-        rc = clientauth_scan(sc, dfd, dir, next, true, err, errlen);
+        rc = clientauth_scan(sc, dfd, dir, next, true, dst->st_uid, err, errlen);
     /* Now only the configured clients remain: the list says so. */
     o = 0;
     for (size_t i = 0; rc == 0 && i < sc->n_clients; i++)
         o += (size_t)snprintf(next + o, CLIENTAUTH_LIST_MAX * 2 - o, "%s\n", sc->clients[i].name);
     if (rc == 0)
-        rc = fs_write_at(kfd, sc->key_dir, CLIENTAUTH_LIST, next, o, err, errlen);
+        rc = fs_write_at(kfd, key_dir, CLIENTAUTH_LIST, next, o, err, errlen);
     /* tor warns about every file in authorized_clients not ending in .auth: the old list goes */
     if (rc == 0 && unlinkat(dfd, CLIENTAUTH_OLD_LIST, 0) == 0)
         fsync(dfd);
@@ -179,16 +217,21 @@ static int clientauth_fix(const struct service_conf *sc, int kfd, int dfd, const
     return rc;
 }
 
-static int clientauth_run(const struct service_conf *sc, bool fix, char *err, size_t errlen)
+static int clientauth_run(const struct service_conf *sc, const char *key_dir, bool fix, char *err, size_t errlen)
 {
     char dir[CONFIG_PATH_MAX + sizeof(CLIENTAUTH_DIR) + 2];
     char oerr[512], list[CLIENTAUTH_LIST_MAX];
-    snprintf(dir, sizeof(dir), "%s/%s", sc->key_dir, CLIENTAUTH_DIR);
-    int kfd = fs_open_dir(sc->key_dir, false, oerr, sizeof(oerr)), dfd = -1, rc = -1;
+    snprintf(dir, sizeof(dir), "%s/%s", key_dir, CLIENTAUTH_DIR);
+    int kfd = fs_open_dir(key_dir, false, oerr, sizeof(oerr)), dfd = -1, rc = -1;
     bool dropping = false;
+    struct stat kst, st;
     if (kfd < 0) {
         snprintf(err, errlen, "%s", oerr);
         return -1;
+    }
+    if (fstat(kfd, &kst) < 0) {
+        snprintf(err, errlen, "%s: %s", key_dir, strerror(errno));
+        goto done;
     }
     if (fix && sc->n_clients > 0 && mkdirat(kfd, CLIENTAUTH_DIR, 0700) < 0 && errno != EEXIST) {
         snprintf(err, errlen, "%s: cannot create: %s", dir, strerror(errno));
@@ -199,12 +242,23 @@ static int clientauth_run(const struct service_conf *sc, bool fix, char *err, si
         snprintf(err, errlen, "%s: cannot open (a symlink is refused): %s", dir, strerror(errno));
         goto done;
     }
-    struct stat st;
+    /* tor reads the directory as the key directory's owner (its User): a directory root just made is
+     * given to that owner through its descriptor. */
+    if (dfd >= 0 && fix && geteuid() == 0 && fstat(dfd, &st) == 0 && st.st_uid != kst.st_uid &&
+        fchown(dfd, kst.st_uid, kst.st_gid) < 0) {
+        snprintf(err, errlen, "%s: cannot give it to the key directory's owner: %s", dir, strerror(errno));
+        goto done;
+    }
     if (dfd >= 0 && (fstat(dfd, &st) < 0 || (st.st_mode & 077) != 0 || (st.st_uid != geteuid() && geteuid() != 0))) {
         snprintf(err, errlen, "%s: must be a directory private to its owner (mode 0700)", dir);
         goto done;
     }
-    if (clientauth_read_list(kfd, dfd, sc->key_dir, dir, list, sizeof(list), oerr, sizeof(oerr)) < 0) {
+    if (dfd >= 0 && st.st_uid != kst.st_uid) {
+        snprintf(err, errlen, "%s: owned by uid %lu, not by the key directory's owner (uid %lu): tor could not "
+                 "read it", dir, (unsigned long)st.st_uid, (unsigned long)kst.st_uid);
+        goto done;
+    }
+    if (clientauth_read_list(kfd, dfd, key_dir, dir, list, sizeof(list), oerr, sizeof(oerr)) < 0) {
         snprintf(err, errlen, "%s", oerr);
         goto done;
     }
@@ -217,11 +271,11 @@ static int clientauth_run(const struct service_conf *sc, bool fix, char *err, si
     if (dfd < 0) /* no clients, none before, and no directory: nothing for tor to read */
         rc = 0;
     else if (fix && (sc->n_clients > 0 || dropping))
-        rc = clientauth_fix(sc, kfd, dfd, dir, list, err, errlen);
+        rc = clientauth_fix(sc, key_dir, kfd, dfd, dir, list, &st, err, errlen);
     else
-        rc = clientauth_scan(sc, dfd, dir, list, false, err, errlen);
+        rc = clientauth_scan(sc, dfd, dir, list, false, st.st_uid, err, errlen);
     if (rc == 0 && fix && dropping && dfd < 0) /* the directory went with its files: only the list is left */
-        rc = fs_write_at(kfd, sc->key_dir, CLIENTAUTH_LIST, "", 0, err, errlen);
+        rc = fs_write_at(kfd, key_dir, CLIENTAUTH_LIST, "", 0, err, errlen);
 done:
     if (dfd >= 0)
         close(dfd);
@@ -229,12 +283,86 @@ done:
     return rc == 0 && fix && dropping ? 1 : rc;
 }
 
+/* `sc` with the probe's entry after its own clients (a service without clients gets none), in `*tmp`,
+ * whose clients array is `*owned` (free it). Return the service to use, or NULL out of memory. */
+static const struct service_conf *clientauth_with_probe(const struct service_conf *sc,
+                                                         const struct client_auth_conf *probe,
+                                                         struct service_conf *tmp, struct client_auth_conf **owned)
+{
+    *owned = NULL;
+    if (!probe || sc->n_clients == 0)
+        return sc;
+    if (!(*owned = calloc(sc->n_clients + 1, sizeof(**owned))))
+        return NULL;
+    memcpy(*owned, sc->clients, sc->n_clients * sizeof(**owned));
+    (*owned)[sc->n_clients] = *probe;
+    *tmp = *sc;
+    tmp->clients = *owned;
+    tmp->n_clients = sc->n_clients + 1;
+    return tmp;
+}
+
+static int clientauth_run_with(const struct service_conf *sc, const char *key_dir,
+                               const struct client_auth_conf *probe, bool fix, char *err, size_t errlen)
+{
+    struct service_conf tmp;
+    struct client_auth_conf *owned;
+    const struct service_conf *eff = clientauth_with_probe(sc, probe, &tmp, &owned);
+    if (!eff) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int rc = clientauth_run(eff, key_dir, fix, err, errlen);
+    free(owned);
+    return rc;
+}
+
 int clientauth_sync(const struct service_conf *sc, char *err, size_t errlen)
 {
-    return clientauth_run(sc, true, err, errlen);
+    return clientauth_run(sc, sc->key_dir, true, err, errlen);
 }
 
 int clientauth_check(const struct service_conf *sc, char *err, size_t errlen)
 {
-    return clientauth_run(sc, false, err, errlen);
+    return clientauth_run(sc, sc->key_dir, false, err, errlen);
+}
+
+int clientauth_sync_dir(const struct service_conf *sc, const char *key_dir, const struct client_auth_conf *probe,
+                        char *err, size_t errlen)
+{
+    return clientauth_run_with(sc, key_dir, probe, true, err, errlen);
+}
+
+int clientauth_check_dir(const struct service_conf *sc, const char *key_dir, const struct client_auth_conf *probe,
+                         char *err, size_t errlen)
+{
+    return clientauth_run_with(sc, key_dir, probe, false, err, errlen);
+}
+
+static void clientauth_upper(char *s)
+{
+    for (; *s; s++)
+        if (*s >= 'a' && *s <= 'z')
+            *s = (char)(*s - 'a' + 'A');
+}
+
+int clientauth_keypair(char pub[53], char priv[53])
+{
+    unsigned char raw_pub[32], raw_priv[32];
+    size_t pub_len = sizeof(raw_pub), priv_len = sizeof(raw_priv);
+    EVP_PKEY *key = NULL;
+    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_id(EVP_PKEY_X25519, NULL);
+    int ok = ctx && EVP_PKEY_keygen_init(ctx) == 1 && EVP_PKEY_keygen(ctx, &key) == 1 &&
+             EVP_PKEY_get_raw_public_key(key, raw_pub, &pub_len) == 1 &&
+             EVP_PKEY_get_raw_private_key(key, raw_priv, &priv_len) == 1 && pub_len == 32 && priv_len == 32;
+    if (ok) {
+        onion_address_base32(raw_pub, sizeof(raw_pub), pub);
+        onion_address_base32(raw_priv, sizeof(raw_priv), priv);
+        clientauth_upper(pub);
+        clientauth_upper(priv);
+    }
+    OPENSSL_cleanse(raw_priv, sizeof(raw_priv));
+    EVP_PKEY_free(key); /* OpenSSL wipes the key's secret on free */
+    EVP_PKEY_CTX_free(ctx);
+    return ok ? 0 : -1;
 }

@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 
+struct client_auth_conf;
 struct service_conf;
 
 #define CLIENTAUTH_DIR "authorized_clients"
@@ -34,5 +35,20 @@ int clientauth_sync(const struct service_conf *sc, char *err, size_t errlen);
 /* Only check, writing nothing (before each SETCONF: a file planted since the last sync). Return 0 or -1
  * as clientauth_sync. */
 int clientauth_check(const struct service_conf *sc, char *err, size_t errlen);
+
+/* As clientauth_sync / clientauth_check for the key directory `key_dir`: sc->key_dir itself or a tor's
+ * own copy of it (instance.h: each tor that hosts the service reads its own authorized_clients, so each
+ * copy must hold exactly the same clients). `probe`, if not NULL, is onionfront's own probe client
+ * (probeauth.h), added after the configured clients of a service that has any (never to a public one).
+ * Files are written only when they differ and are owned as the directory is (tor reads them as that
+ * user); a file owned otherwise is refused, since tor would silently skip it. */
+int clientauth_sync_dir(const struct service_conf *sc, const char *key_dir, const struct client_auth_conf *probe,
+                        char *err, size_t errlen);
+int clientauth_check_dir(const struct service_conf *sc, const char *key_dir, const struct client_auth_conf *probe,
+                         char *err, size_t errlen);
+
+/* Make an x25519 key pair: `pub` and `priv` get base32 (upper case, 52 characters + NUL). Return 0 or -1
+ * (OpenSSL failed). The caller wipes `priv`. */
+int clientauth_keypair(char pub[53], char priv[53]);
 
 #endif

@@ -6,7 +6,10 @@
  * 0710 with tor's group. */
 #include "sidecar/identity/handover.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <openssl/crypto.h>
 #include <pwd.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -17,6 +20,7 @@
 #include "sidecar/core/fsutil.h"
 #include "sidecar/identity/instance.h"
 #include "sidecar/identity/service_id.h"
+#include "sidecar/identity/keys.h"
 
 /* Directories tor's User passes through but must not change. */
 #define HANDOVER_PASSAGE_MODE 0710
@@ -125,6 +129,78 @@ int handover_apply_instance(const struct config *c, unsigned k, char *err, size_
     return 0;
 }
 
+int handover_apply_client(const struct config *c, const char *control_dir, const char *data_dir, char *err,
+                          size_t errlen)
+{
+    uid_t uid;
+    gid_t gid;
+    int owner = handover_tor_owner(c, -1, &uid, &gid, err, errlen);
+    if (owner <= 0)
+        return owner;
+    return handover_passage(c->state_dir, gid, err, errlen) < 0 || handover_passage(c->run_dir, gid, err, errlen) < 0
+               ? -1
+               : handover_give_tor_dirs(control_dir, data_dir, uid, gid, err, errlen);
+}
+
+int handover_apply_onionbalance(const struct config *c, const struct service_conf *sc, const char *ob_dir,
+                                struct handover_ob *out, char *err, size_t errlen)
+{
+    char kerr[768];
+    memset(out, 0, sizeof(*out));
+    int owner = handover_tor_owner(c, -1, &out->uid, &out->gid, err, errlen);
+    if (owner < 0 || fs_ensure_private_dir(ob_dir, NULL, err, errlen) < 0)
+        return -1;
+    if (owner == 0) {
+        /* Onionbalance runs as onionfront's user and reads the key where it is: no copy anywhere. */
+        out->uid = geteuid();
+        out->gid = getegid();
+        if (fs_set_dir_owner_mode(ob_dir, out->uid, out->gid, 0700, err, errlen) < 0)
+            return -1;
+        int dfd = fs_open_dir(ob_dir, true, err, errlen);
+        if (dfd < 0)
+            return -1;
+        int rc = unlinkat(dfd, HANDOVER_OB_KEY_FILE, 0);
+        int e = errno;
+        close(dfd);
+        if (rc < 0 && e != ENOENT) {
+            snprintf(err, errlen, "%s/%s: cannot remove the master key's old copy: %s", ob_dir, HANDOVER_OB_KEY_FILE,
+                     strerror(e));
+            return -1;
+        }
+        if (snprintf(out->key_path, sizeof(out->key_path), "%s/%s", sc->key_dir, KEYS_SECRET_FILE) >=
+            (int)sizeof(out->key_path)) {
+            snprintf(err, errlen, "%s: the key path is too long", sc->key_dir);
+            return -1;
+        }
+        return 0;
+    }
+    out->as_tor_user = true;
+    if (handover_passage(c->state_dir, out->gid, err, errlen) < 0 || handover_passage(ob_dir, out->gid, err, errlen) < 0)
+        return -1;
+    if (snprintf(out->key_path, sizeof(out->key_path), "%s/%s", ob_dir, HANDOVER_OB_KEY_FILE) >=
+        (int)sizeof(out->key_path)) {
+        snprintf(err, errlen, "%s: the path is too long", ob_dir);
+        return -1;
+    }
+    /* The copy from the one key the address record vouches for (service_id_prepare_key loaded it), by
+     * content: never a link to, or a path into, the key directory. */
+    struct onion_key key;
+    unsigned char file[KEYS_SECRET_FILE_LEN];
+    if (keys_load_mode(sc->key_dir, sc->mode, &key, kerr, sizeof(kerr)) < 0) {
+        snprintf(err, errlen, "service %s: the master key: %s", sc->name, kerr);
+        return -1;
+    }
+    int rc = keys_secret_file_encode(&key, file);
+    onion_key_clear(&key);
+    if (rc == 0)
+        rc = fs_write_atomic_owned(ob_dir, HANDOVER_OB_KEY_FILE, file, sizeof(file), 0600, out->uid, out->gid, err,
+                                   errlen);
+    else
+        snprintf(err, errlen, "service %s: the master key has no secret part", sc->name);
+    OPENSSL_cleanse(file, sizeof(file));
+    return rc;
+}
+
 int handover_apply_anonymous(const struct config *c, char *err, size_t errlen)
 {
     struct instance_paths p;
@@ -173,8 +249,8 @@ int handover_apply(const struct config *c, long attached_uid, char *err, size_t 
         /* A key is created only for a service the address record does not know; a known service whose
          * key is missing or different is refused (0) and not handed over: service_ids says why. */
         int rc = service_id_prepare_key(c, sc, kerr, sizeof(kerr));
-        /* An Onionbalance frontend's key is the master key: it stays onionfront's (Onionbalance runs as
-         * onionfront's user), out of reach of tor's. */
+        /* An Onionbalance frontend's key is the master key: no tor gets it, so its directory stays
+         * onionfront's; Onionbalance reads a copy (handover_apply_onionbalance). */
         if (rc == 1 && sc->onionbalance.role != OB_ROLE_FRONTEND)
             rc = fs_chown_tree(sc->key_dir, uid, gid, kerr, sizeof(kerr));
         if (rc < 0) {

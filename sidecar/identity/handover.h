@@ -8,15 +8,35 @@
  * rename or replace anything in them: not the torrc that a root-started tor reads (state_dir/torrc),
  * not the sockets onionfront binds, not the status socket.
  *
+ * onionfront's other children run as tor's user too (tor.user, spawn mode; in attach mode there is none,
+ * and they run as onionfront's user): its client tors (the probe's,
+ * Onionbalance's: tor's User, with their DataDirectory and control directory handed over like the service
+ * tor's) and Onionbalance itself (switched to that user before exec: proc_spawn_as). Onionbalance gets
+ * tor's user rather than one of its own because it shares one with its tor: it authenticates to that tor
+ * with the cookie the tor writes 0600 in its DataDirectory. A user of its own would need its tor to run as
+ * that user too (a second account on every machine and a config field: the sysusers entry creates only
+ * onionfront's own user, which runs everything unprivileged and never needs this); what it would buy is
+ * that a compromised service tor could not read the master key. The master key Onionbalance needs is a
+ * copy owned by tor's user, mode 0600, in <state_dir>/ob/: that directory stays onionfront's (a passage,
+ * 0710 with tor's group), so tor's user can read the copy but cannot plant or swap anything where root
+ * writes it (written atomically, its owner set through the descriptor before the key is in it). Keeping
+ * the key root-only is not possible (Onionbalance reads it as tor's user), and the copy exposes nothing
+ * that running Onionbalance does not: whatever runs it can read the key from its memory. The price: tor's
+ * user, which the service tors run as, can read the master key (it owns this machine's instance keys
+ * already).
+ *
  * Owns that policy only; fsutil.c does the changes (by descriptor or without following symlinks) and
  * keys.c the keys. Never logs: errors go to the caller's buffer, naming the path. */
 #ifndef ONIONFRONT_HANDOVER_H
 #define ONIONFRONT_HANDOVER_H
 
+#include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
 struct config;
+struct service_conf;
 
 /* Which user tor runs as when it is not onionfront's own: tor.user in spawn mode; in attach mode
  * `attached_uid` (the attached tor's process/uid, -1 while unknown) when it is not root. Return 1 with
@@ -40,6 +60,34 @@ int handover_apply(const struct config *c, long attached_uid, char *err, size_t 
  * passages and give that user its DataDirectory, control directory and key copies. Return 0, or -1 with
  * a message. */
 int handover_apply_instance(const struct config *c, unsigned k, char *err, size_t errlen);
+
+/* The same for a client tor of onionfront's (the probe's, Onionbalance's; tor.h), before it starts: when
+ * tor runs as another user (tor.user), make state_dir and run_dir passages as above and give that user the
+ * client tor's control directory `control_dir` (the directory only) and its DataDirectory `data_dir` with
+ * all it holds (created if missing). Return 0 (also when there is nothing to hand over), or -1 with a
+ * message. */
+int handover_apply_client(const struct config *c, const char *control_dir, const char *data_dir, char *err,
+                          size_t errlen);
+
+/* The name of the master key's copy in Onionbalance's directory. */
+#define HANDOVER_OB_KEY_FILE "master_ed25519_secret_key"
+
+/* How Onionbalance runs (handover_apply_onionbalance). */
+struct handover_ob {
+    bool as_tor_user;          /* run it as uid:gid (tor's user), else as onionfront's own user */
+    uid_t uid;
+    gid_t gid;
+    char key_path[PATH_MAX];   /* the master key file to name in its config */
+};
+
+/* Prepare Onionbalance's directory `ob_dir` (<state_dir>/ob: its config.yaml and the master key's copy)
+ * for the frontend service `sc`, whose key directory holds the master key. When tor runs as another user
+ * (tor.user): ob_dir becomes a passage and gets HANDOVER_OB_KEY_FILE, a copy of the master key owned by
+ * tor's user, mode 0600, written atomically; `out` names that user and the copy. Otherwise ob_dir is
+ * private (0700, onionfront's), a copy left by an earlier run is removed, and `out` names sc's own key
+ * file. Return 0, or -1 with a message (never key material). */
+int handover_apply_onionbalance(const struct config *c, const struct service_conf *sc, const char *ob_dir,
+                                struct handover_ob *out, char *err, size_t errlen);
 
 /* The same for the anonymous services' tor (instance_anonymous_paths; spawned only), after handover_apply
  * (which hands over every service's key directory): when tor runs as another user, make state_dir/anonymous

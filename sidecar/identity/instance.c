@@ -5,9 +5,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sidecar/identity/clientauth.h"
 #include "sidecar/config/config.h"
 #include "sidecar/core/fsutil.h"
 #include "sidecar/identity/keys.h"
+#include "sidecar/identity/probeauth.h"
 
 /* printf into `out`; a result that does not fit is an error naming `what`. */
 __attribute__((format(printf, 6, 7))) static int instance_fmt(char *out, size_t len, const char *what, char *err, size_t errlen, const char *fmt, ...)
@@ -104,5 +106,13 @@ int instance_copy_key(const struct config *c, const struct service_conf *sc, uns
         return -1;
     int rc = keys_install(&key, dst, err, errlen); /* the same key, or nothing: never a second key */
     onion_key_clear(&key);
+    /* This tor enforces its copy's authorized_clients, not key_dir's: the same clients, or it would publish
+     * the service open (issue 25). */
+    struct client_auth_conf pbuf;
+    const struct client_auth_conf *probe = NULL;
+    if (rc == 0)
+        rc = probeauth_for_service(c, sc, true, &pbuf, &probe, err, errlen);
+    if (rc == 0 && clientauth_sync_dir(sc, dst, probe, err, errlen) < 0)
+        rc = -1;
     return rc;
 }

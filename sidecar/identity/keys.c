@@ -1,10 +1,10 @@
 /* keys.c — onion service key directories in tor's HiddenServiceDir format (see keys.h).
  *
  * Owns: key generation (OpenSSL ed25519 keygen, SHA-512 expansion, clamping), the on-disk format,
- * validation on load and import, the onion address (SHA3-256 checksum + base32), and onionfront's
- * anonymity rule. Does not own: starting tor, publishing, logging. All crypto is OpenSSL's; the only
- * code here besides file handling is a base32 encoder (not in OpenSSL) and the map from an ed25519
- * public key to its X25519 u-coordinate, done with OpenSSL BIGNUMs (below).
+ * validation on load and import, and onionfront's anonymity rule. Does not own: the onion address
+ * (onion_address.c), starting tor, publishing, logging. All crypto is OpenSSL's; the only code here
+ * besides file handling is the map from an ed25519 public key to its X25519 u-coordinate, done with
+ * OpenSSL BIGNUMs (below).
  *
  * Secret key / public key consistency. tor stores the *expanded* secret key (a = clamped first half of
  * SHA-512(seed), plus the signing prefix); OpenSSL's ed25519 API only accepts seeds, and OpenSSL has no
@@ -66,6 +66,7 @@
 #include "sidecar/identity/keys.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -103,70 +104,12 @@ static const char *keys_dir_use_str(enum keys_dir_use u)
     return "?";
 }
 
-void keys_base32(const unsigned char *in, size_t len, char *out)
-{
-    static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz234567";
-    unsigned int acc = 0;
-    int bits = 0;
-    size_t o = 0;
-
-    for (size_t i = 0; i < len; i++) {
-        acc = (acc << 8) | in[i];
-        bits += 8;
-        while (bits >= 5) {
-            out[o++] = alphabet[(acc >> (bits - 5)) & 31];
-            bits -= 5;
-        }
-        acc &= (1u << bits) - 1; /* keep only the unused bits */
-    }
-    if (bits > 0) /* the last character: the remaining bits, zero-padded */
-        out[o++] = alphabet[(acc << (5 - bits)) & 31];
-    out[o] = '\0';
-}
-
-int onion_address_from_pubkey(const unsigned char pk[32], char out[KEYS_ADDRESS_SIZE])
-{
-    static const char prefix[] = ".onion checksum";
-    const unsigned char version = 0x03;
-    unsigned char buf[sizeof prefix - 1 + 32 + 1];
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned int dlen = 0;
-    unsigned char raw[35];
-
-    /* address-spec / rend-spec-v3 6: CHECKSUM = SHA3-256(".onion checksum" | PUBKEY | VERSION)[:2] */
-    memcpy(buf, prefix, sizeof prefix - 1);
-    memcpy(buf + sizeof prefix - 1, pk, 32);
-    buf[sizeof buf - 1] = version;
-    if (EVP_Digest(buf, sizeof buf, digest, &dlen, EVP_sha3_256(), NULL) != 1 || dlen != 32)
-        return -1;
-    /* onion_address = base32(PUBKEY | CHECKSUM | VERSION) */
-    memcpy(raw, pk, 32);
-    raw[32] = digest[0];
-    raw[33] = digest[1];
-    raw[34] = version;
-    keys_base32(raw, sizeof raw, out);
-    return 0;
-}
-
 void onion_key_forget_secret(struct onion_key *k)
 {
     if (!k)
         return;
     OPENSSL_cleanse(k->secret_key, sizeof k->secret_key);
     k->has_secret = false;
-}
-
-/* The length of `a` without a ".onion" suffix. */
-static size_t onion_address_len(const char *a)
-{
-    size_t n = strlen(a);
-    return n >= 6 && strcasecmp(a + n - 6, ".onion") == 0 ? n - 6 : n;
-}
-
-bool onion_address_equal(const char *a, const char *b)
-{
-    size_t n = onion_address_len(a);
-    return n == onion_address_len(b) && strncasecmp(a, b, n) == 0;
 }
 
 void onion_key_clear(struct onion_key *k)
@@ -269,6 +212,40 @@ done:
     return ret;
 }
 
+/* Why the directory `dir` (onionfront's own if `strict`, else an import source) is not a key directory
+ * it can use although it holds something: no hs_ed25519_secret_key, but a v2 key (`v2`: private_key),
+ * or a public key (`pub`) or hostname (`host`) of its own. Into `err`. Only files that are there are
+ * named, and a source directory (not onionfront's) is never to be cleaned up. */
+static void keys_no_secret(const char *dir, bool strict, bool v2, bool pub, bool host, char *err, size_t errlen)
+{
+    if (v2) {
+        snprintf(err, errlen,
+                 "%s is a v2 onion service's key directory (%s: an address of 16 characters), and tor no longer "
+                 "runs v2 services (since 0.4.6); onionfront uses v3 keys (%s) only, and a v3 address cannot be made "
+                 "from a v2 key. %s",
+                 dir, KEYS_V2_FILE, KEYS_SECRET_FILE,
+                 strict ? "Give the service a key directory of its own (a missing or empty key_dir gets a new v3 key "
+                          "and a new address)"
+                        : "There is nothing onionfront can import from it");
+        return;
+    }
+    char present[128];
+    snprintf(present, sizeof present, "%s%s%s", pub ? KEYS_PUBLIC_FILE : "", pub && host ? " and " : "",
+             host ? KEYS_HOSTNAME_FILE : "");
+    if (!strict) {
+        snprintf(err, errlen,
+                 "%s holds no %s (only %s): not a complete tor key directory. Give the directory that holds the "
+                 "service's %s, or that file itself",
+                 dir, KEYS_SECRET_FILE, present, KEYS_SECRET_FILE);
+        return;
+    }
+    /* Never generate over a public key or hostname: that address may be known to people. */
+    snprintf(err, errlen,
+             "%s/%s: missing, but %s/%s exists (an interrupted key creation or an incomplete copy); restore the "
+             "secret key, or remove %s from %s to create a new key",
+             dir, KEYS_SECRET_FILE, dir, pub ? KEYS_PUBLIC_FILE : KEYS_HOSTNAME_FILE, present, dir);
+}
+
 /* Read and validate the key files of `dir` into `out` (secret included). `strict` applies the
  * permission rules of keys_load; without it (import source) permissions are not looked at.
  * Set `*empty` when the directory holds none of the three files (and return 0). */
@@ -304,17 +281,15 @@ static int keys_read_dir(const char *dir, bool strict, struct onion_key *out, bo
     if (rh < 0)
         goto done;
 
-    if (rs == 1 && rp == 1 && rh == 1) {
+    if (rs == 1) {
+        struct stat vst;
+        bool v2 = fstatat(dfd, KEYS_V2_FILE, &vst, AT_SYMLINK_NOFOLLOW) == 0;
+        if (!(rp == 1 && rh == 1 && (strict || !v2))) {
+            keys_no_secret(dir, strict, v2, rp == 0, rh == 0, err, errlen);
+            goto done;
+        }
         *empty = true;
         ret = 0;
-        goto done;
-    }
-    if (rs == 1) {
-        /* Never generate over a public key or hostname: that address may be known to people. */
-        snprintf(err, errlen,
-                 "%s: missing, but %s exists (an interrupted key creation or an incomplete copy); restore "
-                 "the secret key, or remove %s/%s and %s/%s to create a new key",
-                 spath, rp == 0 ? ppath : hpath, dir, KEYS_PUBLIC_FILE, dir, KEYS_HOSTNAME_FILE);
         goto done;
     }
     if (rp == 1) {
@@ -374,7 +349,7 @@ static int keys_read_dir(const char *dir, bool strict, struct onion_key *out, bo
     if (rh == 0) {
         /* tor and mkp224o write "<address>.onion\n"; accept it without the newline too. */
         hbuf[hlen] = '\0';
-        char want[KEYS_ADDRESS_SIZE + 8];
+        char want[ONION_ADDRESS_SIZE + 8];
         snprintf(want, sizeof want, "%s.onion", out->address);
         size_t wl = strlen(want);
         bool ok = (hlen == wl || (hlen == wl + 1 && hbuf[wl] == '\n')) && !memcmp(hbuf, want, wl);
@@ -420,7 +395,7 @@ static int keys_dir_use_get(const char *dir, enum keys_dir_use *use, char *err, 
     }
     /* Traces tor leaves when it loads a service: authorized_clients/ (every v3 service since 0.3.5)
      * or a v2 private_key. */
-    static const char *const traces[] = {"authorized_clients", "private_key"};
+    static const char *const traces[] = {"authorized_clients", KEYS_V2_FILE};
     for (size_t i = 0; i < sizeof traces / sizeof traces[0]; i++) {
         if (keys_path(path, sizeof path, dir, traces[i], err, errlen) < 0)
             return -1;
@@ -483,7 +458,7 @@ static int keys_write_dir(const char *dir, const struct onion_key *k, enum servi
                           size_t errlen)
 {
     unsigned char buf[KEYS_SECRET_FILE_LEN];
-    char host[KEYS_ADDRESS_SIZE + 8];
+    char host[ONION_ADDRESS_SIZE + 8];
     int ret = -1;
 
     if (keys_write_marker(dir, mode, err, errlen) < 0)
@@ -580,6 +555,37 @@ int keys_load_mode(const char *dir, enum service_mode mode, struct onion_key *ou
         return -1;
     }
     return keys_finish_load(dir, mode, out, err, errlen);
+}
+
+int keys_inspect_mode(const char *dir, enum service_mode mode, char *address, char *err, size_t errlen)
+{
+    struct onion_key k;
+    struct stat st;
+    enum keys_dir_use use;
+    bool empty;
+    if (stat(dir, &st) < 0 && errno == ENOENT) {
+        snprintf(err, errlen, "%s: no such directory: it holds no onion service key", dir);
+        return 0;
+    }
+    if (keys_read_dir(dir, true, &k, &empty, err, errlen) < 0)
+        return -1;
+    if (empty) {
+        /* keys_load_or_create_mode's rule for a new key: never an anonymous one beside the marker */
+        if (mode == SERVICE_MODE_ANONYMOUS && (keys_dir_use_get(dir, &use, err, errlen) < 0 ||
+                                               keys_check_rule(dir, use, "(a new key)", mode, err, errlen) < 0))
+            return -1;
+        snprintf(err, errlen, "%s/%s: no such file: this directory holds no onion service key", dir,
+                 KEYS_SECRET_FILE);
+        return 0;
+    }
+    /* keys_finish_load without the marker it would write */
+    int rc = keys_dir_use_get(dir, &use, err, errlen) < 0 || keys_check_rule(dir, use, k.address, mode, err, errlen) < 0
+                 ? -1
+                 : 1;
+    if (rc == 1)
+        memcpy(address, k.address, ONION_ADDRESS_SIZE);
+    onion_key_clear(&k);
+    return rc;
 }
 
 int keys_load_or_create(const char *dir, struct onion_key *out, bool *created, char *err, size_t errlen)
@@ -681,7 +687,7 @@ int keys_import_mode(const char *src, const char *dst, enum service_mode mode, c
     if (keys_install_mode(&s, dst, mode, err, errlen) < 0)
         goto done;
     if (address_out)
-        memcpy(address_out, s.address, KEYS_ADDRESS_SIZE);
+        memcpy(address_out, s.address, ONION_ADDRESS_SIZE);
     ret = 0;
 done:
     onion_key_clear(&s);

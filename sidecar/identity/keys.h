@@ -17,10 +17,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "sidecar/config/config.h"
-
-#define KEYS_ADDRESS_LEN 56                      /* base32 characters, without ".onion" */
-#define KEYS_ADDRESS_SIZE (KEYS_ADDRESS_LEN + 1) /* with the NUL */
+#include "sidecar/core/onion_address.h"
+#include "sidecar/config/service_mode.h"
 
 #define KEYS_SECRET_FILE "hs_ed25519_secret_key"
 #define KEYS_SECRET_FILE_LEN 96 /* 32-byte header + 64-byte expanded secret key */
@@ -28,6 +26,8 @@
 #define KEYS_HOSTNAME_FILE "hostname"
 /* The name tor up to 0.4.5 used to mark ("poison") a single onion service's directory. */
 #define KEYS_POISON_FILE "onion_service_non_anonymous"
+/* A v2 (16-character address) service's key: tor wrote it up to 0.4.5; onionfront cannot use it. */
+#define KEYS_V2_FILE "private_key"
 
 struct onion_key {
     unsigned char public_key[32];
@@ -35,17 +35,8 @@ struct onion_key {
      * onion_key_forget_secret() or onion_key_clear() as soon as it is no longer used. */
     unsigned char secret_key[64];
     bool has_secret;
-    char address[KEYS_ADDRESS_SIZE]; /* 56 lowercase base32 characters, no ".onion" */
+    char address[ONION_ADDRESS_SIZE]; /* 56 lowercase base32 characters, no ".onion" */
 };
-
-/* Compute the v3 onion address of `pk` (address-spec: base32(PUBKEY | CHECKSUM | VERSION), CHECKSUM =
- * SHA3-256(".onion checksum" | PUBKEY | VERSION)[:2], VERSION = 3) into `out`, without ".onion".
- * Return 0, or -1 if the hash fails. */
-int onion_address_from_pubkey(const unsigned char pk[32], char out[KEYS_ADDRESS_SIZE]);
-
-/* RFC 4648 base32 of `len` bytes of `in` into `out` (len * 8 / 5 rounded up, plus the NUL), lowercase, no
- * padding; unused low bits of the last character are zero (35 bytes -> 56 chars, 32 -> 52). */
-void keys_base32(const unsigned char *in, size_t len, char *out);
 
 /* Load the key directory `dir` for use by a single onion service and fill `out` (secret included).
  * Checks: `dir` is 0700 and ours; the secret key file has no group/other bits; the public key and
@@ -73,12 +64,19 @@ int keys_install_mode(const struct onion_key *k, const char *dst, enum service_m
 int keys_import_mode(const char *src, const char *dst, enum service_mode mode, char *address_out, char *err,
                      size_t errlen);
 
+/* Look at the key directory `dir` as keys_load_or_create_mode would for a service of `mode`, but change
+ * nothing: no directory, key or marker is created (onionfront check-config, preflight.h). Return 1 with
+ * the address (no ".onion") in `address` (ONION_ADDRESS_SIZE bytes) if it holds a usable key; 0 if it does
+ * not exist or holds no key (a new one would be made there; `err` says which); -1 with keys_load_mode's
+ * reason in `err` (a v2 or partial directory, permissions, the anonymity rule). */
+int keys_inspect_mode(const char *dir, enum service_mode mode, char *address, char *err, size_t errlen);
+
 /* `onionfront import-key`: validate the key directory `src` (formats and consistency as keys_load;
  * its permissions are not checked, since it may be a backup copy, but onionfront's anonymity rule
  * is) and copy the keys to `dst` (created 0700 if missing; files 0600, written atomically, secret key
  * last). If `dst` already holds the same key the call succeeds without change (idempotent); a
  * different key is refused, never overwritten. Put the address (no ".onion") in `address_out`
- * (KEYS_ADDRESS_SIZE bytes) if not NULL. Return 0, or -1 with a message in `err` naming the path. */
+ * (ONION_ADDRESS_SIZE bytes) if not NULL. Return 0, or -1 with a message in `err` naming the path. */
 int keys_import(const char *src, const char *dst, char *address_out, char *err, size_t errlen);
 
 /* Write `k` (secret included) into the key directory `dst` (created 0700 if missing; files 0600, written
@@ -100,11 +98,6 @@ int keys_secret_file_decode(const unsigned char *buf, size_t len, const char *wh
 
 /* Wipe the secret key of `k` (OPENSSL_cleanse) and clear has_secret; the public part stays. */
 void onion_key_forget_secret(struct onion_key *k);
-
-/* True if `a` and `b` are the same onion address: the same characters (base32 is case-insensitive), each
- * with or without ".onion". The one comparison of addresses: tor's events, the config and the keys meet
- * here. */
-bool onion_address_equal(const char *a, const char *b);
 
 /* Wipe all of `k`. NULL is a no-op. */
 void onion_key_clear(struct onion_key *k);

@@ -11,7 +11,9 @@
 #include "sidecar/identity/clientauth.h"
 #include "sidecar/config/config.h"
 #include "sidecar/core/fsutil.h"
+#include "sidecar/identity/keys.h"
 #include "sidecar/core/log.h"
+#include "sidecar/identity/probeauth.h"
 
 struct service_ids {
     const struct config *conf; /* borrowed: state_dir for the address record */
@@ -73,22 +75,29 @@ static bool service_id_mode_changed(const struct addrbook *book, const struct se
 
 /* The one rule for a service's key, against the address record `book` (addrbook.h): a service the record
  * knows must have the recorded key (loaded, never created); a new one gets its key loaded or created,
- * and recorded (*book_changed set). The secret is wiped at once: tor reads the key files itself.
- * Return 1 with the address in `address` (KEYS_ADDRESS_SIZE bytes), 0 if the service is refused (the
- * reason in `refusal`), or -1 with an error naming the service (a new service's key cannot be made). */
-static int service_id_key_only(struct addrbook *book, const struct service_conf *sc, char *address,
+ * and recorded (*book_changed set). The secret is wiped at once: tor reads the key files itself. With
+ * `dry`, the same verdict without acting on it: keys are only looked at (keys_inspect_mode), nothing is
+ * created, marked, recorded or logged.
+ * Return 1 with the address in `address` (ONION_ADDRESS_SIZE bytes; dry: "" for a key still to be made), 0
+ * if the service is refused (the reason in `refusal`), or -1 with an error naming the service (a new
+ * service's key cannot be made). */
+static int service_id_key_only(struct addrbook *book, const struct service_conf *sc, bool dry, char *address,
                                bool *book_changed, bool *mode_refused, char *refusal, size_t refusal_len, char *err,
                                size_t errlen)
 {
-    struct onion_key key;
+    struct onion_key key = {0};
     bool created = false;
     char kerr[768];
     if (!addrbook_address(book, sc->name)) {
-        if (keys_load_or_create_mode(sc->key_dir, sc->mode, &key, &created, kerr, sizeof(kerr)) < 0) {
+        address[0] = '\0';
+        if (dry ? keys_inspect_mode(sc->key_dir, sc->mode, address, kerr, sizeof(kerr)) < 0
+                : keys_load_or_create_mode(sc->key_dir, sc->mode, &key, &created, kerr, sizeof(kerr)) < 0) {
             snprintf(err, errlen, "service %s: %s", sc->name, kerr);
             return -1;
         }
-        snprintf(address, KEYS_ADDRESS_SIZE, "%s", key.address);
+        if (dry)
+            return 1;
+        snprintf(address, ONION_ADDRESS_SIZE, "%s", key.address);
         onion_key_clear(&key);
         if (addrbook_note_key(book, sc->name, address, created ? ADDRBOOK_CREATED : ADDRBOOK_LOADED, sc->mode,
                               time(NULL), err, errlen) < 0)
@@ -105,11 +114,12 @@ static int service_id_key_only(struct addrbook *book, const struct service_conf 
     }
     if ((*mode_refused = service_id_mode_changed(book, sc, refusal, refusal_len)))
         return 0;
-    int rc = keys_load_mode(sc->key_dir, sc->mode, &key, kerr, sizeof(kerr));
+    int rc = dry ? (keys_inspect_mode(sc->key_dir, sc->mode, key.address, kerr, sizeof(kerr)) == 1 ? 0 : -1)
+                 : keys_load_mode(sc->key_dir, sc->mode, &key, kerr, sizeof(kerr));
     enum addrbook_verdict v =
         addrbook_check(book, sc->name, sc->key_dir, rc == 0 ? key.address : NULL, kerr, refusal, refusal_len);
     if (v == ADDRBOOK_SAME)
-        snprintf(address, KEYS_ADDRESS_SIZE, "%s", key.address);
+        snprintf(address, ONION_ADDRESS_SIZE, "%s", key.address);
     onion_key_clear(&key);
     return v == ADDRBOOK_SAME ? 1 : 0;
 }
@@ -117,14 +127,19 @@ static int service_id_key_only(struct addrbook *book, const struct service_conf 
 /* The key rule above (*mode_refused: refused by the mode rule), then the service's client authorization files (clientauth.h): a service whose
  * authorized_clients directory cannot be brought in line, or holds a file onionfront did not write, is
  * refused, since tor would ignore a malformed file and might publish it without authorization. */
-static int service_id_key_check(struct addrbook *book, const struct service_conf *sc, char *address,
-                                bool *book_changed, bool *mode_refused, char *refusal, size_t refusal_len, char *err,
-                                size_t errlen)
+static int service_id_key_check(const struct config *conf, struct addrbook *book, const struct service_conf *sc,
+                                char *address, bool *book_changed, bool *mode_refused, char *refusal,
+                                size_t refusal_len, char *err, size_t errlen)
 {
     char cerr[1024];
+    struct client_auth_conf pbuf;
+    const struct client_auth_conf *probe = NULL;
     *mode_refused = false;
-    int rc = service_id_key_only(book, sc, address, book_changed, mode_refused, refusal, refusal_len, err, errlen);
-    int arc = rc == 1 ? clientauth_sync(sc, cerr, sizeof(cerr)) : 0;
+    int rc = service_id_key_only(book, sc, false, address, book_changed, mode_refused, refusal, refusal_len, err,
+                                 errlen);
+    int arc = rc == 1 ? probeauth_for_service(conf, sc, true, &pbuf, &probe, cerr, sizeof(cerr)) : 0;
+    if (rc == 1 && arc == 0)
+        arc = clientauth_sync_dir(sc, sc->key_dir, probe, cerr, sizeof(cerr));
     if (arc < 0) {
         snprintf(refusal, refusal_len, "service %s: REFUSED: client authorization: %s. The other services keep "
                  "running", sc->name, cerr);
@@ -148,14 +163,26 @@ static int service_ids_book_save(const struct addrbook *book, bool changed, char
 
 int service_id_prepare_key(const struct config *conf, const struct service_conf *sc, char *err, size_t errlen)
 {
-    char address[KEYS_ADDRESS_SIZE], refusal[2048];
+    char address[ONION_ADDRESS_SIZE], refusal[2048];
     bool changed = false, mode_refused;
     struct addrbook *book = addrbook_load(conf->state_dir, err, errlen);
     if (!book)
         return -1;
-    int rc = service_id_key_check(book, sc, address, &changed, &mode_refused, refusal, sizeof(refusal), err, errlen);
+    int rc = service_id_key_check(conf, book, sc, address, &changed, &mode_refused, refusal, sizeof(refusal), err, errlen);
     if (rc >= 0 && service_ids_book_save(book, changed, err, errlen) < 0)
         rc = -1;
+    addrbook_free(book);
+    return rc;
+}
+
+int service_id_check_key(const struct config *conf, const struct service_conf *sc, char *why, size_t whylen)
+{
+    char address[ONION_ADDRESS_SIZE];
+    bool changed = false, mode_refused;
+    struct addrbook *book = addrbook_load(conf->state_dir, why, whylen);
+    if (!book)
+        return -1;
+    int rc = service_id_key_only(book, sc, true, address, &changed, &mode_refused, why, whylen, why, whylen);
     addrbook_free(book);
     return rc;
 }
@@ -163,12 +190,12 @@ int service_id_prepare_key(const struct config *conf, const struct service_conf 
 /* Check `id`'s key against `book` and set its address, or its refusal (logged). On a `reload`, a service
  * whose mode changed is an error instead (the whole reload is refused: the running config stays). Return
  * 0 (also when refused), or -1 with an error. */
-static int service_id_load_key(struct service_id *id, struct addrbook *book, bool *book_changed, bool reload,
-                               char *err, size_t errlen)
+static int service_id_load_key(const struct config *conf, struct service_id *id, struct addrbook *book,
+                               bool *book_changed, bool reload, char *err, size_t errlen)
 {
     bool mode_refused;
     id->refused[0] = '\0';
-    int rc = service_id_key_check(book, id->conf, id->address, book_changed, &mode_refused, id->refused,
+    int rc = service_id_key_check(conf, book, id->conf, id->address, book_changed, &mode_refused, id->refused,
                                   sizeof(id->refused), err, errlen);
     if (rc < 0)
         return -1;
@@ -195,9 +222,9 @@ static int service_ids_check_all(const struct config *conf, struct service_id *i
         return -1;
     for (size_t i = 0; i < n && rc == 0; i++) {
         struct service_id *id = &ids[i];
-        char before[KEYS_ADDRESS_SIZE];
+        char before[ONION_ADDRESS_SIZE];
         snprintf(before, sizeof(before), "%s", id->address);
-        rc = service_id_load_key(id, book, &changed, kept != NULL, err, errlen);
+        rc = service_id_load_key(conf, id, book, &changed, kept != NULL, err, errlen);
         bool same = kept && kept[i] && strcmp(before, id->address) == 0;
         if (rc == 0 && !id->refused[0] && !same)
             log_info_f(LOG_SERVICE(id->conf->name), "service %s: loaded its key, address %s.onion", id->conf->name,
@@ -259,7 +286,8 @@ int service_ids_reconfigure(struct service_ids *s, const struct config *conf, ch
         for (size_t j = 0; j < s->n && kept[i] && !old; j++)
             if (strcmp(s->ids[j].conf->name, next[i].conf->name) == 0)
                 old = &s->ids[j];
-        next[i].kept = old && strcmp(old->address, next[i].address) == 0;
+        /* a withdrawn one (off every tor, its address kept for status) is handed to the tors again */
+        next[i].kept = old && !old->withdrawn && strcmp(old->address, next[i].address) == 0;
         if (!next[i].kept)
             next[i].publication_recorded = false;
     }
@@ -287,11 +315,40 @@ bool service_ids_verify_copy(const struct service_ids *s, size_t i, const char *
     if (rc == 0 && !same)
         snprintf(kerr, sizeof(kerr), "%s holds the key of %s.onion", dir, key.address);
     onion_key_clear(&key);
-    if (!same)
+    if (!same) {
         log_error_f(LOG_SERVICE(id->conf->name), "service %s: not handed to this tor: its copy of the key is not "
                     "the key of %s.onion (%s); the next reload or restart copies it again",
                     id->conf->name, id->address, kerr);
-    return same;
+        return false;
+    }
+    /* The copy's own authorized_clients is what this tor enforces: exactly the configured clients, or the
+     * service stays off this tor (never published open by a standby). */
+    char cerr[1024];
+    struct client_auth_conf pbuf;
+    const struct client_auth_conf *probe = NULL;
+    if (probeauth_for_service(s->conf, id->conf, false, &pbuf, &probe, cerr, sizeof(cerr)) < 0 ||
+        clientauth_check_dir(id->conf, dir, probe, cerr, sizeof(cerr)) < 0) {
+        log_error_f(LOG_SERVICE(id->conf->name), "service %s: not handed to this tor: client authorization of "
+                    "its copy: %s; the next reload or restart of that tor writes it again", id->conf->name, cerr);
+        return false;
+    }
+    return true;
+}
+
+int service_ids_withdraw(struct service_ids *s, const char *address, const char *why)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (s->ids[i].address[0] && onion_address_equal(s->ids[i].address, address)) {
+            snprintf(s->ids[i].refused, sizeof(s->ids[i].refused), "%s", why);
+            s->ids[i].withdrawn = true;
+            return 0;
+        }
+    return -1;
+}
+
+const char *service_id_withdrawn(const struct service_id *id)
+{
+    return id->withdrawn ? id->refused : NULL;
 }
 
 bool service_ids_verify_key(struct service_ids *s, size_t i)
@@ -305,7 +362,10 @@ bool service_ids_verify_key(struct service_ids *s, size_t i)
         return false;
     int rc = keys_load_mode(id->conf->key_dir, id->conf->mode, &key, kerr, sizeof(kerr));
     char cerr[1024];
-    bool auth_ok = rc == 0 && clientauth_check(id->conf, cerr, sizeof(cerr)) == 0;
+    struct client_auth_conf pbuf;
+    const struct client_auth_conf *probe = NULL;
+    bool auth_ok = rc == 0 && probeauth_for_service(s->conf, id->conf, false, &pbuf, &probe, cerr, sizeof(cerr)) == 0 &&
+                   clientauth_check_dir(id->conf, id->conf->key_dir, probe, cerr, sizeof(cerr)) == 0;
     if (rc == 0 && strcmp(key.address, id->address) == 0 && auth_ok) {
         onion_key_clear(&key);
         return true;

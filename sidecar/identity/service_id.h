@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "sidecar/identity/keys.h"
+#include "sidecar/core/onion_address.h"
 
 struct config;
 struct service_conf;
@@ -23,10 +23,11 @@ struct service_ids;
 
 struct service_id {
     const struct service_conf *conf; /* name, key_dir, ports: borrowed from the current config */
-    char address[KEYS_ADDRESS_SIZE]; /* without ".onion"; "" until the key is loaded, and while refused */
+    char address[ONION_ADDRESS_SIZE]; /* without ".onion"; "" until the key is loaded, and while refused */
     char refused[2048];              /* why the service is not handed to any tor, or "" */
     bool publication_recorded;       /* its first confirmed upload is in the address record */
-    bool kept; /* the last service_ids_reconfigure left it as it was (name, key_dir, address) */
+    bool kept; /* the last service_ids_reconfigure left it as it was (name, key_dir, address, not withdrawn) */
+    bool withdrawn; /* refused by service_ids_withdraw: `refused` says why, `address` stays */
 };
 
 /* The services of `conf` (borrowed until the next reconfigure), keys not loaded. NULL on OOM. */
@@ -59,6 +60,13 @@ bool service_ids_verify_key(struct service_ids *s, size_t i);
  * does `dir` hold the key of the address onionfront publishes? Logs why not; refuses nothing. */
 bool service_ids_verify_copy(const struct service_ids *s, size_t i, const char *dir);
 
+/* The end-to-end probe found the service with `address` open to a client without a key: refuse it with
+ * `why` (kept with its address, so status still names it) until the next reload checks it again; the
+ * caller makes every tor republish without it. Return 0, or -1 if there is no such service. */
+int service_ids_withdraw(struct service_ids *s, const char *address, const char *why);
+/* Why the service was withdrawn (service_ids_withdraw), or NULL. */
+const char *service_id_withdrawn(const struct service_id *id);
+
 /* A tor confirmed an upload of the i-th service: put its address's first publication into the address
  * record (once per address; an error is logged). */
 void service_ids_note_published(struct service_ids *s, size_t i);
@@ -68,6 +76,13 @@ void service_ids_note_published(struct service_ids *s, size_t i);
  * new service), 0 if the service is refused (nothing created; service_ids reports it), or -1 with a
  * message. */
 int service_id_prepare_key(const struct config *conf, const struct service_conf *sc, char *err, size_t errlen);
+
+/* The rule of service_ids_load_keys for one service of `conf`, without acting on it (preflight.h): keys are
+ * only looked at; nothing is created, marked, recorded or logged. Return 1 if the service would get its
+ * key (found, or made in a missing or empty key directory), 0 if it would be refused (why in `why`: a
+ * known service whose key is missing, another one, or of another mode), or -1 if the start would fail
+ * (why in `why`: a new service's key directory holds something unusable, the record is unreadable). */
+int service_id_check_key(const struct config *conf, const struct service_conf *sc, char *why, size_t whylen);
 
 size_t service_ids_count(const struct service_ids *s);
 /* The i-th service (config order), or NULL out of range. Borrowed until the next reconfigure. */

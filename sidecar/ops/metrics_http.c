@@ -10,7 +10,11 @@
  *    pass-through filter over a socket bufferevent, whose free_context callback tells us when evhttp has
  *    freed the connection (2.1 has no other "connection ended" notice for a server);
  *  - the deadline never frees anything of evhttp's: it shuts the socket down, evhttp reads EOF (or fails
- *    its write) and frees the connection itself, which ends in that free_context callback. */
+ *    its write) and frees the connection itself, which ends in that free_context callback;
+ *  - the guard (metrics_http_set_guard) needs the peer's address, which evhttp_set_bevcb does not pass:
+ *    the bufferevent callback activates a per-connection event, which libevent runs in the same loop
+ *    pass, after evhttp has given the socket to the bufferevent and before any byte is read from it; it
+ *    checks the peer (getpeername) and turns it away the same way as the deadline. */
 #include "sidecar/ops/metrics_http.h"
 
 #include <arpa/inet.h>
@@ -42,8 +46,14 @@ struct metrics_http_conn {
     struct bufferevent *filter; /* evhttp's bufferevent for it: borrowed, evhttp frees it */
     struct bufferevent *sock;   /* the socket under the filter: freed with it, closing the fd */
     struct event *deadline_ev;
+    struct event *admit_ev; /* the guard's check of the peer, activated on accept (see the top) */
+    struct event *head_ev;  /* the guard's deadline for the next request head */
     bool served;  /* our request callback answered on it */
     bool refused; /* evhttp answered it itself (400, 413, 501) before we ever did */
+    bool admitted;    /* the guard let it in (any peer when there is no guard) */
+    bool turned_away; /* the guard closed it */
+    int family;       /* the peer's, once admitted */
+    uint8_t peer[16];
     size_t copied; /* bytes at the start of the filter's output already given to sock (see out_cb) */
 };
 
@@ -58,6 +68,10 @@ struct metrics_http {
     uint16_t port;
     char addr[64]; /* for logs */
     unsigned max_clients, deadline_ms;
+    struct config_cidr *allow; /* the guard (metrics_http_set_guard); NULL: anyone */
+    size_t n_allow;
+    unsigned per_source_max, head_deadline_ms;
+    char last_refusal[128];    /* the last refusal logged at info: a flood from one peer logs once */
     bool paused_full, paused_error;
     bool full_logged; /* "full" was logged; again only after falling to half the cap */
     LIST_HEAD(, metrics_http_conn) conns;
@@ -80,6 +94,101 @@ static void metrics_http_update_listener(struct metrics_http *h)
         evconnlistener_enable(h->listener);
     else
         evconnlistener_disable(h->listener);
+}
+
+/* ---- the guard ----------------------------------------------------------------------------------- */
+
+/* Log a refusal at info once per peer and reason in a row (a flood from one host logs once), else at
+ * debug. */
+static void metrics_http_note_refusal(struct metrics_http *h, const char *peer, const char *why)
+{
+    char key[sizeof(h->last_refusal)];
+    snprintf(key, sizeof(key), "%s %s", peer, why);
+    if (strcmp(key, h->last_refusal) == 0) {
+        log_debug("%s: closed a connection from %s: %s", h->what, peer, why);
+        return;
+    }
+    snprintf(h->last_refusal, sizeof(h->last_refusal), "%s", key);
+    log_info("%s: closed a connection from %s: %s", h->what, peer, why);
+}
+
+/* Close `c` for the guard: shut its socket down, as the deadline does (evhttp frees it). */
+static void metrics_http_turn_away(struct metrics_http_conn *c)
+{
+    c->turned_away = true;
+    event_del(c->head_ev);
+    shutdown(bufferevent_getfd(c->sock), SHUT_RDWR);
+}
+
+/* The guard's checks of `c`'s peer, once (later calls return the first verdict): in the allow list, and
+ * fewer than per_source_max admitted connections from its address. Return true if it is admitted. */
+static bool metrics_http_admit(struct metrics_http_conn *c)
+{
+    struct metrics_http *h = c->h;
+    if (c->admitted || c->turned_away || !h)
+        return c->admitted;
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    int fd = bufferevent_getfd(c->sock);
+    if (fd < 0 || getpeername(fd, (struct sockaddr *)&ss, &len) < 0 ||
+        (ss.ss_family != AF_INET && ss.ss_family != AF_INET6)) {
+        metrics_http_turn_away(c); /* already reset by the peer */
+        return false;
+    }
+    c->family = ss.ss_family;
+    if (c->family == AF_INET)
+        memcpy(c->peer, &((struct sockaddr_in *)&ss)->sin_addr, 4);
+    else
+        memcpy(c->peer, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
+    char peer[INET6_ADDRSTRLEN], why[96];
+    inet_ntop(c->family, c->peer, peer, sizeof(peer));
+    if (h->allow && !config_cidr_match(h->allow, h->n_allow, c->family, c->peer)) {
+        h->stats.refused_allow++;
+        snprintf(why, sizeof(why), "not in %s.allow", h->what);
+        metrics_http_note_refusal(h, peer, why);
+        metrics_http_turn_away(c);
+        return false;
+    }
+    if (h->per_source_max) {
+        unsigned same = 0;
+        struct metrics_http_conn *o;
+        LIST_FOREACH(o, &h->conns, link)
+            same += o->admitted && o->family == c->family && memcmp(o->peer, c->peer, 16) == 0;
+        if (same >= h->per_source_max) {
+            h->stats.refused_source++;
+            snprintf(why, sizeof(why), "it has %u connections open, the most one address may have", same);
+            metrics_http_note_refusal(h, peer, why);
+            metrics_http_turn_away(c);
+            return false;
+        }
+    }
+    c->admitted = true;
+    if (h->head_deadline_ms) {
+        struct timeval head = metrics_http_tv(h->head_deadline_ms);
+        evtimer_add(c->head_ev, &head);
+    }
+    return true;
+}
+
+static void metrics_http_admit_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    metrics_http_admit(arg);
+}
+
+/* No complete request head within head_deadline_ms (of accept, or of the last answer): close it. */
+static void metrics_http_head_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct metrics_http_conn *c = arg;
+    (void)fd;
+    (void)what;
+    if (!c->served && !c->refused) {
+        c->h->stats.timed_out++;
+        log_debug("%s: a client sent no complete request head within %u ms; closing it", c->h->what,
+                  c->h->head_deadline_ms);
+    }
+    shutdown(bufferevent_getfd(c->sock), SHUT_RDWR);
 }
 
 /* ---- requests ------------------------------------------------------------------------------------ */
@@ -119,6 +228,14 @@ static void metrics_http_request_cb(struct evhttp_request *req, void *arg)
 
     char hint[80];
     snprintf(hint, sizeof(hint), ": use GET %s%s", h->prefix, h->answer ? "<name>" : "");
+    if (c && !metrics_http_admit(c)) { /* not reached in practice: the admission runs before any read */
+        metrics_http_reply_text(req, 403, "Forbidden", "");
+        return;
+    }
+    if (c && h->head_deadline_ms) { /* this head came in time; the next one has as long from now */
+        struct timeval head = metrics_http_tv(h->head_deadline_ms);
+        evtimer_add(c->head_ev, &head);
+    }
     if (c)
         c->served = true;
     size_t plen = strlen(h->prefix);
@@ -226,11 +343,22 @@ static void metrics_http_deadline_cb(evutil_socket_t fd, short what, void *arg)
     struct metrics_http_conn *c = arg;
     (void)fd;
     (void)what;
-    if (!c->served && !c->refused) {
+    if (!c->served && !c->refused && !c->turned_away) {
         c->h->stats.timed_out++;
         log_debug("metrics: a client sent no complete request within %u ms; closing it", c->h->deadline_ms);
     }
     shutdown(bufferevent_getfd(c->sock), SHUT_RDWR);
+}
+
+/* Free `c`'s events (each may be NULL) and forget them. */
+static void metrics_http_conn_events_free(struct metrics_http_conn *c)
+{
+    struct event **evs[] = {&c->deadline_ev, &c->admit_ev, &c->head_ev};
+    for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++) {
+        if (*evs[i])
+            event_free(*evs[i]);
+        *evs[i] = NULL;
+    }
 }
 
 /* The filter's free_context: evhttp has freed the connection (libevent calls this from the loop after
@@ -239,8 +367,7 @@ static void metrics_http_conn_gone_cb(void *arg)
 {
     struct metrics_http_conn *c = arg;
     struct metrics_http *h = c->h;
-    if (c->deadline_ev)
-        event_free(c->deadline_ev);
+    metrics_http_conn_events_free(c);
     if (h) {
         LIST_REMOVE(c, link);
         h->stats.clients--;
@@ -258,7 +385,10 @@ static struct bufferevent *metrics_http_bev_cb(struct event_base *base, void *ar
     struct metrics_http_conn *c = calloc(1, sizeof(*c));
     if (c) {
         c->deadline_ev = evtimer_new(base, metrics_http_deadline_cb, c);
-        c->sock = c->deadline_ev ? bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE) : NULL;
+        c->admit_ev = event_new(base, -1, 0, metrics_http_admit_cb, c);
+        c->head_ev = evtimer_new(base, metrics_http_head_cb, c);
+        c->sock = c->deadline_ev && c->admit_ev && c->head_ev ? bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE)
+                                                              : NULL;
         c->filter = c->sock ? bufferevent_filter_new(c->sock, NULL, metrics_http_out_cb, BEV_OPT_CLOSE_ON_FREE,
                                                      metrics_http_conn_gone_cb, c)
                             : NULL;
@@ -272,8 +402,8 @@ static struct bufferevent *metrics_http_bev_cb(struct event_base *base, void *ar
         log_warnx("metrics: out of memory accepting a connection");
         if (c && c->sock)
             bufferevent_free(c->sock);
-        if (c && c->deadline_ev)
-            event_free(c->deadline_ev);
+        if (c)
+            metrics_http_conn_events_free(c);
         free(c);
         return NULL;
     }
@@ -283,6 +413,7 @@ static struct bufferevent *metrics_http_bev_cb(struct event_base *base, void *ar
     h->stats.accepted++;
     struct timeval deadline = metrics_http_tv(h->deadline_ms);
     evtimer_add(c->deadline_ev, &deadline);
+    event_active(c->admit_ev, EV_TIMEOUT, 0); /* runs once evhttp has set the socket (see the top) */
     if (h->stats.clients >= h->max_clients && !h->paused_full) {
         /* Full: stop accepting (libevent's accept loop stops too) until a connection ends. */
         h->paused_full = true;
@@ -470,6 +601,21 @@ void metrics_http_set_limits(struct metrics_http *h, unsigned max_clients, unsig
     h->deadline_ms = deadline_ms;
 }
 
+int metrics_http_set_guard(struct metrics_http *h, const struct metrics_http_guard *g)
+{
+    struct config_cidr *allow = NULL;
+    if (g->n_allow && !(allow = malloc(g->n_allow * sizeof(*allow))))
+        return -1;
+    if (allow)
+        memcpy(allow, g->allow, g->n_allow * sizeof(*allow));
+    free(h->allow);
+    h->allow = allow;
+    h->n_allow = g->n_allow;
+    h->per_source_max = g->per_source_max;
+    h->head_deadline_ms = g->head_deadline_ms;
+    return 0;
+}
+
 void metrics_http_stats(const struct metrics_http *h, struct metrics_http_stats *out)
 {
     *out = h->stats;
@@ -511,10 +657,10 @@ void metrics_http_free(struct metrics_http *h)
     while ((c = LIST_FIRST(&h->conns))) {
         LIST_REMOVE(c, link);
         c->h = NULL;
-        event_free(c->deadline_ev);
-        c->deadline_ev = NULL;
+        metrics_http_conn_events_free(c);
     }
     if (h->resume_ev)
         event_free(h->resume_ev);
+    free(h->allow);
     free(h);
 }

@@ -13,7 +13,14 @@
  * the listener stops accepting (waiting connections stay in the kernel's backlog and cost no
  * descriptor) until one ends; each connection lives at most METRICS_HTTP_DEADLINE_MS from accept, however
  * slowly it trickles bytes; an accept error (out of descriptors ...) pauses the listener for
- * METRICS_HTTP_ACCEPT_PAUSE_MS instead of retrying at once. */
+ * METRICS_HTTP_ACCEPT_PAUSE_MS instead of retrying at once.
+ *
+ * A server reachable from other hosts (onion_location.listen) adds a guard (metrics_http_set_guard): an
+ * allow list of peer networks (anyone else is closed at once, before a byte is read), a cap on the
+ * connections from one peer address (the next from it is closed at once, so one host cannot take every
+ * slot and make the others wait for the deadline), and a deadline for each request head (request line
+ * and headers), from accept and from each answer on a kept-alive connection. Both deadlines are libevent
+ * timers, on the monotonic clock. */
 #ifndef ONIONFRONT_METRICS_HTTP_H
 #define ONIONFRONT_METRICS_HTTP_H
 
@@ -21,12 +28,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sidecar/core/fdbudget.h"
+
+struct config_cidr;
 struct event_base;
 struct metrics;
 struct metrics_conf;
 struct metrics_http;
 
-#define METRICS_HTTP_MAX_CLIENTS 32        /* connections at once (see fdbudget.h) */
+#define METRICS_HTTP_MAX_CLIENTS FDBUDGET_METRICS_CLIENTS /* connections at once: fdbudget.h's share */
 #define METRICS_HTTP_DEADLINE_MS 10000     /* from accept to the end of the connection */
 #define METRICS_HTTP_ACCEPT_PAUSE_MS 1000  /* after an accept error */
 #define METRICS_HTTP_MAX_HEADERS 16384     /* bytes of request line and headers */
@@ -58,9 +68,23 @@ uint16_t metrics_http_port(const struct metrics_http *h);
 /* Replace METRICS_HTTP_MAX_CLIENTS and METRICS_HTTP_DEADLINE_MS for connections from now on (tests). */
 void metrics_http_set_limits(struct metrics_http *h, unsigned max_clients, unsigned deadline_ms);
 
+/* Who may connect and how fast a request head must come (metrics_http_set_guard). */
+struct metrics_http_guard {
+    const struct config_cidr *allow; /* the peers' networks (copied); NULL with n_allow 0: anyone */
+    size_t n_allow;
+    unsigned per_source_max;   /* connections at once from one peer address; 0: only the overall cap */
+    unsigned head_deadline_ms; /* for each request head, from accept or the previous answer; 0: none */
+};
+
+/* Apply `g` to connections accepted from now on. Return 0, or -1 when out of memory (the old guard
+ * stays). */
+int metrics_http_set_guard(struct metrics_http *h, const struct metrics_http_guard *g);
+
 /* Counters for tests and metrics. */
 struct metrics_http_stats {
     unsigned long accepted, timed_out, bad_request, paused_full, paused_accept_error;
+    unsigned long refused_allow;  /* closed at once: the peer is not in the guard's allow list */
+    unsigned long refused_source; /* closed at once: its peer address had per_source_max open */
     size_t clients; /* connected now */
 };
 void metrics_http_stats(const struct metrics_http *h, struct metrics_http_stats *out);

@@ -31,6 +31,7 @@ struct onionloc_svc {
     char *content[ONIONLOC_KINDS]; /* what the file holds, as far as we know; NULL = not read yet */
     bool on;                       /* the header is being advertised (for the log) */
     char url[128];                 /* what GET /onion-location/<name> answers: the URL, "" when withdrawn */
+    bool listed;                   /* the service asks to be advertised (services[].onion_location) */
     bool seen;                     /* reported in the current sync */
 };
 
@@ -260,6 +261,7 @@ static int onionloc_apply(struct onionloc *ol, struct onionloc_svc *s, const str
     }
     /* The endpoint follows the verdict even when a file cannot be written. */
     onionloc_entry_url(e, ports, s->url, sizeof(s->url));
+    s->listed = e && e->svc->onion_location; /* NULL: the service is gone (emptied) */
     bool on = s->content[ONIONLOC_NGINX] && s->content[ONIONLOC_NGINX][0] != '\0';
     if (changed && on != s->on)
         log_info("onion-location: service %s: %s", s->name,
@@ -501,14 +503,15 @@ static const char *onionloc_request_path(const struct evkeyvalq *in)
 }
 
 /* GET /onion-location/<service>: 200 with the header (and its value as the body), 204 when withdrawn,
- * 404 for a name it does not know. */
+ * 404 for a name it does not know and, alike, for a service not advertised (a private or anonymous one):
+ * the answer must not tell a scanner which names exist. */
 static int onionloc_answer_cb(void *arg, const char *rest, const struct evkeyvalq *in, struct evkeyvalq *headers,
                               struct evbuffer *body)
 {
     struct onionloc *ol = arg;
     struct onionloc_svc *s = onionloc_find(ol, rest, false);
     char value[sizeof(s->url) + ONIONLOC_PATH_MAX + 1];
-    if (!s)
+    if (!s || !s->listed)
         return HTTP_NOTFOUND;
     if (!s->url[0])
         return HTTP_NOCONTENT;
@@ -519,13 +522,33 @@ static int onionloc_answer_cb(void *arg, const char *rest, const struct evkeyval
     return HTTP_OK;
 }
 
+/* The listener's guard from `conf` (allow is copied by metrics_http_set_guard). */
+static int onionloc_guard(struct onionloc *ol, const struct onion_location_conf *conf, char *err, size_t errlen)
+{
+    const struct metrics_http_guard g = {conf->allow, conf->n_allow, ONIONLOC_HTTP_PER_SOURCE,
+                                         ONIONLOC_HTTP_HEAD_DEADLINE_MS};
+    if (metrics_http_set_guard(ol->http, &g) < 0) {
+        snprintf(err, errlen, "onion_location.allow: out of memory");
+        return -1;
+    }
+    return 0;
+}
+
 int onionloc_listen(struct onionloc *ol, const struct onion_location_conf *conf, char *err, size_t errlen)
 {
     if (!conf->enabled || !conf->listen.enabled)
         return 0;
     ol->http = metrics_http_serve(ol->base, &conf->listen, "onion_location", "/onion-location/", onionloc_answer_cb, ol,
                                   err, errlen);
-    return ol->http ? 0 : -1;
+    if (!ol->http)
+        return -1;
+    metrics_http_set_limits(ol->http, ONIONLOC_HTTP_MAX_CLIENTS, METRICS_HTTP_DEADLINE_MS);
+    if (onionloc_guard(ol, conf, err, errlen) < 0) {
+        metrics_http_free(ol->http);
+        ol->http = NULL;
+        return -1;
+    }
+    return 0;
 }
 
 int onionloc_set_config(struct onionloc *ol, const struct onion_location_conf *conf, char *err, size_t errlen)
@@ -561,6 +584,9 @@ int onionloc_set_config(struct onionloc *ol, const struct onion_location_conf *c
     }
     ol->enabled = conf->enabled;
     ol->last_err[0] = '\0';
+    /* listen itself needs a restart (config_restart_needed); who may use it does not. */
+    if (ol->http && conf->enabled && conf->listen.enabled && onionloc_guard(ol, conf, err, errlen) < 0)
+        rc = -1;
     return rc;
 }
 

@@ -26,6 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sidecar/core/fdbudget.h"
+
 struct event_base;
 struct proc_mgr;
 struct onion_location_conf;
@@ -36,6 +38,14 @@ struct onionloc;
 #define ONIONLOC_APACHE_SUFFIX ".apache.conf"
 /* The bound on one run of on_change: SIGTERM after this, SIGKILL 5 s later. */
 #define ONIONLOC_COMMAND_TIMEOUT_S 30
+/* onion_location.listen's bounds (metrics_http.h's guard), sized for web servers that ask once per page
+ * and close (nginx's proxy_pass without keepalive): connections at once over all peers (their share of
+ * the descriptor budget, fdbudget.h), at once from one peer address, and the time a request head may take
+ * from accept. The shipped nginx template waits 1 s to connect and 2 s to read: a flood from one host
+ * must leave the others' requests inside that. */
+#define ONIONLOC_HTTP_MAX_CLIENTS FDBUDGET_ONIONLOC_CLIENTS /* fdbudget.h's share */
+#define ONIONLOC_HTTP_PER_SOURCE 8
+#define ONIONLOC_HTTP_HEAD_DEADLINE_MS 2000
 
 /* One service's state, as the caller sees it. */
 struct onionloc_entry {
@@ -63,7 +73,9 @@ void onionloc_free(struct onionloc *ol);
 int onionloc_sync(struct onionloc *ol, const struct onionloc_entry *entries, size_t n, char *err,
                   size_t errlen);
 
-/* Serve GET /onion-location/<service> on conf->listen if set (metrics_http_serve's bounds): 200 with an
+/* Serve GET /onion-location/<service> on conf->listen if set (metrics_http_serve's bounds, at most
+ * ONIONLOC_HTTP_MAX_CLIENTS connections, and its guard: peers in conf->allow only, ONIONLOC_HTTP_PER_SOURCE
+ * connections per peer address, a request head within ONIONLOC_HTTP_HEAD_DEADLINE_MS): 200 with an
  * "Onion-Location: <url>" header (onionloc_url, no path: the web server appends the request's) and the
  * URL as the body while the service's header is on, an empty 204 while it is withdrawn, 404 for an
  * unknown name. It follows onionloc_sync's entries even when a file cannot be written. Return 0, or -1

@@ -19,14 +19,13 @@
 #include "sidecar/datapath/proxy.h"
 #include "sidecar/fleet/roll.h"
 #include "sidecar/publish/served.h"
-#include "sidecar/publish/service.h"
 #include "sidecar/identity/service_id.h"
 #include "sidecar/ops/status.h"
 #include "sidecar/tor/tor.h"
-#include "sidecar/tor/torscrape.h"
-#include "sidecar/publish/verify.h"
 #include "sidecar/core/version.h"
 #include "sidecar/fleet/worker.h"
+#include "sidecar/fleet/workerset.h"
+#include "sidecar/identity/instance.h"
 
 static bool report_tor_usable(enum tor_state ts)
 {
@@ -49,33 +48,27 @@ static void report_problem(json_t *problems, const char *fmt, ...)
  * the tor "status" always showed), else workers[0]. */
 static const struct worker *report_host(const struct report_src *r, size_t i)
 {
+    size_t n_workers;
+    struct worker *const *workers = workerset_list(r->workerset, &n_workers);
     const struct service_id *id = service_ids_at(r->ids, i);
-    for (size_t k = 0; id && k < r->n_workers; k++)
-        if (worker_mode(r->workers[k]) == id->conf->mode)
-            return r->workers[k];
-    return r->workers[0];
+    for (size_t k = 0; id && k < n_workers; k++)
+        if (worker_mode(workers[k]) == id->conf->mode)
+            return workers[k];
+    return workers[0];
 }
 
-/* Which single-onion tor's descriptor of service `id` the HSDirs serve (served.h), into *out; false if
- * those tors do not publish it (an anonymous service, an Onionbalance frontend). The single-onion tors
- * are listed first, in instance order, so tracker k is instance k's. */
+/* Which single-onion tor's descriptor of service `id` the HSDirs serve, as the copies they hand out say
+ * (workerset_served), into *out; false if those tors do not publish it. */
 static bool report_served(const struct report_src *r, const struct service_id *id, struct served_result *out)
 {
-    const struct descriptor_tracker *ts[SERVED_TORS_MAX];
-    size_t n = 0;
-    if (!id || !id->address[0] || id->conf->mode != SERVICE_MODE_SINGLE ||
-        id->conf->onionbalance.role == OB_ROLE_FRONTEND)
-        return false;
-    for (size_t k = 0; k < r->n_workers && n < SERVED_TORS_MAX; k++)
-        if (worker_mode(r->workers[k]) == SERVICE_MODE_SINGLE)
-            ts[n++] = worker_descriptors(r->workers[k]);
-    served_find(ts, n, id->address, out);
-    return true;
+    return id && workerset_served(r->workerset, id->address, SERVED_BASIS_FETCHED, out);
 }
 
 /* onionfront_descriptor_served_by{service,instance}: 1 for the tor whose descriptor HSDirs serve. */
 static int report_served_metrics(const struct report_src *r, struct metrics *m)
 {
+    size_t n_workers;
+    struct worker *const *workers = workerset_list(r->workerset, &n_workers);
     struct served_result sr;
     if (metrics_family(m, "onionfront_descriptor_served_by", METRICS_GAUGE,
                        "1 for the tor (instance) whose descriptor of the service the HSDirs serve, else 0; all 0 "
@@ -85,18 +78,27 @@ static int report_served_metrics(const struct report_src *r, struct metrics *m)
         const struct service_id *id = service_ids_at(r->ids, i);
         if (!report_served(r, id, &sr))
             continue;
-        for (size_t k = 0; k < r->n_workers; k++) {
+        for (size_t k = 0; k < n_workers; k++) {
             char inst[16];
-            if (worker_mode(r->workers[k]) != SERVICE_MODE_SINGLE)
+            if (worker_mode(workers[k]) != SERVICE_MODE_SINGLE)
                 continue;
-            snprintf(inst, sizeof(inst), "%u", worker_instance(r->workers[k]) + 1);
+            snprintf(inst, sizeof(inst), "%u", worker_instance(workers[k]) + 1);
             if (metrics_sample(m, "onionfront_descriptor_served_by",
                                (const char *const[]){"service", service_id_name(id), "instance", inst, NULL},
-                               sr.tor == (int)worker_instance(r->workers[k]) ? 1 : 0))
+                               sr.tor == (int)worker_instance(workers[k]) ? 1 : 0))
                 return -1;
         }
     }
     return 0;
+}
+
+/* A worker's tor as the instance label and status rows name it: "1", "2", ... or "anonymous". */
+static const char *report_instance_label(const struct worker *w, char *buf, size_t len)
+{
+    if (worker_mode(w) == SERVICE_MODE_ANONYMOUS)
+        return "anonymous";
+    snprintf(buf, len, "%u", worker_instance(w) + 1);
+    return buf;
 }
 
 /* How "status" names a worker's tor in a problem: "tor" as always, "anonymous tor" for that one. */
@@ -110,44 +112,66 @@ static const char *report_tor_name(const struct worker *w)
 static void report_worker_problems(const struct report_src *r, const struct worker *w, json_t *problems,
                                    size_t *uploaded)
 {
-    struct tor_sup *tor = worker_tor(w);
-    const struct service_mgr *services = worker_services(w);
-    const struct descriptor_tracker *descriptors = worker_descriptors(w);
-    const struct verify *verify = worker_verify(w);
-    enum tor_state ts = tor_sup_state(tor);
-    int boot = tor_sup_bootstrap_progress(tor);
+    enum tor_state ts = worker_tor_state(w);
+    int boot = worker_bootstrap_progress(w);
+    const char *violation = worker_mode_violation(w);
     /* while shutting down, report_status_json says so once instead */
     if (!r->shutting_down && ts == TOR_BOOTSTRAPPING && boot >= 0)
         report_problem(problems, "%s is bootstrapping (%d %%)", report_tor_name(w), boot);
     else if (!r->shutting_down && ts != TOR_RUNNING)
         report_problem(problems, "%s is %s", report_tor_name(w), tor_state_str(ts));
-    if (verify_mode_state(verify) == VERIFY_MODE_VIOLATION)
-        report_problem(problems, "%s", verify_mode_problem(verify));
-    for (size_t i = 0; i < service_mgr_count(services); i++) {
-        const char *name = service_mgr_name(services, i), *address = service_mgr_address(services, i);
+    if (violation)
+        report_problem(problems, "%s", violation);
+    for (size_t i = 0; i < worker_service_count(w); i++) {
+        const char *name = worker_service_name(w, i), *address = worker_service_address(w, i);
         struct descriptor_counts dc;
-        if (service_id_refusal(service_ids_at(r->ids, i)) || !service_mgr_hosts(services, i))
+        if (service_id_refusal(service_ids_at(r->ids, i)) || !worker_hosts(w, i))
             continue;
         if (service_ids_at(r->ids, i)->conf->onionbalance.role == OB_ROLE_FRONTEND)
             continue; /* not on the tors: Onionbalance publishes it (ob_frontend_problems) */
-        if (!service_mgr_uploaded(services, i)) {
+        if (!worker_service_uploaded(w, i)) {
             report_problem(problems, "service %s: no descriptor upload confirmed yet", name);
         } else {
             if (uploaded)
                 (*uploaded)++;
-            if (descriptor_service_counts(descriptors, address, &dc) == 0 && dc.hsdirs_failed > 0)
+            if (worker_service_counts(w, address, &dc) == 0 && dc.hsdirs_failed > 0)
                 report_problem(problems, "service %s: descriptor upload failed on %u of %u HSDirs", name,
                                dc.hsdirs_failed, dc.hsdirs_total);
-            if (descriptor_service_counts(descriptors, address, &dc) == 0 && dc.probe_served == 0)
+            if (worker_service_counts(w, address, &dc) == 0 && dc.probe_served == 0)
                 report_problem(problems, "service %s: the last fetch probe found its descriptor on no HSDir", name);
         }
-        enum verify_verdict v = address[0] ? verify_service_verdict(verify, address) : VERIFY_UNVERIFIED;
-        if (verify_verdict_is_violation(v))
-            report_problem(problems, "service %s: %s", name, verify_verdict_problem(v));
+        const char *bad = worker_service_violation(w, address);
+        if (bad)
+            report_problem(problems, "service %s: %s", name, bad);
     }
 }
 
-/* The pools without a backend up. */
+/* Into `out`: the backends of `pool` that are down, each with its last result ("web2 (connect refused:
+ * Connection refused), web3 (HTTP status: HTTP 503)"); drained ones are not down, they were taken out
+ * on purpose. Return how many are down; *up how many are up. */
+static size_t report_pool_down(struct backend_pool *pool, size_t *up, char *out, size_t outlen)
+{
+    size_t down = 0, used = 0;
+    *up = 0;
+    out[0] = '\0';
+    for (size_t k = 0; k < backend_pool_count(pool); k++) {
+        const struct backend *b = backend_pool_get(pool, k);
+        *up += b->state == BACKEND_UP;
+        if (b->state != BACKEND_DOWN)
+            continue;
+        bool ok = b->last_result == CHECK_OK; /* down, the last check passed: not yet `rise` in a row */
+        int w = snprintf(out + used, outlen - used, "%s%s (%s%s%s)", down ? ", " : "", b->conf.name,
+                         ok ? "recovering" : check_result_str(b->last_result),
+                         !ok && b->last_detail[0] ? ": " : "", ok ? "" : b->last_detail);
+        down++;
+        if (w > 0)
+            used = (size_t)w < outlen - used ? used + (size_t)w : outlen - 1;
+    }
+    return down;
+}
+
+/* The pools without a backend up, and those with some backends down (degraded: fewer backends carry
+ * the load, and one more failure is an outage), naming them. */
 static void report_pool_problems(const struct report_src *r, json_t *problems)
 {
     size_t n_pools = proxy_pools(r->proxy, NULL, 0);
@@ -155,10 +179,15 @@ static void report_pool_problems(const struct report_src *r, json_t *problems)
     if (pools)
         proxy_pools(r->proxy, pools, n_pools);
     for (size_t i = 0; pools && i < n_pools; i++) {
-        if (backend_pool_is_up(pools[i]))
-            continue;
-        report_problem(problems, "service %s port %u: no backend is up", backend_pool_service(pools[i]),
-                       (unsigned)backend_pool_port(pools[i])->virtual_port);
+        const char *svc = backend_pool_service(pools[i]);
+        unsigned vport = (unsigned)backend_pool_port(pools[i])->virtual_port;
+        char down[400];
+        size_t up, n_down = report_pool_down(pools[i], &up, down, sizeof(down));
+        if (!backend_pool_is_up(pools[i]))
+            report_problem(problems, "service %s port %u: no backend is up", svc, vport);
+        else if (n_down > 0)
+            report_problem(problems, "service %s port %u: %zu of %zu backends up; down: %s", svc, vport, up,
+                           backend_pool_count(pools[i]), down);
     }
     free(pools);
 }
@@ -194,30 +223,15 @@ static bool report_probe_problems(const struct report_src *r, json_t *problems)
     return down;
 }
 
-/* One tor's row: {"instance", "state", "bootstrap_progress", "version", "pid", "restarts",
- * "uptime_seconds", "verdict" ("up", or why not)}. Returns a new reference. */
-static json_t *report_tor_json(const struct worker *w)
-{
-    struct tor_sup *tor = worker_tor(w);
-    int boot = tor_sup_bootstrap_progress(tor);
-    const char *version = tor_sup_version(tor), *problem = worker_problem(w);
-    long pid = tor_sup_pid(tor);
-    double up = tor_sup_uptime(tor);
-    return json_pack("{s:I, s:s, s:s, s:o, s:o, s:o, s:I, s:o, s:s}", "instance", (json_int_t)worker_instance(w) + 1,
-                     "kind", service_mode_str(worker_mode(w)), "state", tor_state_str(tor_sup_state(tor)), "bootstrap_progress",
-                     boot >= 0 ? json_integer(boot) : json_null(), "version",
-                     version[0] ? json_string(version) : json_null(), "pid", pid > 0 ? json_integer(pid) : json_null(),
-                     "restarts", (json_int_t)tor_sup_restarts(tor), "uptime_seconds",
-                     up >= 0 ? json_integer((json_int_t)up) : json_null(), "verdict",
-                     worker_is_up(w) ? "up" : problem[0] ? problem : tor_state_str(tor_sup_state(tor)));
-}
-
 json_t *report_status_json(const struct report_src *r)
 {
-    const struct worker *w0 = r->workers[0];
-    size_t n = service_mgr_count(worker_services(w0)), uploaded = 0;
+    size_t n_workers;
+    struct worker *const *workers = workerset_list(r->workerset, &n_workers);
+    const struct worker *w0 = workers[0];
+    size_t n = worker_service_count(w0), uploaded = 0;
     bool usable = false;
     json_t *problems = json_array(), *tors = json_array();
+    const struct roll *roll = workerset_roll(r->workerset);
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     if (r->shutting_down)
@@ -227,11 +241,11 @@ json_t *report_status_json(const struct report_src *r)
         if (refusal) /* whole: it says what to do */
             json_array_append_new(problems, json_string(refusal));
     }
-    for (size_t k = 0; k < r->n_workers; k++) {
-        bool counts = k == 0 || worker_mode(r->workers[k]) == SERVICE_MODE_ANONYMOUS; /* each service once */
-        report_worker_problems(r, r->workers[k], problems, counts ? &uploaded : NULL);
-        usable = usable || report_tor_usable(tor_sup_state(worker_tor(r->workers[k])));
-        json_array_append_new(tors, report_tor_json(r->workers[k]));
+    for (size_t k = 0; k < n_workers; k++) {
+        bool counts = k == 0 || worker_mode(workers[k]) == SERVICE_MODE_ANONYMOUS; /* each service once */
+        report_worker_problems(r, workers[k], problems, counts ? &uploaded : NULL);
+        usable = usable || report_tor_usable(worker_tor_state(workers[k]));
+        json_array_append_new(tors, worker_tor_to_json(workers[k]));
     }
     report_pool_problems(r, problems);
     ob_frontend_problems(r->ob, problems);
@@ -240,7 +254,7 @@ json_t *report_status_json(const struct report_src *r)
                         : json_array_size(problems) ? "degraded"
                                                     : "ok";
     /* "tor": the first tor's row (as with one tor), "tors": every tor's. */
-    json_t *tor = report_tor_json(w0);
+    json_t *tor = worker_tor_to_json(w0);
     json_object_del(tor, "instance");
     json_object_del(tor, "kind");
     json_object_del(tor, "uptime_seconds");
@@ -249,44 +263,69 @@ json_t *report_status_json(const struct report_src *r)
     return json_pack("{s:s, s:s, s:I, s:I, s:I, s:o, s:o, s:o, s:o, s:{s:I, s:I}}", "state", state, "version",
                      ONIONFRONT_VERSION, "pid", (json_int_t)getpid(), "started", (json_int_t)r->started_wall,
                      "uptime_seconds", (json_int_t)(now.tv_sec - r->started.tv_sec), "problems", problems, "tor",
-                     tor, "tors", tors, "roll", r->roll ? roll_to_json(r->roll) : json_null(), "services", "total",
+                     tor, "tors", tors, "roll", roll ? roll_to_json(roll) : json_null(), "services", "total",
                      (json_int_t)n, "uploaded", (json_int_t)uploaded);
 }
 
-json_t *report_services_json(const struct report_src *r)
+/* The services; without `detail`, each descriptor's and the served copies' per-HSDir lists are left
+ * out (their counts stay): they grow with HSDirs x services. */
+static json_t *report_services(const struct report_src *r, bool detail)
 {
+    size_t n_workers;
+    struct worker *const *workers = workerset_list(r->workerset, &n_workers);
     /* Each service as the tor that hosts it sees it (report_host): the first tor of its mode. */
-    json_t *arr = service_mgr_to_json(worker_services(r->workers[0])), *svc;
+    json_t *arr = worker_services_to_json(workers[0]), *svc;
     size_t i;
-    for (size_t k = 1; arr && k < r->n_workers; k++) {
-        if (worker_mode(r->workers[k]) == worker_mode(r->workers[0]))
+    for (size_t k = 1; arr && k < n_workers; k++) {
+        if (worker_mode(workers[k]) == worker_mode(workers[0]))
             continue;
-        json_t *other = service_mgr_to_json(worker_services(r->workers[k]));
+        json_t *other = worker_services_to_json(workers[k]);
         json_array_foreach(other, i, svc)
-            if (report_host(r, i) == r->workers[k])
+            if (report_host(r, i) == workers[k])
                 json_array_set(arr, i, svc);
         json_decref(other);
     }
     json_array_foreach(arr, i, svc) {
         const struct worker *w = report_host(r, i);
-        const char *address = service_mgr_address(worker_services(w), i);
-        json_t *desc = address[0] ? descriptor_service_to_json(worker_descriptors(w), address) : NULL;
-        json_t *ver = address[0] ? verify_service_to_json(worker_verify(w), address) : NULL;
+        const char *address = worker_service_address(w, i);
+        json_t *desc = address[0] ? worker_service_descriptor_json(w, address) : NULL;
+        json_t *ver = address[0] ? worker_service_verify_json(w, address) : NULL;
         json_t *probe = address[0] && r->probe ? probe_service_to_json(r->probe, address) : NULL;
+        size_t k;
+        json_t *d;
+        json_array_foreach(detail ? NULL : json_object_get(desc, "descriptors"), k, d)
+            json_object_del(d, "hsdirs");
         if (desc)
             json_object_set_new(svc, "descriptor", desc);
         /* Whose descriptor the HSDirs serve, with several tors of the same key (served.h). */
         struct served_result sr;
         json_t *served = report_served(r, service_ids_at(r->ids, i), &sr) ? served_to_json(&sr) : NULL;
+        if (served && !detail)
+            json_object_del(served, "hsdirs");
         json_object_set(svc, "served_by", served ? json_object_get(served, "served_by") : json_null());
         json_object_set_new(svc, "served", served ? served : json_null());
         json_object_set_new(svc, "probe", probe ? probe : json_null());
-        json_t *ob = ob_frontend_service_json(r->ob, r->conf, service_mgr_name(worker_services(w), i), address);
+        json_t *ob = ob_frontend_service_json(r->ob, r->conf, worker_service_name(w, i), address);
         if (ob)
             json_object_set_new(svc, "onionbalance", ob);
-        /* tor's own per-service counters (MetricsPort, spawn mode): only what tor exported, else null */
-        json_t *tm = address[0] ? torscrape_service_to_json(worker_scrape(w), address) : NULL;
-        const struct service_conf *sc = config_find_service(r->conf, service_mgr_name(worker_services(w), i));
+        /* tor's own per-service counters (MetricsPort, spawn mode): only what tor exported, else null;
+         * "tor_metrics" over every tor of the service's kind (summed), "tor_metrics_by_tor" each one's. */
+        const struct worker *kind[INSTANCE_MAX + 1];
+        size_t n_kind = 0;
+        json_t *by_tor = json_array();
+        for (size_t t = 0; address[0] && t < n_workers && n_kind < INSTANCE_MAX + 1; t++) {
+            if (worker_mode(workers[t]) != worker_mode(w))
+                continue;
+            kind[n_kind++] = workers[t];
+            json_t *one = worker_tor_service_json(workers[t], address);
+            if (one) /* the tor's number as in "tors" */
+                json_object_set_new(one, "instance", json_integer(worker_instance(workers[t]) + 1));
+            if (one)
+                json_array_append_new(by_tor, one);
+        }
+        json_t *tm = n_kind ? workers_tor_service_sum_json(kind, n_kind, address) : NULL;
+        json_object_set_new(svc, "tor_metrics_by_tor", by_tor ? by_tor : json_null());
+        const struct service_conf *sc = config_find_service(r->conf, worker_service_name(w, i));
         json_object_set_new(svc, "tor_metrics", tm ? tm : json_null());
         json_object_set_new(svc, "pow_enabled", json_boolean(sc && sc->dos.pow_enabled));
         if (ver) {
@@ -297,13 +336,25 @@ json_t *report_services_json(const struct report_src *r)
     return arr;
 }
 
+json_t *report_services_json(const struct report_src *r)
+{
+    return report_services(r, false);
+}
+
+json_t *report_services_detail_json(const struct report_src *r)
+{
+    return report_services(r, true);
+}
+
 json_t *report_circuits_json(const struct report_src *r)
 {
+    size_t n_workers;
+    struct worker *const *workers = workerset_list(r->workerset, &n_workers);
     /* The first tor's, and the anonymous services' tor's under "anonymous" while it runs. */
-    json_t *o = verify_to_json(worker_verify(r->workers[0]));
-    for (size_t k = 1; o && k < r->n_workers; k++)
-        if (worker_mode(r->workers[k]) == SERVICE_MODE_ANONYMOUS)
-            json_object_set_new(o, "anonymous", verify_to_json(worker_verify(r->workers[k])));
+    json_t *o = worker_circuits_to_json(workers[0]);
+    for (size_t k = 1; o && k < n_workers; k++)
+        if (worker_mode(workers[k]) == SERVICE_MODE_ANONYMOUS)
+            json_object_set_new(o, "anonymous", worker_circuits_to_json(workers[k]));
     return o;
 }
 
@@ -338,22 +389,40 @@ fail:
     return NULL;
 }
 
-/* The tor_hs values of worker `w`'s tor (torscrape.h), for the services it runs. */
-static int report_tor_hs_metrics(const struct worker *w, struct metrics *m)
+/* The tor_hs values of every tor (torscrape.h), labelled by instance, for the services each one lists. */
+static int report_tor_hs_metrics(const struct report_src *r, struct metrics *m)
 {
-    const char *names[CONFIG_MAX_SERVICES], *addrs[CONFIG_MAX_SERVICES];
-    size_t n = worker_service_list(w, names, addrs);
-    return torscrape_metrics(worker_scrape(w), names, addrs, n, m);
+    size_t n_workers;
+    struct worker *const *workers = workerset_list(r->workerset, &n_workers);
+    const char *names[CONFIG_MAX_SERVICES], *addrs[CONFIG_MAX_SERVICES], *inst[INSTANCE_MAX + 1];
+    const struct worker *tors[INSTANCE_MAX + 1];
+    char bufs[INSTANCE_MAX + 1][16];
+    size_t n = 0, n_tors = 0;
+    for (size_t i = 0; i < service_ids_count(r->ids) && n < CONFIG_MAX_SERVICES; i++) {
+        const struct service_id *id = service_ids_at(r->ids, i);
+        if (!id->address[0])
+            continue;
+        names[n] = service_id_name(id);
+        addrs[n++] = id->address;
+    }
+    for (size_t k = 0; k < n_workers && n_tors < INSTANCE_MAX + 1; k++, n_tors++) {
+        tors[n_tors] = workers[k];
+        inst[n_tors] = report_instance_label(workers[k], bufs[n_tors], sizeof(bufs[n_tors]));
+    }
+    return workers_tor_hs_metrics(tors, inst, n_tors, names, addrs, n, m);
 }
 
 char *report_metrics_text(const struct report_src *r)
 {
+    size_t n_workers;
+    struct worker *const *workers = workerset_list(r->workerset, &n_workers);
     /* The per-tor families are the first worker's: its families carry no worker label yet. */
-    const struct worker *w = r->workers[0];
+    const struct worker *w = workers[0];
     struct metrics *m = metrics_new();
+    const struct roll *roll = workerset_roll(r->workerset);
     struct status_stats st = {0};
-    enum tor_state ts = tor_sup_state(worker_tor(w));
-    int boot = tor_sup_bootstrap_progress(worker_tor(w));
+    enum tor_state ts = worker_tor_state(w);
+    int boot = worker_bootstrap_progress(w);
     if (r->status)
         status_server_stats(r->status, &st);
     int rc = !m ||
@@ -371,8 +440,8 @@ char *report_metrics_text(const struct report_src *r)
              (boot >= 0 && metrics_sample(m, "onionfront_tor_bootstrap_progress", NULL, boot)) ||
              metrics_family(m, "onionfront_tor_restarts_total", METRICS_COUNTER,
                             "Times onionfront restarted its tor or reconnected to it.") ||
-             metrics_sample(m, "onionfront_tor_restarts_total", NULL, tor_sup_restarts(worker_tor(w))) ||
-             service_mgr_metrics(worker_services(w), m) ||
+             metrics_sample(m, "onionfront_tor_restarts_total", NULL, worker_restarts(w)) ||
+             worker_services_metrics(w, m) ||
              metrics_family(m, "onionfront_status_connections_total", METRICS_COUNTER,
                             "Connections to the status socket by outcome.") ||
              metrics_sample(m, "onionfront_status_connections_total",
@@ -382,7 +451,11 @@ char *report_metrics_text(const struct report_src *r)
              metrics_sample(m, "onionfront_status_connections_total",
                             (const char *const[]){"result", "over_limit", NULL}, (double)st.over_limit) ||
              metrics_sample(m, "onionfront_status_connections_total",
-                            (const char *const[]){"result", "over_uid_limit", NULL}, (double)st.over_uid_limit);
+                            (const char *const[]){"result", "over_uid_limit", NULL}, (double)st.over_uid_limit) ||
+             metrics_family(m, "onionfront_status_denied_total", METRICS_COUNTER,
+                            "Status requests refused to a connected user: reload, restart-tor or log-level from a "
+                            "read-only one (status.allowed_uids/gids).") ||
+             metrics_sample(m, "onionfront_status_denied_total", NULL, (double)st.denied);
     if (!rc) {
         size_t n = proxy_pools(r->proxy, NULL, 0);
         struct backend_pool **pools = calloc(n ? n : 1, sizeof(*pools));
@@ -392,9 +465,9 @@ char *report_metrics_text(const struct report_src *r)
         free(pools);
     }
     rc = rc || proxy_metrics(r->proxy, m) < 0 || metrics_http_metrics(r->metrics_http, m) < 0 ||
-         descriptor_metrics(worker_descriptors(w), m) < 0 || report_tor_hs_metrics(w, m) < 0 ||
-         verify_metrics(worker_verify(w), m) < 0 || (r->probe && probe_metrics(r->probe, m) < 0) ||
-         (r->roll && roll_metrics(r->roll, m) < 0) || ob_frontend_metrics(r->ob, m) < 0 ||
+         worker_descriptor_metrics(w, m) < 0 || report_tor_hs_metrics(r, m) < 0 ||
+         worker_verify_metrics(w, m) < 0 || (r->probe && probe_metrics(r->probe, m) < 0) ||
+         (roll && roll_metrics(roll, m) < 0) || ob_frontend_metrics(r->ob, m) < 0 ||
          report_served_metrics(r, m) < 0;
     /* A module with families of its own adds its *_metrics call here. */
     char *text = rc ? NULL : strdup(metrics_text(m, NULL));
@@ -406,6 +479,8 @@ char *report_metrics_text(const struct report_src *r)
 
 size_t report_reachability(const struct report_src *r, struct onionloc_entry *out, size_t cap, size_t *reachable)
 {
+    size_t n_workers;
+    struct worker *const *workers = workerset_list(r->workerset, &n_workers);
     size_t n = 0;
     *reachable = 0;
     for (const struct service_id *id; n < cap && (id = service_ids_at(r->ids, n)); n++) {
@@ -413,18 +488,17 @@ size_t report_reachability(const struct report_src *r, struct onionloc_entry *ou
          * never for a service whose single-onion verdict failed. */
         enum ladder_state st;
         bool running = false;
-        for (size_t k = 0; k < r->n_workers; k++)
-            running = running || tor_sup_state(worker_tor(r->workers[k])) == TOR_RUNNING;
+        for (size_t k = 0; k < n_workers; k++)
+            running = running || worker_tor_state(workers[k]) == TOR_RUNNING;
         /* An Onionbalance frontend is on no tor: its master descriptor is published while Onionbalance's
          * uploads are confirmed within the deadline (ob_frontend.h). */
         bool published = id->conf->onionbalance.role == OB_ROLE_FRONTEND
                              ? ob_frontend_state(r->ob) == OB_FE_PUBLISHING
-                             : workers_service_reachable(r->workers, r->n_workers, id->address);
+                             : workers_service_reachable(workers, n_workers, id->address);
         bool up = r->probe && probe_verdict(r->probe, id->address, &st)
                       ? st != LADDER_DOWN && running /* a lost tor withdraws it at once, as before */
                       : published;
-        up = up && !r->shutting_down && id->address[0] &&
-             !verify_verdict_is_violation(verify_service_verdict(worker_verify(report_host(r, n)), id->address));
+        up = up && !r->shutting_down && id->address[0] && !worker_service_violation(report_host(r, n), id->address);
         /* Advertised only where the service asks for it (services[].onion_location). */
         out[n] = (struct onionloc_entry){id->conf, id->address, up && id->conf->onion_location};
         *reachable += up;
@@ -434,14 +508,16 @@ size_t report_reachability(const struct report_src *r, struct onionloc_entry *ou
 
 void report_status_line(const struct report_src *r, size_t reachable, char *out, size_t len)
 {
-    const struct worker *w = r->workers[0];
-    enum tor_state ts = tor_sup_state(worker_tor(w));
-    int boot = tor_sup_bootstrap_progress(worker_tor(w));
+    size_t n_workers;
+    struct worker *const *workers = workerset_list(r->workerset, &n_workers);
+    const struct worker *w = workers[0];
+    enum tor_state ts = worker_tor_state(w);
+    int boot = worker_bootstrap_progress(w);
     if (r->shutting_down)
         snprintf(out, len, "stopping: removing the services from tor");
     else if (ts == TOR_RUNNING)
         snprintf(out, len, "running: %zu of %zu services reachable", reachable,
-                 service_mgr_count(worker_services(w)));
+                 worker_service_count(w));
     else if (ts == TOR_BOOTSTRAPPING)
         snprintf(out, len, "tor bootstrapping (%d%%); services handed to tor", boot < 0 ? 0 : boot);
     else if (worker_problem(w)[0])

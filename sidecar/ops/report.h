@@ -1,6 +1,7 @@
 /* report.h — what the status socket and GET /metrics answer: the status, services, circuits and
- * backends JSON and the metrics text, built from borrowed handles to the daemon's parts (its workers,
- * the data path, the status server). Adding a worker adds rows, not code.
+ * backends JSON and the metrics text, built from borrowed handles to the daemon's parts (its set of
+ * tors, the data path, the status server), asking the workers questions (worker.h), never for their
+ * parts. Adding a worker adds rows, not code.
  *
  * Owns nothing: every call reads the handles in `struct report_src` and returns a new document. Not
  * the status protocol (status.c) nor any decision (the modules' own state and verdicts are reported). */
@@ -18,22 +19,22 @@ struct metrics_http;
 struct ob_frontend;
 struct probe;
 struct proxy;
-struct roll;
 struct service_ids;
 struct status_server;
-struct worker;
+struct workerset;
 
-/* Borrowed handles, filled in by the daemon for each call. */
+/* Borrowed handles, filled in by the daemon for each call (designated initializers: a field left out is
+ * NULL, "none"). */
 struct report_src {
     const struct config *conf;
     const struct service_ids *ids; /* the services' identities (and refusals), shared by the workers */
-    struct worker *const *workers; /* workers[0] is the tor that "status" shows under "tor" */
-    size_t n_workers;
+    /* The tors (never NULL): their rows (workerset_list: the first is the tor "status" shows under "tor"),
+     * which one the HSDirs serve (workerset_served), the rolling restart (workerset_roll). */
+    const struct workerset *workerset;
     struct proxy *proxy;
     const struct status_server *status; /* may be NULL: no status connection counters */
     const struct metrics_http *metrics_http; /* NULL without metrics.listen: its families stay empty */
     const struct probe *probe;               /* the end-to-end probe (its verdicts, repairs, metrics) */
-    const struct roll *roll;                 /* restart-tor's rolling restart; NULL: shown as null */
     time_t started_wall;                /* Unix time onionfront started */
     struct timespec started;            /* CLOCK_MONOTONIC, for uptime */
     bool shutting_down;
@@ -42,16 +43,21 @@ struct report_src {
 
 /* "status": the overall state — down (no usable tor, or shutting down), degraded (something listed in
  * "problems": tor not bootstrapped, a tor mode violation, a refused service (its key is missing or not
- * the recorded one), a service without a confirmed upload, with
- * failed HSDirs, not found by the fetch probe or not single onion, a port without a backend up), ok —
+ * the recorded one), a service without a confirmed upload, with failed HSDirs, not found by the
+ * periodic HSFETCH (hsfetch) or not single onion, a port without a backend up or with
+ * some of its backends down, each named), ok —
  * with tor's state, each tor's row and the rolling restart ("roll": roll_to_json). Returns a new
  * reference. */
 json_t *report_status_json(const struct report_src *r);
 
 /* "services": service_mgr_to_json, each element (same order as service_mgr_count) with the keys
  * `onionfront status` reads (status_client.h): "descriptor" (descriptor_service_to_json: HSDirs, uploads,
- * the fetch probe), "verdict" and "verify" (verify_service_to_json). Returns a new reference. */
+ * the hsfetch), "verdict" and "verify" (verify_service_to_json) — without the per-HSDir lists
+ * (descriptor.descriptors[].hsdirs, served.hsdirs), whose counts stay. Returns a new reference. */
 json_t *report_services_json(const struct report_src *r);
+
+/* "services-detail": the same with the per-HSDir lists. Returns a new reference. */
+json_t *report_services_detail_json(const struct report_src *r);
 
 /* "circuits": verify_to_json — the tor's mode, built circuits by purpose and hops, per-service one-hop
  * and multi-hop counts (ours and other services on the same tor). Returns a new reference. */

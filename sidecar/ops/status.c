@@ -3,7 +3,10 @@
  *
  * Owns the socket file, the listener and the client connections. Does not own what the replies say:
  * every command's data comes from the providers main.c hands in. Nothing here blocks; a misbehaving
- * client costs at most STATUS_MAX_LINE of input and STATUS_MAX_OUTPUT of output before it is dropped. */
+ * client costs at most STATUS_MAX_LINE of input and STATUS_MAX_OUTPUT of output before it is dropped.
+ * One job despite its length: the status protocol end to end (the pure parser, the peer and access
+ * rules and the server sections share one command table and one access model, and tests reach each
+ * section through the same header). */
 #include "sidecar/ops/status.h"
 
 #include <errno.h>
@@ -40,16 +43,27 @@
 #define STATUS_STR_(x) #x
 #define STATUS_STR(x) STATUS_STR_(x)
 
-static const char *const status_cmd_names[STATUS_CMD_COUNT_] = {
-    [STATUS_CMD_STATUS] = "status",     [STATUS_CMD_SERVICES] = "services", [STATUS_CMD_BACKENDS] = "backends",
-    [STATUS_CMD_CIRCUITS] = "circuits", [STATUS_CMD_METRICS] = "metrics",   [STATUS_CMD_RELOAD] = "reload",
-    [STATUS_CMD_HELP] = "help",         [STATUS_CMD_LOG_LEVEL] = "log-level",
-    [STATUS_CMD_RESTART_TOR] = "restart-tor",
+/* The one table of commands: the protocol's spelling, and whether the command changes something (only an
+ * admin peer may run it) or only reads. */
+static const struct {
+    const char *name;
+    bool admin;
+} status_cmds[STATUS_CMD_COUNT_] = {
+    [STATUS_CMD_STATUS] = {"status", false},       [STATUS_CMD_SERVICES] = {"services", false},
+    [STATUS_CMD_BACKENDS] = {"backends", false},   [STATUS_CMD_CIRCUITS] = {"circuits", false},
+    [STATUS_CMD_METRICS] = {"metrics", false},     [STATUS_CMD_RELOAD] = {"reload", true},
+    [STATUS_CMD_HELP] = {"help", false},           [STATUS_CMD_LOG_LEVEL] = {"log-level", true},
+    [STATUS_CMD_RESTART_TOR] = {"restart-tor", true}, [STATUS_CMD_SERVICES_DETAIL] = {"services-detail", false},
 };
 
 const char *status_cmd_str(enum status_cmd c)
 {
-    return (unsigned)c < STATUS_CMD_COUNT_ ? status_cmd_names[c] : "unknown";
+    return (unsigned)c < STATUS_CMD_COUNT_ ? status_cmds[c].name : "unknown";
+}
+
+bool status_cmd_is_admin(enum status_cmd c)
+{
+    return (unsigned)c >= STATUS_CMD_COUNT_ || status_cmds[c].admin; /* unknown: the stricter rule */
 }
 
 /* ---- the request parser (pure) --------------------------------------------------------------------- */
@@ -57,7 +71,7 @@ const char *status_cmd_str(enum status_cmd c)
 static bool status_cmd_lookup(const char *name, size_t len, enum status_cmd *out)
 {
     for (int i = 0; i < STATUS_CMD_COUNT_; i++)
-        if (strlen(status_cmd_names[i]) == len && memcmp(status_cmd_names[i], name, len) == 0) {
+        if (strlen(status_cmds[i].name) == len && memcmp(status_cmds[i].name, name, len) == 0) {
             *out = (enum status_cmd)i;
             return true;
         }
@@ -92,7 +106,7 @@ static void status_sanitize(char *err)
 
 static const char status_usage[] = "send a JSON object such as {\"cmd\":\"status\"} or a command word "
                                    "(status, services, backends, circuits, metrics, reload, help, "
-                                   "log-level LEVEL [SECONDS], restart-tor)";
+                                   "log-level LEVEL [SECONDS], restart-tor, services-detail)";
 
 #define STATUS_MAX_SECONDS 604800u /* log-level: a week */
 
@@ -323,7 +337,7 @@ static json_t *status_help(void)
 {
     json_t *a = json_array();
     for (int i = 0; a && i < STATUS_CMD_COUNT_; i++)
-        json_array_append_new(a, json_string(status_cmd_names[i]));
+        json_array_append_new(a, json_string(status_cmds[i].name));
     return a;
 }
 
@@ -340,6 +354,9 @@ char *status_execute(const struct status_providers *p, const struct status_reque
         goto call;
     case STATUS_CMD_SERVICES:
         fn = p->services;
+        goto call;
+    case STATUS_CMD_SERVICES_DETAIL:
+        fn = p->services_detail;
         goto call;
     case STATUS_CMD_BACKENDS:
         fn = p->backends;
@@ -422,20 +439,44 @@ char *status_execute(const struct status_providers *p, const struct status_reque
 
 /* ---- peer check ---------------------------------------------------------------------------------------- */
 
-bool status_peer_allowed(const struct status_acl *acl, const struct status_peer *peer)
+/* Is `peer` listed: its uid in `uids`, or its primary or a supplementary group in `gids`? */
+static bool status_peer_listed(const uid_t *uids, size_t n_uids, const gid_t *gids, size_t n_gids,
+                               const struct status_peer *peer)
 {
-    if (peer->uid == 0 || peer->uid == acl->self_uid)
-        return true;
-    for (size_t i = 0; i < acl->n_uids; i++)
-        if (acl->uids[i] == peer->uid)
+    for (size_t i = 0; i < n_uids; i++)
+        if (uids[i] == peer->uid)
             return true;
-    for (size_t i = 0; i < acl->n_gids; i++) {
-        if (acl->gids[i] == peer->gid)
+    for (size_t i = 0; i < n_gids; i++) {
+        if (gids[i] == peer->gid)
             return true;
         for (size_t j = 0; j < peer->n_groups; j++)
-            if (acl->gids[i] == peer->groups[j])
+            if (gids[i] == peer->groups[j])
                 return true;
     }
+    return false;
+}
+
+enum status_access status_peer_access(const struct status_acl *acl, const struct status_peer *peer)
+{
+    if (peer->uid == 0 || peer->uid == acl->self_uid ||
+        status_peer_listed(acl->admin_uids, acl->n_admin_uids, acl->admin_gids, acl->n_admin_gids, peer))
+        return STATUS_ACCESS_ADMIN;
+    if (status_peer_listed(acl->uids, acl->n_uids, acl->gids, acl->n_gids, peer))
+        return STATUS_ACCESS_READ;
+    return STATUS_ACCESS_NONE;
+}
+
+bool status_authorize(enum status_cmd cmd, enum status_access access, uid_t uid, char *err, size_t errlen)
+{
+    if (access == STATUS_ACCESS_ADMIN || (access == STATUS_ACCESS_READ && !status_cmd_is_admin(cmd)))
+        return true;
+    if (access == STATUS_ACCESS_READ)
+        snprintf(err, errlen,
+                 "%s: permission denied: uid %lu may read status but not run admin commands; add it to "
+                 "status.admin_uids", status_cmd_str(cmd), (unsigned long)uid);
+    else
+        snprintf(err, errlen, "%s: permission denied: uid %lu may not use onionfront's status socket (see "
+                 "status.allowed_uids and status.admin_uids)", status_cmd_str(cmd), (unsigned long)uid);
     return false;
 }
 
@@ -455,7 +496,10 @@ struct status_client {
     struct status_server *srv;
     struct bufferevent *bev;
     struct event *lifetime_ev; /* STATUS_MAX_LIFETIME_MS after accept */
-    uid_t uid;
+    uid_t uid;                 /* the peer's credentials at connect(): its access is worked out from */
+    gid_t gid;                 /* them and the current lists at each admin command */
+    gid_t *groups;
+    size_t n_groups;
     bool closing; /* close once the output is flushed */
     bool dead;    /* freed by the reap event */
     bool paused;  /* reading stopped for backpressure */
@@ -473,10 +517,14 @@ struct status_server {
     dev_t dev;
     ino_t ino;
     uid_t self_uid;
-    uid_t *uids;
+    uid_t *uids;       /* status.allowed_uids (read-only) */
     size_t n_uids;
-    gid_t *gids;
+    gid_t *gids;       /* status.allowed_gids (read-only) */
     size_t n_gids;
+    uid_t *admin_uids; /* status.admin_uids */
+    size_t n_admin_uids;
+    gid_t *admin_gids; /* status.admin_gids */
+    size_t n_admin_gids;
     gid_t *groups; /* scratch for SO_PEERGROUPS */
     size_t groups_cap;
     int (*peer_fn)(int fd, struct status_peer *peer, void *arg);
@@ -488,6 +536,11 @@ struct status_server {
     unsigned long refusals_unlogged;
     struct status_stats stats;
 };
+
+/* The server's current lists as a struct status_acl (borrowed). */
+#define STATUS_ACL_OF(s)                                                                                     \
+    {(s)->self_uid, (s)->uids, (s)->n_uids, (s)->gids, (s)->n_gids, (s)->admin_uids, (s)->n_admin_uids,       \
+     (s)->admin_gids, (s)->n_admin_gids}
 
 static void status_reap_cb(evutil_socket_t fd, short what, void *arg);
 static void status_retry_cb(evutil_socket_t fd, short what, void *arg);
@@ -521,6 +574,7 @@ static void status_client_free(struct status_client *c)
     bufferevent_free(c->bev);
     if (c->lifetime_ev)
         event_free(c->lifetime_ev);
+    free(c->groups);
     free(c);
     fd_reserve_refill(&s->spare); /* a descriptor was just freed: take the spare back if it was used */
 }
@@ -600,6 +654,18 @@ static void status_client_request(struct status_client *c, const char *line, siz
     default:
         s->stats.requests++;
         log_debug("status: %s", status_cmd_str(req.cmd));
+        /* Worked out per request from the current lists: a reload that takes a user off them applies at once. */
+        struct status_peer peer = {.uid = c->uid, .gid = c->gid, .groups = c->groups, .n_groups = c->n_groups};
+        struct status_acl acl = STATUS_ACL_OF(s);
+        enum status_access access = status_peer_access(&acl, &peer);
+        if (!status_authorize(req.cmd, access, c->uid, err, sizeof(err))) {
+            s->stats.denied++;
+            log_notice("status: refused %s to uid %lu: %s", status_cmd_str(req.cmd), (unsigned long)c->uid,
+                       access == STATUS_ACCESS_READ ? "it may only read (status.admin_uids/admin_gids)"
+                                                    : "no longer an allowed user or group");
+            out = status_error_line(err, req.id, &out_len);
+            break;
+        }
         out = status_execute(&s->prov, &req, &out_len);
         break;
     }
@@ -795,8 +861,8 @@ static void status_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struc
     (void)sa;
     (void)salen;
     int rc = s->peer_fn ? s->peer_fn(fd, &peer, s->peer_arg) : status_kernel_peer(s, fd, &peer);
-    struct status_acl acl = {s->self_uid, s->uids, s->n_uids, s->gids, s->n_gids};
-    if (rc < 0 || !status_peer_allowed(&acl, &peer)) {
+    struct status_acl acl = STATUS_ACL_OF(s);
+    if (rc < 0 || status_peer_access(&acl, &peer) == STATUS_ACCESS_NONE) {
         s->stats.rejected++;
         if (rc < 0)
             log_notice("status: refused a client whose credentials cannot be read: %s", strerror(errno));
@@ -804,7 +870,7 @@ static void status_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struc
             log_notice("status: refused pid %ld (uid %lu, gid %lu): not an allowed user or group", (long)peer.pid,
                        (unsigned long)peer.uid, (unsigned long)peer.gid);
         status_refuse(fd, "permission denied: this user may not use onionfront's status socket "
-                          "(see status.allowed_uids and status.allowed_gids)");
+                          "(see status.allowed_uids, allowed_gids, admin_uids and admin_gids)");
         return;
     }
     bool privileged = peer.uid == 0 || peer.uid == s->self_uid;
@@ -823,7 +889,9 @@ static void status_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struc
         break;
     }
     struct status_client *c = calloc(1, sizeof(*c));
-    struct bufferevent *bev = c ? bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE) : NULL;
+    gid_t *groups = c && peer.n_groups ? malloc(peer.n_groups * sizeof(gid_t)) : NULL;
+    bool have = c && (groups || !peer.n_groups);
+    struct bufferevent *bev = have ? bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE) : NULL;
     struct event *lifetime = bev ? evtimer_new(s->base, status_client_lifetime_cb, c) : NULL;
     if (!lifetime) {
         log_warnx("status: out of memory accepting a client");
@@ -831,9 +899,15 @@ static void status_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struc
             bufferevent_free(bev);
         else
             close(fd);
+        free(groups);
         free(c);
         return;
     }
+    if (groups)
+        memcpy(groups, peer.groups, peer.n_groups * sizeof(gid_t));
+    c->gid = peer.gid;
+    c->groups = groups;
+    c->n_groups = peer.n_groups;
     c->srv = s;
     c->bev = bev;
     c->lifetime_ev = lifetime;
@@ -884,26 +958,43 @@ static void status_accept_error_cb(struct evconnlistener *l, void *arg)
     event_add(s->retry_ev, &(struct timeval){STATUS_ACCEPT_RETRY_MS / 1000, (STATUS_ACCEPT_RETRY_MS % 1000) * 1000});
 }
 
+/* A copy of `n` ids (uid_t and gid_t are both unsigned int: config.c), NULL for none; *oom on failure. */
+static unsigned *status_ids_dup(const unsigned *ids, size_t n, bool *oom)
+{
+    unsigned *out = n ? malloc(n * sizeof(*out)) : NULL;
+    if (n && !out)
+        *oom = true;
+    else if (n)
+        memcpy(out, ids, n * sizeof(*out));
+    return out;
+}
+
 int status_server_set_acl(struct status_server *s, const struct status_conf *conf)
 {
-    uid_t *u = NULL;
-    gid_t *g = NULL;
-    if (conf->n_allowed_uids && !(u = malloc(conf->n_allowed_uids * sizeof(*u))))
-        return -1;
-    if (conf->n_allowed_gids && !(g = malloc(conf->n_allowed_gids * sizeof(*g)))) {
+    bool oom = false;
+    uid_t *u = status_ids_dup(conf->allowed_uids, conf->n_allowed_uids, &oom);
+    gid_t *g = status_ids_dup(conf->allowed_gids, conf->n_allowed_gids, &oom);
+    uid_t *au = status_ids_dup(conf->admin_uids, conf->n_admin_uids, &oom);
+    gid_t *ag = status_ids_dup(conf->admin_gids, conf->n_admin_gids, &oom);
+    if (oom) {
         free(u);
+        free(g);
+        free(au);
+        free(ag);
         return -1;
     }
-    if (u)
-        memcpy(u, conf->allowed_uids, conf->n_allowed_uids * sizeof(*u));
-    if (g)
-        memcpy(g, conf->allowed_gids, conf->n_allowed_gids * sizeof(*g));
     free(s->uids);
     free(s->gids);
+    free(s->admin_uids);
+    free(s->admin_gids);
     s->uids = u;
     s->n_uids = conf->n_allowed_uids;
     s->gids = g;
     s->n_gids = conf->n_allowed_gids;
+    s->admin_uids = au;
+    s->n_admin_uids = conf->n_admin_uids;
+    s->admin_gids = ag;
+    s->n_admin_gids = conf->n_admin_gids;
     return 0;
 }
 
@@ -928,8 +1019,8 @@ static int status_socket_alive(const char *path, char *err, size_t errlen)
     return -1;
 }
 
-/* Give the bound socket `path` (in directory `parent`) to the group status.allowed_gids[0], if set. By
- * name, relative to the directory's descriptor and without following a symlink — and only in a
+/* Give the bound socket `path` (in directory `parent`) to the group status.allowed_gids[0], else
+ * status.admin_gids[0], if set. By name, relative to the directory's descriptor and without following a symlink — and only in a
  * directory nobody but onionfront's user can change (else a hard link or symlink swapped in for the
  * socket would get the group instead): elsewhere the socket keeps onionfront's group, with a notice.
  * Return 0, or -1 with a message (the directory cannot be opened). */
@@ -937,8 +1028,9 @@ static int status_socket_give_group(const char *path, const char *parent, const 
                                     char *err, size_t errlen)
 {
     err[0] = '\0';
-    if (!conf->n_allowed_gids)
+    if (!conf->n_allowed_gids && !conf->n_admin_gids)
         return 0;
+    gid_t group = conf->n_allowed_gids ? conf->allowed_gids[0] : conf->admin_gids[0];
     int dfd = fs_open_dir(parent, false, err, errlen);
     if (dfd < 0)
         return -1;
@@ -946,11 +1038,10 @@ static int status_socket_give_group(const char *path, const char *parent, const 
     if (fs_dir_others_can_write(dfd))
         log_notice("status: not giving %s to group %lu: another user can change %s, so the name may not be "
                    "our socket any more; put status.socket in a directory only onionfront's user can write",
-                   path, (unsigned long)conf->allowed_gids[0], parent);
-    else if (fchownat(dfd, name, (uid_t)-1, conf->allowed_gids[0], AT_SYMLINK_NOFOLLOW) < 0)
-        log_notice("status: cannot give %s to group %lu (%s); members of status.allowed_gids need the "
-                   "group of onionfront's user to reach it", path, (unsigned long)conf->allowed_gids[0],
-                   strerror(errno));
+                   path, (unsigned long)group, parent);
+    else if (fchownat(dfd, name, (uid_t)-1, group, AT_SYMLINK_NOFOLLOW) < 0)
+        log_notice("status: cannot give %s to group %lu (%s); members of status.allowed_gids and admin_gids "
+                   "need the group of onionfront's user to reach it", path, (unsigned long)group, strerror(errno));
     close(dfd);
     return 0;
 }
@@ -1090,6 +1181,8 @@ void status_server_free(struct status_server *s)
         event_free(s->retry_ev);
     free(s->uids);
     free(s->gids);
+    free(s->admin_uids);
+    free(s->admin_gids);
     free(s->groups);
     free(s);
 }

@@ -18,6 +18,9 @@
  *              {"ok":true,"result":<value>}            (+ "id":<id> when the request had one)
  *              {"ok":false,"error":"<message>"}        (+ "id" when known)
  *   commands status | services | backends | circuits  result: an object/array from the provider
+ *            services-detail                           result: services with each descriptor's
+ *                                                      per-HSDir detail ("services" leaves it out: it
+ *                                                      grows with HSDirs x services)
  *            metrics                                   result: Prometheus text format 0.0.4, one string
  *            reload                                    result: {"reloaded":true,"message":"..."};
  *                                                      a refused config: ok false, error = why
@@ -39,13 +42,24 @@
  *   requests it sent are answered (a last line without "\n" too), then the connection is closed.
  *
  * Access has two gates. The file system: the socket file is 0660, owned by onionfront's user and group
- * (the group is allowed_gids[0] when given and the process may chgrp), and its directory must be
- * reachable — the default <run_dir>/status.sock sits in run_dir, which tor.c keeps 0700, so only root
- * and onionfront's user reach it; for other users put status.socket in a directory they can enter.
+ * (the group is allowed_gids[0], else admin_gids[0], when given and the process may chgrp), and its
+ * directory must be reachable — the default <run_dir>/status.sock sits in run_dir, which tor.c keeps 0700,
+ * so only root and onionfront's user reach it; for other users put status.socket in a directory they can
+ * enter.
  * Then the kernel's credentials of the peer, taken at connect() (SO_PEERCRED; supplementary groups from
  * SO_PEERGROUPS, never /proc/<pid>/status, whose pid may belong to another process by the time it is
- * read): root, onionfront's effective uid, status.allowed_uids, or a primary or supplementary group in
- * status.allowed_gids.
+ * read), which give one of two levels (status_peer_access):
+ *   admin      root, onionfront's effective uid, status.admin_uids, or a primary or supplementary group in
+ *              status.admin_gids: every command;
+ *   read-only  status.allowed_uids or a group in status.allowed_gids (monitoring): the commands that only
+ *              read (status, services, backends, circuits, metrics, help). reload, restart-tor and
+ *              log-level are refused with {"ok":false,"error":"<cmd>: permission denied: uid N may read
+ *              status but not run admin commands; add it to status.admin_uids"}, and the connection
+ *              stays open.
+ * Anyone else is refused at connect. The level is worked out again for each request with the
+ * credentials from connect() and the lists of the running config, so a reload that takes a user off
+ * status.admin_uids (or off every list) applies to its open connections at once. restart-tor itself is
+ * refused while a roll runs and within a minute of the last one it started (roll_start_command).
  *
  * Limits (issue 15), so that one allowed user cannot lock others out by holding connections open:
  * STATUS_MAX_CLIENTS connections in all, of which the last STATUS_RESERVED_SLOTS only root and
@@ -62,12 +76,14 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "sidecar/core/fdbudget.h"
+
 struct event_base;
 struct status_conf;
 struct status_server;
 
 #define STATUS_MAX_LINE 4096            /* request bytes before the "\n" */
-#define STATUS_MAX_CLIENTS 64           /* connections at once */
+#define STATUS_MAX_CLIENTS FDBUDGET_STATUS_CLIENTS /* connections at once: fdbudget.h's share */
 #define STATUS_RESERVED_SLOTS 8         /* of those, kept for root and onionfront's own user */
 #define STATUS_MAX_PER_UID 8            /* connections at once of one other user */
 #define STATUS_MAX_LIFETIME_MS 600000   /* a connection is closed this long after it was accepted */
@@ -86,10 +102,15 @@ enum status_cmd {
     STATUS_CMD_HELP,
     STATUS_CMD_LOG_LEVEL,
     STATUS_CMD_RESTART_TOR,
+    STATUS_CMD_SERVICES_DETAIL,
     STATUS_CMD_COUNT_ /* not a command */
 };
 /* The protocol's spelling ("status", "services" ...). */
 const char *status_cmd_str(enum status_cmd c);
+
+/* Does command `c` change something (reload, restart-tor, log-level), so that only an admin peer may run
+ * it? Pure. */
+bool status_cmd_is_admin(enum status_cmd c);
 
 /* What main.c supplies. Each function is called on the loop, once per request, with `arg`; a NULL
  * function makes its command answer {"ok":false,"error":"<cmd>: not available"}. The json_t functions
@@ -108,6 +129,7 @@ struct status_providers {
     int (*log_level)(const char *level, unsigned seconds, char *msg, size_t msglen);
     /* restart-tor: as reload (reply {"started":true,"message":msg}). */
     int (*restart_tor)(void *arg, char *msg, size_t msglen);
+    json_t *(*services_detail)(void *arg);
 };
 
 /* A parsed request line. */
@@ -140,13 +162,23 @@ char *status_execute(const struct status_providers *p, const struct status_reque
 /* The error reply line for `msg` (with `id` if not NULL). New malloc'd text or NULL on OOM. */
 char *status_error_line(const char *msg, const json_t *id, size_t *len);
 
-/* Who may connect besides root and the daemon's own effective uid. */
+/* Who may connect and what they may do, besides root and the daemon's own effective uid (always admin). */
 struct status_acl {
     uid_t self_uid;
-    const uid_t *uids;
+    const uid_t *uids; /* status.allowed_uids: read-only */
     size_t n_uids;
-    const gid_t *gids;
+    const gid_t *gids; /* status.allowed_gids: read-only */
     size_t n_gids;
+    const uid_t *admin_uids; /* status.admin_uids */
+    size_t n_admin_uids;
+    const gid_t *admin_gids; /* status.admin_gids */
+    size_t n_admin_gids;
+};
+
+enum status_access {
+    STATUS_ACCESS_NONE, /* refused at connect */
+    STATUS_ACCESS_READ, /* the read-only commands */
+    STATUS_ACCESS_ADMIN /* every command */
 };
 
 /* The peer's credentials as the kernel recorded them at connect(). */
@@ -158,9 +190,15 @@ struct status_peer {
     size_t n_groups;
 };
 
-/* True if `peer` may use the socket: uid 0, the daemon's own uid, a uid in acl->uids, or a primary or
- * supplementary gid in acl->gids. Pure. */
-bool status_peer_allowed(const struct status_acl *acl, const struct status_peer *peer);
+/* What `peer` may do: ADMIN for uid 0, the daemon's own uid, a uid in acl->admin_uids or a primary or
+ * supplementary gid in acl->admin_gids; READ for a uid in acl->uids or such a gid in acl->gids; else NONE.
+ * Pure. */
+enum status_access status_peer_access(const struct status_acl *acl, const struct status_peer *peer);
+
+/* May a peer of `access` (uid `uid`, for the message) run `cmd`? true, or false with the refusal in `err`
+ * ("restart-tor: permission denied: uid 65534 may read status but not run admin commands; add it to
+ * status.admin_uids"). Pure. */
+bool status_authorize(enum status_cmd cmd, enum status_access access, uid_t uid, char *err, size_t errlen);
 
 enum status_admit {
     STATUS_ADMIT_OK,
@@ -177,14 +215,14 @@ struct status_server *status_server_new(struct event_base *base, const struct st
 
 /* Listen on conf->socket: create the parent directory if it is `run_dir` (0700, as tor.c keeps it;
  * any other parent must exist), remove a stale socket file only if nothing accepts connections on it,
- * bind with a restrictive umask, chmod 0660 (and chgrp to allowed_gids[0] when there is one and the
- * process may), then listen. Copies the uid/gid lists from conf. Return 0, or -1 with a message naming
- * the path. */
+ * bind with a restrictive umask, chmod 0660 (and chgrp to allowed_gids[0], else admin_gids[0], when
+ * there is one and the process may), then listen. Copies the uid/gid lists from conf. Return 0, or -1
+ * with a message naming the path. */
 int status_server_listen(struct status_server *s, const struct status_conf *conf, const char *run_dir, char *err,
                          size_t errlen);
 
-/* Take the uid/gid lists of a reloaded config (copied; the socket path is not changed here). Return 0,
- * or -1 on OOM (the old lists stay). */
+/* Take the uid/gid lists (allowed_* and admin_*) of a reloaded config (copied; the socket path is not
+ * changed here). Return 0, or -1 on OOM (the old lists stay). */
 int status_server_set_acl(struct status_server *s, const struct status_conf *conf);
 
 /* Replace the peer credential lookup (tests: a fake peer without changing uid). `fn` fills *peer for
@@ -206,6 +244,8 @@ struct status_stats {
     unsigned long over_uid_limit;   /* refused: the peer's uid had STATUS_MAX_PER_UID connections */
     unsigned long dropped_lifetime; /* closed at STATUS_MAX_LIFETIME_MS */
     unsigned long from_reserve;     /* accepted with the spare descriptor while out of descriptors */
+    unsigned long denied;           /* requests refused: an admin command from a read-only peer, or any from a
+                                     * peer a reload took off every list */
     size_t clients; /* connected now */
 };
 void status_server_stats(const struct status_server *s, struct status_stats *out);

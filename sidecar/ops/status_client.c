@@ -17,13 +17,13 @@ int status_client_connect(const char *path, char *err, size_t errlen)
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     if (strlen(path) >= sizeof(sa.sun_path)) {
         snprintf(err, errlen, "%s: path too long for a unix socket", path);
-        return -1;
+        return -2;
     }
     snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         snprintf(err, errlen, "socket(): %s", strerror(errno));
-        return -1;
+        return -2;
     }
     if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
         return fd;
@@ -38,7 +38,7 @@ int status_client_connect(const char *path, char *err, size_t errlen)
                  "socket's group)", path);
     else
         snprintf(err, errlen, "%s: %s", path, strerror(e));
-    return -1;
+    return e == ENOENT || e == ECONNREFUSED ? -1 : -2;
 }
 
 static long status_client_ms_left(const struct timespec *deadline)
@@ -388,9 +388,9 @@ static void summary_onionbalance(struct out *o, const json_t *ob)
     }
 }
 
-/* "  dos          PoW on, effort 0, queue 0; introductions 2 (0 rejected); rendezvous 2 (0 failed)": tor's
- * own numbers (MetricsPort); a value tor did not export is left out, never shown as 0. */
-static void summary_tor_metrics(struct out *o, const json_t *svc)
+/* tor's own numbers of one service in `tm` (MetricsPort), each part after its separator; a value tor did
+ * not export is left out, never shown as 0. */
+static void summary_tor_values(struct out *o, const json_t *tm, bool first)
 {
     static const struct {
         const char *key, *fmt;
@@ -399,16 +399,37 @@ static void summary_tor_metrics(struct out *o, const json_t *svc)
         {"introductions_received", "; introductions %.0f"}, {"introductions_rejected", " (%.0f rejected)"},
         {"rendezvous_created", "; rendezvous %.0f"},   {"rendezvous_errors", " (%.0f failed)"},
     };
+    for (size_t i = 0; json_is_object(tm) && i < sizeof(parts) / sizeof(parts[0]); i++) {
+        const json_t *v = json_object_get(tm, parts[i].key);
+        if (!json_is_number(v))
+            continue;
+        out_printf(o, first ? parts[i].fmt + 2 : parts[i].fmt, json_number_value(v)); /* the first without ", " */
+        first = false;
+    }
+}
+
+/* "  dos          PoW on, effort 0, queue 0; introductions 2 (0 rejected); rendezvous 2 (0 failed)": tor's
+ * own numbers (MetricsPort), over every tor of the service (summed; the highest effort); with several
+ * tors, then a row per tor ("    tor 2      effort 0, queue 0; introductions 1 ..."). */
+static void summary_tor_metrics(struct out *o, const json_t *svc)
+{
     const json_t *tm = json_object_get(svc, "tor_metrics"), *pow = json_object_get(svc, "pow_enabled");
+    const json_t *by_tor = json_object_get(svc, "tor_metrics_by_tor"), *one;
+    size_t k;
     if (!json_is_boolean(pow))
         return;
     out_printf(o, "  %-12s PoW %s", "dos", json_is_true(pow) ? "on" : "off");
-    for (size_t i = 0; json_is_object(tm) && i < sizeof(parts) / sizeof(parts[0]); i++) {
-        const json_t *v = json_object_get(tm, parts[i].key);
-        if (json_is_number(v))
-            out_printf(o, parts[i].fmt, json_number_value(v));
-    }
+    summary_tor_values(o, tm, false);
     out_printf(o, "%s\n", json_is_object(tm) ? "" : " (tor's metrics not read)");
+    if (json_array_size(by_tor) < 2)
+        return;
+    json_array_foreach(by_tor, k, one) {
+        char label[32];
+        snprintf(label, sizeof(label), "tor %lld", jint(one, "instance"));
+        out_printf(o, "    %-10s ", label);
+        summary_tor_values(o, one, true);
+        out_printf(o, "\n");
+    }
 }
 
 /* With several tors: whose descriptor the HSDirs serve ("served by tor 2 (8/8 HSDirs)"; report.c). */
@@ -427,6 +448,34 @@ static void summary_served(struct out *o, const json_t *svc)
                    jint(served, "hsdirs_answered"));
     else
         out_printf(o, "tor %lld (by accepted uploads: no HSDir's copy matched a tor's own descriptor)\n", by);
+}
+
+/* The last end-to-end probe in one line: "reachable: HTTP 200, first byte 0.84 s at 2026-12-05T15:20:12Z",
+ * or where it failed and when the service was last reached. Nothing when the probe is off. */
+static void summary_probe(struct out *o, const json_t *svc)
+{
+    const json_t *probe = json_object_get(svc, "probe");
+    if (!json_is_object(probe))
+        return;
+    const json_t *last = json_object_get(probe, "last"), *ttfb = json_object_get(last, "ttfb_seconds");
+    const char *state = jstr(probe, "state"), *when = jstr(last, "time");
+    out_printf(o, "  %-12s %s", "probe", state ? state : "unknown");
+    if (!json_is_object(last)) {
+        out_printf(o, " (not probed yet)\n");
+        return;
+    }
+    if (json_is_true(json_object_get(last, "ok"))) {
+        long long http = jint(last, "http_status");
+        if (http > 0)
+            out_printf(o, ": HTTP %lld", http);
+        if (json_is_number(ttfb))
+            out_printf(o, "%s %.2f s", http > 0 ? ", first byte" : ": connected in", json_number_value(ttfb));
+        out_printf(o, " at %s\n", when ? when : "?");
+        return;
+    }
+    const char *stage = jstr(last, "stage"), *detail = jstr(last, "detail"), *ok_at = jstr(probe, "last_success");
+    out_printf(o, ": last probe failed at %s%s%s at %s; last reached %s\n", stage ? stage : "?",
+               detail && *detail ? ": " : "", detail ? detail : "", when ? when : "?", ok_at ? ok_at : "never");
 }
 
 static void summary_service(struct out *o, const json_t *svc, const json_t *backends, bool several)
@@ -483,9 +532,61 @@ static void summary_service(struct out *o, const json_t *svc, const json_t *back
     }
     if (several)
         summary_served(o, svc);
+    summary_probe(o, svc);
     summary_tor_metrics(o, svc);
     if (name)
         summary_backends(o, name, backends);
+}
+
+/* Is the service without a problem a person must see: an address, a confirmed upload on every
+ * responsible HSDir, no circuit of the wrong kind, not degraded or down end to end, every backend pool
+ * up, not an Onionbalance frontend (its own view)? */
+static bool summary_is_healthy(const json_t *svc, const json_t *backends)
+{
+    const char *name = jstr(svc, "name"), *verdict = jstr(svc, "verdict");
+    const json_t *desc = json_object_get(svc, "descriptor"), *probe = json_object_get(svc, "probe");
+    const char *pstate = jstr(probe, "state");
+    if (!name || !jstr(svc, "address") || !json_is_true(json_object_get(svc, "uploaded")) ||
+        json_is_object(json_object_get(svc, "onionbalance")))
+        return false;
+    if (json_is_object(desc) && (jint(desc, "hsdirs_total") <= 0 ||
+                                 jint(desc, "hsdirs_confirmed") < jint(desc, "hsdirs_total")))
+        return false;
+    if ((verdict && strncmp(verdict, "not_", 4) == 0) ||
+        (pstate && strcmp(pstate, "reachable") != 0 && strcmp(pstate, "starting") != 0))
+        return false;
+    size_t i, j;
+    const json_t *pool, *b;
+    json_array_foreach(backends, i, pool) {
+        const char *svcname = jstr(pool, "service");
+        if (!svcname || strcmp(svcname, name) != 0)
+            continue;
+        json_array_foreach(json_object_get(pool, "backends"), j, b) {
+            const char *state = jstr(b, "state");
+            if (!state || strcmp(state, "up") != 0)
+                return false;
+        }
+    }
+    return true;
+}
+
+/* A healthy service in one line: "service web: <address>  ok, 8/8 HSDirs, reachable (first byte 0.42 s)". */
+static void summary_service_line(struct out *o, const json_t *svc)
+{
+    const json_t *desc = json_object_get(svc, "descriptor"), *probe = json_object_get(svc, "probe");
+    const char *pstate = jstr(probe, "state");
+    out_printf(o, "service %s: %s  ok", jstr(svc, "name"), jstr(svc, "address"));
+    if (json_is_object(desc))
+        out_printf(o, ", %lld/%lld HSDirs", jint(desc, "hsdirs_confirmed"), jint(desc, "hsdirs_total"));
+    if (pstate && strcmp(pstate, "starting") == 0) {
+        out_printf(o, ", starting (not probed yet)");
+    } else if (pstate) {
+        const json_t *ttfb = json_object_get(json_object_get(probe, "last"), "ttfb_seconds");
+        out_printf(o, ", %s", pstate);
+        if (json_is_number(ttfb))
+            out_printf(o, " (first byte %.2f s)", json_number_value(ttfb));
+    }
+    out_printf(o, "\n");
 }
 
 char *status_client_summary(const json_t *status, const json_t *services, const json_t *backends)
@@ -499,8 +600,19 @@ char *status_client_summary(const json_t *status, const json_t *services, const 
     size_t i;
     const json_t *svc;
     bool several = json_array_size(json_object_get(status, "tors")) > 1;
+    /* Many services: one line for each healthy one, the full view only where there is a problem. */
+    bool compact = json_array_size(services) > STATUS_CLIENT_FULL_MAX;
+    bool after_full = true; /* a run of one-line services starts after a blank line, as a full view does */
     json_array_foreach(services, i, svc) {
-        summary_service(&o, svc, backends, several);
+        if (compact && summary_is_healthy(svc, backends)) {
+            if (after_full)
+                out_printf(&o, "\n");
+            summary_service_line(&o, svc);
+            after_full = false;
+        } else {
+            summary_service(&o, svc, backends, several);
+            after_full = true;
+        }
     }
     if (!status && json_array_size(services) == 0)
         out_printf(&o, "(nothing to show)\n");
@@ -513,14 +625,21 @@ char *status_client_summary(const json_t *status, const json_t *services, const 
 
 /* ---- `onionfront status` --------------------------------------------------------------------------- */
 
-static int status_client_one(int fd, const char *cmd, char *const *args, int nargs, bool json, FILE *out,
-                             FILE *errf)
+static int status_client_one(int fd, const char *prog, const char *cmd, char *const *args, int nargs, bool json,
+                             FILE *out, FILE *errf)
 {
     char err[1024];
     json_t *req = status_client_request(cmd, args, nargs, err, sizeof(err));
     json_t *r = req ? status_client_send(fd, req, STATUS_CLIENT_TIMEOUT_MS, err, sizeof(err)) : NULL;
     if (!r) {
-        fprintf(errf, "onionfront status: %s: %s\n", cmd, err);
+        /* The daemon's refusals name the command already ("restart-tor: permission denied: ...");
+         * "onionfront log-level: ...", not "log-level: log-level: ...", and run as `onionfront
+         * restart-tor` the command is named once: "onionfront restart-tor: permission denied: ...". */
+        size_t n = strlen(cmd);
+        bool err_named = strncmp(err, cmd, n) == 0 && err[n] == ':';
+        const char *msg = err_named && strcmp(prog, cmd) == 0 ? err + n + 1 + (err[n + 1] == ' ') : err;
+        bool named = err_named || strcmp(prog, cmd) == 0;
+        fprintf(errf, "onionfront %s: %s%s%s\n", prog, named ? "" : cmd, named ? "" : ": ", msg);
         return 1;
     }
     if (!json && json_is_string(r)) {
@@ -541,22 +660,24 @@ static int status_client_one(int fd, const char *cmd, char *const *args, int nar
 int status_client_exit_code(const json_t *status)
 {
     const char *state = jstr(status, "state");
-    return !state || strcmp(state, "down") == 0 ? STATUS_EXIT_DOWN
-           : strcmp(state, "ok") == 0          ? STATUS_EXIT_OK
-                                               : STATUS_EXIT_DEGRADED;
+    return !state                       ? STATUS_EXIT_UNKNOWN /* no status this client can read */
+           : strcmp(state, "down") == 0 ? STATUS_EXIT_DOWN
+           : strcmp(state, "ok") == 0   ? STATUS_EXIT_OK
+                                        : STATUS_EXIT_DEGRADED;
 }
 
 int status_client_check(const char *path, FILE *out)
 {
-    static const char *const words[] = {"OK", "WARNING", "CRITICAL"};
+    static const char *const words[] = {"OK", "WARNING", "CRITICAL", "UNKNOWN"};
     char err[1024];
     int fd = status_client_connect(path, err, sizeof(err));
     json_t *st = fd >= 0 ? status_client_call(fd, "status", STATUS_CLIENT_TIMEOUT_MS, err, sizeof(err)) : NULL;
     if (fd >= 0)
         close(fd);
-    if (!st) {
-        fprintf(out, "ONIONFRONT CRITICAL - %s\n", err);
-        return STATUS_EXIT_DOWN;
+    if (!st) { /* not running is down; anything else (refused, no answer) cannot tell */
+        int rc = fd == -1 ? STATUS_EXIT_DOWN : STATUS_EXIT_UNKNOWN;
+        fprintf(out, "ONIONFRONT %s - %s\n", words[rc], err);
+        return rc;
     }
     int rc = status_client_exit_code(st);
     json_t *problems = json_object_get(st, "problems");
@@ -572,39 +693,100 @@ int status_client_check(const char *path, FILE *out)
     return rc;
 }
 
-int status_client_run(const char *path, const char *cmd, char *const *args, int nargs, bool json, FILE *out,
-                      FILE *errf)
+/* Is `word` one of the daemon's commands (its "help" list)? A daemon without "help" has only commands. */
+static bool status_client_is_command(int fd, const char *word)
+{
+    char err[256];
+    json_t *names = status_client_call(fd, "help", STATUS_CLIENT_TIMEOUT_MS, err, sizeof(err));
+    bool found = !json_is_array(names);
+    size_t i;
+    const json_t *n;
+    json_array_foreach(names, i, n) {
+        found = found || (json_is_string(n) && strcmp(json_string_value(n), word) == 0);
+    }
+    json_decref(names);
+    return found;
+}
+
+/* `onionfront status SERVICE`: the status line and that service in full (JSON: its object, with the
+ * per-HSDir detail). Return the status's exit code, or 1 when there is no such service. */
+static int status_client_service(int fd, const char *name, bool json, FILE *out, FILE *errf)
+{
+    char err[1024];
+    json_t *st = status_client_call(fd, "status", STATUS_CLIENT_TIMEOUT_MS, err, sizeof(err));
+    json_t *svcs = st ? status_client_call(fd, "services-detail", STATUS_CLIENT_TIMEOUT_MS, err, sizeof(err)) : NULL;
+    json_t *backends = svcs ? status_client_call(fd, "backends", STATUS_CLIENT_TIMEOUT_MS, err, sizeof(err)) : NULL;
+    json_t *svc = NULL, *one = NULL;
+    size_t i;
+    int rc = 1;
+    json_array_foreach(svcs, i, svc) {
+        if (jstr(svc, "name") && strcmp(jstr(svc, "name"), name) == 0)
+            break;
+    }
+    if (!st || !svcs) {
+        fprintf(errf, "onionfront status: %s\n", err);
+    } else if (i >= json_array_size(svcs)) {
+        /* Neither: the daemon's own refusal of it as a command names what it takes. */
+        json_t *r = status_client_call(fd, name, STATUS_CLIENT_TIMEOUT_MS, err, sizeof(err));
+        if (r)
+            snprintf(err, sizeof(err), "the daemon answered it as a command");
+        json_decref(r);
+        fprintf(errf, "onionfront status: %s: %s; and no service has that name\n", name, err);
+    } else if (json) {
+        json_dumpf(svc, out, JSON_INDENT(2));
+        fputc('\n', out);
+        rc = status_client_exit_code(st);
+    } else if ((one = json_array()) && json_array_append(one, svc) == 0) {
+        char *text = status_client_summary(st, one, backends);
+        if (text)
+            fputs(text, out);
+        rc = text ? status_client_exit_code(st) : 1;
+        free(text);
+    }
+    json_decref(one);
+    json_decref(st);
+    json_decref(svcs);
+    json_decref(backends);
+    return rc;
+}
+
+int status_client_run(const char *path, const char *prog, const char *cmd, char *const *args, int nargs, bool json,
+                      bool detail,
+                      FILE *out, FILE *errf)
 {
     char err[1024];
     int fd = status_client_connect(path, err, sizeof(err));
     if (fd < 0) {
-        fprintf(errf, "onionfront status: %s\n", err);
-        return cmd ? 1 : STATUS_EXIT_DOWN;
+        fprintf(errf, "onionfront %s: %s\n", prog, err);
+        return cmd ? 1 : fd == -1 ? STATUS_EXIT_DOWN : STATUS_EXIT_UNKNOWN;
     }
     if (cmd) {
-        int rc = status_client_one(fd, cmd, args, nargs, json, out, errf);
+        int rc = nargs == 0 && !status_client_is_command(fd, cmd)
+                     ? status_client_service(fd, cmd, json, out, errf)
+                     : status_client_one(fd, prog, cmd, args, nargs, json, out, errf);
         close(fd);
         return rc;
     }
-    static const char *const cmds[] = {"status", "services", "backends", "circuits"};
+    const char *const cmds[] = {"status", detail ? "services-detail" : "services", "backends", "circuits"};
     json_t *res[4] = {NULL};
     int rc = 0;
     for (size_t i = 0; i < 4; i++) {
         res[i] = status_client_call(fd, cmds[i], STATUS_CLIENT_TIMEOUT_MS, err, sizeof(err));
         /* Only the overall status is required; the rest may be "not available" in this build. */
         if (!res[i] && i == 0) {
-            fprintf(errf, "onionfront status: %s\n", err);
-            rc = 1;
+            fprintf(errf, "onionfront %s: %s\n", prog, err);
+            rc = STATUS_EXIT_UNKNOWN; /* running, but no usable answer: cannot tell */
             break;
         }
     }
     close(fd);
     if (rc == 0 && json) {
         json_t *all = json_object();
+        static const char *const keys[] = {"status", "services", "backends", "circuits"};
         for (size_t i = 0; all && i < 4; i++)
-            json_object_set(all, cmds[i], res[i] ? res[i] : json_null());
+            json_object_set(all, keys[i], res[i] ? res[i] : json_null());
         if (!all || json_dumpf(all, out, JSON_INDENT(2)) < 0)
-            rc = 1;
+            rc = STATUS_EXIT_UNKNOWN;
         fputc('\n', out);
         json_decref(all);
     } else if (rc == 0) {
@@ -612,7 +794,7 @@ int status_client_run(const char *path, const char *cmd, char *const *args, int 
         if (text)
             fputs(text, out);
         else
-            rc = 1;
+            rc = STATUS_EXIT_UNKNOWN;
         free(text);
     }
     if (rc == 0)

@@ -1,8 +1,12 @@
-/* probe.c — the end-to-end probe through onionfront's own client tor (see probe.h). */
+/* probe.c — the end-to-end probe through onionfront's own client tor (see probe.h). One job despite its
+ * length: each service's probe (schedule, HSFETCH and fetch through the client tor, result, the repair
+ * ladder's next step) is one cycle over one struct probe_svc, and the client tor it runs through exists
+ * only for it. */
 #include "sidecar/probe/probe.h"
 
 #include <curl/curl.h>
 #include <event2/event.h>
+#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,15 +20,17 @@
 #include "sidecar/config/config.h"
 #include "sidecar/core/log.h"
 #include "sidecar/core/metrics.h"
+#include "sidecar/identity/probeauth.h"
 #include "sidecar/identity/service_id.h"
 #include "sidecar/tor/tor.h"
+#include "sidecar/core/pace.h"
 
 #define PROBE_BODY_MAX 65536 /* bytes kept for body_contains; the rest is read and dropped */
 #define PROBE_TICK_MS 500
 static const double probe_buckets[] = {0.25, 0.5, 1, 2, 5, 10, 30, 60};
 #define PROBE_N_BUCKETS (sizeof(probe_buckets) / sizeof(probe_buckets[0]))
 
-enum probe_phase { PHASE_IDLE, PHASE_DESCRIPTOR, PHASE_FETCH };
+enum probe_phase { PHASE_IDLE, PHASE_AUTH, PHASE_DESCRIPTOR, PHASE_FETCH }; /* AUTH: ONION_CLIENT_AUTH_* sent */
 
 struct probe_result {
     bool ok;
@@ -40,8 +46,14 @@ struct probe_svc {
     char address[57];
     char name[CONFIG_SERVICE_NAME_MAX + 1];
     bool live;   /* seen in the last sync */
-    bool armed;  /* published (probe_may_arm): probing may begin */
+    bool keyless;   /* this pass holds no key for the service (the first of a private service's two) */
+    bool withdrawn; /* service_id_withdrawn: off every tor, not probed until a reload */
+    enum probe_keyless keyless_verdict;
+    char keyless_detail[160];
+    time_t keyless_time;
+    bool armed;  /* published (probe_may_arm): probing may begin; else starting */
     uint64_t published_seen_ms; /* when the action first answered at least SOME; 0: not yet */
+    double publish_since;       /* only upload rounds begun since then count (its tor restarted); 0: any */
     enum probe_phase phase;
     uint64_t next_ms, started_ms, desc_deadline_ms;
     double desc_s;
@@ -52,6 +64,7 @@ struct probe_svc {
     enum ladder_state logged_state;
     struct probe_result last;
     time_t last_success, down_since_wall, recovered_wall, tried_wall[LADDER_N_STEPS];
+    char declined[160]; /* the restart_tor step of this outage was not done: why */
     unsigned long runs[PROBE_N_STAGES];
     unsigned long repairs[LADDER_N_STEPS];
     unsigned long ttfb_buckets[PROBE_N_BUCKETS];
@@ -69,12 +82,28 @@ struct probe {
     struct check_http_loop *curl;
     struct event *tick_ev;
     unsigned long seq; /* SOCKS usernames: one per probe */
+    struct pace pace;  /* the spread of probe starts (pace.h) */
     struct probe_svc svcs[CONFIG_MAX_SERVICES];
     size_t n;
 };
 
-static const char *const probe_stage_names[] = {"ok", "descriptor", "introduction", "rendezvous",
-                                                "stream", "http", "client"};
+static const char *const probe_stage_names[] = {"ok",     "descriptor", "introduction", "rendezvous",
+                                                "stream", "http",       "open",         "client"};
+static const char *const probe_keyless_names[] = {"none", "refused", "inconclusive", "open"};
+
+const char *probe_keyless_str(enum probe_keyless k)
+{
+    return (unsigned)k <= PROBE_KEYLESS_OPEN ? probe_keyless_names[k] : "unknown";
+}
+
+enum probe_keyless probe_keyless_judge(bool connected, int socks_code)
+{
+    if (connected)
+        return PROBE_KEYLESS_OPEN;
+    /* socks-extensions.txt: F4 "Onion Service Missing Client Authorization" — the descriptor's inner layer
+     * did not decrypt without a key. Anything else proves nothing either way. */
+    return socks_code == 0xF4 ? PROBE_KEYLESS_REFUSED : PROBE_KEYLESS_INCONCLUSIVE;
+}
 
 const char *probe_stage_str(enum probe_stage s)
 {
@@ -115,7 +144,7 @@ static uint64_t probe_next_wait_ms(const struct probe *p)
 static void probe_take_step(struct probe_svc *s, enum ladder_step step)
 {
     struct probe *p = s->p;
-    char why[300];
+    char why[300], msg[600];
     s->repairs[step]++;
     s->tried_wall[step] = time(NULL);
     snprintf(why, sizeof(why), "service %s unreachable end to end (%s: %s)", s->name, probe_stage_str(s->last.stage),
@@ -126,17 +155,47 @@ static void probe_take_step(struct probe_svc *s, enum ladder_step step)
         if (p->actions.repost(p->actions.arg, s->address) < 0)
             log_notice("probe: service %s: the descriptor could not be re-posted (its tor is not ready)", s->name);
         break;
+    case LADDER_STEP_REPUBLISH:
+        log_warnx("probe: %s after the re-post; repair step 2: re-publishing it alone on its tor (new descriptors; "
+                  "the other services untouched)", why);
+        if (p->actions.republish(p->actions.arg, s->address) < 0)
+            log_notice("probe: service %s: it could not be re-published (its tor is not ready)", s->name);
+        break;
     case LADDER_STEP_RESTART_TOR:
-        log_warnx("probe: %s after the re-post; repair step 2: restarting its tor", why);
-        p->actions.restart_tor(p->actions.arg, s->address, why);
+        msg[0] = '\0';
+        if (p->actions.restart_tor(p->actions.arg, s->address, why, msg, sizeof(msg)) > 0) {
+            log_warnx("probe: %s after re-publishing it; repair step 3: restarting its tor: %s", why, msg);
+        } else {
+            snprintf(s->declined, sizeof(s->declined), "%.*s", (int)sizeof(s->declined) - 1, msg);
+            log_warnx("probe: %s after re-publishing it; repair step 3: not restarting its tor: %s", why, msg);
+        }
         break;
     case LADDER_STEP_ALERT:
-        log_warnx("probe: %s after re-posting and restarting tor; nothing left to try, alerting (status, metrics)",
-                  why);
+        log_warnx("probe: %s after re-posting, re-publishing%s; nothing left to try, alerting (status, metrics)", why,
+                  s->declined[0] ? "" : " and restarting tor");
         break;
     case LADDER_STEP_NONE:
         break;
     }
+}
+
+/* Is the service's tor gone (restarting)? Then, unless it is in an outage (whose ladder goes on: a tor
+ * that does not come back must not hold it at a step), it is starting again: not probed until an upload
+ * round begun after this is confirmed. */
+static bool probe_svc_tor_gone(struct probe_svc *s, uint64_t now_ms)
+{
+    struct probe *p = s->p;
+    if (s->ladder.step != LADDER_STEP_NONE ||
+        p->actions.published(p->actions.arg, s->address, s->publish_since) != PROBE_PUBLISHED_NO_TOR)
+        return false;
+    if (s->armed)
+        log_info("probe: service %s: no tor hosting it is up; starting again once it is published anew", s->name);
+    s->armed = false;
+    s->published_seen_ms = 0;
+    s->publish_since = (double)now_ms / 1000.0;
+    ladder_start_over(&s->ladder);
+    s->logged_state = LADDER_STARTING;
+    return true;
 }
 
 /* The one funnel of a counted probe: record, judge, repair, log state changes. */
@@ -148,13 +207,31 @@ static void probe_done(struct probe_svc *s, const struct probe_result *r)
     free(s->body);
     s->body = NULL;
     s->body_len = 0;
-    s->next_ms = clock_now_ms() + probe_next_wait_ms(p);
+    /* From its start, so the spread of starts (pace.h) stays as it was. */
+    uint64_t now = clock_now_ms();
+    s->next_ms = s->started_ms + probe_next_wait_ms(p);
+    if (s->next_ms < now + 1000)
+        s->next_ms = now + 1000;
     if (r->stage == PROBE_STAGE_CLIENT) {
         log_info("probe: service %s: not probed: %s", s->name, r->detail);
         return;
     }
+    if (!r->ok && r->stage != PROBE_STAGE_OPEN && probe_svc_tor_gone(s, now))
+        return; /* its tor went away under the probe: not the service's failure */
     s->last = *r;
     s->runs[r->stage]++;
+    if (r->stage == PROBE_STAGE_OPEN) {
+        /* Not a repair's business (a re-post or a restart would publish it open again): off every tor. */
+        char why[512];
+        snprintf(why, sizeof(why), "service %s: WITHDRAWN from every tor: reachable without client authorization "
+                 "(%s). Check its authorized_clients on every tor, then reload onionfront", s->name, r->detail);
+        if (!s->withdrawn)
+            log_error("probe: %s", why);
+        s->withdrawn = true;
+        if (p->actions.withdraw)
+            p->actions.withdraw(p->actions.arg, s->address, why);
+        return;
+    }
     if (r->ok) {
         s->last_success = r->time;
         if (r->ttfb_s >= 0) {
@@ -174,6 +251,7 @@ static void probe_done(struct probe_svc *s, const struct probe_result *r)
     if (was_down && s->ladder.state != LADDER_DOWN) {
         s->recovered_wall = r->time;
         memset(s->tried_wall, 0, sizeof(s->tried_wall));
+        s->declined[0] = '\0';
     }
     if (s->ladder.state != s->logged_state) {
         if (s->ladder.state == LADDER_DOWN)
@@ -229,9 +307,37 @@ static bool probe_status_expected(const struct probe_target_conf *t, long status
     return false;
 }
 
+static void probe_auth_send(struct probe_svc *s, bool add);
+
+/* The keyless pass of a private service is over: open is a finding of its own; otherwise the keyed pass. */
+static void probe_keyless_done(struct probe_svc *s, CURLcode rc, const char *why)
+{
+    int code = rc == CURLE_OK ? -1 : probe_socks_code(why);
+    s->xfer = NULL;
+    s->keyless_time = time(NULL);
+    s->keyless_verdict = probe_keyless_judge(rc == CURLE_OK, code);
+    snprintf(s->keyless_detail, sizeof(s->keyless_detail), "%s",
+             rc == CURLE_OK ? "a client without a key opened a stream to it" : why);
+    log_debug("probe: service %s: without a key: %s (%s)", s->name, probe_keyless_str(s->keyless_verdict),
+              s->keyless_detail);
+    if (s->keyless_verdict == PROBE_KEYLESS_OPEN) {
+        struct probe_result r = {.time = s->keyless_time, .stage = PROBE_STAGE_OPEN, .desc_s = s->desc_s,
+                                 .ttfb_s = -1};
+        snprintf(r.detail, sizeof(r.detail), "%s", s->keyless_detail);
+        probe_done(s, &r);
+        return;
+    }
+    s->keyless = false;
+    probe_auth_send(s, true);
+}
+
 static void probe_fetch_done_cb(CURL *easy, CURLcode rc, const char *errbuf, void *arg)
 {
     struct probe_svc *s = arg;
+    if (s->keyless) {
+        probe_keyless_done(s, rc, errbuf && errbuf[0] ? errbuf : curl_easy_strerror(rc));
+        return;
+    }
     const struct service_conf *sc = config_find_service(s->p->conf, s->name);
     struct probe_result r = {.time = time(NULL), .desc_s = s->desc_s, .ttfb_s = -1};
     curl_off_t t = 0;
@@ -305,7 +411,7 @@ static void probe_fetch(struct probe_svc *s)
         snprintf(port, sizeof(port), ":%u", (unsigned)t->port);
     snprintf(url, sizeof(url), "http://%s.onion%s%s", s->address, port, t->type == PROBE_TARGET_HTTP ? t->path : "/");
     snprintf(proxy, sizeof(proxy), "socks5h://localhost%s", tor_sup_socks_socket(p->tor));
-    snprintf(user, sizeof(user), "onionfront-probe-%lu", ++p->seq);
+    snprintf(user, sizeof(user), "onionfront-probe-%s%lu", s->keyless ? "nokey-" : "", ++p->seq);
     CURL *e = curl_easy_init();
     if (!e) {
         probe_fail_now(s, PROBE_STAGE_CLIENT, "out of memory");
@@ -322,7 +428,7 @@ static void probe_fetch(struct probe_svc *s)
     curl_easy_setopt(e, CURLOPT_USERAGENT, "onionfront-probe");
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, probe_body_cb);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, s);
-    if (t->type == PROBE_TARGET_CONNECT)
+    if (t->type == PROBE_TARGET_CONNECT || s->keyless) /* without a key only the stream's opening counts */
         curl_easy_setopt(e, CURLOPT_CONNECT_ONLY, 1L);
     unsigned left = end > now + 1000 ? (unsigned)(end - now) : 1000;
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)left + 1000); /* ours comes first; curl's is a safety net */
@@ -367,7 +473,8 @@ static void probe_hsfetch_reply_cb(struct cp_conn *c, const struct cp_reply *r, 
         probe_fetch(s); /* no fresh descriptor: the stream fetches one if none is cached */
 }
 
-static void probe_begin(struct probe_svc *s)
+/* Fetch the descriptor afresh, then connect (probe_fetch): one pass, with the time limit from now. */
+static void probe_hsfetch(struct probe_svc *s)
 {
     struct probe *p = s->p;
     char err[200];
@@ -381,6 +488,64 @@ static void probe_begin(struct probe_svc *s)
     if (!cmd || cp_conn_send(p->conn, cmd, probe_hsfetch_reply_cb, s, err, sizeof(err)) < 0)
         probe_fetch(s);
     free(cmd);
+}
+
+/* ONION_CLIENT_AUTH_REMOVE or _ADD answered: the pass it prepared goes on. */
+static void probe_auth_reply_cb(struct cp_conn *c, const struct cp_reply *r, const char *err, void *arg)
+{
+    struct probe_svc *s = arg;
+    char why[256];
+    (void)c;
+    if (s->phase != PHASE_AUTH)
+        return;
+    if (!r || r->status / 100 != 2) { /* 251/252 are successes too (control-spec 3.30, 3.31) */
+        snprintf(why, sizeof(why), "the client tor refused ONION_CLIENT_AUTH_%s: %s", s->keyless ? "REMOVE" : "ADD",
+                 r ? cp_reply_message(r) : err);
+        probe_fail_now(s, PROBE_STAGE_CLIENT, why);
+        return;
+    }
+    probe_hsfetch(s);
+}
+
+/* Make the client tor hold no key for the service (`add` false: the keyless pass follows) or the probe's
+ * own key (probeauth.h; the keyed pass follows). */
+static void probe_auth_send(struct probe_svc *s, bool add)
+{
+    struct probe *p = s->p;
+    struct probeauth a;
+    char err[300], *cmd = NULL;
+    s->phase = PHASE_AUTH;
+    int loaded = add ? probeauth_load(p->conf->state_dir, false, &a, err, sizeof(err)) : 0;
+    if (loaded == 1)
+        snprintf(err, sizeof(err), "the probe's client key %s/%s is missing", p->conf->state_dir, PROBEAUTH_FILE);
+    if (loaded != 0) {
+        probe_fail_now(s, PROBE_STAGE_CLIENT, err);
+        return;
+    }
+    if (!add) {
+        cmd = cp_cmd_onion_client_auth_remove(s->address, err, sizeof(err));
+    } else {
+        cmd = cp_cmd_onion_client_auth_add(s->address, a.private_b64, err, sizeof(err));
+        probeauth_clear(&a);
+    }
+    int rc = cmd && p->conn ? cp_conn_send(p->conn, cmd, probe_auth_reply_cb, s, err, sizeof(err)) : -1;
+    if (cmd)
+        OPENSSL_cleanse(cmd, strlen(cmd));
+    free(cmd);
+    if (rc < 0)
+        probe_fail_now(s, PROBE_STAGE_CLIENT, err);
+}
+
+/* One probe: a private service's keyless pass first (the client tor's key dropped), else the ordinary one.
+ * The ordinary probe of a private service holds the probe's key (added after the keyless pass). */
+static void probe_begin(struct probe_svc *s)
+{
+    const struct service_conf *sc = config_find_service(s->p->conf, s->name);
+    s->keyless = sc && sc->n_clients > 0 && probeauth_wanted(s->p->conf);
+    if (s->keyless)
+        probe_auth_send(s, false);
+    else
+        probe_hsfetch(s);
 }
 
 /* ---- the schedule -------------------------------------------------------------------------------- */
@@ -403,15 +568,18 @@ static void probe_svc_abandon(struct probe_svc *s)
     s->phase = PHASE_IDLE;
 }
 
-/* Follow the identities: each loaded, unrefused service has a slot, kept by address across reloads. */
+/* Follow the identities: each loaded, unrefused service has a slot, kept by address across reloads. A
+ * gone service's slot is dropped once neither it nor a slot after it (which would move) has a probe in
+ * flight: a probe holds its slot's address. */
 static void probe_sync(struct probe *p)
 {
     for (size_t i = 0; i < p->n; i++)
         p->svcs[i].live = false;
     for (size_t i = 0; i < service_ids_count(p->ids); i++) {
         const struct service_id *id = service_ids_at(p->ids, i);
-        if (!id->address[0] || service_id_refusal(id))
-            continue;
+        const char *withdrawn = service_id_withdrawn(id);
+        if (!id->address[0] || (service_id_refusal(id) && !withdrawn))
+            continue; /* a withdrawn service keeps its slot: status says why it is down */
         struct probe_svc *s = probe_find(p, id->address);
         if (!s && p->n < CONFIG_MAX_SERVICES) {
             s = &p->svcs[p->n++];
@@ -423,16 +591,20 @@ static void probe_sync(struct probe *p)
         if (!s)
             continue;
         s->live = true;
+        s->withdrawn = withdrawn != NULL; /* a reload checks it again: probed anew */
         snprintf(s->name, sizeof(s->name), "%s", service_id_name(id));
         ladder_configure(&s->ladder, p->conf->probe.window, p->conf->probe.down_after);
     }
-    for (size_t i = 0; i < p->n;) {
+    size_t busy_end = 0; /* one past the last slot with a probe in flight */
+    for (size_t i = 0; i < p->n; i++)
+        if (p->svcs[i].phase != PHASE_IDLE)
+            busy_end = i + 1;
+    for (size_t i = busy_end; i < p->n;) {
         if (p->svcs[i].live) {
             i++;
             continue;
         }
         probe_svc_abandon(&p->svcs[i]);
-        /* moving a slot would move a pointer held by a pending command: only drop idle ones */
         memmove(&p->svcs[i], &p->svcs[i + 1], (p->n - i - 1) * sizeof(p->svcs[0]));
         p->n--;
     }
@@ -451,32 +623,44 @@ static void probe_tick_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     event_add(p->tick_ev, &(struct timeval){0, PROBE_TICK_MS * 1000});
-    bool busy = false;
-    for (size_t i = 0; i < p->n; i++)
-        busy = busy || p->svcs[i].phase != PHASE_IDLE;
-    if (!busy)
-        probe_sync(p); /* only between probes: a probe in flight holds its slot's address */
+    probe_sync(p);
     uint64_t now = clock_now_ms();
     bool usable = p->conn && tor_sup_state(p->tor) == TOR_RUNNING;
+    double due[CONFIG_MAX_SERVICES];
+    size_t in_flight = 0, armed = 0;
     for (size_t i = 0; i < p->n; i++) {
         struct probe_svc *s = &p->svcs[i];
-        if (s->phase == PHASE_DESCRIPTOR && now >= s->desc_deadline_ms) {
+        due[i] = -1;
+        if (s->phase == PHASE_DESCRIPTOR && now >= s->desc_deadline_ms)
             probe_fetch(s);
+        if (s->phase != PHASE_IDLE) {
+            in_flight++;
+            armed++;
             continue;
         }
-        if (s->phase != PHASE_IDLE || !usable)
+        if (!s->live || s->withdrawn || probe_svc_tor_gone(s, now))
             continue;
         if (!s->armed) {
-            enum probe_published pub = p->actions.published(p->actions.arg, s->address);
-            if (pub != PROBE_PUBLISHED_NONE && !s->published_seen_ms)
+            enum probe_published pub = p->actions.published(p->actions.arg, s->address, s->publish_since);
+            if (pub >= PROBE_PUBLISHED_SOME && !s->published_seen_ms)
                 s->published_seen_ms = now;
             if (!probe_may_arm(pub, s->published_seen_ms, now))
                 continue;
             s->armed = true;
             s->next_ms = now; /* the first probe once the upload is on every responsible HSDir */
         }
-        if (now >= s->next_ms)
-            probe_begin(s);
+        armed++;
+        due[i] = (double)s->next_ms / 1000.0;
+    }
+    if (!usable)
+        return;
+    double gap = pace_gap((double)p->conf->probe.interval, armed, PROBE_GAP_CAP_MS / 1000.0);
+    size_t k;
+    while ((k = pace_pick(&p->pace, due, p->n, in_flight, gap, (double)now / 1000.0)) < p->n) {
+        pace_started(&p->pace, (double)now / 1000.0);
+        due[k] = -1;
+        in_flight++;
+        probe_begin(&p->svcs[k]);
     }
 }
 
@@ -498,7 +682,7 @@ static void probe_tor_lost_cb(struct tor_sup *t, const char *why, void *arg)
     p->conn = NULL;
     for (size_t i = 0; i < p->n; i++) {
         struct probe_svc *s = &p->svcs[i];
-        if (s->phase == PHASE_DESCRIPTOR) /* its HSFETCH answer will not come */
+        if (s->phase == PHASE_DESCRIPTOR || s->phase == PHASE_AUTH) /* its answer will not come */
             probe_fail_now(s, PROBE_STAGE_CLIENT, "the probe's client tor was lost");
     }
 }
@@ -540,6 +724,7 @@ struct probe *probe_new(struct event_base *base, struct proc_mgr *procs, const s
         return NULL;
     }
     tor_sup_set_role(p->tor, TOR_ROLE_PROBE_CLIENT);
+    pace_init(&p->pace, PROBE_MAX_IN_FLIGHT);
     return p;
 }
 
@@ -582,10 +767,15 @@ void probe_free(struct probe *p)
 bool probe_verdict(const struct probe *p, const char *address, enum ladder_state *state)
 {
     const struct probe_svc *s = probe_find(p, address);
-    if (!s || s->ladder.state == LADDER_UNKNOWN)
+    if (!s || (s->ladder.state == LADDER_STARTING && !s->withdrawn))
         return false;
-    *state = s->ladder.state;
+    *state = s->withdrawn ? LADDER_DOWN : s->ladder.state;
     return true;
+}
+
+double probe_restart_gap(const struct probe *p)
+{
+    return ladder_restart_gap(p->conf->probe.interval, p->conf->probe.window);
 }
 
 static json_t *probe_time_json(time_t t)
@@ -608,10 +798,15 @@ json_t *probe_service_to_json(const struct probe *p, const char *address)
     if (!s)
         return NULL;
     json_t *repairs = json_array();
-    for (int st = LADDER_STEP_REPOST; st < LADDER_N_STEPS; st++)
-        if (s->tried_wall[st])
-            json_array_append_new(repairs, json_pack("{s:s, s:o}", "step", ladder_step_str((enum ladder_step)st),
-                                                     "time", probe_time_json(s->tried_wall[st])));
+    for (int st = LADDER_STEP_REPOST; st < LADDER_N_STEPS; st++) {
+        if (!s->tried_wall[st])
+            continue;
+        json_t *rep = json_pack("{s:s, s:o}", "step", ladder_step_str((enum ladder_step)st), "time",
+                                probe_time_json(s->tried_wall[st]));
+        if (rep && st == LADDER_STEP_RESTART_TOR && s->declined[0])
+            json_object_set_new(rep, "declined", json_string(s->declined));
+        json_array_append_new(repairs, rep);
+    }
     json_t *last = json_null();
     if (s->last.time)
         last = json_pack("{s:o, s:b, s:s, s:s, s:o, s:o, s:o}", "time", probe_time_json(s->last.time), "ok",
@@ -619,11 +814,19 @@ json_t *probe_service_to_json(const struct probe *p, const char *address)
                          "descriptor_seconds", probe_seconds_json(s->last.desc_s), "ttfb_seconds",
                          probe_seconds_json(s->last.ttfb_s), "http_status",
                          s->last.http_status > 0 ? json_integer(s->last.http_status) : json_null());
-    return json_pack("{s:s, s:I, s:I, s:o, s:o, s:o, s:o, s:o}", "state", ladder_state_str(s->ladder.state),
+    json_t *auth = json_null();
+    if (s->keyless_verdict != PROBE_KEYLESS_NONE)
+        auth = json_pack("{s:s, s:s, s:o}", "keyless", probe_keyless_str(s->keyless_verdict), "detail",
+                         s->keyless_detail, "time", probe_time_json(s->keyless_time));
+    const struct service_id *id = service_ids_find(p->ids, address);
+    const char *withdrawn = id ? service_id_withdrawn(id) : NULL;
+    enum ladder_state state = s->withdrawn ? LADDER_DOWN : s->ladder.state;
+    return json_pack("{s:s, s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "state", ladder_state_str(state),
                      "probes", (json_int_t)s->ladder.n, "failures_in_window", (json_int_t)ladder_failures(&s->ladder),
                      "last", last, "last_success", probe_time_json(s->last_success), "down_since",
                      probe_time_json(s->ladder.state == LADDER_DOWN ? s->down_since_wall : 0), "repairs", repairs,
-                     "recovered_at", probe_time_json(s->recovered_wall));
+                     "recovered_at", probe_time_json(s->recovered_wall), "client_auth", auth, "withdrawn",
+                     withdrawn ? json_string(withdrawn) : json_null());
 }
 
 json_t *probe_to_json(const struct probe *p)
@@ -646,18 +849,30 @@ int probe_metrics(const struct probe *p, struct metrics *m)
                               "it is down; absent before its first probe.");
     for (size_t i = 0; !rc && i < p->n; i++) {
         const struct probe_svc *s = &p->svcs[i];
-        if (s->ladder.state != LADDER_UNKNOWN)
+        if (s->withdrawn)
+            rc = metrics_sample(m, "onionfront_service_reachable", (const char *const[]){"service", s->name, NULL}, 0);
+        else if (s->ladder.state != LADDER_STARTING)
             rc = metrics_sample(m, "onionfront_service_reachable", (const char *const[]){"service", s->name, NULL},
                                 s->ladder.state == LADDER_DOWN ? 0 : 1);
+    }
+    rc = rc || metrics_family(m, "onionfront_service_open_without_key", METRICS_GAUGE,
+                              "1 if the end-to-end probe opened this private service without a key (it is "
+                              "withdrawn from every tor until a reload), else 0; private services only.");
+    for (size_t i = 0; !rc && i < p->n; i++) {
+        const struct probe_svc *s = &p->svcs[i];
+        if (s->keyless_verdict != PROBE_KEYLESS_NONE || s->withdrawn)
+            rc = metrics_sample(m, "onionfront_service_open_without_key", (const char *const[]){"service", s->name, NULL},
+                                s->withdrawn || s->keyless_verdict == PROBE_KEYLESS_OPEN ? 1 : 0);
     }
     rc = rc || metrics_family(m, "onionfront_probe_state", METRICS_GAUGE,
                               "The end-to-end verdict per service: 1 for its current state.");
     for (size_t i = 0; !rc && i < p->n; i++)
-        for (int st = LADDER_UNKNOWN; !rc && st <= LADDER_DOWN; st++)
+        for (int st = LADDER_STARTING; !rc && st <= LADDER_DOWN; st++)
             rc = metrics_sample(m, "onionfront_probe_state",
                                 (const char *const[]){"service", p->svcs[i].name, "state",
                                                       ladder_state_str((enum ladder_state)st), NULL},
-                                p->svcs[i].ladder.state == (enum ladder_state)st);
+                                (p->svcs[i].withdrawn ? LADDER_DOWN : p->svcs[i].ladder.state) ==
+                                    (enum ladder_state)st);
     rc = rc || metrics_family(m, "onionfront_probe_runs_total", METRICS_COUNTER,
                               "End-to-end probes by result: ok, or the stage that failed.");
     for (size_t i = 0; !rc && i < p->n; i++)

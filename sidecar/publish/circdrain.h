@@ -3,7 +3,7 @@
  *
  * Why: a visitor's tor sends every request of a browser tab on its open rendezvous circuit to one of our
  * tors. Ending that tor while the visitor still uses the circuit fails the request sent in the moment
- * between the tor's end and the DESTROY reaching the visitor (measured: 1-2 per roll, README "Two tors");
+ * between the tor's end and the DESTROY reaching the visitor (measured: 1-2 per roll, docs/internals.md);
  * unmodified tor cannot move an open circuit to another tor. A visitor stops using a rendezvous circuit
  * by itself once it is MaxCircuitDirtiness old (10 minutes by default), and then closes it; its next
  * request introduces itself anew, with the descriptor it holds. So the tor to be ended, while another tor

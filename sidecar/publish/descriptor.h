@@ -10,7 +10,9 @@
  * held it (REASON=UPLOAD_REJECTED: the HSDir has this revision or a newer one, which counts as present);
  * the time of the last confirmed upload.
  *
- * Fetch probe: every probe_conf.hsfetch_interval seconds (the first one as soon as the first upload round
+ * Fetch probe ("hsfetch" in the code; "probe" in logs, the status JSON, the onionfront_probe_* metrics
+ * and descriptor_counts' probe* fields; not the end-to-end probe of sidecar/probe/): every
+ * probe_conf.hsfetch_interval seconds (the first one as soon as the first upload round
  * has settled), `HSFETCH <addr> SERVER=$fp ...` to every HSDir responsible for either descriptor, on the
  * single-hop tor itself (a bare `HSFETCH <addr>` if no upload was seen for 2 minutes); records how many served it
  * (RECEIVED vs FAILED NOT_FOUND), which descriptor clients fetch now (the id in REQUESTED: clients use
@@ -18,6 +20,9 @@
  * where the time period is relative to the shared-random value) and the time to the first descriptor.
  * An HSDir that confirmed the upload but answers the probe NOT_FOUND has lost the descriptor (a
  * restarted relay: its HSDir cache is in memory) and is marked failed with reason NOT_FOUND.
+ * Probes are paced (pace.h): at most 3 services' fetches in flight (each asks every
+ * responsible HSDir: a dozen directory circuits), starts at least hsfetch_interval / services apart (at
+ * most 2 s); due ones wait their turn, the most overdue first.
  *
  * Republish: HSDirs of a descriptor that failed, lost it, or stayed unconfirmed past the deadline get the
  * descriptor again with `+HSPOST SERVER=$fp HSADDRESS=<addr>` (one command per HSDir), using the body
@@ -30,9 +35,12 @@
  * repaired once it becomes the one clients fetch (or by tor's own next upload round).
  *
  * Owns that state, one timer and the HSFETCH/HSPOST commands it sends. Not the services themselves
- * (service.c), not SETEVENTS (tor.c). The state machine is driven by descriptor_on_hs_desc,
- * descriptor_on_hs_desc_content and descriptor_tick with an explicit time, so tests feed recorded events
- * and a fake clock; commands go out through a replaceable sender (cp_conn_send by default). */
+ * (service.c), not SETEVENTS (tor.c). In three files over one private header (descriptor_int.h):
+ * descriptor.c the state, the upload record and the event wiring; descriptor_hsfetch.c the fetches of
+ * our own descriptor and the re-posts; descriptor_report.c the JSON and the metrics. The state machine
+ * is driven by descriptor_on_hs_desc, descriptor_on_hs_desc_content and descriptor_tick with an explicit
+ * time, so tests feed recorded events and a fake clock; commands go out through a replaceable sender
+ * (cp_conn_send by default). */
 #ifndef ONIONFRONT_DESCRIPTOR_H
 #define ONIONFRONT_DESCRIPTOR_H
 
@@ -77,7 +85,7 @@ const char *desc_status_str(enum desc_status s);
  * if the command was not accepted (cb is then not called). */
 typedef int (*descriptor_send_fn)(void *arg, const char *cmd, cp_conn_reply_cb cb, void *cb_arg);
 /* A clock in seconds. The tracker reads two: the monotonic one (CLOCK_MONOTONIC, clock_now_ms; an
- * arbitrary origin) for every time it keeps, so deadlines, backoffs, the probe schedule and ages never
+ * arbitrary origin) for every time it keeps, so deadlines, backoffs, the hsfetch schedule and ages never
  * jump with the wall clock; and the wall clock (CLOCK_REALTIME, seconds since the Unix epoch) only to
  * show those times as dates in descriptor_*_to_json, where a date is the point. */
 typedef double (*descriptor_clock_fn)(void *arg);
@@ -124,7 +132,7 @@ void descriptor_on_hs_desc(struct descriptor_tracker *t, const struct cp_event_h
 void descriptor_on_hs_desc_content(struct descriptor_tracker *t, const struct cp_event_hs_desc_content *e,
                                    double now);
 
-/* Time-driven work at `now`: uploads overdue -> failed (NO_ANSWER), fetch timeouts, the probe schedule,
+/* Time-driven work at `now`: uploads overdue -> failed (NO_ANSWER), fetch timeouts, the hsfetch schedule,
  * republishing. Does nothing to tor unless attached (online). */
 void descriptor_tick(struct descriptor_tracker *t, double now);
 

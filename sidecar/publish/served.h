@@ -5,17 +5,19 @@
  * the blinded key certifies a fresh signing key; tor keeps it for the descriptor's life and re-signs
  * every upload round with it), so two tors with one onion key never share one: the certified key in a
  * descriptor's outer layer (`descriptor-signing-key-cert`) says which tor made it. A copy fetched from an
- * HSDir (the fetch probe, descriptor.h) is compared with each tor's own descriptor (GETINFO
+ * HSDir (the periodic HSFETCH, hsfetch, descriptor.h) is compared with each tor's own descriptor (GETINFO
  * hs/service/desc/id/<addr>); the revision counter is shown beside it. GETINFO returns only tor's
  * "current" descriptor, and clients fetch the other one during part of each time period: then a tor's
  * descriptor is known from a copy an HSDir served after it accepted that tor's upload, the last one it got
  * (served_attribute), and the other copies are compared with that. When no copy can be compared (before
  * the first probe), the acceptance record answers instead: the tor whose latest upload round every
  * responsible HSDir accepted, unless a later round of another tor may have replaced it
- * (served_by_rounds; the failover and the rolling restart decide with it, workerset.c).
+ * (served_by_rounds; the failover, the rolling restart and the probe's repairs decide with it alone:
+ * SERVED_BASIS_ACCEPTED).
  *
  * Owns the parsing of those two outer-layer lines and both decisions; pure functions on fixed-size
- * arrays (the data comes from descriptor.h's trackers). Not the fetching (descriptor.c) nor reports
+ * arrays; served_find.h gathers the data from descriptor.h's trackers, and workerset_served
+ * (workerset.h) is the one answer the daemon asks. Not the fetching (descriptor.c) nor reports
  * (report.c). */
 #ifndef ONIONFRONT_SERVED_H
 #define ONIONFRONT_SERVED_H
@@ -26,7 +28,6 @@
 
 #include <jansson.h>
 
-struct descriptor_tracker;
 struct metrics;
 
 #define SERVED_HSDIRS_MAX 16 /* HSDirs kept per service: 8 responsible per descriptor (hsdir_n_replicas 2
@@ -131,11 +132,6 @@ struct served_result {
  * descriptor, ACCEPTED_COPY if only learned ones did; else NONE (out->dirs still filled). */
 void served_compare(const struct served_ident *own, const struct served_ident *learned, size_t n_own,
                     const struct served_copy *copies, size_t n_copies, struct served_result *out);
-
-/* For `address`, over the trackers of the tors that publish it (ts[k]: tor k's, NULL skipped): compare
- * the freshest probe's copies with each tor's own descriptor, else fall back to the acceptance record. */
-void served_find(const struct descriptor_tracker *const *ts, size_t n, const char *address,
-                 struct served_result *out);
 
 /* *r as JSON for status: {"served_by" (tor number, 1-based, or null), "source", "hsdirs_holding",
  * "hsdirs_answered", "hsdirs": [{"fp", "nick", "tor" (1-based or null), "other" (a copy of no tor's own

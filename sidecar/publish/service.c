@@ -1,4 +1,6 @@
-/* service.c — SETCONF publication of onionfront's services on one tor (see service.h). */
+/* service.c — SETCONF publication of onionfront's services on one tor (see service.h). One job despite
+ * its length: every path here (publish, renew, re-add, foreign services, a tor that lost ours,
+ * unpublish) builds or checks the one SETCONF of the service_mgr's HiddenService* lines on one tor. */
 #include "sidecar/publish/service.h"
 
 #include <limits.h>
@@ -12,13 +14,14 @@
 #include "controlproto/cp_event.h"
 #include "sidecar/config/config.h"
 #include "sidecar/config/config_value.h"
+#include "sidecar/config/service_socket.h"
 #include "sidecar/identity/instance.h"
-#include "sidecar/identity/keys.h"
 #include "sidecar/core/log.h"
 #include "sidecar/core/metrics.h"
 #include "sidecar/balance/ob_instance.h"
-#include "sidecar/datapath/proxy.h"
 #include "sidecar/identity/service_id.h"
+
+#define SERVICE_SETCONF_S_PER_SERVICE 1 /* a SETCONF's time to answer, per service, beyond command_timeout */
 
 /* What this tor did with one service (its identity is service_ids' entry at the same index). */
 struct service {
@@ -28,6 +31,8 @@ struct service {
     unsigned reapplied;              /* times tor dropped it (a reload) and it was handed back */
     bool copy_bad;                   /* instance >= 1: its key copy is not the service's key; left out */
     bool ob_bad;                     /* its Onionbalance ob_config could not be written; left out */
+    bool renew_pow;                  /* service_mgr_renew: PoW on for now (configured off), until tor
+                                        uploads with it; then the configured group goes out */
 };
 
 struct service_mgr {
@@ -49,6 +54,11 @@ struct service_mgr {
     bool reload_seen;       /* tor reported SIGNAL RELOAD since the last check */
     bool unpublishing;      /* our services were removed on purpose: never re-apply them */
     unsigned long check_setconfs; /* `setconfs` when the pending check was sent */
+    /* service_mgr_renew's first SETCONF (PoW on for services configured without it) was accepted: the next
+     * HS_DESC UPLOAD of each such service is a descriptor with PoW parameters, so the configured group
+     * (PoW off) makes tor upload again (service_renew_uploading). */
+    bool renew_armed;
+    size_t renew_waiting; /* services with renew_pow set */
 };
 
 static double service_since(const struct timespec *t0)
@@ -149,7 +159,7 @@ static int service_port_line(const struct config *c, const struct service_conf *
                              char *out, size_t len)
 {
     char path[128];
-    if (proxy_socket_path(c->run_dir, sc->name, p->virtual_port, path, sizeof(path)) < 0)
+    if (service_socket_path(c->run_dir, sc->name, p->virtual_port, path, sizeof(path)) < 0)
         return -1;
     if (!config_is_plain_path(path)) /* config.c holds run_dir to this rule; service names are plainer */
         return -1;
@@ -193,8 +203,8 @@ static int service_add_uint(struct cp_conf_item *items, size_t *n, char **owned,
 /* A service's stream limit and DoS defences (config.h struct dos_conf) as its HiddenService* lines. Only
  * what differs from tor's defaults is sent, so turning a defence off removes its lines and GETCONF shows
  * what the config asks for. At most SERVICE_DOS_ITEMS_MAX items. Return 0 or -1 (OOM). */
-static int service_dos_items(const struct service_conf *sc, struct cp_conf_item *items, size_t *n, char **owned,
-                             size_t *n_owned)
+static int service_dos_items(const struct service_conf *sc, bool pow, struct cp_conf_item *items, size_t *n,
+                             char **owned, size_t *n_owned)
 {
     const struct dos_conf *d = &sc->dos;
     int rc = 0;
@@ -204,7 +214,7 @@ static int service_dos_items(const struct service_conf *sc, struct cp_conf_item 
         rc |= service_add_uint(items, n, owned, n_owned, "HiddenServiceMaxStreamsCloseCircuit", 1);
     if (d->num_intro_points != 3)
         rc |= service_add_uint(items, n, owned, n_owned, "HiddenServiceNumIntroductionPoints", d->num_intro_points);
-    if (d->pow_enabled) {
+    if (d->pow_enabled || pow) { /* pow: service_mgr_renew's first step, with the configured rate and burst */
         rc |= service_add_uint(items, n, owned, n_owned, "HiddenServicePoWDefensesEnabled", 1);
         rc |= service_add_uint(items, n, owned, n_owned, "HiddenServicePoWQueueRate", d->pow_queue_rate);
         rc |= service_add_uint(items, n, owned, n_owned, "HiddenServicePoWQueueBurst", d->pow_queue_burst);
@@ -219,9 +229,12 @@ static int service_dos_items(const struct service_conf *sc, struct cp_conf_item 
     return rc ? -1 : 0;
 }
 
+#define SERVICE_SKIP_NONE ((size_t)-1)
+
 /* Build the SETCONF that sets the complete HiddenService* group: the attached tor's own services first,
- * then ours (all of them, or none with `ours` false). Returns a new command, or NULL with err. */
-static char *service_setconf_cmd(const struct service_mgr *m, bool ours, char *err, size_t errlen)
+ * then ours (all of them but the `skip`-th, or none with `ours` false; PoW on for those with
+ * renew_pow). Returns a new command, or NULL with err. */
+static char *service_setconf_cmd(const struct service_mgr *m, bool ours, size_t skip, char *err, size_t errlen)
 {
     size_t cap = m->foreign.n + 1;
     for (size_t i = 0; ours && i < m->n; i++)
@@ -242,7 +255,7 @@ static char *service_setconf_cmd(const struct service_mgr *m, bool ours, char *e
     }
     for (size_t i = 0; ours && i < m->n; i++) {
         const struct service_conf *sc = service_id_at(m, i)->conf;
-        if (!service_in_tor(m, i))
+        if (!service_in_tor(m, i) || i == skip)
             continue; /* refused: tor would make it a new key */
         char dir[PATH_MAX];
         if (instance_key_dir(m->conf, sc, m->instance, dir, sizeof(dir)) < 0 || !(owned[n_owned] = strdup(dir))) {
@@ -264,7 +277,7 @@ static char *service_setconf_cmd(const struct service_mgr *m, bool ours, char *e
             items[n].value = owned[n_owned++];
             n++;
         }
-        if (service_dos_items(sc, items, &n, owned, &n_owned) < 0) {
+        if (service_dos_items(sc, m->services[i].renew_pow, items, &n, owned, &n_owned) < 0) {
             snprintf(err, errlen, "out of memory");
             goto done;
         }
@@ -292,6 +305,20 @@ done:
     free(owned);
     free(items);
     return cmd;
+}
+
+/* Send a SETCONF of the group with time for tor to answer in proportion to the services it handles
+ * (tor.command_timeout, plus SERVICE_SETCONF_S_PER_SERVICE for each of ours it hosts: it loads keys and
+ * registers or drops each one before it answers), so that a slow SETCONF of many services is not taken
+ * for a hung tor and restarted (cp_conn.h). Return as cp_conn_send. */
+static int service_send_setconf(struct service_mgr *m, const char *cmd, cp_conn_reply_cb cb, void *arg, char *err,
+                                size_t errlen)
+{
+    size_t hosted = 0;
+    for (size_t i = 0; i < m->n; i++)
+        hosted += service_mgr_hosts(m, i);
+    long secs = (long)m->conf->tor.command_timeout + (long)(hosted * SERVICE_SETCONF_S_PER_SERVICE);
+    return cp_conn_send_timed(m->conn, cmd, (struct timeval){secs, 0}, cb, arg, err, errlen);
 }
 
 static void service_setconf_cb(struct cp_conn *c, const struct cp_reply *r, const char *err, void *arg)
@@ -328,7 +355,12 @@ static void service_ob_prepare(struct service_mgr *m, size_t i)
         log_error("services: service %s left out: Onionbalance instance: %s", id->conf->name, err);
 }
 
-static void service_publish(struct service_mgr *m)
+static void service_renew_cb(struct cp_conn *c, const struct cp_reply *r, const char *err, void *arg);
+
+/* Send the complete group (service_setconf_cmd), each service's key (and its copy on this tor) verified
+ * first. With `renew` (service_mgr_renew), PoW is on in it for every handed-over service configured
+ * without it; otherwise it is exactly the configured group, and a renewal under way ends. */
+static int service_send(struct service_mgr *m, bool renew)
 {
     char err[512];
     for (size_t i = 0; i < m->n; i++) {
@@ -344,12 +376,63 @@ static void service_publish(struct service_mgr *m)
                 !service_ids_verify_copy(m->ids, i, copy);
         service_ob_prepare(m, i);
     }
-    char *cmd = service_setconf_cmd(m, true, err, sizeof(err));
+    m->renew_armed = false;
+    m->renew_waiting = 0;
+    for (size_t i = 0; i < m->n; i++) {
+        m->services[i].renew_pow = renew && service_in_tor(m, i) && !service_id_at(m, i)->conf->dos.pow_enabled;
+        m->renew_waiting += m->services[i].renew_pow;
+    }
+    char *cmd = service_setconf_cmd(m, true, SERVICE_SKIP_NONE, err, sizeof(err));
     clock_gettime(CLOCK_MONOTONIC, &m->published_at);
     m->setconfs++;
-    if (!cmd || cp_conn_send(m->conn, cmd, service_setconf_cb, m, err, sizeof(err)) < 0)
+    int rc = 0;
+    if (!cmd || service_send_setconf(m, cmd, renew ? service_renew_cb : service_setconf_cb, m, err, sizeof(err)) < 0) {
         log_error("services: cannot publish: %s", err);
+        for (size_t i = 0; i < m->n; i++)
+            m->services[i].renew_pow = false;
+        m->renew_waiting = 0;
+        rc = -1;
+    }
     free(cmd);
+    return rc;
+}
+
+static void service_publish(struct service_mgr *m)
+{
+    (void)service_send(m, false);
+}
+
+static int service_readd(struct service_mgr *m);
+
+/* The answer to service_mgr_renew's first SETCONF. Accepted: wait for each PoW-off service's upload
+ * (service_renew_uploading), or none to wait for. Refused or unanswered: the configured group again. */
+static void service_renew_cb(struct cp_conn *c, const struct cp_reply *r, const char *err, void *arg)
+{
+    struct service_mgr *m = arg;
+    service_setconf_cb(c, r, err, arg);
+    if (!r || m->conn != c || m->renew_waiting == 0)
+        return; /* gone (a new connection gets the configured group), or nothing to turn back */
+    if (cp_reply_is_ok(r)) {
+        m->renew_armed = true;
+    } else { /* a tor without the pow module: the slower renewal, with new introduction points */
+        log_warnx("services: tor refused PoW for new descriptors; they are built with new introduction points");
+        (void)service_readd(m);
+    }
+}
+
+/* HS_DESC UPLOAD of the i-th service after service_mgr_renew's first SETCONF was accepted: tor uploads it
+ * with PoW parameters (tor's update_all_descriptors_pow_params fills them before any upload of that pass),
+ * so PoW off now makes tor clear them and upload once more. Once every such service uploaded, the
+ * configured group goes out: the renewal ends in the configured PoW state. */
+static void service_renew_uploading(struct service_mgr *m, size_t i)
+{
+    if (!m->renew_armed || !m->services[i].renew_pow)
+        return;
+    m->services[i].renew_pow = false;
+    if (--m->renew_waiting == 0) {
+        log_info("services: new descriptors on their way; PoW back to the configured state");
+        service_publish(m);
+    }
 }
 
 /* Take tor's HiddenService* group (a GETCONF HiddenServiceOptions answer, consumed) as the new list of the
@@ -556,6 +639,8 @@ static void service_hs_desc_cb(struct cp_conn *c, const struct cp_reply *ev, voi
     size_t i = e.address ? service_by_address(m, e.address) : m->n;
     struct service *s = i < m->n ? &m->services[i] : NULL;
     const struct service_id *id = service_id_at(m, i);
+    if (s && e.action == CP_HS_DESC_UPLOAD)
+        service_renew_uploading(m, i);
     if (s && e.action == CP_HS_DESC_UPLOADED) {
         s->uploads++;
         service_ids_note_published(m->ids, i);
@@ -594,6 +679,10 @@ void service_mgr_detach(struct service_mgr *m)
 {
     m->conn = NULL;
     m->foreign_known = false;
+    m->renew_armed = false; /* the next tor gets the configured group */
+    m->renew_waiting = 0;
+    for (size_t i = 0; i < m->n; i++)
+        m->services[i].renew_pow = false;
     /* The next tor (a restart or reconnect) must upload again before a service counts as reachable,
      * and its first upload is logged again. */
     for (size_t i = 0; i < m->n; i++)
@@ -626,7 +715,7 @@ void service_mgr_unpublish(struct service_mgr *m, void (*done)(void *arg), void 
     char *cmd = NULL;
     /* Without the tor's own services known nothing of ours was handed over on this connection, and a
      * SETCONF would remove theirs. */
-    if (!m->conn || !m->foreign_known || !u || !(cmd = service_setconf_cmd(m, false, err, sizeof(err)))) {
+    if (!m->conn || !m->foreign_known || !u || !(cmd = service_setconf_cmd(m, false, SERVICE_SKIP_NONE, err, sizeof(err)))) {
         free(u);
         done(arg);
         return;
@@ -635,7 +724,7 @@ void service_mgr_unpublish(struct service_mgr *m, void (*done)(void *arg), void 
     u->arg = arg;
     m->unpublishing = true; /* the CONF_CHANGED this causes must not bring them back */
     m->setconfs++;
-    if (cp_conn_send(m->conn, cmd, service_unpublish_cb, u, err, sizeof(err)) < 0) {
+    if (service_send_setconf(m, cmd, service_unpublish_cb, u, err, sizeof(err)) < 0) {
         free(u);
         done(arg);
     }
@@ -652,21 +741,71 @@ void service_mgr_set_mode(struct service_mgr *m, enum service_mode mode)
     m->mode = mode;
 }
 
-int service_mgr_renew(struct service_mgr *m)
+int service_mgr_republish(struct service_mgr *m)
+{
+    if (!m->conn || !m->foreign_known || m->unpublishing)
+        return -1;
+    service_publish(m);
+    return 0;
+}
+
+/* Make tor forget the services (and their descriptors), then build them anew: new introduction points,
+ * so their introduction and rendezvous circuits are rebuilt. Return 0, or -1 if nothing was sent. */
+static int service_readd(struct service_mgr *m)
 {
     char err[256];
-    char *cmd = NULL;
-    if (!m->conn || !m->foreign_known || m->unpublishing || !(cmd = service_setconf_cmd(m, false, err, sizeof(err))))
+    char *cmd = service_setconf_cmd(m, false, SERVICE_SKIP_NONE, err, sizeof(err));
+    if (!cmd)
         return -1;
-    /* Two SETCONFs in a row: tor forgets the services (and their descriptors), then builds them anew. The
-     * CONF_CHANGED of the first one triggers a check, which tor answers after the second. */
+    /* Two SETCONFs in a row. The CONF_CHANGED of the first one triggers a check, which tor answers after
+     * the second. */
     m->setconfs++;
-    int rc = cp_conn_send(m->conn, cmd, service_setconf_cb, m, err, sizeof(err));
+    int rc = service_send_setconf(m, cmd, service_setconf_cb, m, err, sizeof(err));
     free(cmd);
     if (rc < 0)
         return -1;
     service_publish(m);
     return 0;
+}
+
+int service_mgr_renew_one(struct service_mgr *m, const char *address)
+{
+    char err[256];
+    char *cmd = NULL;
+    size_t i = address ? service_by_address(m, address) : m->n;
+    if (i >= m->n || !service_in_tor(m, i) || !m->conn || !m->foreign_known || m->unpublishing)
+        return -1;
+    const struct service_conf *sc = service_id_at(m, i)->conf;
+    if (sc->dos.pow_enabled) {
+        /* TOR-FACTS: with PoW on, a SETCONF of the unchanged group makes tor re-seed the puzzle and upload
+         * new descriptors of this service within a second, keeping its introduction points. It does the
+         * same for the other PoW services on this tor (and nothing to the rest). */
+        log_info_f(LOG_SERVICE(sc->name), "services: re-publishing %s (PoW on: one SETCONF of the group)", sc->name);
+        service_publish(m);
+        return 0;
+    }
+    /* Without it, then with it: tor drops the service (its descriptors and introduction circuits) and
+     * builds it anew with the same key; only its lines change, so the others keep their descriptors. */
+    if (!(cmd = service_setconf_cmd(m, true, i, err, sizeof(err))))
+        return -1;
+    m->setconfs++;
+    int rc = service_send_setconf(m, cmd, service_setconf_cb, m, err, sizeof(err));
+    free(cmd);
+    if (rc < 0)
+        return -1;
+    log_info_f(LOG_SERVICE(sc->name), "services: re-publishing %s alone (removed and added again)", sc->name);
+    service_publish(m);
+    return 0;
+}
+
+int service_mgr_renew(struct service_mgr *m, bool pow_safe)
+{
+    if (!m->conn || !m->foreign_known || m->unpublishing)
+        return -1;
+    const char *how = getenv("ONIONFRONT_RENEW"); /* "readd": the older renewal, kept for make bench */
+    if (!pow_safe || (how && strcmp(how, "readd") == 0))
+        return service_readd(m);
+    return service_send(m, true);
 }
 
 size_t service_mgr_count(const struct service_mgr *m)

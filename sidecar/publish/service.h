@@ -68,11 +68,30 @@ void service_mgr_set_mode(struct service_mgr *m, enum service_mode mode);
 /* Does this manager's tor host the i-th service (its mode)? */
 bool service_mgr_hosts(const struct service_mgr *m, size_t i);
 
-/* Make tor build new descriptors for our services now (a standby taking over: rend-spec-v3's revision
- * counter comes from the time a descriptor is built, and HSDirs keep the highest, so re-posting the old
- * one would be refused — TOR-FACTS): one SETCONF without them, then one with them. Their introduction and
- * rendezvous circuits on this tor are rebuilt. Return 0, or -1 if nothing was sent (no connection yet). */
-int service_mgr_renew(struct service_mgr *m);
+/* Make tor build and upload new descriptors of our services now, keeping their introduction points and
+ * circuits (a standby taking over: rend-spec-v3's revision counter comes from the time a descriptor is
+ * built, and HSDirs keep the highest, so re-posting the old one would be refused — TOR-FACTS). tor uploads
+ * anew when a service's PoW parameters change, and a SETCONF re-seeds every PoW service's puzzle: so one
+ * SETCONF of the complete group (through the same key checks as every SETCONF) with PoW on also for the
+ * services configured without it; once tor reported the upload (HS_DESC UPLOAD) of each of those, the
+ * configured group again, which makes tor clear their PoW parameters and upload once more. A service
+ * with PoW on thus gets one new descriptor, one without gets two and ends as configured. Without
+ * `pow_safe` (the tor's version is unknown or older than TORCAPS_POW_MIN_VERSION, whose PoW code could
+ * crash), or when tor refuses PoW (built without the pow module), the services are removed and re-added
+ * instead (new introduction points, their circuits rebuilt); so too with ONIONFRONT_RENEW=readd in the
+ * environment (make bench compares the two). Return 0, or -1 if nothing was sent (no connection yet). */
+int service_mgr_renew(struct service_mgr *m, bool pow_safe);
+/* Send the HiddenService* group again as the identities say now (a service refused or withdrawn since is
+ * left out, so tor stops publishing it; the others keep their descriptors). Return 0, or -1 if this tor
+ * cannot take a SETCONF now (it gets the current set when it can). */
+int service_mgr_republish(struct service_mgr *m);
+
+/* Make tor build new descriptors of the service with this address alone (the probe's repair, ladder.h):
+ * one SETCONF without it, then one with it (its introduction circuits on this tor are rebuilt; the other
+ * services keep theirs and their descriptors); for a service with PoW on, one SETCONF of the unchanged
+ * group, which re-uploads it with the same introduction points (and re-seeds every PoW service here).
+ * Return 0, or -1 if nothing was sent (not ours, left out, no connection yet). */
+int service_mgr_renew_one(struct service_mgr *m, const char *address);
 
 size_t service_mgr_count(const struct service_mgr *m);
 /* The i-th service's onion address without ".onion" ("" until keys are loaded). */

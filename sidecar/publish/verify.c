@@ -14,8 +14,8 @@
 #include "controlproto/cp_conn.h"
 #include "controlproto/cp_event.h"
 #include "sidecar/config/config.h"
-#include "sidecar/identity/keys.h"
 #include "sidecar/core/log.h"
+#include "sidecar/core/onion_address.h"
 #include "sidecar/tor/single_onion.h"
 #include "sidecar/core/metrics.h"
 

@@ -57,21 +57,32 @@ bool anonymous_circ_fits(const struct cp_event_circ *c)
 
 void single_onion_warn(const struct config *c)
 {
-    char list[CONFIG_MAX_SERVICES * (CONFIG_SERVICE_NAME_MAX + 2) + 1] = "";
+    char list[SINGLE_ONION_WARN_NAMES * (CONFIG_SERVICE_NAME_MAX + 2) + 32] = "", what[48];
     size_t used = 0, n = 0;
-    for (size_t i = 0; i < c->n_services && used < sizeof(list); i++) {
+    for (size_t i = 0; i < c->n_services; i++) {
         if (c->services[i].mode != SERVICE_MODE_SINGLE)
             continue;
-        int w = snprintf(list + used, sizeof(list) - used, "%s%s", n++ ? ", " : "", c->services[i].name);
-        if (w < 0)
-            break;
-        used += (size_t)w;
+        /* The first few by name, the rest by count: one line, however many services. */
+        int w = n < SINGLE_ONION_WARN_NAMES
+                    ? snprintf(list + used, sizeof(list) - used, "%s%s", n ? ", " : "", c->services[i].name)
+                    : 0;
+        n++;
+        if (w > 0 && (size_t)w < sizeof(list) - used)
+            used += (size_t)w;
     }
     if (n == 0)
         return;
+    if (n > SINGLE_ONION_WARN_NAMES)
+        snprintf(list + used, sizeof(list) - used, " and %zu more", n - SINGLE_ONION_WARN_NAMES);
+    if (n == 1)
+        snprintf(what, sizeof(what), "the onion service");
+    else if (n > SINGLE_ONION_WARN_NAMES)
+        snprintf(what, sizeof(what), "the %zu onion services", n);
+    else
+        snprintf(what, sizeof(what), "the onion services");
     log_warnx("SINGLE ONION SERVICE MODE: %s %s run by onionfront %s NOT location-hidden. Their tor makes "
               "one-hop circuits, so introduction and rendezvous relays see this server's IP address. Use single "
               "onions only for sites whose location is public anyway; this tor has no SocksPort and can never be "
               "used as a client.",
-              n == 1 ? "the onion service" : "the onion services", list, n == 1 ? "is" : "are");
+              what, list, n == 1 ? "is" : "are");
 }

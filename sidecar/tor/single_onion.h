@@ -49,7 +49,9 @@ bool anonymous_circ_fits(const struct cp_event_circ *c);
 #define ANONYMOUS_MIN_HOPS 3
 
 /* Log the start-up warning that names exactly the single onion services of `c` (mode "single"), which
- * are not location-hidden; nothing if there is none. */
+ * are not location-hidden; nothing if there is none. With more than SINGLE_ONION_WARN_NAMES it names
+ * their count and the first few ("the 30 onion services a, b, c, d, e and 25 more"): one readable line. */
+#define SINGLE_ONION_WARN_NAMES 5
 void single_onion_warn(const struct config *c);
 
 #endif

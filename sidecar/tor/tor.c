@@ -1,6 +1,8 @@
 /* tor.c — spawn/attach, control connection, bootstrap, mode verification and restart for onionfront's
  * tor (see tor.h). Services are not this file's business: it hands each new verified connection to the
- * ready() callback and reports its loss through lost(). */
+ * ready() callback and reports its loss through lost(). One job despite its length: a single state
+ * machine (enum tor_state) whose process, connection, bootstrap and verification steps each move the
+ * same struct tor_sup on, so every transition and its restart rule read in one place. */
 #include "sidecar/tor/tor.h"
 
 #include <errno.h>
@@ -33,6 +35,7 @@
 #include "sidecar/core/proc.h"
 #include "sidecar/tor/single_onion.h"
 #include "sidecar/tor/torrc.h"
+#include "sidecar/identity/handover.h"
 
 /* Events onionfront uses; SETEVENTS replaces the whole set, so one module owns it. CONF_CHANGED and
  * SIGNAL tell service.c that tor reloaded its torrc (and dropped the services added by SETCONF). */
@@ -62,6 +65,9 @@ struct tor_sup {
     int progress;
     char version[64];
     long uid;                /* process/uid of the verified tor, -1 unknown */
+    long tor_pid;            /* process/pid of the verified tor, -1 unknown */
+    unsigned long long cpu_ticks; /* its CPU time at the last look (tor_busy_cb) */
+    bool cpu_known;               /* cpu_ticks was read from this tor */
     unsigned restarts;
     unsigned backoff_s;
     unsigned reap_waits;     /* retry ticks spent waiting for a killed tor to be reaped */
@@ -226,8 +232,11 @@ static void tor_bootstrap_phase_cb(struct cp_conn *c, const struct cp_reply *r, 
         struct cp_args a = {0};
         if (phase && cp_args_parse(phase, &a, perr, sizeof(perr)) == 0) {
             const char *p = cp_args_get(&a, "PROGRESS");
-            if (p)
-                tor_note_progress(t, atoi(p), cp_args_get(&a, "SUMMARY"));
+            int progress;
+            if (p && cp_bootstrap_progress_parse(p, &progress, perr, sizeof(perr)) == 0)
+                tor_note_progress(t, progress, cp_args_get(&a, "SUMMARY"));
+            else if (p)
+                log_debug("%s: GETINFO status/bootstrap-phase: %s", t->label, perr);
             cp_args_clear(&a);
         }
         cp_info_clear(&info);
@@ -243,6 +252,65 @@ static void tor_send_getinfo(struct tor_sup *t, const char *key, cp_conn_reply_c
     free(cmd);
 }
 
+int tor_stat_cpu_ticks(const char *stat, unsigned long long *ticks)
+{
+    /* proc(5): "pid (comm) state ppid ... utime stime ..."; comm may hold anything, so count the
+     * fields after its last ')': state is field 3, utime 14, stime 15. */
+    const char *p = stat ? strrchr(stat, ')') : NULL;
+    unsigned long long utime, stime;
+    if (!p)
+        return -1;
+    p++;
+    for (int field = 3; field < 14; field++) {
+        while (*p == ' ')
+            p++;
+        if (!*p)
+            return -1;
+        while (*p && *p != ' ')
+            p++;
+    }
+    if (sscanf(p, " %llu %llu", &utime, &stime) != 2)
+        return -1;
+    *ticks = utime + stime;
+    return 0;
+}
+
+/* The CPU time (clock ticks) tor's process has used, or -1 (no pid known, gone, unreadable). */
+static int tor_cpu_ticks(const struct tor_sup *t, unsigned long long *ticks)
+{
+    char path[64], buf[1024];
+    long pid = t->child ? (long)proc_pid(t->child) : t->tor_pid;
+    if (pid <= 0)
+        return -1;
+    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "re");
+    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = '\0';
+    return n ? tor_stat_cpu_ticks(buf, ticks) : -1;
+}
+
+/* cp_conn's busy check (cp_conn.h): tor left a command unanswered for its whole time. Did its process
+ * use CPU since the last look (a keepalive, or the previous check)? Then it is busy, not hung: a tor
+ * uploading the descriptors of many services encodes one for every HSDir in its main loop and answers
+ * nothing for tens of seconds on a loaded machine, while a stopped or deadlocked tor uses no CPU. */
+static bool tor_busy_cb(struct cp_conn *c, void *arg)
+{
+    struct tor_sup *t = arg;
+    unsigned long long now;
+    (void)c;
+    if (tor_cpu_ticks(t, &now) < 0)
+        return false;
+    bool busy = t->cpu_known && now > t->cpu_ticks;
+    t->cpu_ticks = now;
+    t->cpu_known = true;
+    if (busy)
+        log_info("%s: no answer on the control port yet, but tor is working (its process used CPU); waiting "
+                 "longer", t->label);
+    return busy;
+}
+
 static void tor_keepalive_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct tor_sup *t = arg;
@@ -252,6 +320,11 @@ static void tor_keepalive_cb(evutil_socket_t fd, short what, void *arg)
      * and we restart. The answer also keeps the bootstrap figure fresh. */
     if (t->conn && cp_conn_get_state(t->conn) == CP_CONN_READY)
         tor_send_getinfo(t, "status/bootstrap-phase", tor_bootstrap_phase_cb);
+    unsigned long long ticks;
+    if (tor_cpu_ticks(t, &ticks) == 0) {
+        t->cpu_ticks = ticks; /* the baseline of tor_busy_cb */
+        t->cpu_known = true;
+    }
     event_add(t->keepalive_ev, &(struct timeval){TOR_KEEPALIVE_S, 0});
 }
 
@@ -307,6 +380,9 @@ static bool tor_uid_problem(const struct tor_sup *t, char *out, size_t outlen)
 
 static void tor_handover(struct tor_sup *t)
 {
+    unsigned long long ticks;
+    t->cpu_known = tor_cpu_ticks(t, &ticks) == 0;
+    t->cpu_ticks = t->cpu_known ? ticks : 0; /* the first baseline of tor_busy_cb */
     tor_set_state(t, TOR_BOOTSTRAPPING);
     t->handed_over = true;
     event_add(t->keepalive_ev, &(struct timeval){TOR_KEEPALIVE_S, 0});
@@ -354,6 +430,12 @@ static void tor_verify_listeners_cb(struct cp_conn *c, const struct cp_reply *r,
     t->uid = uid ? strtol(uid, &end, 10) : -1;
     if (!uid || end == uid || *end != '\0' || t->uid < 0)
         t->uid = -1;
+    const char *pid = cp_info_get(&info, "process/pid");
+    end = NULL;
+    t->tor_pid = pid ? strtol(pid, &end, 10) : -1;
+    if (!pid || end == pid || *end != '\0' || t->tor_pid <= 0)
+        t->tor_pid = -1;
+    t->cpu_known = false;
 
     cp_info_clear(&info);
     cp_info_clear(&v->conf);
@@ -405,10 +487,11 @@ static void tor_verify_modeconf_cb(struct cp_conn *c, const struct cp_reply *r, 
         tor_restart_later(t, "cannot parse GETCONF answer");
         return;
     }
-    const char *keys[SINGLE_ONION_N_LISTENERS + 2];
+    const char *keys[SINGLE_ONION_N_LISTENERS + 3];
     memcpy(keys, single_onion_listener_keys, sizeof(single_onion_listener_keys));
     keys[SINGLE_ONION_N_LISTENERS] = "version";
     keys[SINGLE_ONION_N_LISTENERS + 1] = "process/uid";
+    keys[SINGLE_ONION_N_LISTENERS + 2] = "process/pid";
     char *cmd = cp_cmd_getinfo(keys, sizeof(keys) / sizeof(keys[0]), perr, sizeof(perr));
     if (!cmd || cp_conn_send(t->conn, cmd, tor_verify_listeners_cb, v, perr, sizeof(perr)) < 0) {
         free(cmd);
@@ -524,6 +607,8 @@ static void tor_try_connect(struct tor_sup *t)
     o.auth = tor_is_spawn(t) ? CP_AUTH_SAFECOOKIE : CP_AUTH_AUTO;
     o.cmd_timeout.tv_sec = (time_t)t->conf->tor.command_timeout;
     t->conn = cp_conn_new(t->base, &o, tor_conn_state_cb, t, err, sizeof(err));
+    if (t->conn)
+        cp_conn_set_busy_check(t->conn, tor_busy_cb, t);
     if (!t->conn || cp_conn_connect(t->conn, err, sizeof(err)) < 0) {
         if (t->conn) {
             cp_conn_free(t->conn);
@@ -559,15 +644,41 @@ enum log_level tor_line_level(const char *line)
     return LOG_LVL_NOTICE;
 }
 
+/* tor 0.4.9's start-up warnings for a configuration onionfront chose (config.c, options_act in tor). */
+static const char *const tor_single_onion_warnings[] = {
+    "HiddenServiceNonAnonymousMode is set. Every hidden service on this tor instance is NON-ANONYMOUS. If the "
+    "HiddenServiceNonAnonymousMode option is changed, Tor will refuse to launch hidden services from the same "
+    "directories, to protect your anonymity against config errors. This setting is for experimental use only.",
+    "This copy of Tor was compiled or configured to run in a non-anonymous mode. It will provide NO ANONYMITY.",
+};
+static const char tor_root_warning[] = "You are running Tor as root. You don't need to, and you probably shouldn't.";
+
+enum log_level tor_line_relay_level(const char *line, bool single_onion, bool drops_root)
+{
+    enum log_level level = tor_line_level(line);
+    const char *text = level == LOG_LVL_WARN ? strstr(line, "[warn] ") : NULL;
+    if (!text)
+        return level;
+    text += strlen("[warn] ");
+    for (size_t i = 0; single_onion && i < sizeof(tor_single_onion_warnings) / sizeof(tor_single_onion_warnings[0]);
+         i++)
+        if (strcmp(text, tor_single_onion_warnings[i]) == 0)
+            return LOG_LVL_NOTICE;
+    return drops_root && strcmp(text, tor_root_warning) == 0 ? LOG_LVL_NOTICE : level;
+}
+
 static void tor_line_cb(struct proc *p, const char *line, void *arg)
 {
     struct tor_sup *t = arg;
     (void)p;
-    /* tor's own log at its own level, so its warnings are warnings (the non-anonymous-mode warnings at
-     * start too: onionfront's own start warning says the same). */
-    log_relay(tor_line_level(line), t->role == TOR_ROLE_PROBE_CLIENT ? "probe-tor"
-                                    : t->role == TOR_ROLE_OB_CLIENT  ? "ob-tor"
-                                                                     : t->label,
+    /* tor's own log at its own level, so its warnings are warnings, except those it prints at every start
+     * for what onionfront set up on purpose (tor_line_relay_level): `journalctl -p warning` stays quiet
+     * on a healthy start but for onionfront's own single-onion warning. */
+    bool drops_root = t->conf->tor.user && !tor_client_name(t) && geteuid() == 0;
+    log_relay(tor_line_relay_level(line, t->role == TOR_ROLE_SERVICE, drops_root),
+              t->role == TOR_ROLE_PROBE_CLIENT ? "probe-tor"
+              : t->role == TOR_ROLE_OB_CLIENT  ? "ob-tor"
+                                               : t->label,
               line);
 }
 
@@ -714,7 +825,7 @@ static bool tor_leftover_is_ours(const struct tor_sup *t, int pidfd, long pid)
         return false;
 
     uid_t tor_uid = geteuid();
-    if (t->conf->tor.user && !tor_client_name(t)) {
+    if (t->conf->tor.user) {
         const struct passwd *pw = getpwnam(t->conf->tor.user);
         if (!pw)
             return false;
@@ -830,8 +941,9 @@ static int tor_write_torrc(struct tor_sup *t, char *err, size_t errlen)
         .control_socket = t->control_socket,
         .socks_socket = t->socks_socket[0] ? t->socks_socket : NULL, /* Onionbalance's tor: none */
         .controller_pid = getpid(),
-        /* Client tors run as onionfront's user: the probe's SocksPort lies in onionfront's 0700 run_dir. */
-        .user = !tor_client_name(t) ? t->conf->tor.user : NULL,
+        /* Every tor runs as tor's user (the client tors too: handover_apply_client gave them their
+         * directories), never as root. */
+        .user = t->conf->tor.user,
         .extra = (const char *const *)t->conf->tor.extra_torrc,
         .n_extra = t->conf->tor.n_extra_torrc,
     };
@@ -855,7 +967,8 @@ static int tor_launch(struct tor_sup *t, char *err, size_t errlen)
 {
     clock_gettime(CLOCK_MONOTONIC, &t->started_at);
     t->progress = -1;
-    t->uid = -1;
+    t->uid = t->tor_pid = -1;
+    t->cpu_known = false;
     tor_set_state(t, TOR_STARTING);
     event_add(t->deadline_ev, &(struct timeval){(time_t)t->conf->tor.bootstrap_timeout, 0});
     if (!tor_is_spawn(t)) {
@@ -890,7 +1003,7 @@ struct tor_sup *tor_sup_new(struct event_base *base, struct proc_mgr *procs, con
     t->cbs = *cbs;
     t->arg = arg;
     t->progress = -1;
-    t->uid = -1;
+    t->uid = t->tor_pid = -1;
     t->role = TOR_ROLE_SERVICE;
     snprintf(t->label, sizeof(t->label), "tor");
     t->retry_ev = evtimer_new(base, tor_retry_cb, t);
@@ -958,13 +1071,14 @@ int tor_sup_start(struct tor_sup *t, char *err, size_t errlen)
         }
         snprintf(t->control_dir, sizeof(t->control_dir), "%s", ip.control_dir);
         /* tor itself insists on a private DataDirectory; the control socket's directory must be 0700
-         * so only onionfront's user can reach the control port. */
+         * so only onionfront's user (and tor's, which then owns it: handover.h) can reach the control port. */
         if (fs_ensure_private_dir(c->state_dir, NULL, err, errlen) < 0 ||
             (t->role == TOR_ROLE_SERVICE && instance_make_dirs(c, t->instance, err, errlen) < 0) ||
             (t->role == TOR_ROLE_ANONYMOUS && fs_ensure_private_dir(ip.dir, NULL, err, errlen) < 0) ||
             fs_ensure_private_dir(t->data_dir, NULL, err, errlen) < 0 ||
             fs_ensure_private_dir(c->run_dir, NULL, err, errlen) < 0 ||
-            fs_ensure_private_dir(t->control_dir, NULL, err, errlen) < 0)
+            fs_ensure_private_dir(t->control_dir, NULL, err, errlen) < 0 ||
+            (client && handover_apply_client(c, t->control_dir, t->data_dir, err, errlen) < 0))
             return -1;
         /* Only here, at start-up, may this block: later launches follow a tor we reaped ourselves. */
         if (tor_replace_leftover(t, err, errlen) < 0)

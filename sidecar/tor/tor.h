@@ -6,7 +6,11 @@
  * about services: the ready/lost callbacks let service.c (re)publish them on each new connection.
  *
  * Faults: tor's death is seen through SIGCHLD or the control socket's EOF (whichever comes first); a hung
- * tor through the keepalive GETINFO (every 10 s) timing out after tor.command_timeout. Either way the
+ * tor through the keepalive GETINFO (every 10 s) timing out after tor.command_timeout, counted from when
+ * the commands before it were answered (cp_conn.h: a busy tor answering a long queue or a SETCONF of many
+ * services, which gets its own time, is not hung), and only if tor was idle meanwhile: a tor that sent
+ * events or whose process used CPU (/proc/<pid>/stat; its pid from process/pid) is busy, not hung, and
+ * gets up to CP_CONN_MAX_EXTENSIONS more periods. Either way the
  * connection is dropped (lost()), a spawned tor is killed (SIGKILL+SIGCONT) and reaped before another is
  * started, and the next start or reconnect waits 1, 2, 4 ... tor.restart_backoff_max seconds; a
  * bootstrap to 100 % resets the wait to 1 s. In spawn mode a lost connection always means a new tor:
@@ -41,7 +45,8 @@ enum tor_role {
     TOR_ROLE_PROBE_CLIENT, /* onionfront's own ordinary client tor for the end-to-end probe (probe.h): always
                               spawned (tor.binary, else /usr/bin/tor), DataDirectory <state_dir>/probe-tor,
                               torrc <state_dir>/probe-torrc, control and SocksPort sockets in <run_dir>/probe/,
-                              tor.extra_torrc, no User (it runs as onionfront's user), no ORPort */
+                              tor.extra_torrc, tor.user like the service tor (its directories handed over:
+                              handover_apply_client), no ORPort */
     TOR_ROLE_OB_CLIENT,    /* the client tor Onionbalance's frontend drives (ob_frontend.h): like the probe's,
                               with DataDirectory <state_dir>/ob-tor, torrc <state_dir>/ob-torrc, its control
                               socket in <run_dir>/ob/, and no SocksPort */
@@ -50,9 +55,21 @@ enum tor_role {
                               verified NOT single-hop and without client ports (anonymous_tor_check) */
 };
 
+/* The CPU time (user + system, clock ticks) in the text of a /proc/<pid>/stat file into *ticks. Return 0,
+ * or -1 if it cannot be read. Pure. */
+int tor_stat_cpu_ticks(const char *stat, unsigned long long *ticks);
+
 /* The level of one line of tor's own log ("Dec 03 10:00:00.000 [warn] ..."): its "[err]", "[warn]",
  * "[notice]", "[info]" or "[debug]" tag; notice for a line without one. Pure. */
 enum log_level tor_line_level(const char *line);
+
+/* The level onionfront logs tor's `line` at: tor_line_level's, except the warnings tor prints at every
+ * start of a tor that onionfront set up that way on purpose, matched exactly, which are notice: with
+ * `single_onion`, "HiddenServiceNonAnonymousMode is set ..." and "This copy of Tor ... non-anonymous
+ * mode ..." (onionfront's own start-up warning names the services that are not location-hidden); with
+ * `drops_root` (tor started as root with User), "You are running Tor as root ...". Any other warning of
+ * tor stays a warning. Pure. */
+enum log_level tor_line_relay_level(const char *line, bool single_onion, bool drops_root);
 
 struct tor_callbacks {
     /* The control connection is authenticated and tor verified as single-hop/non-anonymous: publish.

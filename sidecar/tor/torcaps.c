@@ -97,24 +97,31 @@ int torcaps_parse_modules(const char *text, struct torcaps *caps, char *err, siz
     return 0;
 }
 
-int torcaps_check(const struct torcaps *caps, const struct config *conf, char *err, size_t errlen)
+int torcaps_check_service(const struct torcaps *caps, const struct service_conf *sc, size_t i, char *err,
+                          size_t errlen)
 {
     unsigned min[4];
     torcaps_scan_version(TORCAPS_POW_MIN_VERSION, min);
-    for (size_t i = 0; i < conf->n_services; i++) {
-        if (!conf->services[i].dos.pow_enabled)
-            continue;
-        if (!caps->pow) {
-            snprintf(err, errlen, "services[%zu].dos.pow.enabled: this tor (%s) was built without the pow module "
-                     "(tor --list-modules says \"pow: no\")", i, caps->version_text);
-            return -1;
-        }
-        if (torcaps_version_cmp(caps->version, min) < 0) {
-            snprintf(err, errlen, "services[%zu].dos.pow.enabled: needs tor %s or later (older ones crash on PoW "
-                     "services, TROVE-2026-020); this tor is %s", i, TORCAPS_POW_MIN_VERSION, caps->version_text);
-            return -1;
-        }
+    if (!sc->dos.pow_enabled)
+        return 0;
+    if (!caps->pow) {
+        snprintf(err, errlen, "services[%zu].dos.pow.enabled: this tor (%s) was built without the pow module "
+                 "(tor --list-modules says \"pow: no\")", i, caps->version_text);
+        return -1;
     }
+    if (torcaps_version_cmp(caps->version, min) < 0) {
+        snprintf(err, errlen, "services[%zu].dos.pow.enabled: needs tor %s or later (older ones crash on PoW "
+                 "services, TROVE-2026-020); this tor is %s", i, TORCAPS_POW_MIN_VERSION, caps->version_text);
+        return -1;
+    }
+    return 0;
+}
+
+int torcaps_check(const struct torcaps *caps, const struct config *conf, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < conf->n_services; i++)
+        if (torcaps_check_service(caps, &conf->services[i], i, err, errlen) < 0)
+            return -1;
     return 0;
 }
 
@@ -180,22 +187,34 @@ static int torcaps_run(const char *binary, const char *arg, char *out, size_t ou
     return 0;
 }
 
-int torcaps_probe(const char *binary, struct torcaps *caps, char *err, size_t errlen)
+/* Run `binary arg` into a new buffer and hand it to `parse`. */
+static int torcaps_run_parse(const char *binary, const char *arg,
+                             int (*parse)(const char *, struct torcaps *, char *, size_t), struct torcaps *caps,
+                             char *err, size_t errlen)
 {
     char *out = malloc(TORCAPS_OUTPUT_MAX);
-    int rc = -1;
-    *caps = (struct torcaps){0};
     if (!out) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    if (torcaps_run(binary, "--version", out, TORCAPS_OUTPUT_MAX, err, errlen) == 0 &&
-        torcaps_parse_version(out, caps, err, errlen) == 0 &&
-        torcaps_run(binary, "--list-modules", out, TORCAPS_OUTPUT_MAX, err, errlen) == 0 &&
-        torcaps_parse_modules(out, caps, err, errlen) == 0)
-        rc = 0;
+    int rc = torcaps_run(binary, arg, out, TORCAPS_OUTPUT_MAX, err, errlen) == 0 && parse(out, caps, err, errlen) == 0
+                 ? 0
+                 : -1;
     free(out);
     return rc;
+}
+
+int torcaps_probe_version(const char *binary, struct torcaps *caps, char *err, size_t errlen)
+{
+    *caps = (struct torcaps){0};
+    return torcaps_run_parse(binary, "--version", torcaps_parse_version, caps, err, errlen);
+}
+
+int torcaps_probe(const char *binary, struct torcaps *caps, char *err, size_t errlen)
+{
+    if (torcaps_probe_version(binary, caps, err, errlen) < 0)
+        return -1;
+    return torcaps_run_parse(binary, "--list-modules", torcaps_parse_modules, caps, err, errlen);
 }
 
 int torcaps_check_config(const struct config *conf, char *err, size_t errlen)

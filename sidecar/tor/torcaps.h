@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 struct config;
+struct service_conf;
 
 /* The oldest tor that may run a PoW service: 0.4.9.9 fixed a divide-by-zero crash in PoW services. */
 #define TORCAPS_POW_MIN_VERSION "0.4.9.9"
@@ -33,9 +34,18 @@ int torcaps_parse_modules(const char *text, struct torcaps *caps, char *err, siz
 /* Compare a.b.c.d versions: <0, 0, >0. */
 int torcaps_version_cmp(const unsigned a[4], const unsigned b[4]);
 
+/* Can `caps` run `sc`, the i-th service (the index names the field)? Return 0, or -1 with "<field path>:
+ * <why>". */
+int torcaps_check_service(const struct torcaps *caps, const struct service_conf *sc, size_t i, char *err,
+                          size_t errlen);
+
 /* Can `caps` run `conf`? Return 0, or -1 with "<field path>: <why>" naming the first service whose dos
  * settings this tor cannot take. */
 int torcaps_check(const struct torcaps *caps, const struct config *conf, char *err, size_t errlen);
+
+/* Run `binary --version` only (bounded as below) and parse it: does the file run as a tor? Blocks.
+ * Return 0 (caps->pow false: not asked), or -1 with why. */
+int torcaps_probe_version(const char *binary, struct torcaps *caps, char *err, size_t errlen);
 
 /* Run `binary --version` and `binary --list-modules` (each bounded to a few seconds) and parse them.
  * Blocks. Return 0, or -1 with why. */

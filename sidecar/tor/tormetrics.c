@@ -7,22 +7,38 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sidecar/identity/keys.h"
+#include "sidecar/core/onion_address.h"
 
-/* The one table: field, tor's family, onionfront's name, counter or gauge. */
+/* The one table: field, tor's family, onionfront's name, counter or gauge, and whether several tors'
+ * values combine as the highest (else the sum). */
 static const struct {
     const char *family, *name;
-    bool counter;
+    bool counter, highest;
 } tormetrics_fields[TORMETRICS_N] = {
-    [TORMETRICS_POW_EFFORT] = {"tor_hs_pow_suggested_effort", "pow_suggested_effort", false},
-    [TORMETRICS_POW_QUEUE] = {"tor_hs_rdv_pow_pqueue_count", "pow_queue_length", false},
-    [TORMETRICS_INTRO_RECEIVED] = {"tor_hs_intro_num_total", "introductions_received", true},
-    [TORMETRICS_INTRO_REJECTED] = {"tor_hs_intro_rejected_intro_req_count", "introductions_rejected", true},
-    [TORMETRICS_INTRO_ESTABLISHED] = {"tor_hs_intro_established_count", "intro_circuits", false},
-    [TORMETRICS_REND_CREATED] = {"tor_hs_rdv_num_total", "rendezvous_created", true},
-    [TORMETRICS_REND_ESTABLISHED] = {"tor_hs_rdv_established_count", "rendezvous_established", false},
-    [TORMETRICS_REND_ERRORS] = {"tor_hs_rdv_error_count", "rendezvous_errors", true},
+    [TORMETRICS_POW_EFFORT] = {"tor_hs_pow_suggested_effort", "pow_suggested_effort", false, true},
+    [TORMETRICS_POW_QUEUE] = {"tor_hs_rdv_pow_pqueue_count", "pow_queue_length", false, false},
+    [TORMETRICS_INTRO_RECEIVED] = {"tor_hs_intro_num_total", "introductions_received", true, false},
+    [TORMETRICS_INTRO_REJECTED] = {"tor_hs_intro_rejected_intro_req_count", "introductions_rejected", true, false},
+    [TORMETRICS_INTRO_ESTABLISHED] = {"tor_hs_intro_established_count", "intro_circuits", false, false},
+    [TORMETRICS_REND_CREATED] = {"tor_hs_rdv_num_total", "rendezvous_created", true, false},
+    [TORMETRICS_REND_ESTABLISHED] = {"tor_hs_rdv_established_count", "rendezvous_established", false, false},
+    [TORMETRICS_REND_ERRORS] = {"tor_hs_rdv_error_count", "rendezvous_errors", true, false},
 };
+
+void tormetrics_service_add(struct tormetrics_service *sum, const struct tormetrics_service *one)
+{
+    for (int f = 0; one && f < TORMETRICS_N; f++) {
+        if (!one->has[f])
+            continue;
+        if (!sum->has[f])
+            sum->value[f] = one->value[f];
+        else if (tormetrics_fields[f].highest)
+            sum->value[f] = fmax(sum->value[f], one->value[f]);
+        else
+            sum->value[f] += one->value[f];
+        sum->has[f] = true;
+    }
+}
 
 const char *tormetrics_field_str(enum tormetrics_field f)
 {
@@ -202,7 +218,7 @@ static int tormetrics_comment(const char *p, const char *end, size_t lineno, cha
 
 static bool tormetrics_is_onion(const char *s)
 {
-    if (strlen(s) != KEYS_ADDRESS_LEN)
+    if (strlen(s) != ONION_ADDRESS_LEN)
         return false;
     for (; *s; s++)
         if (!((*s >= 'a' && *s <= 'z') || (*s >= '2' && *s <= '7')))

@@ -54,6 +54,12 @@ void tormetrics_free(struct tormetrics *m);
 /* The service with onion address `address` (56 characters, with or without ".onion"), or NULL. */
 const struct tormetrics_service *tormetrics_find(const struct tormetrics *m, const char *address);
 
+/* Add `one`'s values to `sum`: one service's figures from several tors (tor.instances), as an operator
+ * wants one number. Counters and counts are added; the PoW suggested effort is the highest of them (an
+ * effort is asked of each visitor, not shared). A field is in `sum` once any tor exported it. `sum`
+ * starts zeroed (its onion is left alone). */
+void tormetrics_service_add(struct tormetrics_service *sum, const struct tormetrics_service *one);
+
 /* The field's name in status JSON and in onionfront's metric names ("pow_suggested_effort" ...); its
  * tor family (tormetrics_field_family); whether it is a counter. One table for all three. */
 const char *tormetrics_field_str(enum tormetrics_field f);

@@ -26,6 +26,8 @@ const char torrc_client_template[] =
     "@SOCKS_LINE@\n"
     "ORPort 0\n"
     TORRC_OWNED_TOR
+    "## tor.user: like the service tor, it runs as tor's user, never as root.\n"
+    "@USER_LINE@\n"
     "@EXTRA_TORRC@\n";
 
 const char torrc_anonymous_template[] =

@@ -24,8 +24,9 @@ struct torrc_params {
 /* The built-in template (templates/torrc.in). */
 extern const char torrc_template[];
 
-/* The probe client tor's template (tor.h's TOR_ROLE_PROBE_CLIENT): an ordinary client with its SocksPort
- * on a unix socket, no ORPort, owned by onionfront like the service tor. */
+/* The client tors' template (tor.h's TOR_ROLE_PROBE_CLIENT, TOR_ROLE_OB_CLIENT): an ordinary client with
+ * its SocksPort on a unix socket (or none), no ORPort, owned by onionfront and run as tor's User like the
+ * service tor. */
 extern const char torrc_client_template[];
 
 /* The anonymous services' tor's template (tor.h's TOR_ROLE_ANONYMOUS): an ordinary tor (no single-hop

@@ -175,11 +175,8 @@ const struct tormetrics *torscrape_latest(const struct torscrape *s)
     return s ? s->latest : NULL;
 }
 
-json_t *torscrape_service_to_json(const struct torscrape *s, const char *address)
+static json_t *torscrape_values_json(const struct tormetrics_service *ts)
 {
-    const struct tormetrics_service *ts = tormetrics_find(torscrape_latest(s), address);
-    if (!ts)
-        return NULL;
     json_t *o = json_object();
     for (int f = 0; o && f < TORMETRICS_N; f++)
         if (ts->has[f])
@@ -187,28 +184,50 @@ json_t *torscrape_service_to_json(const struct torscrape *s, const char *address
     return o;
 }
 
-int torscrape_metrics(const struct torscrape *s, const char *const *names, const char *const *addresses, size_t n,
-                      struct metrics *m)
+json_t *torscrape_service_to_json(const struct torscrape *s, const char *address)
 {
-    char name[96], help[160];
-    const struct tormetrics *tm = torscrape_latest(s);
+    const struct tormetrics_service *ts = tormetrics_find(torscrape_latest(s), address);
+    return ts ? torscrape_values_json(ts) : NULL;
+}
+
+json_t *torscrape_sum_to_json(const struct torscrape *const *s, size_t n, const char *address)
+{
+    struct tormetrics_service sum = {0};
+    bool any = false;
+    for (size_t k = 0; k < n; k++) {
+        const struct tormetrics_service *ts = tormetrics_find(torscrape_latest(s[k]), address);
+        tormetrics_service_add(&sum, ts);
+        any = any || ts;
+    }
+    return any ? torscrape_values_json(&sum) : NULL;
+}
+
+int torscrape_metrics(const struct torscrape *const *s, const char *const *instances, size_t n_tors,
+                      const char *const *names, const char *const *addresses, size_t n, struct metrics *m)
+{
+    char name[96], help[200];
     if (metrics_family(m, "onionfront_tor_metrics_up", METRICS_GAUGE,
-                       "1 if the last read of tor's MetricsPort worked, else 0 (no tor_hs samples then).") ||
-        metrics_sample(m, "onionfront_tor_metrics_up", NULL, tm ? 1 : 0))
+                       "1 if the last read of the tor's MetricsPort worked, else 0 (no tor_hs samples then)."))
         return -1;
+    for (size_t k = 0; k < n_tors; k++)
+        if (metrics_sample(m, "onionfront_tor_metrics_up", (const char *const[]){"instance", instances[k], NULL},
+                           torscrape_latest(s[k]) ? 1 : 0))
+            return -1;
     for (int f = 0; f < TORMETRICS_N; f++) {
         bool counter = tormetrics_field_is_counter(f);
         snprintf(name, sizeof(name), "onionfront_tor_hs_%s%s", tormetrics_field_str(f), counter ? "_total" : "");
-        snprintf(help, sizeof(help), "tor's %s for the service, as read from its MetricsPort; absent if tor "
-                 "does not export it.", tormetrics_field_family(f));
+        snprintf(help, sizeof(help), "tor's %s for the service, as read from each tor's MetricsPort (instance); "
+                 "absent if tor does not export it.", tormetrics_field_family(f));
         if (metrics_family(m, name, counter ? METRICS_COUNTER : METRICS_GAUGE, help))
             return -1;
-        for (size_t i = 0; i < n; i++) {
-            const struct tormetrics_service *ts = tormetrics_find(tm, addresses[i]);
-            if (ts && ts->has[f] &&
-                metrics_sample(m, name, (const char *const[]){"service", names[i], NULL}, ts->value[f]))
-                return -1;
-        }
+        for (size_t k = 0; k < n_tors; k++)
+            for (size_t i = 0; i < n; i++) {
+                const struct tormetrics_service *ts = tormetrics_find(torscrape_latest(s[k]), addresses[i]);
+                if (ts && ts->has[f] &&
+                    metrics_sample(m, name, (const char *const[]){"service", names[i], "instance", instances[k], NULL},
+                                   ts->value[f]))
+                    return -1;
+            }
     }
     return 0;
 }

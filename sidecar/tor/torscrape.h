@@ -36,10 +36,16 @@ const struct tormetrics *torscrape_latest(const struct torscrape *s);
  * exported), or NULL when there is no answer or tor does not list the service. Returns a new reference. */
 json_t *torscrape_service_to_json(const struct torscrape *s, const char *address);
 
-/* onionfront_tor_hs_<field> families (tormetrics_field_str), one sample per service `names[i]` with
- * address `addresses[i]` that tor listed; also onionfront_tor_metrics_up (1 if the last scrape worked).
- * Return 0, or -1 (out of memory, a family twice). */
-int torscrape_metrics(const struct torscrape *s, const char *const *names, const char *const *addresses, size_t n,
-                      struct metrics *m);
+/* The same over the `n` tors' scrapers `s` (the tors of one service's kind), combined as an operator
+ * wants one number (tormetrics_service_add: sums, the highest PoW effort); NULL when none lists it.
+ * Returns a new reference. */
+json_t *torscrape_sum_to_json(const struct torscrape *const *s, size_t n, const char *address);
+
+/* onionfront_tor_hs_<field> families (tormetrics_field_str), one sample per tor `s[k]` and service
+ * `names[i]` with address `addresses[i]` that this tor listed, labelled service and instance
+ * (`instances[k]`: "1", "2", "anonymous", as status names the tors); also onionfront_tor_metrics_up{instance}
+ * (1 if that tor's last scrape worked). Return 0, or -1 (out of memory, a family twice). */
+int torscrape_metrics(const struct torscrape *const *s, const char *const *instances, size_t n_tors,
+                      const char *const *names, const char *const *addresses, size_t n, struct metrics *m);
 
 #endif

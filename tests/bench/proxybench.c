@@ -1,4 +1,4 @@
-/* proxybench.c — a bench-only harness: onionfront's data path (sidecar/datapath/proxy.c with its backend pool) on
+/* proxybench.c — a bench-only harness: onionfront's data path (sidecar/proxy.c with its backend pool) on
  * its own event loop, without tor, so tests/bench/run.sh (part B) can drive the unix socket that tor would
  * connect to and compare it with HAProxy and a direct connection.
  *
@@ -19,9 +19,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "sidecar/config/config.h"
-#include "sidecar/core/log.h"
-#include "sidecar/datapath/proxy.h"
+#include "sidecar/config.h"
+#include "sidecar/log.h"
+#include "sidecar/proxy.h"
 
 static void proxybench_stop_cb(evutil_socket_t sig, short what, void *arg)
 {

@@ -22,7 +22,7 @@
 #   are rate-limited to one per HSDir per 5 s in test networks) and fetch once it holds a descriptor.
 # Part B, on loopback without tor: the same server (build/tools/loadgen serve) reached directly, through
 #   HAProxy in TCP mode (unix socket with accept-proxy, nbthread 1) and through onionfront's data path
-#   (build/bench/proxybench: sidecar/datapath/proxy.c on its own loop, no tor), both fed tor's PROXY v1 line first.
+#   (build/bench/proxybench: sidecar/proxy.c on its own loop, no tor), both fed tor's PROXY v1 line first.
 # Part C (tests/bench/part_c.sh, issue 11): tor restarts and SIGKILLs with tor alone and onionfront with
 #   one and two tors, on a private network of its own (base BENCH_C_BASE_PORT, 31000); its header
 #   describes the measurements.
@@ -694,7 +694,7 @@ report_b() {
 	local x y z
 	echo "### Part B — onionfront's data path vs HAProxy (loopback, no tor)"
 	echo
-	echo "Same server (loadgen serve) for all three; HAProxy 2.6 (Debian) in TCP mode, nbthread 1, unix socket with accept-proxy; onionfront's data path = sidecar/datapath/proxy.c in build/bench/proxybench. $CONC concurrent clients, a new connection per 1 KB request (as tor delivers streams), ${RATE_SECONDS} s per run; CPU = utime+stime of the proxy process. Medians in bold, (min–max), $B_REPS rate rounds and $REPS bulk rounds, each round the three paths back to back; \"per round\": the ratio within each round, median (min–max), which shows the run-to-run spread. Goals from issue 16; onionfront copies bulk streams with splice(2) once they passed $((64)) KiB."
+	echo "Same server (loadgen serve) for all three; HAProxy 2.6 (Debian) in TCP mode, nbthread 1, unix socket with accept-proxy; onionfront's data path = sidecar/proxy.c in build/bench/proxybench. $CONC concurrent clients, a new connection per 1 KB request (as tor delivers streams), ${RATE_SECONDS} s per run; CPU = utime+stime of the proxy process. Medians in bold, (min–max), $B_REPS rate rounds and $REPS bulk rounds, each round the three paths back to back; \"per round\": the ratio within each round, median (min–max), which shows the run-to-run spread. Goals from issue 16; onionfront copies bulk streams with splice(2) once they passed $((64)) KiB."
 	echo
 	echo "| measure | direct | HAProxy | onionfront | onionfront/HAProxy | goal |"
 	echo "|---|---|---|---|---|---|"

@@ -1,5 +1,5 @@
 /* fuzz_ob_status.c — libFuzzer target for the parser of Onionbalance's status socket answer
- * (sidecar/config/ob_config.c, ob_status_parse): any bytes as one answer for a fixed master address.
+ * (sidecar/ob_config.c, ob_status_parse): any bytes as one answer for a fixed master address.
  *
  * Must never crash, leak or overflow; on success every instance listed is a valid v3 address, their
  * number within the array, intro points -1 or more; on failure the error is a non-empty string within its
@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "sidecar/config/ob_config.h"
+#include "sidecar/ob_config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

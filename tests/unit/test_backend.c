@@ -13,9 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sidecar/datapath/backend.h"
-#include "sidecar/core/log.h"
-#include "sidecar/core/metrics.h"
+#include "sidecar/backend.h"
+#include "sidecar/log.h"
+#include "sidecar/metrics.h"
 
 #define MAXB 8
 

@@ -1,4 +1,4 @@
-/* test_clientauth.c — unit tests for sidecar/identity/clientauth.c on a real private directory: configured
+/* test_clientauth.c — unit tests for sidecar/clientauth.c on a real private directory: configured
  * clients' files written (content, 0600) with onionfront's list; a client removed from the config has
  * its file removed; a planted unknown file, a malformed or changed file, a group-readable file and a
  * symlinked authorized_clients directory are refused with the file named; without clients nothing is
@@ -22,9 +22,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sidecar/identity/clientauth.h"
-#include "sidecar/config/config.h"
-#include "sidecar/config/config_value.h"
+#include "sidecar/clientauth.h"
+#include "sidecar/config.h"
+#include "sidecar/config_value.h"
 #include "tests/fake/tmpdir.h"
 
 #define K1 "N2NU7BSRL6YODZCYPN4CREB54TYLKGIE2KYOQWLFYC23ZJVCE5DQ"

@@ -1,4 +1,4 @@
-/* test_clientauth_cmd.c — unit tests for sidecar/cli/clientauth_cmd.c: `onionfront client-auth add|list|remove`.
+/* test_clientauth_cmd.c — unit tests for sidecar/clientauth_cmd.c: `onionfront client-auth add|list|remove`.
  *
  * Why: `add` prints a secret the client needs in an exact format (tor ignores a malformed .auth_private
  * file just as it ignores a malformed .auth file), and the public half the operator pastes into the
@@ -27,12 +27,12 @@
 
 #include <openssl/evp.h>
 
-#include "sidecar/identity/clientauth.h"
-#include "sidecar/cli/clientauth_cmd.h"
-#include "sidecar/config/config.h"
-#include "sidecar/config/config_value.h"
-#include "sidecar/cli/keycmd.h"
-#include "sidecar/identity/keys.h"
+#include "sidecar/clientauth.h"
+#include "sidecar/clientauth_cmd.h"
+#include "sidecar/config.h"
+#include "sidecar/config_value.h"
+#include "sidecar/keycmd.h"
+#include "sidecar/keys.h"
 #include "tests/fake/tmpdir.h"
 
 #define K1 "N2NU7BSRL6YODZCYPN4CREB54TYLKGIE2KYOQWLFYC23ZJVCE5DQ"

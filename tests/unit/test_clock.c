@@ -7,7 +7,7 @@
 #include <cmocka.h>
 #include <time.h>
 
-#include "sidecar/core/clock.h"
+#include "sidecar/clock.h"
 
 static uint64_t mono_ms(void)
 {

@@ -1,4 +1,4 @@
-/* test_descriptor.c — unit tests for sidecar/publish/descriptor.c: the HS_DESC state machine, the fetch probe and
+/* test_descriptor.c — unit tests for sidecar/descriptor.c: the HS_DESC state machine, the fetch probe and
  * republish decisions, fed recorded events and driven by a fake clock; commands go to a recording sender.
  * The tracker keeps every time on the monotonic clock (f->now here) and reads the wall clock (f->wall)
  * only to show dates, so the wall clock jumps in one test and nothing but the dates moves.
@@ -21,10 +21,10 @@
 
 #include "controlproto/cp_event.h"
 #include "controlproto/cp_reply.h"
-#include "sidecar/core/clock.h"
-#include "sidecar/publish/descriptor.h"
-#include "sidecar/core/metrics.h"
-#include "sidecar/publish/served.h"
+#include "sidecar/clock.h"
+#include "sidecar/descriptor.h"
+#include "sidecar/metrics.h"
+#include "sidecar/served.h"
 #include "tests/fake/fake_desc.h"
 
 #define ONION "nkfp4y5sdp4laifn2jjhvooirlcxreopj2bygizfy5x5so7774l6u5id"

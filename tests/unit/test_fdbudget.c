@@ -1,4 +1,4 @@
-/* test_fdbudget.c — unit tests for sidecar/core/fdbudget.c: the stream cap derived from the descriptor limit
+/* test_fdbudget.c — unit tests for sidecar/fdbudget.c: the stream cap derived from the descriptor limit
  * (table), raising the soft limit to the hard one, and the reserve of spare descriptors: given back
  * when the process is out of descriptors, refilled once descriptors are free. */
 #include <stdarg.h>
@@ -12,9 +12,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "sidecar/core/fdbudget.h"
-#include "sidecar/ops/metrics_http.h"
-#include "sidecar/ops/status.h"
+#include "sidecar/fdbudget.h"
+#include "sidecar/metrics_http.h"
+#include "sidecar/status.h"
 
 static void test_stream_cap_table(void **state)
 {

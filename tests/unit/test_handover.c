@@ -1,4 +1,4 @@
-/* test_handover.c — unit tests for sidecar/identity/handover.c, the directory hand-over policy, on real
+/* test_handover.c — unit tests for sidecar/handover.c, the directory hand-over policy, on real
  * directories in a private temporary directory.
  *
  * Why: a directory tor's user cannot enter stops tor (or a service) from starting; one handed over that
@@ -25,8 +25,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sidecar/config/config.h"
-#include "sidecar/identity/handover.h"
+#include "sidecar/config.h"
+#include "sidecar/handover.h"
 #include "tests/fake/tmpdir.h"
 
 #define OTHER_UID 4242 /* a uid nobody on the test machine needs to exist as */

@@ -1,4 +1,4 @@
-/* test_health_set.c — unit tests for sidecar/datapath/health_set.c, a health checker per live backend pool,
+/* test_health_set.c — unit tests for sidecar/health_set.c, a health checker per live backend pool,
  * with real pools (backend.c) and checkers (health.c) on a real event base.
  *
  * Why: a pool left without its checker keeps a dead backend in rotation; a checker left after its pool
@@ -20,10 +20,10 @@
 
 #include <event2/event.h>
 
-#include "sidecar/datapath/backend.h"
-#include "sidecar/config/config.h"
-#include "sidecar/datapath/health_set.h"
-#include "sidecar/core/log.h"
+#include "sidecar/backend.h"
+#include "sidecar/config.h"
+#include "sidecar/health_set.h"
+#include "sidecar/log.h"
 
 struct test {
     struct event_base *base;

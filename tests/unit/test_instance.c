@@ -1,4 +1,4 @@
-/* test_instance.c — unit tests for sidecar/identity/instance.c: the paths of several spawned tors and the private
+/* test_instance.c — unit tests for sidecar/instance.c: the paths of several spawned tors and the private
  * copies of the key directories.
  *
  * Why: instance 0 must use exactly today's paths (tor.instances 1 changes nothing on disk); a second tor
@@ -22,9 +22,9 @@
 
 #include <sys/stat.h>
 
-#include "sidecar/config/config.h"
-#include "sidecar/identity/instance.h"
-#include "sidecar/identity/keys.h"
+#include "sidecar/config.h"
+#include "sidecar/instance.h"
+#include "sidecar/keys.h"
 #include "tests/fake/tmpdir.h"
 
 struct test {

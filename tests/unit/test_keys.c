@@ -1,4 +1,4 @@
-/* test_keys.c — unit tests for sidecar/identity/keys.c: onion addresses from known public keys, create -> load
+/* test_keys.c — unit tests for sidecar/keys.c: onion addresses from known public keys, create -> load
  * round trips, tor's file format (fixtures taken from a real tor 0.4.9.11 run), refusal of bad
  * headers, short/long files, mismatched hostname or key pair, loose permissions, the anonymity rule,
  * and import.
@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sidecar/identity/keys.h"
+#include "sidecar/keys.h"
 #include "tests/fake/tmpdir.h"
 
 static const unsigned char TOR_KEY_PUB[32] = {

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "sidecar/probe/ladder.h"
+#include "sidecar/ladder.h"
 
 static void test_verdict_from_window(void **state)
 {

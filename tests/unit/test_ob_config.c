@@ -1,4 +1,4 @@
-/* test_ob_config.c — unit tests for sidecar/config/ob_config.c: the "onionbalance" object through the real config
+/* test_ob_config.c — unit tests for sidecar/ob_config.c: the "onionbalance" object through the real config
  * loader (instance and frontend accepted; unknown or misplaced keys, a bad or checksum-broken address, more
  * than 8 instances, a duplicate, PoW on a frontend, ports on a frontend and a second frontend refused with
  * the field named), address parsing, the ob_config text tor reads, config.yaml (values checked, key path
@@ -17,8 +17,8 @@
 
 #include <cmocka.h>
 
-#include "sidecar/config/config.h"
-#include "sidecar/config/ob_config.h"
+#include "sidecar/config.h"
+#include "sidecar/ob_config.h"
 
 #define A0 "2gs2zgqbl6wc555tifttmnkrfikrd5a74n6rcgzgp4bz53c5j5mbz4ad"
 #define A1 "nk47d24ppuzyr5hz2wdpm3uz7vkaqdpsyrdpbzmgncyjycfbnxidqgyd"

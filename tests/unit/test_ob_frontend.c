@@ -1,4 +1,4 @@
-/* test_ob_frontend.c — unit tests for sidecar/balance/ob_frontend.c without a network: a config without a frontend
+/* test_ob_frontend.c — unit tests for sidecar/ob_frontend.c without a network: a config without a frontend
  * starts nothing (state off, no problems, no metrics); a frontend without instances, or with more than 8
  * once this config's own instance services are added, is FAILED with a message naming the service and
  * starts no tor; a usable frontend gets config.yaml (0600, the master key's path, remote and local
@@ -22,12 +22,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sidecar/config/config.h"
-#include "sidecar/core/log.h"
-#include "sidecar/core/metrics.h"
-#include "sidecar/balance/ob_frontend.h"
-#include "sidecar/core/proc.h"
-#include "sidecar/identity/service_id.h"
+#include "sidecar/config.h"
+#include "sidecar/log.h"
+#include "sidecar/metrics.h"
+#include "sidecar/ob_frontend.h"
+#include "sidecar/proc.h"
+#include "sidecar/service_id.h"
 #include "tests/fake/onion_addrs.h"
 #include "tests/fake/tmpdir.h"
 

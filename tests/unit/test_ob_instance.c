@@ -1,4 +1,4 @@
-/* test_ob_instance.c — unit tests for sidecar/balance/ob_instance.c on a real directory: ob_config written with
+/* test_ob_instance.c — unit tests for sidecar/ob_instance.c on a real directory: ob_config written with
  * tor's line (0600) and replaced on a change of master; a symlink planted as ob_config is replaced, never
  * followed (the file it pointed at keeps its content); an instance whose own address is the master is
  * refused (the master key must not sit in an instance's directory); a service without the role gets
@@ -18,8 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sidecar/config/ob_config.h"
-#include "sidecar/balance/ob_instance.h"
+#include "sidecar/ob_config.h"
+#include "sidecar/ob_instance.h"
 #include "tests/fake/tmpdir.h"
 
 #define MASTER "2gs2zgqbl6wc555tifttmnkrfikrd5a74n6rcgzgp4bz53c5j5mbz4ad"

@@ -1,4 +1,4 @@
-/* test_onionloc.c — sidecar/ops/onionloc.c: the per-service nginx/Apache include files (header while
+/* test_onionloc.c — sidecar/onionloc.c: the per-service nginx/Apache include files (header while
  * reachable, empty otherwise, exact text), writes only on change (also across a restart over the same
  * directory), removed services emptied, bad addresses never written, the directory created, the
  * on_change command run once per batch and coalesced while it runs, reload of the settings, and the
@@ -16,9 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sidecar/config/config.h"
-#include "sidecar/ops/onionloc.h"
-#include "sidecar/core/proc.h"
+#include "sidecar/config.h"
+#include "sidecar/onionloc.h"
+#include "sidecar/proc.h"
 #include "tests/fake/tmpdir.h"
 
 #define ADDR_A "pg6mmjiyjmcrsslvykfwnntlaru7p5svn6y2ymmju6nubxndf4pscryd"

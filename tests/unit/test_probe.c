@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "sidecar/probe/probe.h"
+#include "sidecar/probe.h"
 
 static void test_socks_stages(void **state)
 {

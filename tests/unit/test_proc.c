@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sidecar/core/proc.h"
+#include "sidecar/proc.h"
 
 struct ctx {
     struct event_base *base;

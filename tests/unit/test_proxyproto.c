@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "sidecar/datapath/proxyproto.h"
+#include "sidecar/proxyproto.h"
 
 /* Render a parsed header canonically, so table rows compare one string. */
 static void dump(const struct proxyproto_v1 *h, char *out, size_t len)

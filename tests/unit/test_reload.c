@@ -25,16 +25,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sidecar/config/config.h"
-#include "sidecar/core/log.h"
-#include "sidecar/ops/onionloc.h"
-#include "sidecar/core/proc.h"
-#include "sidecar/datapath/proxy.h"
+#include "sidecar/config.h"
+#include "sidecar/log.h"
+#include "sidecar/onionloc.h"
+#include "sidecar/proc.h"
+#include "sidecar/proxy.h"
 #include "sidecar/reload.h"
-#include "sidecar/publish/service.h"
-#include "sidecar/identity/service_id.h"
-#include "sidecar/ops/status.h"
-#include "sidecar/fleet/worker.h"
+#include "sidecar/service.h"
+#include "sidecar/service_id.h"
+#include "sidecar/status.h"
+#include "sidecar/worker.h"
 #include "tests/fake/onion_addrs.h"
 #include "tests/fake/tmpdir.h"
 

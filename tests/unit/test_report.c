@@ -1,4 +1,4 @@
-/* test_report.c — unit tests for sidecar/ops/report.c, the status socket's documents and the metrics text,
+/* test_report.c — unit tests for sidecar/report.c, the status socket's documents and the metrics text,
  * built from real parts: a worker (attach mode, against the scripted fake control port when a tor is
  * needed), a proxy with its pools on unix sockets in a private temporary directory, a status server.
  *
@@ -29,18 +29,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sidecar/config/config.h"
-#include "sidecar/identity/keys.h"
-#include "sidecar/core/log.h"
-#include "sidecar/ops/onionloc.h"
-#include "sidecar/core/proc.h"
-#include "sidecar/datapath/proxy.h"
-#include "sidecar/ops/report.h"
-#include "sidecar/publish/service.h"
-#include "sidecar/identity/service_id.h"
-#include "sidecar/ops/status.h"
-#include "sidecar/core/version.h"
-#include "sidecar/fleet/worker.h"
+#include "sidecar/config.h"
+#include "sidecar/keys.h"
+#include "sidecar/log.h"
+#include "sidecar/onionloc.h"
+#include "sidecar/proc.h"
+#include "sidecar/proxy.h"
+#include "sidecar/report.h"
+#include "sidecar/service.h"
+#include "sidecar/service_id.h"
+#include "sidecar/status.h"
+#include "sidecar/version.h"
+#include "sidecar/worker.h"
 #include "tests/fake/fake_ctl.h"
 #include "tests/fake/tmpdir.h"
 #include "tests/fake/tor_script.h"

@@ -1,4 +1,4 @@
-/* test_roll.c — unit tests for sidecar/fleet/roll.c, the rolling restart of the tors.
+/* test_roll.c — unit tests for sidecar/roll.c, the rolling restart of the tors.
  *
  * Why: a roll must never end the tor whose descriptors HSDirs serve while no other is confirmed as
  * served, must wait for each restarted tor to run and publish before touching the next, and must stop
@@ -25,9 +25,9 @@
 
 #include <cmocka.h>
 
-#include "sidecar/core/log.h"
-#include "sidecar/core/metrics.h"
-#include "sidecar/fleet/roll.h"
+#include "sidecar/log.h"
+#include "sidecar/metrics.h"
+#include "sidecar/roll.h"
 
 #define N_MAX 4
 #define DRAIN_S 40.0 /* the drain limit set in setup (tor.drain_timeout) */

@@ -1,4 +1,4 @@
-/* test_service.c — unit tests for sidecar/publish/service.c, the service manager, with real key directories in a
+/* test_service.c — unit tests for sidecar/service.c, the service manager, with real key directories in a
  * private temporary directory and, for what it sends to tor, a real cp_conn on a real event loop against
  * the scripted fake control port (tests/fake/fake_ctl.c).
  *
@@ -41,13 +41,13 @@
 #include <unistd.h>
 
 #include "controlproto/cp_conn.h"
-#include "sidecar/identity/addrbook.h"
-#include "sidecar/config/config.h"
-#include "sidecar/identity/keys.h"
-#include "sidecar/core/log.h"
-#include "sidecar/core/metrics.h"
-#include "sidecar/publish/service.h"
-#include "sidecar/identity/service_id.h"
+#include "sidecar/addrbook.h"
+#include "sidecar/config.h"
+#include "sidecar/keys.h"
+#include "sidecar/log.h"
+#include "sidecar/metrics.h"
+#include "sidecar/service.h"
+#include "sidecar/service_id.h"
 #include "tests/fake/fake_ctl.h"
 #include "tests/fake/tmpdir.h"
 

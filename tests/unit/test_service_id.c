@@ -1,4 +1,4 @@
-/* test_service_id.c — unit tests for sidecar/identity/service_id.c, the one owner of each service's name, key
+/* test_service_id.c — unit tests for sidecar/service_id.c, the one owner of each service's name, key
  * and address, with real key directories in a private temporary directory. (test_service.c covers the
  * key files themselves through the manager that borrows these identities.)
  *
@@ -24,9 +24,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sidecar/config/config.h"
-#include "sidecar/core/log.h"
-#include "sidecar/identity/service_id.h"
+#include "sidecar/config.h"
+#include "sidecar/log.h"
+#include "sidecar/service_id.h"
 #include "tests/fake/tmpdir.h"
 
 struct test {

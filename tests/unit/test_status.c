@@ -1,4 +1,4 @@
-/* test_status.c — unit tests for sidecar/ops/status.c: the request parser (table), the reply encoder with
+/* test_status.c — unit tests for sidecar/status.c: the request parser (table), the reply encoder with
  * fake providers, the peer check (table), and the server on a real unix socket in a temporary directory
  * driven by the real event loop: every command, pipelining, split and CRLF lines, malformed and unknown
  * requests, an oversized line, 50 clients at once, the connection cap, a client that never reads large
@@ -7,7 +7,7 @@
  * — the tests run as root), the socket file's mode under any umask, stale and live sockets, reload
  * success and failure; the limits per peer (issue 15): the per-uid limit and the reserved slots, the
  * lifetime of an active connection, a client served with the spare descriptor while the process is out
- * of descriptors. Also the optional metrics HTTP endpoint (sidecar/ops/metrics_http.c), which serves the
+ * of descriptors. Also the optional metrics HTTP endpoint (sidecar/metrics_http.c), which serves the
  * same text as the socket's "metrics": 200 with the text format's content type, HEAD, 404, 405, 500
  * from a failing render function, a clear error for a port in use, requests evhttp refuses (counted),
  * the connection cap with slow clients trickling bytes past the whole-connection deadline, a client
@@ -40,10 +40,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sidecar/config/config.h"
-#include "sidecar/core/metrics.h"
-#include "sidecar/ops/metrics_http.h"
-#include "sidecar/ops/status.h"
+#include "sidecar/config.h"
+#include "sidecar/metrics.h"
+#include "sidecar/metrics_http.h"
+#include "sidecar/status.h"
 #include "tests/fake/tmpdir.h"
 
 /* ---- fake providers -------------------------------------------------------------------------------- */

@@ -1,4 +1,4 @@
-/* test_status_client.c — unit tests for sidecar/ops/status_client.c (`onionfront status`): the summary for
+/* test_status_client.c — unit tests for sidecar/status_client.c (`onionfront status`): the summary for
  * people from canned JSON (exact text; missing and mistyped fields), one request/reply over a
  * socketpair (ok, error replies, garbage, EOF, timeout, the request line sent), connection errors that
  * must say "not running", and the whole command against a real status server in a forked child. */
@@ -22,9 +22,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sidecar/config/config.h"
-#include "sidecar/ops/status.h"
-#include "sidecar/ops/status_client.h"
+#include "sidecar/config.h"
+#include "sidecar/status.h"
+#include "sidecar/status_client.h"
 #include "tests/fake/tmpdir.h"
 
 static json_t *load(const char *text)

@@ -1,4 +1,4 @@
-/* test_tor.c — unit tests for sidecar/tor/tor.c in attach mode against the scripted fake control port
+/* test_tor.c — unit tests for sidecar/tor.c in attach mode against the scripted fake control port
  * (tests/fake/fake_ctl.c) on a real event loop.
  *
  * Covers: the verification of an attached tor (table: single-hop mode off, non-anonymous mode off, a
@@ -27,10 +27,10 @@
 #include <event2/event.h>
 
 #include "controlproto/cp_conn.h"
-#include "sidecar/config/config.h"
-#include "sidecar/core/log.h"
-#include "sidecar/core/proc.h"
-#include "sidecar/tor/tor.h"
+#include "sidecar/config.h"
+#include "sidecar/log.h"
+#include "sidecar/proc.h"
+#include "sidecar/tor.h"
 #include "tests/fake/fake_ctl.h"
 #include "tests/fake/tor_script.h"
 

@@ -1,4 +1,4 @@
-/* test_tormetrics.c — unit tests for sidecar/tor/tormetrics.c, tor's MetricsPort text parsed strictly.
+/* test_tormetrics.c — unit tests for sidecar/tormetrics.c, tor's MetricsPort text parsed strictly.
  *
  * Why: these numbers tell an operator whether a service is under an introduction flood; a parser that
  * guesses would show wrong ones, and the port is reachable by other local processes.
@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sidecar/tor/tormetrics.h"
+#include "sidecar/tormetrics.h"
 
 #define SAMPLE "tests/unit/data/tor-0.4.9.11-metrics.txt"
 #define PRIV_POW "n34y7dymsnjidn7r2vphpr7gkm7nknwnfvndx5e5j5umngt2llxjt2ad" /* PoW on, 5 requests */

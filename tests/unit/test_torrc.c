@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sidecar/tor/torrc.h"
+#include "sidecar/torrc.h"
 
 static int count_lines_equal(const char *text, const char *line)
 {

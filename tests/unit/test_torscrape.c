@@ -1,4 +1,4 @@
-/* test_torscrape.c — unit tests for sidecar/tor/torscrape.c, with the real event loop and libcurl against an
+/* test_torscrape.c — unit tests for sidecar/torscrape.c, with the real event loop and libcurl against an
  * evhttp server on 127.0.0.1 standing in for tor's MetricsPort.
  *
  * Why: the values must be tor's current ones or absent — never stale after tor is gone or answers
@@ -24,9 +24,9 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "sidecar/core/metrics.h"
-#include "sidecar/tor/tormetrics.h"
-#include "sidecar/tor/torscrape.h"
+#include "sidecar/metrics.h"
+#include "sidecar/tormetrics.h"
+#include "sidecar/torscrape.h"
 
 #define SAMPLE "tests/unit/data/tor-0.4.9.11-metrics.txt"
 #define PRIV_POW "n34y7dymsnjidn7r2vphpr7gkm7nknwnfvndx5e5j5umngt2llxjt2ad"

@@ -1,4 +1,4 @@
-/* test_verify.c — unit tests for sidecar/publish/verify.c: verdicts from recorded CIRC lines and the mode check
+/* test_verify.c — unit tests for sidecar/verify.c: verdicts from recorded CIRC lines and the mode check
  * from recorded GETCONF/GETINFO answers.
  *
  * Every CIRC line and answer below was recorded from Debian's tor 0.4.9.11 in the private test network:
@@ -20,8 +20,8 @@
 
 #include "controlproto/cp_event.h"
 #include "controlproto/cp_reply.h"
-#include "sidecar/core/metrics.h"
-#include "sidecar/publish/verify.h"
+#include "sidecar/metrics.h"
+#include "sidecar/verify.h"
 
 #define OURS "nkfp4y5sdp4laifn2jjhvooirlcxreopj2bygizfy5x5so7774l6u5id"
 #define ADDED "bcwprnore7ytunzxgv4nzkupzxt2b2h5fhdffgdk4irmub4wgss7cyqd" /* via ADD_ONION */

@@ -1,4 +1,4 @@
-/* test_worker.c — unit tests for sidecar/fleet/worker.c, one tor and its per-tor state, in attach mode against
+/* test_worker.c — unit tests for sidecar/worker.c, one tor and its per-tor state, in attach mode against
  * the scripted fake control port (tests/fake/fake_ctl.c) on a real event loop, with real keys in a
  * private temporary directory.
  *
@@ -27,16 +27,16 @@
 #include <event2/event.h>
 #include <sys/stat.h>
 
-#include "sidecar/config/config.h"
-#include "sidecar/publish/descriptor.h"
-#include "sidecar/identity/keys.h"
-#include "sidecar/core/log.h"
-#include "sidecar/core/proc.h"
-#include "sidecar/publish/service.h"
-#include "sidecar/identity/service_id.h"
-#include "sidecar/tor/tor.h"
-#include "sidecar/publish/verify.h"
-#include "sidecar/fleet/worker.h"
+#include "sidecar/config.h"
+#include "sidecar/descriptor.h"
+#include "sidecar/keys.h"
+#include "sidecar/log.h"
+#include "sidecar/proc.h"
+#include "sidecar/service.h"
+#include "sidecar/service_id.h"
+#include "sidecar/tor.h"
+#include "sidecar/verify.h"
+#include "sidecar/worker.h"
 #include "tests/fake/fake_ctl.h"
 #include "tests/fake/tmpdir.h"
 #include "tests/fake/tor_script.h"

@@ -1,4 +1,4 @@
-/* test_workerset.c — unit tests for sidecar/fleet/workerset.c, the daemon's tor.instances workers.
+/* test_workerset.c — unit tests for sidecar/workerset.c, the daemon's tor.instances workers.
  *
  * Why: with tor.instances N the daemon must run N tors, each with its own paths and a copy of the same
  * key (never a second key), and must report "stopped" once, when the last one is gone; with 1 it is the
@@ -23,14 +23,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sidecar/config/config.h"
-#include "sidecar/identity/keys.h"
-#include "sidecar/core/log.h"
-#include "sidecar/core/proc.h"
-#include "sidecar/fleet/roll.h"
-#include "sidecar/identity/service_id.h"
-#include "sidecar/fleet/worker.h"
-#include "sidecar/fleet/workerset.h"
+#include "sidecar/config.h"
+#include "sidecar/keys.h"
+#include "sidecar/log.h"
+#include "sidecar/proc.h"
+#include "sidecar/roll.h"
+#include "sidecar/service_id.h"
+#include "sidecar/worker.h"
+#include "sidecar/workerset.h"
 #include "tests/fake/tmpdir.h"
 
 struct test {
