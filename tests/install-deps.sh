@@ -6,15 +6,15 @@
 set -eu
 what=${1:-test}
 
-runtime="tor libevent-2.1-7 libevent-openssl-2.1-7 libjansson4 libcurl4 ca-certificates"
-build="build-essential pkg-config libevent-dev libjansson-dev libcurl4-openssl-dev libssl-dev"
+runtime="tor libevent-2.1-7 libevent-openssl-2.1-7 libjansson4 libcurl4 libsodium23 ca-certificates"
+build="build-essential pkg-config libevent-dev libjansson-dev libcurl4-openssl-dev libssl-dev libsodium-dev"
 # systemd: systemd-analyze/systemd-sysusers for test_systemd; groff-base, man-db: the man pages (test_install);
 # nginx, apache2-bin: the Onion-Location snippets against real web servers (test_onion_location).
 # python3: JSON checks and a signal-mask wrapper in the integration scripts; python3-stem: decrypting a
 # fetched onion descriptor in test_dos (a test tool only); jq: test_probe.
 # prometheus: promtool checks and unit-tests templates/prometheus-alerts.yml (test_prometheus_rules).
 # onionbalance: Debian's Onionbalance 0.2.2 (test_onionbalance). Not in the runtime set: a product
-# dependency only of a machine whose config has an Onionbalance frontend (multi-machine set-ups, README);
+# dependency only of a machine whose config has an Onionbalance frontend (multi-machine set-ups, docs/high-availability.md);
 # instances need nothing but tor.
 test="$build libcmocka-dev clang curl iproute2 tor valgrind procps python3 python3-stem systemd groff-base man-db nginx apache2-bin jq prometheus onionbalance"
 bench="$test haproxy gnuplot-nox strace"

@@ -14,11 +14,12 @@ mkdir -p "$log_dir"
 
 # The first base port B in 19000, 19100 ... 28900 such that no socket uses B..B+49 (the private
 # network's ports; the tests' own ports are below 19000, the kernel's ephemeral range above 32767).
-free_port_block() {
+free_port_block() { # [FIRST]
   used=$(ss -Htan 2>/dev/null | awk '{ n = split($4, a, ":"); print a[n] }')
-  b=19000
+  b=${1:-19000}
   while [ "$b" -le 28900 ]; do
-    if ! printf '%s\n' "$used" | awk -v lo="$b" -v hi=$((b + 49)) '$1 >= lo && $1 <= hi { f = 1 } END { exit !f }'; then
+    # 19500: test_testnet's own network (TESTNET_SELFTEST_BASE_PORT)
+    if [ "$b" -ne 19500 ] && ! printf '%s\n' "$used" | awk -v lo="$b" -v hi=$((b + 49)) '$1 >= lo && $1 <= hi { f = 1 } END { exit !f }'; then
       echo "$b"; return 0
     fi
     b=$((b + 100))
@@ -55,7 +56,7 @@ par_begin() {
   par_dir=$(mktemp -d /tmp/onionfront-jobs.XXXXXX)
   mkfifo "$par_dir/done"
   exec 3<>"$par_dir/done"
-  par_started=0 par_printed=0 par_running=0
+  par_started=0 par_printed=0 par_running=0 par_pids=""
 }
 par_start() { # name timeout_s cmd...  (once fewer than $par_max jobs run)
   while [ "$par_running" -ge "$par_max" ]; do par_reap; done
@@ -68,6 +69,7 @@ par_start() { # name timeout_s cmd...  (once fewer than $par_max jobs run)
     run_one "$@" </dev/null
     echo "$passed $failed $failures" >"$par_dir/result.$i"
   ) 3>&- >"$par_dir/out.$i" 2>&1 &
+  par_pids="$par_pids $!"
   par_running=$((par_running + 1))
 }
 par_reap() { # wait for one job to end; print every ended job not yet printed and in order
@@ -87,38 +89,210 @@ par_reap() { # wait for one job to end; print every ended job not yet printed an
   done
 }
 par_drain() { while [ "$par_running" -gt 0 ]; do par_reap; done; }
-par_end() { par_drain; wait; exec 3>&-; rm -rf "$par_dir"; }
+# Waits for its own jobs only: the lanes' networks may be starting in the background meanwhile.
+par_end() { par_drain; wait $par_pids; exec 3>&-; rm -rf "$par_dir"; }
+
+# Tests on private Tor networks run in lanes side by side: TEST_LANES (default 2) lanes, each with its own
+# network, take the scripts from one queue, longest first, each lane the next one when its last has ended
+# (a fixed split left one lane idle for minutes once the measured times drifted). The scripts wait on tor
+# far more than they compute, and the suite passes with two busy processes beside it
+# (tests/stress-make-test.sh), so two lanes roughly halve the wall time on 2 cores; three networks of 12
+# tors on 2 cores starve the tors (HSDir uploads time out and probes fail for load alone).
+# Scripts that start their own networks (test_onionbalance votes every 20 s, test_testnet tests
+# testnet.sh itself) need no lane network: with two lanes or more, a lane of their own runs them, started
+# with the lane networks, before the unit tests and the fuzz runs, which run while the networks bootstrap.
+# Once its scripts have ended, that lane starts a network too and takes scripts from the queue: there are
+# never more than three networks at a time.
+# At most one "heavy" script (many services, Onionbalance with two onionfronts, three tors per onionfront)
+# runs at a time: two of them side by side made probes time out for load alone.
+lane_setup() {
+  lanes=${TEST_LANES:-2}
+  lane_dir=$(mktemp -d /tmp/onionfront-lanes.XXXXXX)
+  : >"$lane_dir/queue"
+  : >"$lane_dir/own"
+  # Seconds measured on the 2-core machine, to start the longest first (unknown: 30).
+  for s in $(ls tests/integration/test_*.sh 2>/dev/null); do
+    n=$(basename "$s" .sh)
+    case $n in
+      test_onionbalance) w=310 ;; test_roll) w=180 ;; test_combinations) w=170 ;; test_many) w=165 ;;
+      test_testnet) w=150 ;; test_probe) w=145 ;; test_instances) w=110 ;; test_faults) w=105 ;;
+      test_supervision) w=100 ;; test_clientauth) w=90 ;; test_reload) w=90 ;; test_modes) w=85 ;;
+      test_limits) w=70 ;; test_core) w=50 ;; test_install) w=45 ;; test_logs) w=40 ;; test_backends) w=40 ;;
+      test_tor_reload) w=35 ;; test_privilege) w=30 ;; test_dos) w=30 ;; *) w=20 ;;
+    esac
+    case $n in
+      test_onionbalance | test_testnet) [ "$lanes" -ge 2 ] && echo "$w $s" >>"$lane_dir/own" ;;
+    esac
+    grep -q " $s\$" "$lane_dir/own" || echo "$w $s" >>"$lane_dir/queue"
+  done
+  sort -rn -o "$lane_dir/queue" "$lane_dir/queue"
+  sort -rn -o "$lane_dir/own" "$lane_dir/own"
+  [ -s "$lane_dir/queue" ] || lanes=0
+  # Each lane's network on its own block of ports, chosen here one after another (the networks start
+  # side by side, so a block taken by one is not yet in use when the next is chosen).
+  base=${TESTNET_BASE_PORT:-}
+  next=19000
+  l=1
+  while [ "$l" -le "$lanes" ]; do
+    if [ -n "$base" ]; then lane_port=$((base + (l - 1) * 100)); else lane_port=$(free_port_block "$next") || lane_port=$next; fi
+    next=$((lane_port + 100))
+    net_dir=$(mktemp -d /tmp/onionfront-testnet.XXXXXX)
+    echo "$net_dir" >"$lane_dir/net.$l"
+    echo "$lane_port" >"$lane_dir/port.$l"
+    (
+      if TESTNET_BASE_PORT=$lane_port bash tests/testnet/testnet.sh start "$net_dir" >"$log_dir/testnet-$l.log" 2>&1; then
+        : >"$lane_dir/net-up.$l"
+      fi
+    ) </dev/null &
+    echo "$!" >"$lane_dir/net-pid.$l"
+    l=$((l + 1))
+  done
+  if [ -s "$lane_dir/own" ]; then
+    if [ -n "$base" ]; then own_port=$((base + lanes * 100)); else own_port=$(free_port_block "$next") || own_port=$next; fi
+    (
+      passed=0; failed=0; failures=""
+      while read -r w s; do
+        n=$(basename "$s" .sh)
+        is_heavy "$n" && heavy_begin "$n"
+        run_one "$n" "$(lane_limit "$n")" bash "$s" </dev/null
+        is_heavy "$n" && heavy_end "$n"
+      done <"$lane_dir/own"
+      if [ -s "$lane_dir/queue" ]; then
+        net_dir=$(mktemp -d /tmp/onionfront-testnet.XXXXXX)
+        echo "$net_dir" >"$lane_dir/net.own"
+        if TESTNET_BASE_PORT=$own_port bash tests/testnet/testnet.sh start "$net_dir" >"$log_dir/testnet-own.log" 2>&1 </dev/null; then
+          echo "lane own: network on base port $own_port; $(grep -i bootstrapped "$log_dir/testnet-own.log")"
+          lane_work "$net_dir"
+        else
+          echo "lane own: no network of its own, it takes no scripts from the queue"; tail -n 20 "$log_dir/testnet-own.log"
+        fi
+      fi
+      echo "$passed $failed $failures" >"$lane_dir/result.own"
+    ) >"$lane_dir/out.own" 2>&1 &
+  fi
+}
+
+# Runs scripts from the queue on the network in NET_DIR until the queue is empty (in a lane's subshell).
+lane_work() {
+  eval "$(bash tests/testnet/testnet.sh env "$1")"
+  export TESTNET_DIR TESTNET_BASE_PORT TESTNET_SOCKS_PORT TESTNET_CLIENT_CONTROL TESTNET_TORRC_EXTRA \
+    TESTNET_RELAY_COUNT
+  while s=$(lane_claim) && [ -n "$s" ]; do
+    n=$(basename "$s" .sh)
+    run_one "$n" "$(lane_limit "$n")" bash "$s" </dev/null
+    is_heavy "$n" && heavy_end "$n"
+  done
+}
+
+is_heavy() { case $1 in test_many | test_onionbalance | test_combinations) return 0 ;; esac; return 1; }
+# A heavy script waits until no other heavy one runs (the lane of its own does the same).
+heavy_begin() {
+  until mkdir "$lane_dir/heavy" 2>/dev/null; do sleep 2; done
+  echo "$1" >"$lane_dir/heavy/name"
+}
+heavy_end() { rm -rf "$lane_dir/heavy"; }
+# test_onionbalance starts its own 20 s-voting network and runs two onionfronts: ~6 min alone, over 10 on a
+# crowded machine; test_many publishes 30 services on one tor, whose HSDir uploads time out on a crowded
+# machine and are re-posted with a backoff, 2-5 min in all; both get 900 s, the others 600 s.
+lane_limit() { case $1 in test_onionbalance | test_many) echo 900 ;; *) echo 600 ;; esac; }
+
+# The next script from the queue for a lane: the longest that may run now (a heavy one only while no
+# other heavy one runs; it is then marked running before the queue's lock is let go). Prints nothing when
+# the queue is empty; waits while only heavy scripts are left and one runs.
+lane_claim() {
+  while :; do
+    until mkdir "$lane_dir/lock" 2>/dev/null; do sleep 0.2; done
+    pick=""
+    while read -r w s; do
+      n=$(basename "$s" .sh)
+      if [ -z "$pick" ] && { ! is_heavy "$n" || mkdir "$lane_dir/heavy" 2>/dev/null; }; then
+        pick=$s
+        is_heavy "$n" && echo "$n" >"$lane_dir/heavy/name"
+      else
+        echo "$w $s"
+      fi
+    done <"$lane_dir/queue" >"$lane_dir/queue.new"
+    mv "$lane_dir/queue.new" "$lane_dir/queue"
+    left=$(wc -l <"$lane_dir/queue")
+    rmdir "$lane_dir/lock"
+    if [ -n "$pick" ] || [ "$left" -eq 0 ]; then
+      echo "$pick"
+      return 0
+    fi
+    sleep 2
+  done
+}
+
+lane_run() {
+  l=1
+  while [ "$l" -le "$lanes" ]; do
+    wait "$(cat "$lane_dir/net-pid.$l")" 2>/dev/null
+    if [ -f "$lane_dir/net-up.$l" ]; then
+      echo "lane $l: network on base port $(cat "$lane_dir/port.$l"); $(grep -i bootstrapped "$log_dir/testnet-$l.log")"
+      (
+        passed=0; failed=0; failures=""
+        lane_work "$(cat "$lane_dir/net.$l")"
+        echo "$passed $failed $failures" >"$lane_dir/result.$l"
+      ) >"$lane_dir/out.$l" 2>&1 &
+    else
+      failed=$((failed + 1)); failures="$failures testnet-$l"
+      echo "testnet: could not start the private Tor network of lane $l"; tail -n 40 "$log_dir/testnet-$l.log"
+    fi
+    l=$((l + 1))
+  done
+  wait
+  if [ -s "$lane_dir/queue" ]; then
+    failed=$((failed + 1)); failures="$failures lanes"
+    echo "no lane ran these scripts (no network came up):"; sed 's/^[0-9]* /    /' "$lane_dir/queue"
+  fi
+  for l in own $(seq 1 "$lanes"); do
+    if [ -f "$lane_dir/net.$l" ]; then
+      bash tests/testnet/testnet.sh stop "$(cat "$lane_dir/net.$l")" >/dev/null 2>&1
+      rm -rf "$(cat "$lane_dir/net.$l")"
+    fi
+    if [ -f "$lane_dir/out.$l" ]; then
+      echo "-- lane $l"; cat "$lane_dir/out.$l"
+    fi
+    if [ -f "$lane_dir/result.$l" ]; then
+      read -r lp lf lfail <"$lane_dir/result.$l"
+      passed=$((passed + lp)); failed=$((failed + lf)); failures="$failures${lfail:+ $lfail}"
+    elif [ -f "$lane_dir/out.$l" ]; then
+      failed=$((failed + 1)); failures="$failures lane-$l"; echo "lane $l ended without a result"
+    fi
+  done
+  rm -rf "$lane_dir"
+}
 
 if [ "$what" = all ] || [ "$what" = unit ]; then
   echo "== unit tests"
+  # First and alone: test_health and test_proxy each take a loopback port nobody listens on (bind to port
+  # 0, close) and count on it staying unused (test_health even listens on it later); a test beside them,
+  # or a private network's tors connecting out, could take that port.
+  for n in test_health test_proxy; do
+    [ -x "build/test/$n" ] && [ -f "tests/unit/$n.c" ] && run_one "$n" 300 "build/test/$n"
+  done
+  # The lanes' networks bootstrap, and the scripts with networks of their own run, beside the rest.
+  [ "$what" = all ] && lane_setup
   par_begin
   for t in build/test/test_*; do
     [ -x "$t" ] || continue
     n=$(basename "$t")
     [ -f "tests/unit/$n.c" ] || continue
-    case $n in
-      # Alone: each takes a loopback port nobody listens on (bind to port 0, close) and counts on it
-      # staying unused (test_health even listens on it later); a test beside it could take that port.
-      test_health|test_proxy) par_drain; par_start "$n" 300 "$t"; par_drain ;;
-      *) par_start "$n" 300 "$t" ;;
-    esac
+    case $n in test_health | test_proxy) continue ;; esac
+    par_start "$n" 300 "$t"
   done
   par_end
 fi
 
 if [ "$what" = all ] || [ "$what" = fuzz ]; then
-  echo "== fuzz smoke runs (${FUZZ_SMOKE_SECONDS:-15} s each)"
+  # The same work every time (tests/fuzz/smoke.sh): seeds and regressions replayed, then a fixed number
+  # of inputs from a fixed seed, from those inputs only. Random exploration is make fuzz.
+  echo "== fuzz smoke runs (seeds and regressions, then ${FUZZ_SMOKE_RUNS:-30000} runs from -seed=${FUZZ_SMOKE_SEED:-1})"
   par_begin
   for f in build/fuzz/bin/fuzz_*; do
     [ -x "$f" ] || continue
     n=$(basename "$f")
-    seeds=tests/fuzz/seeds/$n
-    mkdir -p "build/fuzz/corpus/$n"
-    if [ -d "$seeds" ]; then
-      par_start "$n" 120 "$f" -max_total_time="${FUZZ_SMOKE_SECONDS:-15}" "build/fuzz/corpus/$n" "$seeds"
-    else
-      par_start "$n" 120 "$f" -max_total_time="${FUZZ_SMOKE_SECONDS:-15}" "build/fuzz/corpus/$n"
-    fi
+    par_start "$n" 240 sh tests/fuzz/smoke.sh "$n"
   done
   par_end
 fi
@@ -131,96 +305,22 @@ if [ "$what" = all ] || [ "$what" = integration ]; then
     [ -f "tests/integration/$n.c" ] || continue
     run_one "$n" 300 "$t"
   done
-  # Tests on private Tor networks: TEST_LANES (default 2) lanes, each with its own network, run their
-  # scripts one after another, side by side. The scripts wait on tor far more than they compute, and the
-  # suite passes with two busy processes beside it (tests/stress-make-test.sh), so two lanes roughly
-  # halve the wall time on 2 cores. A lane's output is printed whole when it ends.
-  scripts=$(ls tests/integration/test_*.sh 2>/dev/null)
-  if [ -n "$scripts" ]; then
-    lanes=${TEST_LANES:-2}
-    lane_dir=$(mktemp -d /tmp/onionfront-lanes.XXXXXX)
-    # Longest first onto the least loaded lane (seconds measured on the 2-core machine; unknown: 30).
-    for s in $scripts; do
-      n=$(basename "$s" .sh)
-      case $n in
-        test_onionbalance) w=350 ;; test_roll) w=200 ;; test_testnet) w=140 ;; test_faults) w=110 ;;
-        test_probe) w=130 ;; test_clientauth) w=130 ;; test_reload) w=95 ;; test_limits) w=70 ;; test_modes) w=65 ;;
-        test_supervision) w=56 ;; test_core) w=51 ;; test_instances) w=50 ;; test_tor_reload) w=48 ;;
-        test_logs) w=42 ;; test_privilege) w=39 ;; test_backends) w=38 ;; *) w=30 ;;
-      esac
-      echo "$w $s"
-    done | sort -rn | awk -v lanes="$lanes" -v dir="$lane_dir" '
-      { best = 1; for (l = 2; l <= lanes; l++) if (load[l] < load[best]) best = l
-        load[best] += $1; print $2 > (dir "/scripts." best) }'
-    # The networks start one after another: each takes the first block of ports no socket uses yet.
-    base=${TESTNET_BASE_PORT:-}
-    l=1
-    while [ "$l" -le "$lanes" ]; do
-      if [ -s "$lane_dir/scripts.$l" ]; then
-        net_dir=$(mktemp -d /tmp/onionfront-testnet.XXXXXX)
-        echo "$net_dir" >"$lane_dir/net.$l"
-        if [ -n "$base" ]; then lane_port=$((base + (l - 1) * 100)); else lane_port=$(free_port_block) || lane_port=19000; fi
-        if TESTNET_BASE_PORT=$lane_port bash tests/testnet/testnet.sh start "$net_dir" > "$log_dir/testnet-$l.log" 2>&1; then
-          echo "lane $l: network on base port $lane_port; $(grep -i bootstrapped "$log_dir/testnet-$l.log")"
-        else
-          failed=$((failed + 1)); failures="$failures testnet-$l"
-          echo "testnet: could not start the private Tor network of lane $l"; tail -n 40 "$log_dir/testnet-$l.log"
-          rm -f "$lane_dir/scripts.$l"
-        fi
-      fi
-      l=$((l + 1))
-    done
-    l=1
-    while [ "$l" -le "$lanes" ]; do
-      if [ -s "$lane_dir/scripts.$l" ]; then
-        (
-          passed=0; failed=0; failures=""
-          eval "$(bash tests/testnet/testnet.sh env "$(cat "$lane_dir/net.$l")")"
-          export TESTNET_DIR TESTNET_BASE_PORT TESTNET_SOCKS_PORT TESTNET_CLIENT_CONTROL TESTNET_TORRC_EXTRA \
-            TESTNET_RELAY_COUNT
-          while read -r s; do
-            # test_onionbalance starts its own 20 s-voting network and runs two onionfronts: ~6 min alone,
-            # over 10 on a crowded machine; the others stay well inside 600 s.
-            limit=600; [ "$(basename "$s")" = test_onionbalance.sh ] && limit=900
-            run_one "$(basename "$s" .sh)" "$limit" bash "$s" </dev/null
-          done <"$lane_dir/scripts.$l"
-          echo "$passed $failed $failures" >"$lane_dir/result.$l"
-        ) >"$lane_dir/out.$l" 2>&1 &
-      fi
-      l=$((l + 1))
-    done
-    wait
-    l=1
-    while [ "$l" -le "$lanes" ]; do
-      if [ -f "$lane_dir/net.$l" ]; then
-        bash tests/testnet/testnet.sh stop "$(cat "$lane_dir/net.$l")" >/dev/null 2>&1
-        rm -rf "$(cat "$lane_dir/net.$l")"
-      fi
-      if [ -f "$lane_dir/out.$l" ]; then
-        echo "-- lane $l"; cat "$lane_dir/out.$l"
-      fi
-      if [ -f "$lane_dir/result.$l" ]; then
-        read -r lp lf lfail <"$lane_dir/result.$l"
-        passed=$((passed + lp)); failed=$((failed + lf)); failures="$failures${lfail:+ $lfail}"
-      elif [ -s "$lane_dir/scripts.$l" ]; then
-        failed=$((failed + 1)); failures="$failures lane-$l"; echo "lane $l ended without a result"
-      fi
-      l=$((l + 1))
-    done
-    rm -rf "$lane_dir"
-  fi
+  [ -n "${lane_dir:-}" ] || lane_setup
+  lane_run
 fi
 
-# CI shows only the end of this output: repeat each failed test's last lines here.
+# CI shows only the end of this output: each failed test's last lines, then every failed check of
+# every failed test together (they may be far from a script's end), last, so that they are what CI shows.
+fail_re='^not ok|\[ +(FAILED|ERROR) +\]|^[0-9:]{8} FAIL: '
 for n in $failures; do
   [ -f "$log_dir/$n.log" ] || continue
-  # Every failed check of a script first (they may be far from its end), then its last lines.
-  if grep -qE '^not ok|\[ +(FAILED|ERROR) +\]' "$log_dir/$n.log"; then
-    echo "== $n: failed checks"
-    grep -E '^not ok|\[ +(FAILED|ERROR) +\]' "$log_dir/$n.log" | head -n 20 | sed 's/^/    | /'
-  fi
   echo "== $n: last lines of $log_dir/$n.log"
-  tail -n 25 "$log_dir/$n.log" | sed 's/^/    | /'
+  tail -n 12 "$log_dir/$n.log" | sed 's/^/    | /'
+done
+for n in $failures; do
+  [ -f "$log_dir/$n.log" ] || continue
+  echo "== $n: failed checks"
+  grep -E "$fail_re" "$log_dir/$n.log" | head -n 12 | cut -c1-300 | sed 's/^/    | /'
 done
 [ -n "$failures" ] && echo "failed:$failures (logs in $log_dir/)"
 echo "$passed passed, $failed failed"

@@ -12,7 +12,7 @@
 #define GETCONF_LINE "GETCONF HiddenServiceSingleHopMode HiddenServiceNonAnonymousMode"
 #define GETINFO_LINE                                                                                         \
     "GETINFO net/listeners/socks net/listeners/trans net/listeners/natd net/listeners/dns "                 \
-    "net/listeners/httptunnel version process/uid"
+    "net/listeners/httptunnel version process/uid process/pid"
 #define BOOTSTRAP_LINE "GETINFO status/bootstrap-phase"
 
 #define GOOD_GETCONF "250-HiddenServiceSingleHopMode=1\r\n250 HiddenServiceNonAnonymousMode=1\r\n"

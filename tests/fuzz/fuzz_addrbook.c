@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "sidecar/addrbook.h"
+#include "sidecar/identity/addrbook.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "sidecar/config.h"
+#include "sidecar/config/config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -40,6 +40,8 @@ static size_t fuzz_config_walk(const struct config *c)
         sum += strlen(c->onion_location.on_change[i]);
     if (c->onion_location.enabled)
         sum += strlen(c->onion_location.dir);
+    for (size_t i = 0; i < c->onion_location.n_allow; i++)
+        sum += strlen(c->onion_location.allow[i].text);
     return sum;
 }
 

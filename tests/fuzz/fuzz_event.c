@@ -4,7 +4,7 @@
  * given to every decoder (CIRC, HS_DESC, HS_DESC_CONTENT, STATUS_*, CONF_CHANGED, SIGNAL, GETINFO/GETCONF,
  * ADD_ONION), and each
  * successful decode is checked against the invariants the header promises (fingerprints are 40 uppercase
- * hex digits, progress is -1..100, ...). A second, smaller oracle uses the same bytes as an argument to
+ * hex digits, progress is -1..100, circuit ids fit 32 bits, ...). A second, smaller oracle uses the same bytes as an argument to
  * the command encoders (cp_cmd.c): whatever they accept must still be exactly one command, so no input can
  * inject a second one. Crashes, sanitizer reports and broken invariants (abort) are findings.
  * Seeds: tests/fuzz/seeds/fuzz_event/ (real lines from tor 0.4.9.11 and TOR-FACTS.md). */
@@ -52,6 +52,7 @@ static void decode_all(const struct cp_reply *r)
 
     if (cp_event_circ_parse(r, &c, err, sizeof err) == 0) {
         CHECK(r->is_event && strcmp(name, "CIRC") == 0);
+        CHECK(c.id <= CP_CIRC_ID_MAX); /* tor's ids are uint32_t */
         CHECK(c.n_hops == 0 || c.hops != NULL);
         for (i = 0; i < c.n_hops; i++) {
             check_server(c.hops[i].fp, c.hops[i].nick);

@@ -2,13 +2,14 @@
  * (sidecar/ob_config.c, ob_status_parse): any bytes as one answer for a fixed master address.
  *
  * Must never crash, leak or overflow; on success every instance listed is a valid v3 address, their
- * number within the array, intro points -1 or more; on failure the error is a non-empty string within its
+ * number within the array, intro points -1 (unknown) or 0-20 (tor's most per descriptor); on failure the error is a non-empty string within its
  * buffer — what ob_frontend.c relies on when it shows the answer in status. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "sidecar/ob_config.h"
+#include "sidecar/config/config.h"
+#include "sidecar/config/ob_config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -33,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         __builtin_trap();
     for (size_t i = 0; i < st.n_instances; i++)
         if (!ob_address_parse(st.instances[i].address, strlen(st.instances[i].address), NULL) ||
-            st.instances[i].intro_points < -1)
+            st.instances[i].intro_points < -1 || st.instances[i].intro_points > CONFIG_MAX_INTRO_POINTS)
             __builtin_trap();
     return 0;
 }

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "sidecar/served.h"
+#include "sidecar/publish/served.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sidecar/status.h"
+#include "sidecar/ops/status.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -55,6 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const struct status_providers providers = {
         NULL, fuzz_object, fuzz_object, NULL, fuzz_object, fuzz_metrics, fuzz_reload, fuzz_log_level, fuzz_reload,
+        fuzz_object,
     };
     struct status_request req;
     char err[256];

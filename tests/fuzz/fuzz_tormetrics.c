@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sidecar/tormetrics.h"
+#include "sidecar/tor/tormetrics.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

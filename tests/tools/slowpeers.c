@@ -1,7 +1,8 @@
 /* slowpeers.c — a bounded slow-client flood for the limits test (tests/integration/test_limits.sh): keeps
  * COUNT connections open to a TCP address on loopback or a unix socket and sends one byte on each every
  * INTERVAL_MS (the bytes of TEXT in turn), reconnecting a connection the server closed, until
- * DURATION_S have passed. Then it closes everything and prints what happened on one line:
+ * DURATION_S have passed. With "-b 127.x.y.z" first, TCP connections come from that loopback address
+ * (one host flooding, while others use 127.0.0.1). Then it closes everything and prints what happened on one line:
  *   "slowpeers: connections N (open at the end M), closed by the server K, connect failures F".
  * Bounded in count and time by its arguments; loopback and unix sockets only. */
 #include <arpa/inet.h>
@@ -22,6 +23,7 @@
 struct target {
     struct sockaddr_storage ss;
     socklen_t len;
+    struct sockaddr_in from; /* -b: the source address; sin_family 0 when not given */
 };
 
 static int parse_target(const char *kind, const char *where, struct target *t)
@@ -57,6 +59,10 @@ static int open_one(const struct target *t)
     int fd = socket(t->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -1;
+    if (t->from.sin_family && bind(fd, (const struct sockaddr *)&t->from, sizeof(t->from)) < 0) {
+        close(fd);
+        return -1;
+    }
     if (connect(fd, (const struct sockaddr *)&t->ss, t->len) < 0 && errno != EINPROGRESS) {
         close(fd);
         return -1;
@@ -87,8 +93,18 @@ static double now_s(void)
 
 int main(int argc, char **argv)
 {
+    struct sockaddr_in from = {0};
+    if (argc > 2 && strcmp(argv[1], "-b") == 0) {
+        from.sin_family = AF_INET;
+        if (inet_pton(AF_INET, argv[2], &from.sin_addr) != 1 || (ntohl(from.sin_addr.s_addr) >> 24) != 127) {
+            fprintf(stderr, "slowpeers: -b needs a loopback IPv4 address\n");
+            return 2;
+        }
+        argc -= 2;
+        argv += 2;
+    }
     if (argc < 6 || argc > 7) {
-        fprintf(stderr, "usage: slowpeers tcp 127.x.y.z:PORT|unix PATH COUNT INTERVAL_MS DURATION_S [TEXT]\n");
+        fprintf(stderr, "usage: slowpeers [-b 127.x.y.z] tcp 127.x.y.z:PORT|unix PATH COUNT INTERVAL_MS DURATION_S [TEXT]\n");
         return 2;
     }
     struct target t;
@@ -101,6 +117,7 @@ int main(int argc, char **argv)
                 SLOWPEERS_MAX);
         return 2;
     }
+    t.from = from;
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
         rl.rlim_cur = rl.rlim_max;

@@ -26,7 +26,7 @@
 
 #include <jansson.h>
 
-#include "sidecar/addrbook.h"
+#include "sidecar/identity/addrbook.h"
 #include "tests/fake/tmpdir.h"
 
 #define A1 "q2udacihu6vjdfbkedkmfveszq3vbwopsl2vj3bj4r3gyadi3hmrq4yd"

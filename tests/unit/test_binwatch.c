@@ -20,7 +20,7 @@
 
 #include <unistd.h>
 
-#include "sidecar/binwatch.h"
+#include "sidecar/core/binwatch.h"
 #include "tests/fake/tmpdir.h"
 
 struct test {

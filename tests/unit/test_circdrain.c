@@ -27,8 +27,8 @@
 #include <event2/event.h>
 
 #include "controlproto/cp_conn.h"
-#include "sidecar/circdrain.h"
-#include "sidecar/log.h"
+#include "sidecar/publish/circdrain.h"
+#include "sidecar/core/log.h"
 #include "tests/fake/fake_ctl.h"
 
 #define LOOP_BOUND_MS 5000
@@ -82,6 +82,9 @@ static void test_parse_errors(void **state)
     assert_non_null(strstr(err, "circuit id"));
     assert_int_equal(circdrain_look_parse("12\n", &l, err, sizeof(err)), -1);
     assert_non_null(strstr(err, "status missing"));
+    /* an id no tor has (they are uint32_t) is not closed with CLOSECIRCUIT: the list is refused */
+    assert_int_equal(circdrain_look_parse("4294967296 BUILT PURPOSE=HS_SERVICE_INTRO\n", &l, err, sizeof(err)), -1);
+    assert_string_equal(err, "circuit-status line 1: CIRC: circuit id must be a decimal number 0-4294967295");
     char *big = malloc(6000);
     assert_non_null(big);
     memset(big, 'A', 5999);

@@ -4,11 +4,16 @@
  * Why: operators run these by hand and from scripts; the exit code and the first line are what they see.
  *
  * Covers: check-config prints "PATH: OK (N services, tor MODE)" and returns 0, and names the file and
- * the problem (returning 1) for a bad one; the key commands (import-key, export-key, new-key) reach
+ * the problem (returning 1) for a bad one, and each problem of what a valid file refers to (preflight.h:
+ * a missing tor.binary and an unknown tor.user at once), making nothing; the key commands (import-key, export-key, new-key) reach
  * keycmd.c with their arguments, which names a service the config does not have; client-auth add, list
  * and remove reach clientauth_cmd.c, which names the command and the unknown service, and any other
- * client-auth word or count is a usage error; status with a stray option is a usage error (2), and with
- * no socket reports that onionfront is not running (1); wrong argument counts are usage errors (2). */
+ * client-auth word or count is a usage error. The CLI's manners: an unknown command or option, a missing
+ * or extra argument is one line naming it plus "Try 'onionfront --help'." on stderr, exit 2, never the
+ * usage text; `help` prints it and exits 0. The exit status table: status and check exit 2 when
+ * onionfront is not running (Nagios CRITICAL), 3 when the config cannot be read (UNKNOWN); each command's
+ * errors carry its own name (log-level, restart-tor). --help's synopses equal onionfront(1)'s SYNOPSIS
+ * (rendered from the troff source, uppercased), every command in both. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -24,8 +29,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sidecar/cli.h"
-#include "sidecar/keys.h"
+#include "sidecar/cli/cli.h"
 #include "tests/fake/tmpdir.h"
 
 struct ctx {
@@ -42,18 +46,22 @@ static void write_file(const char *path, const char *text)
     fclose(f);
 }
 
-/* The test config: one service "web" whose key lives in <dir>/state/keys/web. */
+/* The test config: one service "web" whose key lives in <dir>/state/keys/web, run by a fake tor (a
+ * script that answers --version) at <dir>/tor. */
 static void write_conf(struct ctx *c)
 {
-    char json[2048];
+    char json[2048], tor[300];
     snprintf(json, sizeof(json),
              "{\"state_dir\":\"%s/state\",\"run_dir\":\"%s/run\","
-             "\"tor\":{\"mode\":\"attach\",\"control_socket\":\"%s/control\"},"
+             "\"tor\":{\"binary\":\"%s/tor\"},"
              "\"status\":{\"socket\":\"%s/status.sock\"},"
              "\"services\":[{\"name\":\"web\",\"ports\":[{\"virtual\":80,\"target\":\"127.0.0.1:8080\"}]}]}",
              c->dir, c->dir, c->dir, c->dir);
     snprintf(c->conf, sizeof(c->conf), "%s/onionfront.json", c->dir);
     write_file(c->conf, json);
+    snprintf(tor, sizeof(tor), "%s/tor", c->dir);
+    write_file(tor, "#!/bin/sh\necho 'Tor version 0.4.9.11.'\n");
+    assert_int_equal(chmod(tor, 0755), 0);
 }
 
 static int setup(void **state)
@@ -120,7 +128,7 @@ static void test_check_config(void **state)
     int rc = cli_check_config(c->conf);
     capture_end(c, "out", buf, sizeof(buf));
     assert_int_equal(rc, 0);
-    snprintf(want, sizeof(want), "%s: OK (1 service, tor attach)\n", c->conf);
+    snprintf(want, sizeof(want), "%s: OK (1 service, tor spawn)\n", c->conf);
     assert_string_equal(buf, want);
 
     char bad[400];
@@ -132,6 +140,27 @@ static void test_check_config(void **state)
     assert_int_equal(rc, 1);
     assert_non_null(strstr(buf, bad));
     assert_non_null(strstr(buf, "state_dir: is required"));
+
+    /* A valid file that refers to what is not there: every problem, one line each, and nothing made. */
+    snprintf(bad, sizeof(bad), "%s/refers.json", c->dir);
+    char json[1024];
+    snprintf(json, sizeof(json),
+             "{\"state_dir\":\"%s/state\",\"run_dir\":\"%s/run\","
+             "\"tor\":{\"binary\":\"%s/no-tor\",\"user\":\"no-such-user-cli\"},"
+             "\"services\":[{\"name\":\"web\",\"ports\":[{\"virtual\":80,\"target\":\"127.0.0.1:8080\"}]}]}",
+             c->dir, c->dir, c->dir);
+    write_file(bad, json);
+    capture_begin(c);
+    rc = cli_check_config(bad);
+    capture_end(c, "err", buf, sizeof(buf));
+    assert_int_equal(rc, 1);
+    snprintf(want, sizeof(want), "%s: tor.binary: %s/no-tor does not exist", bad, c->dir);
+    assert_non_null(strstr(buf, want));
+    snprintf(want, sizeof(want), "%s: tor.user: there is no user named \"no-such-user-cli\"", bad);
+    assert_non_null(strstr(buf, want));
+    char sdir[400];
+    snprintf(sdir, sizeof(sdir), "%s/state", c->dir);
+    assert_int_equal(access(sdir, F_OK), -1);
 }
 
 /* The key commands are keycmd.c's (test_keycmd covers them): the table hands each its arguments, and
@@ -155,6 +184,16 @@ static void test_key_commands(void **state)
     }
 }
 
+/* A usage error: exactly two lines on stderr, the reason (prefixed "onionfront[ CMD]: " and naming
+ * `what`) and the --help hint; no usage text. */
+static void assert_usage_error(const char *err, const char *what)
+{
+    const char *nl = strchr(err, '\n');
+    if (strncmp(err, "onionfront", 10) != 0 || !nl || strcmp(nl + 1, "Try 'onionfront --help'.\n") != 0 ||
+        !strstr(err, what))
+        fail_msg("not a one-line usage error naming \"%s\":\n%s", what, err);
+}
+
 /* client-auth's words are clientauth_cmd.c's (test_clientauth_cmd covers them): each reaches its
  * function with the service, which names the command; a wrong word or count is a usage error. */
 static void test_client_auth(void **state)
@@ -165,9 +204,14 @@ static void test_client_auth(void **state)
         int argc;
         char *args[3];
         int rc;
-    } cases[] = {{3, {"add", "nope", "alice"}, 1},   {2, {"list", "nope"}, 1},
-                 {3, {"remove", "nope", "alice"}, 1}, {2, {"remove", "nope"}, 2},
-                 {3, {"list", "nope", "alice"}, 2},  {3, {"rm", "nope", "alice"}, 2}};
+        const char *why;
+    } cases[] = {{3, {"add", "nope", "alice"}, 1, NULL},
+                 {2, {"list", "nope"}, 1, NULL},
+                 {3, {"remove", "nope", "alice"}, 1, NULL},
+                 {2, {"remove", "nope"}, 2, "onionfront client-auth remove: missing argument"},
+                 {3, {"list", "nope", "alice"}, 2, "onionfront client-auth list: too many arguments"},
+                 {3, {"rm", "nope", "alice"}, 2, "onionfront client-auth: unknown word 'rm'"},
+                 {0, {NULL}, 2, "onionfront client-auth: missing add, list or remove"}};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char *args[3] = {cases[i].args[0], cases[i].args[1], cases[i].args[2]};
         capture_begin(c);
@@ -175,7 +219,7 @@ static void test_client_auth(void **state)
         capture_end(c, "err", buf, sizeof(buf));
         assert_int_equal(rc, cases[i].rc);
         if (rc == 2) {
-            assert_non_null(strstr(buf, "usage: onionfront"));
+            assert_usage_error(buf, cases[i].why);
             continue;
         }
         snprintf(want, sizeof(want), "client-auth %s: ", args[0]);
@@ -184,49 +228,231 @@ static void test_client_auth(void **state)
     }
 }
 
+/* status, check, log-level and restart-tor: their options, and the exit status table. */
 static void test_status(void **state)
 {
     struct ctx *c = *state;
-    char buf[2048];
-    char *bad[] = {"--bogus"};
-    capture_begin(c);
-    int rc = cli_status(c->conf, 1, bad);
-    capture_end(c, "err", buf, sizeof(buf));
-    assert_int_equal(rc, 2);
-    assert_non_null(strstr(buf, "usage: onionfront"));
-
-    /* The socket from the config: nothing listens there, which is "down" to a monitoring check. */
-    capture_begin(c);
-    rc = cli_status(c->conf, 0, NULL);
-    capture_end(c, "err", buf, sizeof(buf));
-    assert_int_equal(rc, 2);
-    assert_non_null(strstr(buf, "status.sock"));
+    char buf[2048], nosock[400], noconf[400];
+    snprintf(nosock, sizeof(nosock), "%s/nothing.sock", c->dir);
+    snprintf(noconf, sizeof(noconf), "%s/missing.json", c->dir);
+    const struct {
+        const char *cmd;
+        char *args[4];
+        int argc;
+        int rc;
+        const char *which; /* "out" or "err" */
+        const char *want;  /* in it; "@" is the usage error's check */
+    } cases[] = {
+        {"status", {"--bogus"}, 1, 2, "err", "@onionfront status: unknown option '--bogus'"},
+        {"status", {"-s"}, 1, 2, "err", "@onionfront status: option -s needs a socket path"},
+        {"status", {"reload", "now"}, 2, 2, "err", "@onionfront status: reload takes no arguments"},
+        {"check", {"extra"}, 1, 2, "err", "@onionfront check: unexpected argument 'extra'"},
+        {"log-level", {NULL}, 0, 2, "err", "@onionfront log-level: missing LEVEL"},
+        {"log-level", {"debug", "soon"}, 2, 2, "err", "@onionfront log-level: SECONDS must be a positive number"},
+        {"restart-tor", {"now"}, 1, 2, "err", "@onionfront restart-tor: unexpected argument 'now'"},
+        /* the socket from the config: nothing listens there, which is "down" to a monitoring check */
+        {"status", {NULL}, 0, 2, "err", "onionfront status: onionfront is not running"},
+        {"check", {NULL}, 0, 2, "out", "ONIONFRONT CRITICAL - onionfront is not running"},
+        /* a config it cannot read: it cannot tell (UNKNOWN), not "down" */
+        {"status", {"-c", noconf}, 2, 3, "err", "onionfront status: cannot read "},
+        {"check", {"-c", noconf}, 2, 3, "out", "ONIONFRONT UNKNOWN - cannot read "},
+        /* each command's errors carry its own name, not "status" */
+        {"log-level", {"-s", nosock, "debug"}, 3, 1, "err", "onionfront log-level: onionfront is not running"},
+        {"restart-tor", {"-s", nosock}, 2, 1, "err", "onionfront restart-tor: onionfront is not running"},
+        {"status", {"-s", nosock, "reload"}, 3, 1, "err", "onionfront status: onionfront is not running"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *args[4] = {cases[i].args[0], cases[i].args[1], cases[i].args[2], cases[i].args[3]};
+        capture_begin(c);
+        int rc = cli_command(c->conf, cases[i].cmd, cases[i].argc, args);
+        capture_end(c, cases[i].which, buf, sizeof(buf));
+        if (rc != cases[i].rc)
+            fail_msg("case %zu (%s): exit %d, not %d: %s", i, cases[i].cmd, rc, cases[i].rc, buf);
+        if (cases[i].want[0] == '@')
+            assert_usage_error(buf, cases[i].want + 1);
+        else if (!strstr(buf, cases[i].want))
+            fail_msg("case %zu: no \"%s\" in:\n%s", i, cases[i].want, buf);
+    }
 }
 
-/* The dispatch: argument counts checked before a command runs. */
+/* The dispatch: argument counts checked before a command runs; help and the options. */
 static void test_command(void **state)
 {
     struct ctx *c = *state;
-    char buf[2048], want[1024];
+    char buf[8192], want[1024];
     char *args[] = {c->conf, "x", "y"};
     capture_begin(c);
     int rc = cli_command(c->conf, "check-config", 0, args);
     capture_end(c, "out", buf, sizeof(buf));
     assert_int_equal(rc, 0);
-    snprintf(want, sizeof(want), "%s: OK (1 service, tor attach)\n", c->conf);
+    snprintf(want, sizeof(want), "%s: OK (1 service, tor spawn)\n", c->conf);
     assert_string_equal(buf, want);
     static const struct {
         const char *cmd;
         int argc;
-    } bad[] = {{"check-config", 2}, {"import-key", 1}, {"import-key", 3}, {"export-key", 1},
-               {"new-key", 0},      {"new-key", 2},    {"frobnicate", 0}, {"run", 0}};
+        const char *why;
+    } bad[] = {{"check-config", 2, "onionfront check-config: too many arguments"},
+               {"import-key", 1, "onionfront import-key: missing argument; usage: onionfront [-c CONFIG] "
+                                 "import-key SERVICE DIRECTORY|FILE"},
+               {"import-key", 3, "onionfront import-key: too many arguments"},
+               {"export-key", 1, "onionfront export-key: missing argument"},
+               {"new-key", 0, "onionfront new-key: missing argument"},
+               {"new-key", 2, "onionfront new-key: too many arguments"},
+               {"frobnicate", 0, "onionfront: unknown command 'frobnicate'"},
+               {"stop", 0, "onionfront: unknown command 'stop'"},
+               {"version", 0, "onionfront: unknown command 'version'"},
+               {"run", 1, "onionfront run: too many arguments"},
+               {"help", 1, "onionfront help: too many arguments"}};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         capture_begin(c);
         rc = cli_command(c->conf, bad[i].cmd, bad[i].argc, args);
         capture_end(c, "err", buf, sizeof(buf));
         assert_int_equal(rc, 2);
-        assert_non_null(strstr(buf, "usage: onionfront"));
+        assert_usage_error(buf, bad[i].why);
     }
+    /* help: the usage text on stdout, exit 0, with the exit status table */
+    capture_begin(c);
+    rc = cli_command(c->conf, "help", 0, args);
+    capture_end(c, "out", buf, sizeof(buf));
+    assert_int_equal(rc, 0);
+    assert_true(strncmp(buf, "usage: onionfront", 17) == 0);
+    assert_non_null(strstr(buf, "0 ok, 1 degraded, 2 down or not\nrunning, 3 unknown"));
+    /* the options before the command */
+    static const struct {
+        int argc;
+        char *argv[3];
+        int rc;
+        const char *why;
+    } opts[] = {{2, {"onionfront", "-t"}, 2, "onionfront: unknown option '-t'"},
+                {2, {"onionfront", "-c"}, 2, "onionfront: option -c needs a config file"}};
+    for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
+        const char *path = NULL;
+        int next = 0;
+        char *argv[3] = {opts[i].argv[0], opts[i].argv[1], opts[i].argv[2]};
+        capture_begin(c);
+        rc = cli_options(opts[i].argc, argv, &path, &next);
+        capture_end(c, "err", buf, sizeof(buf));
+        assert_int_equal(rc, opts[i].rc);
+        assert_usage_error(buf, opts[i].why);
+    }
+}
+
+/* ---- --help and onionfront(1)'s SYNOPSIS list the same commands, written the same way ----------- */
+
+/* Append the troff text `s` (one macro's arguments) to `out`: "\-" is "-", font escapes vanish. */
+static void man_text(char *out, size_t cap, const char *s, size_t n)
+{
+    size_t o = strlen(out);
+    for (size_t i = 0; i < n && o + 1 < cap; i++) {
+        if (s[i] == '\\' && i + 1 < n && s[i + 1] == '-') {
+            out[o++] = '-';
+            i++;
+        } else if (s[i] == '\\' && i + 2 < n && s[i + 1] == 'f') {
+            i += 2;
+        } else {
+            out[o++] = s[i];
+        }
+    }
+    out[o] = '\0';
+}
+
+/* The SYNOPSIS of the man page `path` as lines "onionfront ..." (uppercased, one space between words),
+ * rendered as man does for the macros it uses: .B and .I join their arguments with spaces, .BR .RB .IR
+ * .RI .BI .IB without; .br ends an entry. Into `out`, "\n"-separated. */
+static void man_synopsis(const char *path, char *out, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    char line[512], entry[512] = "";
+    bool in = false;
+    assert_non_null(f);
+    out[0] = '\0';
+    while (fgets(line, sizeof(line), f)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (strncmp(line, ".SH", 3) == 0) {
+            if (in)
+                break;
+            in = strcmp(line, ".SH SYNOPSIS") == 0;
+            continue;
+        }
+        if (!in)
+            continue;
+        if (strcmp(line, ".br") == 0) {
+            strncat(out, entry, cap - strlen(out) - 2);
+            strcat(out, "\n");
+            entry[0] = '\0';
+            continue;
+        }
+        const char *sp = strchr(line, ' ');
+        if (line[0] != '.' || !sp)
+            fail_msg("unexpected SYNOPSIS line: %s", line);
+        bool spaced = sp - line == 2; /* .B, .I */
+        if (entry[0])
+            strcat(entry, " ");
+        for (const char *a = sp + 1; *a;) { /* arguments: words or "quoted strings" */
+            while (*a == ' ')
+                a++;
+            if (!*a)
+                break;
+            const char *end;
+            if (*a == '"') {
+                end = strchr(a + 1, '"');
+                assert_non_null(end);
+                man_text(entry, sizeof(entry), a + 1, (size_t)(end - a - 1));
+                end++;
+            } else {
+                end = a + strcspn(a, " ");
+                man_text(entry, sizeof(entry), a, (size_t)(end - a));
+            }
+            a = end;
+            while (*a == ' ')
+                a++;
+            if (spaced && *a)
+                strcat(entry, " ");
+        }
+    }
+    fclose(f);
+    strncat(out, entry, cap - strlen(out) - 2);
+    strcat(out, "\n");
+}
+
+/* Uppercase, and one space between words. */
+static void normalise(char *s)
+{
+    char *o = s;
+    for (char *p = s; *p; p++) {
+        if (*p == ' ' && (o == s || o[-1] == ' ' || o[-1] == '\n'))
+            continue;
+        if (*p == '\n' && o > s && o[-1] == ' ')
+            o--;
+        *o++ = (char)(*p >= 'a' && *p <= 'z' ? *p - 'a' + 'A' : *p);
+    }
+    *o = '\0';
+}
+
+static void test_help_matches_man(void **state)
+{
+    (void)state;
+    char usage[8192], man[4096], help[4096] = "";
+    FILE *f = fmemopen(usage, sizeof(usage), "w");
+    assert_non_null(f);
+    cli_usage(f);
+    fclose(f);
+    /* --help's synopses: "usage: onionfront ..." and "       onionfront ...", up to the description */
+    for (char *line = strtok(usage, "\n"); line; line = strtok(NULL, "\n")) {
+        char *on = strstr(line, "onionfront ");
+        if (!on || (strncmp(line, "usage: ", 7) != 0 && strspn(line, " ") != 7))
+            continue;
+        char *desc = strstr(on, "  ");
+        if (desc)
+            *desc = '\0';
+        strcat(help, on);
+        strcat(help, "\n");
+    }
+    man_synopsis("sidecar/onionfront.1", man, sizeof(man));
+    normalise(help);
+    normalise(man);
+    assert_string_equal(man, help);
+    assert_non_null(strstr(man, "ONIONFRONT [-C CONFIG] CHECK [-S SOCKET]\n")); /* the parser sees real lines */
 }
 
 int main(void)
@@ -237,6 +463,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_client_auth, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status, setup, teardown),
         cmocka_unit_test_setup_teardown(test_command, setup, teardown),
+        cmocka_unit_test(test_help_matches_man),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,13 +22,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sidecar/clientauth.h"
-#include "sidecar/config.h"
-#include "sidecar/config_value.h"
+#include "sidecar/identity/clientauth.h"
+#include "sidecar/config/config.h"
+#include "sidecar/config/config_value.h"
 #include "tests/fake/tmpdir.h"
 
 #define K1 "N2NU7BSRL6YODZCYPN4CREB54TYLKGIE2KYOQWLFYC23ZJVCE5DQ"
 #define K2 "qyw6t6pnbw6z6jx5iiamilhjwwmsxz5gcfvjrdxkagpokvbl7yha" /* lower case: upper-cased */
+#define K3 "AEBAGBAFAYDQQCIKBMGA2DQPCAIREEYUCULBOGAZDINRYHI6D4QA"
 
 struct ctx {
     char dir[64];
@@ -298,6 +299,94 @@ static void test_no_clients_no_dir(void **state)
     assert_int_equal(access(p, F_OK), -1);
 }
 
+/* A tor's own copy of the key directory (instance.h) gets exactly the configured clients, plus the probe's
+ * entry when one is given; a check without that entry refuses the copy (the file is unknown), and a
+ * public service never gets the probe's entry. */
+static void test_copy_dir_and_probe(void **state)
+{
+    struct ctx *c = *state;
+    char copy[128], p[256], buf[256];
+    mode_t mode;
+    mkkeys(c);
+    snprintf(copy, sizeof(copy), "%s/copy", c->dir);
+    assert_int_equal(mkdir(copy, 0700), 0);
+    struct client_auth_conf probe = {.name = "onionfront-probe", .public_key = K3};
+    const struct service_conf *sc = load(c, "[{\"name\":\"alice\",\"public_key\":\"" K1 "\"}]");
+    /* before the sync, the copy has no authorized_clients: a tor reading it would publish open */
+    assert_int_equal(clientauth_check_dir(sc, copy, &probe, c->err, sizeof(c->err)), -1);
+    assert_int_equal(clientauth_sync_dir(sc, copy, &probe, c->err, sizeof(c->err)), 0);
+    snprintf(p, sizeof(p), "%s/authorized_clients/alice.auth", copy);
+    read_file(p, buf, sizeof(buf), &mode);
+    assert_string_equal(buf, "descriptor:x25519:" K1 "\n");
+    snprintf(p, sizeof(p), "%s/authorized_clients/onionfront-probe.auth", copy);
+    read_file(p, buf, sizeof(buf), &mode);
+    assert_string_equal(buf, "descriptor:x25519:" K3 "\n");
+    assert_int_equal(mode, 0600);
+    assert_int_equal(clientauth_check_dir(sc, copy, &probe, c->err, sizeof(c->err)), 0);
+    /* key_dir itself was not touched */
+    path(c, "", p, sizeof(p));
+    assert_int_equal(access(p, F_OK), -1);
+    /* without the probe's entry the copy holds a file the config does not name */
+    assert_int_equal(clientauth_check_dir(sc, copy, NULL, c->err, sizeof(c->err)), -1);
+    assert_non_null(strstr(c->err, "onionfront-probe.auth: unknown file"));
+    /* a second client added by a reload reaches the copy too */
+    sc = load(c, "[{\"name\":\"alice\",\"public_key\":\"" K1 "\"},{\"name\":\"bob\",\"public_key\":\"" K2 "\"}]");
+    assert_int_equal(clientauth_check_dir(sc, copy, &probe, c->err, sizeof(c->err)), -1);
+    assert_non_null(strstr(c->err, "bob.auth"));
+    assert_int_equal(clientauth_sync_dir(sc, copy, &probe, c->err, sizeof(c->err)), 0);
+    snprintf(p, sizeof(p), "%s/authorized_clients/bob.auth", copy);
+    assert_int_equal(access(p, F_OK), 0);
+    /* every client dropped without the flag: the refusal names the operator's clients, not the probe's */
+    sc = load(c, "");
+    assert_int_equal(clientauth_sync_dir(sc, copy, &probe, c->err, sizeof(c->err)), -1);
+    assert_non_null(strstr(c->err, "the service was restricted to clients (alice,bob) and the config lists none"));
+    /* a public service: no probe entry, no directory */
+    char pub[128];
+    snprintf(pub, sizeof(pub), "%s/pubcopy", c->dir);
+    assert_int_equal(mkdir(pub, 0700), 0);
+    assert_int_equal(clientauth_sync_dir(sc, pub, &probe, c->err, sizeof(c->err)), 0);
+    snprintf(p, sizeof(p), "%s/authorized_clients", pub);
+    assert_int_equal(access(p, F_OK), -1);
+}
+
+/* tor reads authorized_clients as the key directory's owner (its User): a file root wrote and kept would
+ * be unreadable to it and silently skipped. Root only: the sync gives the files the directory's owner, a
+ * reload keeps it, and a file owned by someone else is refused. */
+static void test_owner_follows_dir(void **state)
+{
+    struct ctx *c = *state;
+    char keys[128], p[256];
+    struct stat st;
+    if (geteuid() != 0) {
+        print_message("not root: ownership not tested\n");
+        return;
+    }
+    mkkeys(c);
+    snprintf(keys, sizeof(keys), "%s/keys", c->dir);
+    assert_int_equal(chown(keys, 65534, 65534), 0);
+    const struct service_conf *sc = load(c, "[{\"name\":\"alice\",\"public_key\":\"" K1 "\"}]");
+    assert_int_equal(clientauth_sync(sc, c->err, sizeof(c->err)), 0);
+    path(c, "", p, sizeof(p));
+    assert_int_equal(stat(p, &st), 0);
+    assert_int_equal(st.st_uid, 65534);
+    path(c, "alice.auth", p, sizeof(p));
+    assert_int_equal(stat(p, &st), 0);
+    assert_int_equal(st.st_uid, 65534);
+    ino_t ino = st.st_ino;
+    /* a sync with nothing changed rewrites nothing */
+    assert_int_equal(clientauth_sync(sc, c->err, sizeof(c->err)), 0);
+    assert_int_equal(stat(p, &st), 0);
+    assert_int_equal(st.st_ino, ino);
+    assert_int_equal(clientauth_check(sc, c->err, sizeof(c->err)), 0);
+    /* a file owned by root in the tor user's directory: refused by the check, given back by a sync */
+    assert_int_equal(chown(p, 0, 0), 0);
+    assert_int_equal(clientauth_check(sc, c->err, sizeof(c->err)), -1);
+    assert_non_null(strstr(c->err, "tor could not read it"));
+    assert_int_equal(clientauth_sync(sc, c->err, sizeof(c->err)), 0);
+    assert_int_equal(stat(p, &st), 0);
+    assert_int_equal(st.st_uid, 65534);
+}
+
 static void test_config_keys(void **state)
 {
     (void)state;
@@ -318,6 +407,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_only_auth_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_drop_flag_config, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_fails, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_copy_dir_and_probe, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_owner_follows_dir, setup, teardown),
         cmocka_unit_test(test_config_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

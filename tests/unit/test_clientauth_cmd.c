@@ -6,10 +6,11 @@
  * never lead the operator into making a private service public by accident.
  *
  * Covers: the key pair is base32 x25519 (52 upper-case characters, canonical) and the public key is the
- * private key's (recomputed with OpenSSL); keys_base32 round-trips a known key; `add` refuses a service
+ * private key's (recomputed with OpenSSL); onion_address_base32 round-trips a known key; `add` refuses a service
  * without an address, an unknown service, a bad or taken name; prints exactly one line
  * "<address>:descriptor:x25519:<private>" and one config entry that config.c accepts; nothing on stderr;
- * `list` prints the clients and fails, naming the file, when the directory disagrees; `remove` refuses
+ * `list` prints the clients and fails, naming the file, when the directory disagrees, says before the
+ * first start that the files come then, and with a key but no files yet that a reload writes them; `remove` refuses
  * an unknown service or client, needs no address, edits neither the config nor the files, and prints
  * exactly the client's entry: the config without it, synced, loses that client's file and keeps the
  * others'; for the last client it names drop_client_auth, and the config without clients is then
@@ -27,12 +28,12 @@
 
 #include <openssl/evp.h>
 
-#include "sidecar/clientauth.h"
-#include "sidecar/clientauth_cmd.h"
-#include "sidecar/config.h"
-#include "sidecar/config_value.h"
-#include "sidecar/keycmd.h"
-#include "sidecar/keys.h"
+#include "sidecar/identity/clientauth.h"
+#include "sidecar/cli/clientauth_cmd.h"
+#include "sidecar/config/config.h"
+#include "sidecar/config/config_value.h"
+#include "sidecar/cli/keycmd.h"
+#include "sidecar/identity/keys.h"
 #include "tests/fake/tmpdir.h"
 
 #define K1 "N2NU7BSRL6YODZCYPN4CREB54TYLKGIE2KYOQWLFYC23ZJVCE5DQ"
@@ -122,7 +123,7 @@ static void public_of(const char *priv, char pub[53])
     assert_non_null(k);
     assert_int_equal(EVP_PKEY_get_raw_public_key(k, rpub, &len), 1);
     EVP_PKEY_free(k);
-    keys_base32(rpub, sizeof(rpub), pub);
+    onion_address_base32(rpub, sizeof(rpub), pub);
     for (char *p = pub; *p; p++)
         if (*p >= 'a' && *p <= 'z')
             *p = (char)(*p - 'a' + 'A');
@@ -133,18 +134,18 @@ static void test_keypair(void **state)
     (void)state;
     char pub[53], priv[53], pub2[53], again[53];
     unsigned char raw[32];
-    assert_int_equal(clientauth_cmd_keypair(pub, priv), 0);
+    assert_int_equal(clientauth_keypair(pub, priv), 0);
     assert_int_equal(strlen(pub), 52);
     assert_int_equal(strlen(priv), 52);
     assert_int_equal(strspn(pub, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"), 52);
     assert_int_equal(config_x25519_b32_decode(pub, 52, NULL), 0);
     public_of(priv, pub2);
     assert_string_equal(pub, pub2);
-    clientauth_cmd_keypair(pub2, again);
+    clientauth_keypair(pub2, again);
     assert_string_not_equal(priv, again);
-    /* keys_base32 round-trips a key tor wrote */
+    /* onion_address_base32 round-trips a key tor wrote */
     assert_int_equal(config_x25519_b32_decode(K1, 52, raw), 0);
-    keys_base32(raw, sizeof(raw), pub2);
+    onion_address_base32(raw, sizeof(raw), pub2);
     assert_string_equal(pub2, "n2nu7bsrl6yodzcypn4creb54tylkgie2kyoqwlfyc23zjvce5dq");
 }
 
@@ -167,14 +168,14 @@ static void test_add(void **state)
     outputs_reset(s);
     assert_int_equal(clientauth_cmd_add(s->conf, "web", "Alice!", s->out, s->err), 1);
     outputs_read(s);
-    assert_non_null(strstr(s->ebuf, "client name \"Alice!\" must match"));
+    assert_non_null(strstr(s->ebuf, "client name \"Alice!\" must be 1-32 characters: lowercase letters"));
 
     outputs_reset(s);
     assert_int_equal(clientauth_cmd_add(s->conf, "web", "alice", s->out, s->err), 0);
     outputs_read(s);
     assert_string_equal(s->ebuf, "");
     /* exactly one private key line and one config entry; the rest are comments */
-    char addr[KEYS_ADDRESS_SIZE] = "", priv[53] = "", pub[53] = "", entry[256] = "";
+    char addr[ONION_ADDRESS_SIZE] = "", priv[53] = "", pub[53] = "", entry[256] = "";
     int keylines = 0, entries = 0;
     for (char *line = strtok(s->obuf, "\n"); line; line = strtok(NULL, "\n")) {
         if (line[0] == '#')
@@ -222,6 +223,16 @@ static void test_list(void **state)
 {
     struct st *s = *state;
     char err[1024], p[256];
+    /* before the first start: no key, nothing to disagree with; the clients come at the first start */
+    write_conf(s, "[{\"name\": \"alice\", \"public_key\": \"" K1 "\"}]");
+    outputs_reset(s);
+    assert_int_equal(clientauth_cmd_list(s->conf, "web", s->out, s->err), 0);
+    outputs_read(s);
+    assert_non_null(strstr(s->obuf, "service web: 1 client\n"));
+    assert_non_null(strstr(s->obuf, "service web has not been started yet: onionfront writes these clients' files"));
+    assert_string_equal(s->ebuf, "");
+
+    write_conf(s, "");
     outputs_reset(s);
     assert_int_equal(keycmd_new_key(s->conf, "web", s->out, s->err), 0);
     outputs_reset(s);
@@ -229,7 +240,15 @@ static void test_list(void **state)
     outputs_read(s);
     assert_non_null(strstr(s->obuf, "service web: no client authorization"));
 
+    /* a key, clients in the config, no files yet: not "does not agree" but what to do */
     write_conf(s, "[{\"name\": \"alice\", \"public_key\": \"" K1 "\"}]");
+    outputs_reset(s);
+    assert_int_equal(clientauth_cmd_list(s->conf, "web", s->out, s->err), 1);
+    outputs_read(s);
+    assert_non_null(strstr(s->ebuf, "does not exist yet: the clients above are in the config but not given to tor; "
+                                    "reload onionfront"));
+    assert_null(strstr(s->ebuf, "does not agree"));
+
     struct config *c = config_load_file(s->conf, err, sizeof(err));
     assert_non_null(c);
     assert_int_equal(clientauth_sync(&c->services[0], err, sizeof(err)), 0);
@@ -302,7 +321,7 @@ static void test_remove(void **state)
 {
     struct st *s = *state;
     char err[1024], pub[53], priv[53], alice[128], bob[128], clients[300], entry[256];
-    assert_int_equal(clientauth_cmd_keypair(pub, priv), 0);
+    assert_int_equal(clientauth_keypair(pub, priv), 0);
     snprintf(alice, sizeof(alice), "{ \"name\": \"alice\", \"public_key\": \"%s\" }", K1);
     snprintf(bob, sizeof(bob), "{ \"name\": \"bob\", \"public_key\": \"%s\" }", pub);
     snprintf(clients, sizeof(clients), "[%s, %s]", alice, bob);

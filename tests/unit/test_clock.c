@@ -7,7 +7,7 @@
 #include <cmocka.h>
 #include <time.h>
 
-#include "sidecar/clock.h"
+#include "sidecar/core/clock.h"
 
 static uint64_t mono_ms(void)
 {

@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sidecar/config.h"
+#include "sidecar/config/config.h"
 #include "tests/fake/tmpdir.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
@@ -128,13 +128,13 @@ static const struct bad_case bad_cases[] = {
     BAD("{\n  'state_dir': '/a',\n  'state_dir': '/b'\n}",
         "line 3, column 13: duplicate object key near '\"state_dir\"'"),
     BAD("{'a':1} x", "line 1, column 9: end of file expected near 'x'"),
-    BAD("", "line 1, column 0: '[' or '{' expected near end of file"),
+    BAD("", "the file is empty: a config is one JSON object, { ... } (see templates/onionfront.example.json)"),
     BAD("{'state_dir':'\\u0000'}",
         "line 1, column 21: \\u0000 is not allowed without JSON_ALLOW_NUL near '\"\\u0000\"'"),
     BAD("[]", "config: must be a JSON object"),
 
     /* top level */
-    BAD(WITH("'statedir':'/x'"), "statedir: unknown key"),
+    BAD(WITH("'statedir':'/x'"), "statedir: unknown key; did you mean \"state_dir\"?"),
     BAD(WITH("'a\\u0001b':1"), "a\\x01b: unknown key"),
     BAD(WITH("'a\\\"b\\\\':1"), "a\\\"b\\\\: unknown key"),
     BAD(WITH("'" LONG108 "':1"),
@@ -188,7 +188,7 @@ static const struct bad_case bad_cases[] = {
     BAD(WITH("'onion_location':[]"), "onion_location: must be an object"),
 
     /* tor */
-    BAD(TOR("'mod':'spawn'"), "tor.mod: unknown key"),
+    BAD(TOR("'mod':'spawn'"), "tor.mod: unknown key; did you mean \"mode\"?"),
     BAD(TOR("'mode':'fork'"), "tor.mode: must be one of \"spawn\", \"attach\""),
     BAD(TOR("'command_timeout':'30'"), "tor.command_timeout: must be an integer"),
     BAD(TOR("'command_timeout':30.5"), "tor.command_timeout: must be an integer"),
@@ -218,11 +218,11 @@ static const struct bad_case bad_cases[] = {
     BAD(ATTACH(",'binary':'/usr/bin/tor'"), "tor.binary: only allowed in spawn mode"),
     BAD(ATTACH(",'user':'debian-tor'"), "tor.user: only allowed in spawn mode"),
     BAD(ATTACH(",'extra_torrc':[]"), "tor.extra_torrc: only allowed in spawn mode"),
-    BAD(TOR("'user':'Root'"), "tor.user: must match ^[a-z_][a-z0-9_-]{0,31}$"),
-    BAD(TOR("'user':''"), "tor.user: must match ^[a-z_][a-z0-9_-]{0,31}$"),
-    BAD(TOR("'user':'1tor'"), "tor.user: must match ^[a-z_][a-z0-9_-]{0,31}$"),
+    BAD(TOR("'user':'Root'"), "tor.user: must be a user name: " CONFIG_USER_NAME_RULE),
+    BAD(TOR("'user':''"), "tor.user: must be a user name: " CONFIG_USER_NAME_RULE),
+    BAD(TOR("'user':'1tor'"), "tor.user: must be a user name: " CONFIG_USER_NAME_RULE),
     BAD(TOR("'user':0"), "tor.user: must be a string"),
-    BAD(TOR("'user':'a23456789012345678901234567890123'"), "tor.user: must match ^[a-z_][a-z0-9_-]{0,31}$"),
+    BAD(TOR("'user':'a23456789012345678901234567890123'"), "tor.user: must be a user name: " CONFIG_USER_NAME_RULE),
     BAD(TOR("'extra_torrc':'SocksPort 0'"), "tor.extra_torrc: must be an array"),
     BAD(TOR("'extra_torrc':[1]"), "tor.extra_torrc[0]: must be a string"),
     BAD(TOR("'extra_torrc':['SocksPort 9050']"), "tor.extra_torrc[0]: option \"SocksPort\" " OWNED),
@@ -266,14 +266,14 @@ static const struct bad_case bad_cases[] = {
     BAD(TOR("'extra_torrc':['Socks-Port 1']"), "tor.extra_torrc[0]: must start with a torrc option name"),
 
     /* services[] */
-    BAD(SVC(",'portz':[]"), "services[0].portz: unknown key"),
+    BAD(SVC(",'portz':[]"), "services[0].portz: unknown key; did you mean \"ports\"?"),
     BAD(SERVICES("{" PORTS1 "}"), "services[0].name: is required"),
     BAD(SERVICES("{'name':7," PORTS1 "}"), "services[0].name: must be a string"),
-    BAD(SERVICES("{'name':'Web'," PORTS1 "}"), "services[0].name: must match ^[a-z0-9][a-z0-9_-]{0,31}$"),
-    BAD(SERVICES("{'name':'-web'," PORTS1 "}"), "services[0].name: must match ^[a-z0-9][a-z0-9_-]{0,31}$"),
-    BAD(SERVICES("{'name':''," PORTS1 "}"), "services[0].name: must match ^[a-z0-9][a-z0-9_-]{0,31}$"),
+    BAD(SERVICES("{'name':'Web'," PORTS1 "}"), "services[0].name: must be " CONFIG_SERVICE_NAME_RULE),
+    BAD(SERVICES("{'name':'-web'," PORTS1 "}"), "services[0].name: must be " CONFIG_SERVICE_NAME_RULE),
+    BAD(SERVICES("{'name':''," PORTS1 "}"), "services[0].name: must be " CONFIG_SERVICE_NAME_RULE),
     BAD(SERVICES("{'name':'a23456789012345678901234567890123'," PORTS1 "}"),
-        "services[0].name: must match ^[a-z0-9][a-z0-9_-]{0,31}$"),
+        "services[0].name: must be " CONFIG_SERVICE_NAME_RULE),
     BAD(SERVICES("{'name':'web'," PORTS1 "},{'name':'api'," PORTS1 "},{'name':'web'," PORTS1 "}"),
         "services[2].name: duplicate service name \"web\""),
     BAD(SVC(",'key_dir':'keys/web'"), "services[0].key_dir: must be an absolute path"),
@@ -310,7 +310,7 @@ static const struct bad_case bad_cases[] = {
     BAD(SVC(",'max_streams':-1"), "services[0].max_streams: must be 0-65535"),
     /* services[].dos */
     BAD(SVC(",'dos':[]"), "services[0].dos: must be an object"),
-    BAD(SVC(",'dos':{'powx':{}}"), "services[0].dos.powx: unknown key"),
+    BAD(SVC(",'dos':{'powx':{}}"), "services[0].dos.powx: unknown key; did you mean \"pow\"?"),
     BAD(SVC(",'dos':{'pow':true}"), "services[0].dos.pow: must be an object"),
     BAD(SVC(",'dos':{'pow':{'enabled':1}}"), "services[0].dos.pow.enabled: must be true or false"),
     BAD(SVC(",'dos':{'pow':{'effort':1}}"), "services[0].dos.pow.effort: unknown key"),
@@ -342,11 +342,15 @@ static const struct bad_case bad_cases[] = {
                  ",'dos':{'pow':{'queue_burst':-5}}}"),
         "services[1].dos.pow.queue_burst: must be 0-2147483647"),
     /* services[].client_auth */
+#define ALICE "{'name':'alice','public_key':'N2NU7BSRL6YODZCYPN4CREB54TYLKGIE2KYOQWLFYC23ZJVCE5DQ'}"
+    BAD(SVC(",'client_auth':[" ALICE "],'onion_location':true"),
+        "services[0].onion_location: cannot be true with client_auth: Onion-Location would advertise a private "
+        "service's address to every visitor of the clearnet site"),
     BAD(SVC(",'client_auth':{}"), "services[0].client_auth: must be an array"),
     BAD(SVC(",'client_auth':[]"), "services[0].client_auth: must have 1-256 entries"),
     BAD(SVC(",'client_auth':[{'name':'a'}]"), "services[0].client_auth[0].public_key: is required"),
     BAD(SVC(",'client_auth':[{'name':'A b','public_key':'x'}]"),
-        "services[0].client_auth[0].name: must match ^[a-z0-9][a-z0-9_-]{0,31}$"),
+        "services[0].client_auth[0].name: must be " CONFIG_SERVICE_NAME_RULE),
     BAD(SVC(",'client_auth':[{'name':'a','public_key':'N2NU7BSRL6YODZCYPN4CREB54TYLKGIE2KYOQWLFYC23ZJVCE5D'}]"),
         "services[0].client_auth[0].public_key: must be an x25519 public key in base32 (52 characters A-Z 2-7)"),
     BAD(SVC(",'client_auth':[{'name':'a','public_key':'N2NU7BSRL6YODZCYPN4CREB54TYLKGIE2KYOQWLFYC23ZJVCE5DQ'},"
@@ -363,7 +367,7 @@ static const struct bad_case bad_cases[] = {
     BAD(SERVICES("{'name':'web','ports':['80']}"), "services[0].ports[0]: must be an object"),
 
     /* ports[] */
-    BAD(PORT("'virtual':80,'tagret':'127.0.0.1:8080'"), P0 ".tagret: unknown key"),
+    BAD(PORT("'virtual':80,'tagret':'127.0.0.1:8080'"), P0 ".tagret: unknown key; did you mean \"target\"?"),
     BAD(PORT("'target':'127.0.0.1:8080'"), P0 ".virtual: is required"),
     BAD(PORT("'virtual':'80','target':'127.0.0.1:8080'"), P0 ".virtual: must be an integer"),
     BAD(PORT("'virtual':0,'target':'127.0.0.1:8080'"), P0 ".virtual: must be 1-65535"),
@@ -408,14 +412,14 @@ static const struct bad_case bad_cases[] = {
     BAD(PORT("'virtual':80,'backends':{}"), P0 ".backends: must be an array"),
     BAD(BACKENDS(""), P0 ".backends: must have 1-64 entries"),
     BAD(BACKENDS("'127.0.0.1:8081'"), P0 ".backends[0]: must be an object"),
-    BAD(BACKENDS("{'adress':'127.0.0.1:8081'}"), P0 ".backends[0].adress: unknown key"),
+    BAD(BACKENDS("{'adress':'127.0.0.1:8081'}"), P0 ".backends[0].adress: unknown key; did you mean \"address\"?"),
     BAD(BACKENDS("{'name':'a'}"), P0 ".backends[0].address: is required"),
     BAD(BACKENDS("{'address':['127.0.0.1:8081']}"), P0 ".backends[0].address: must be a string"),
     BAD(BACKENDS("{'address':'127.0.0.1:1'},{'address':'localhost'}"), P0 ".backends[1].address: " ADDR_FORMS),
-    BAD(BACKENDS("{'name':'a b','address':'127.0.0.1:8081'}"), P0 ".backends[0].name: must match ^[A-Za-z0-9_.-]{1,64}$"),
-    BAD(BACKENDS("{'name':'','address':'127.0.0.1:8081'}"), P0 ".backends[0].name: must match ^[A-Za-z0-9_.-]{1,64}$"),
+    BAD(BACKENDS("{'name':'a b','address':'127.0.0.1:8081'}"), P0 ".backends[0].name: must be " CONFIG_BACKEND_NAME_RULE),
+    BAD(BACKENDS("{'name':'','address':'127.0.0.1:8081'}"), P0 ".backends[0].name: must be " CONFIG_BACKEND_NAME_RULE),
     BAD(BACKENDS("{'name':'a2345678901234567890123456789012345678901234567890123456789012345','address':'127.0.0.1:1'}"),
-        P0 ".backends[0].name: must match ^[A-Za-z0-9_.-]{1,64}$"),
+        P0 ".backends[0].name: must be " CONFIG_BACKEND_NAME_RULE),
     BAD(BACKENDS("{'name':'a','address':'127.0.0.1:1'},{'name':'a','address':'127.0.0.1:2'}"),
         P0 ".backends[1].name: duplicate backend name \"a\""),
     BAD(BACKENDS("{'name':'web-80-1','address':'127.0.0.1:1'},{'address':'127.0.0.1:2'}"),
@@ -514,9 +518,15 @@ static const struct bad_case bad_cases[] = {
     BAD(STATUS("'allowed_uids':[0,1000,0]"), "status.allowed_uids[2]: duplicate uid 0"),
     BAD(STATUS("'allowed_gids':['0']"), "status.allowed_gids[0]: must be an integer"),
     BAD(STATUS("'allowed_gids':[5,5]"), "status.allowed_gids[1]: duplicate gid 5"),
+    BAD(STATUS("'admin_uids':1000"), "status.admin_uids: must be an array"),
+    BAD(STATUS("'admin_uids':[-1]"), "status.admin_uids[0]: must be 0-4294967294"),
+    BAD(STATUS("'admin_uids':[1000,1000]"), "status.admin_uids[1]: duplicate uid 1000"),
+    BAD(STATUS("'admin_gids':[true]"), "status.admin_gids[0]: must be an integer"),
+    BAD(STATUS("'admin_gids':[4294967295]"), "status.admin_gids[0]: must be 0-4294967294"),
+    BAD(STATUS("'admins':[0]"), "status.admins: unknown key"),
 
     /* metrics */
-    BAD(METRICS("'listn':'127.0.0.1:9464'"), "metrics.listn: unknown key"),
+    BAD(METRICS("'listn':'127.0.0.1:9464'"), "metrics.listn: unknown key; did you mean \"listen\"?"),
     BAD(LISTEN("0.0.0.0:9464"), "metrics.listen: " LOOPBACK),
     BAD(LISTEN("[::]:9464"), "metrics.listen: " LOOPBACK),
     BAD(LISTEN("10.0.0.1:9464"), "metrics.listen: " LOOPBACK),
@@ -535,7 +545,7 @@ static const struct bad_case bad_cases[] = {
     BAD(LIMITS("'max_open_streams':'auto'"), "limits.max_open_streams: must be an integer"),
 
     /* probe */
-    BAD(PROBE("'intervall':300"), "probe.intervall: unknown key"),
+    BAD(PROBE("'intervall':300"), "probe.intervall: unknown key; did you mean \"interval\"?"),
     BAD(PROBE("'interval':4"), "probe.interval: must be 5-86400"),
     BAD(PROBE("'timeout':601"), "probe.timeout: must be 5-600"),
     BAD(PROBE("'window':0"), "probe.window: must be 1-100"),
@@ -547,7 +557,7 @@ static const struct bad_case bad_cases[] = {
     BAD(PROBE("'republish_deadline':'120'"), "probe.republish_deadline: must be an integer"),
 
     /* onion_location */
-    BAD(OLOC("'dir':'/etc/nginx/of','onchange':[]"), "onion_location.onchange: unknown key"),
+    BAD(OLOC("'dir':'/etc/nginx/of','onchange':[]"), "onion_location.onchange: unknown key; did you mean \"on_change\"?"),
     BAD(OLOC("'on_change':['/bin/true']"), "onion_location.dir: is required"),
     BAD(OLOC("'dir':'etc/nginx'"), "onion_location.dir: must be an absolute path"),
     BAD(OLOC("'dir':'/etc/nginx','on_change':'/usr/sbin/nginx -s reload'"),
@@ -558,6 +568,25 @@ static const struct bad_case bad_cases[] = {
     BAD(OLOC("'dir':'/etc/nginx','on_change':['/usr/sbin/nginx',1]"), "onion_location.on_change[1]: must be a string"),
     BAD(OLOC("'dir':'/etc/nginx','listen':'web:8081'"), "onion_location.listen: must be an IP address and port, e.g. \"10.0.0.5:8081\" or \"[::1]:8081\""),
     BAD(OLOC("'dir':'/etc/nginx','listen':8081"), "onion_location.listen: must be a string or null"),
+    /* a farm-facing endpoint must name its web servers; entries are networks of listen's family */
+    BAD(OLOC("'dir':'/etc/nginx','listen':'10.0.0.5:8081'"),
+        "onion_location.allow: is required when listen (10.0.0.5:8081) is not a loopback address: list the web "
+        "servers' addresses or networks, e.g. [\"10.0.0.0/24\"]"),
+    BAD(OLOC("'dir':'/etc/nginx','listen':'[fd00::5]:8081'"), "onion_location.allow: is required when listen ([fd00::5]:8081) is not a loopback address: list the web "
+        "servers' addresses or networks, e.g. [\"10.0.0.0/24\"]"),
+    BAD(OLOC("'dir':'/etc/nginx','allow':['10.0.0.0/24']"), "onion_location.allow: needs listen: it says who may connect to it"),
+    BAD(OLOC("'dir':'/etc/nginx','listen':'10.0.0.5:8081','allow':[]"), "onion_location.allow: must have 1-64 entries"),
+    BAD(OLOC("'dir':'/etc/nginx','listen':'10.0.0.5:8081','allow':'10.0.0.0/24'"),
+        "onion_location.allow: must be an array"),
+    BAD(OLOC("'dir':'/etc/nginx','listen':'10.0.0.5:8081','allow':['10.0.0.0/24',7]"),
+        "onion_location.allow[1]: must be a string"),
+    BAD(OLOC("'dir':'/etc/nginx','listen':'10.0.0.5:8081','allow':['10.0.0.5/24']"),
+        "onion_location.allow[0]: host bits set: did you mean 10.0.0.0/24?"),
+    BAD(OLOC("'dir':'/etc/nginx','listen':'10.0.0.5:8081','allow':['web1']"),
+        "onion_location.allow[0]: must be an IP address or network, e.g. \"10.0.0.5\", \"10.0.0.0/24\" or "
+        "\"fd00::/64\""),
+    BAD(OLOC("'dir':'/etc/nginx','listen':'10.0.0.5:8081','allow':['fd00::/64']"),
+        "onion_location.allow[0]: fd00::/64 can never match: listen (10.0.0.5:8081) is IPv4"),
     /* services[].mode and onion_location */
     BAD(SVC(",'mode':'hidden'"), "services[0].mode: must be one of \"single\", \"anonymous\""),
     BAD(SVC(",'mode':1"), "services[0].mode: must be one of \"single\", \"anonymous\""),
@@ -648,7 +677,7 @@ static void test_minimal_defaults(void **state)
     assert_int_equal(p->max_streams_per_circuit, CONFIG_DEFAULT_MAX_STREAMS_PER_CIRCUIT);
     assert_int_equal(p->circuit_stream_rate, 0); /* off */
     assert_int_equal(p->circuit_stream_burst, 10);
-    assert_int_equal(p->idle_timeout_s, 0); /* off */
+    assert_int_equal(p->idle_timeout_s, 3600); /* CONFIG_DEFAULT_IDLE_TIMEOUT_S: finite, tunnel-like */
     assert_false(p->proxy_protocol);
     assert_int_equal(p->health.type, HEALTH_TCP);
     assert_int_equal(p->health.interval_ms, 2000);
@@ -666,6 +695,8 @@ static void test_minimal_defaults(void **state)
     assert_string_equal(c->status.socket, "/run/of/status.sock");
     assert_int_equal(c->status.n_allowed_uids, 0);
     assert_int_equal(c->status.n_allowed_gids, 0);
+    assert_int_equal(c->status.n_admin_uids, 0); /* only root and onionfront's own uid are admins */
+    assert_int_equal(c->status.n_admin_gids, 0);
     assert_false(c->metrics.enabled);
     assert_int_equal(c->limits.max_open_streams, 0); /* auto */
     assert_int_equal(c->probe.hsfetch_interval, 300);
@@ -673,6 +704,28 @@ static void test_minimal_defaults(void **state)
     assert_false(c->onion_location.enabled);
     assert_null(c->onion_location.dir);
     assert_null(c->onion_location.on_change);
+}
+
+/* idle_timeout: finite by default (HAProxy's tunnel timeout, 1 h: long-polls and WebSockets keep going),
+ * 0 still turns it off, the range's ends load. */
+static void test_idle_timeout(void **state)
+{
+    struct test_state *ts = *state;
+    static const struct {
+        const char *json;
+        unsigned want;
+    } rows[] = {
+        {PORT("'virtual':80,'target':'127.0.0.1:8080'"), CONFIG_DEFAULT_IDLE_TIMEOUT_S},
+        {PORT("'virtual':80,'target':'127.0.0.1:8080','idle_timeout':0"), 0},
+        {PORT("'virtual':80,'target':'127.0.0.1:8080','idle_timeout':1"), 1},
+        {PORT("'virtual':80,'target':'127.0.0.1:8080','idle_timeout':86400"), 86400},
+    };
+    assert_int_equal(CONFIG_DEFAULT_IDLE_TIMEOUT_S, 3600);
+    for (size_t i = 0; i < ARRAY_LEN(rows); i++) {
+        struct config *c = load_ok(ts, rows[i].json);
+        assert_int_equal(c->services[0].ports[0].idle_timeout_s, rows[i].want);
+        config_free(c);
+    }
 }
 
 /* Every field set to a value other than its default. */
@@ -698,7 +751,8 @@ static void test_full_config(void **state)
         "  'dos':{'pow':{'enabled':true,'queue_rate':0,'queue_burst':0},"
         "         'intro':{'enabled':true,'rate_per_sec':2147483647,'burst_per_sec':2147483647},"
         "         'max_streams':20,'max_streams_close_circuit':true,'num_intro_points':20}}],"
-        "'status':{'socket':'/run/of/st.sock','allowed_uids':[0,1000],'allowed_gids':[4294967294]},"
+        "'status':{'socket':'/run/of/st.sock','allowed_uids':[0,1000],'allowed_gids':[4294967294],"
+        "          'admin_uids':[1500],'admin_gids':[27,28]},"
         "'metrics':{'listen':'127.0.0.2:9464'},"
         "'limits':{'max_open_streams':5000},"
         "'probe':{'hsfetch_interval':10,'republish_deadline':3600},"
@@ -788,6 +842,10 @@ static void test_full_config(void **state)
     assert_int_equal(c->status.allowed_uids[1], 1000);
     assert_int_equal(c->status.n_allowed_gids, 1);
     assert_int_equal(c->status.allowed_gids[0], 4294967294U);
+    assert_int_equal(c->status.n_admin_uids, 1);
+    assert_int_equal(c->status.admin_uids[0], 1500);
+    assert_int_equal(c->status.n_admin_gids, 2);
+    assert_int_equal(c->status.admin_gids[1], 28);
     assert_true(c->metrics.enabled);
     assert_string_equal(c->metrics.listen, "127.0.0.2:9464");
     assert_string_equal(c->metrics.host, "127.0.0.2");
@@ -907,6 +965,36 @@ static void test_onion_location_no_command(void **state)
     assert_string_equal(c->onion_location.dir, "/etc/nginx/of");
     assert_null(c->onion_location.on_change);
     assert_int_equal(c->onion_location.n_on_change, 0);
+}
+
+/* onion_location.allow: the loopback default only for a loopback listen address, given entries kept in
+ * canonical form, nothing without listen. */
+static void test_onion_location_allow(void **state)
+{
+    struct test_state *ts = *state;
+    static const struct {
+        const char *members, *allow; /* allow: the entries' texts joined by " " */
+    } rows[] = {
+        {"'dir':'/d'", ""},
+        {"'dir':'/d','listen':null", ""},
+        {"'dir':'/d','listen':'127.0.0.1:8081'", "127.0.0.0/8"},
+        {"'dir':'/d','listen':'127.0.0.2:8081'", "127.0.0.0/8"},
+        {"'dir':'/d','listen':'[::1]:8081'", "::1/128"},
+        {"'dir':'/d','listen':'127.0.0.1:8081','allow':['127.0.0.1']", "127.0.0.1/32"},
+        {"'dir':'/d','listen':'10.0.0.5:8081','allow':['10.0.0.0/24','192.0.2.7']", "10.0.0.0/24 192.0.2.7/32"},
+        {"'dir':'/d','listen':'0.0.0.0:8081','allow':['0.0.0.0/0']", "0.0.0.0/0"},
+        {"'dir':'/d','listen':'[fd00::5]:8081','allow':['FD00::/64']", "fd00::/64"},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(rows); i++) {
+        char json[512], got[512] = "";
+        snprintf(json, sizeof json, OLOC("%s"), rows[i].members);
+        struct config *c = load_ok(ts, json);
+        for (size_t k = 0; k < c->onion_location.n_allow; k++)
+            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", k ? " " : "", c->onion_location.allow[k].text);
+        config_free(c);
+        if (strcmp(got, rows[i].allow) != 0)
+            fail_msg("%s: allow \"%s\", expected \"%s\"", rows[i].members, got, rows[i].allow);
+    }
 }
 
 /* Paths are normalised; the root as state_dir gives "/keys/<name>", not "//keys/<name>". */
@@ -1490,6 +1578,20 @@ static void test_service_modes(void **state)
     assert_int_equal(config_count_mode(c, SERVICE_MODE_ANONYMOUS), 2);
 }
 
+/* A private service (client_auth) is not advertised by Onion-Location: off by default (refused when asked
+ * for: bad_cases); a public single onion beside it keeps the default. */
+static void test_private_onion_location(void **state)
+{
+    struct test_state *ts = *state;
+    const struct config *c = ts->cfg = load_ok(
+        ts, SERVICES("{'name':'priv','client_auth':[" ALICE "]," PORTS1 "},"
+                     "{'name':'priv2','client_auth':[" ALICE "],'onion_location':false," PORTS1 "},"
+                     "{'name':'web'," PORTS1 "}"));
+    assert_false(c->services[0].onion_location);
+    assert_false(c->services[1].onion_location);
+    assert_true(c->services[2].onion_location);
+}
+
 /* Leaf structs hold no pointers: a copy stays valid after the config is freed. */
 static void test_leaf_copy(void **state)
 {
@@ -1509,11 +1611,13 @@ int main(void)
 {
     static const struct CMUnitTest tests[] = {
         T(test_minimal_defaults),
+        T(test_idle_timeout),
         T(test_full_config),
         T(test_attach_mode),
         T(test_addresses),
         T(test_metrics_loopback),
         T(test_onion_location_no_command),
+        T(test_onion_location_allow),
         T(test_path_normalisation),
         T(test_unknown_key_with_valid_fields),
         T(test_stringers_round_trip),
@@ -1529,6 +1633,7 @@ int main(void)
         T(test_port_equal_other_service),
         T(test_leaf_copy),
         T(test_service_modes),
+        T(test_private_onion_location),
     };
     static struct CMUnitTest bad_tests[ARRAY_LEN(bad_cases)];
     for (size_t i = 0; i < ARRAY_LEN(bad_cases); i++)

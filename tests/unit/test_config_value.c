@@ -15,11 +15,13 @@
 
 #include <cmocka.h>
 
+#include <arpa/inet.h>
+
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sidecar/config_value.h"
+#include "sidecar/config/config_value.h"
 #include "tests/fake/tmpdir.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
@@ -41,6 +43,7 @@ struct addr_case {
 #define INET(in, fam, host, port) {in, 0, BACKEND_ADDR_INET, fam, host, port, "", NULL}
 #define UNIX(in, path) {in, 0, BACKEND_ADDR_UNIX, AF_UNIX, "", 0, path, NULL}
 #define BAD(in, rc, why) {in, rc, BACKEND_ADDR_INET, 0, NULL, 0, NULL, why}
+#define URL(in, meant) "\"" in "\" is a URL; write host:port" meant " (onionfront forwards TCP, not HTTP requests)"
 
 static const struct addr_case addr_cases[] = {
     INET("127.0.0.1:8080", AF_INET, "127.0.0.1", 8080),
@@ -84,11 +87,19 @@ static const struct addr_case addr_cases[] = {
     BAD("/a/../b", -1, "unix socket path must not contain \".\" or \"..\" components"),
     BAD("/a/\tb", -1, "unix socket path must not contain control characters"),
     BAD("", -1, FORMS),
+    /* a URL where an address belongs: named as a URL, with the host:port it probably meant */
+    BAD("http://127.0.0.1:8081/", -1, URL("http://127.0.0.1:8081/", ", here \"127.0.0.1:8081\"")),
+    BAD("https://backend.example/x?y", -1, URL("https://backend.example/x?y", ", here \"backend.example:443\"")),
+    BAD("HTTP://[::1]/", -1, URL("HTTP://[::1]/", ", here \"[::1]:80\"")),
+    BAD("http://[::1]:8080", -1, URL("http://[::1]:8080", ", here \"[::1]:8080\"")),
+    BAD("ftp://files.example/", -1, URL("ftp://files.example/", "")),
+    BAD("http://user@host/", -1, URL("http://user@host/", "")),
+    BAD("http://h\x01/", -1, URL("http://h\\x01/", "")),
 };
 
 static void check_addr(const char *in, size_t len, int want_rc, const char *want_why, struct backend_addr *a)
 {
-    char why[160] = "";
+    char why[256] = "";
     int rc = config_parse_addr(in, len, a, why, sizeof why);
     if (rc != want_rc)
         fail_msg("\"%s\": rc %d, want %d (%s)", in, rc, want_rc, why);
@@ -464,6 +475,69 @@ static void test_msg_text(void **state)
 
 #define A51 "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
 
+/* IP networks: canonical text, the host-bit and prefix refusals, and matching at the prefix's edge. */
+static void test_cidr(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in, *text, *why; /* text NULL: refused, with why in the message */
+    } rows[] = {
+        {"10.0.0.5", "10.0.0.5/32", NULL},
+        {"10.0.0.0/24", "10.0.0.0/24", NULL},
+        {"0.0.0.0/0", "0.0.0.0/0", NULL},
+        {"127.0.0.0/8", "127.0.0.0/8", NULL},
+        {"::1", "::1/128", NULL},
+        {"FD00:0::/64", "fd00::/64", NULL},
+        {"10.0.0.5/24", NULL, "host bits set: did you mean 10.0.0.0/24?"},
+        {"fd00::1/64", NULL, "host bits set: did you mean fd00::/64?"},
+        {"10.0.0.0/33", NULL, "the prefix length must be 0-32"},
+        {"::/129", NULL, "the prefix length must be 0-128"},
+        {"10.0.0.0/024", NULL, "without leading zeros"},
+        {"10.0.0.0/", NULL, "the prefix length"},
+        {"10.0.0.0/-1", NULL, "the prefix length"},
+        {"10.0.0.0/2x", NULL, "the prefix length"},
+        {"", NULL, "must be an IP address or network"},
+        {"/24", NULL, "must be an IP address or network"},
+        {"web1.example", NULL, "must be an IP address or network"},
+        {"10.0.0.256", NULL, "must be an IP address or network"},
+        {"[::1]", NULL, "must be an IP address or network"},
+        {"10.0.0.1:80", NULL, "must be an IP address or network"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        struct config_cidr c;
+        char why[128] = "";
+        int rc = config_parse_cidr(rows[i].in, strlen(rows[i].in), &c, why, sizeof(why));
+        if (rows[i].text ? rc != 0 || strcmp(c.text, rows[i].text) != 0 : rc != -1 || !strstr(why, rows[i].why))
+            fail_msg("\"%s\": rc %d, text \"%s\", why \"%s\"", rows[i].in, rc, rc == 0 ? c.text : "", why);
+    }
+    struct config_cidr nets[3];
+    char why[128];
+    assert_int_equal(config_parse_cidr("10.1.2.0/23", 11, &nets[0], why, sizeof(why)), 0);
+    assert_int_equal(config_parse_cidr("127.0.0.1", 9, &nets[1], why, sizeof(why)), 0);
+    assert_int_equal(config_parse_cidr("fd00::/60", 9, &nets[2], why, sizeof(why)), 0);
+    static const struct {
+        int family;
+        const char *addr;
+        bool in;
+    } probes[] = {
+        {AF_INET, "10.1.2.0", true},   {AF_INET, "10.1.3.255", true}, {AF_INET, "10.1.4.0", false},
+        {AF_INET, "10.1.1.255", false}, {AF_INET, "127.0.0.1", true}, {AF_INET, "127.0.0.2", false},
+        {AF_INET6, "fd00::5", true},   {AF_INET6, "fd00:0:0:f::1", true}, {AF_INET6, "fd00:0:0:10::1", false},
+        {AF_INET6, "::ffff:127.0.0.1", false}, /* mapped: the other family, never the IPv4 entry */
+    };
+    for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]); i++) {
+        uint8_t a[16];
+        assert_int_equal(inet_pton(probes[i].family, probes[i].addr, a), 1);
+        if (config_cidr_match(nets, 3, probes[i].family, a) != probes[i].in)
+            fail_msg("%s: expected %s", probes[i].addr, probes[i].in ? "inside" : "outside");
+    }
+    struct config_cidr all;
+    assert_int_equal(config_parse_cidr("0.0.0.0/0", 9, &all, why, sizeof(why)), 0);
+    uint8_t any[4] = {203, 0, 113, 9};
+    assert_true(config_cidr_match(&all, 1, AF_INET, any));
+    assert_false(config_cidr_match(nets, 0, AF_INET, any));
+}
+
 static void test_x25519_b32(void **state)
 {
     (void)state;
@@ -505,6 +579,7 @@ int main(void)
         cmocka_unit_test(test_path_charsets), cmocka_unit_test(test_readable_file),
         cmocka_unit_test(test_torrc_line),   cmocka_unit_test(test_names),
         cmocka_unit_test(test_msg_text),     cmocka_unit_test(test_x25519_b32),
+        cmocka_unit_test(test_cidr),
     };
     return cmocka_run_group_tests_name("config_value", tests, NULL, NULL);
 }

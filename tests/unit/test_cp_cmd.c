@@ -439,6 +439,33 @@ static void test_hsfetch(void **state)
     }
 }
 
+/* ONION_CLIENT_AUTH_ADD / _REMOVE (control-spec 3.30, 3.31): a v3 address and a base64 x25519 key only. */
+static void test_onion_client_auth(void **state)
+{
+    static const struct {
+        const char *addr;
+        const char *key; /* NULL: REMOVE */
+        const char *expect;
+        const char *errsub;
+    } t[] = {
+        {ONION, "yPGUxgKaC5ACyEzsdANHJEJzt5DIqDRBlAFaAWWQn0o=", "ONION_CLIENT_AUTH_ADD " ONION
+         " x25519:yPGUxgKaC5ACyEzsdANHJEJzt5DIqDRBlAFaAWWQn0o=\r\n", NULL},
+        {ONION, NULL, "ONION_CLIENT_AUTH_REMOVE " ONION "\r\n", NULL},
+        {ONION ".onion", "abc=", NULL, "address: invalid character at offset 56"},
+        {ONION ".onion", NULL, NULL, "address: invalid character at offset 56"},
+        {ONION, "abc def", NULL, "private_key"},
+        {ONION, "abc\r\nSIGNAL HALT", NULL, "private_key"},
+        {NULL, NULL, NULL, "address: missing"},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        char err[ERRLEN] = "";
+        char *c = t[i].key ? cp_cmd_onion_client_auth_add(t[i].addr, t[i].key, err, sizeof err)
+                           : cp_cmd_onion_client_auth_remove(t[i].addr, err, sizeof err);
+        check_result("onion_client_auth", c, err, t[i].expect, t[i].errsub);
+    }
+}
+
 /* ---- HSPOST ---- */
 
 #define BYTES(s) s, sizeof(s) - 1
@@ -690,6 +717,7 @@ int main(void)
         cmocka_unit_test(test_add_onion_key_not_in_error),
         cmocka_unit_test(test_del_onion),
         cmocka_unit_test(test_hsfetch),
+        cmocka_unit_test(test_onion_client_auth),
         cmocka_unit_test(test_hspost),
         cmocka_unit_test(test_injection_everywhere),
         cmocka_unit_test(test_injection_controls_pass),

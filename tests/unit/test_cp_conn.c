@@ -4,7 +4,8 @@
  * Covers: authentication (SAFECOOKIE with a cookie file the test writes, a wrong SERVERHASH, COOKIE,
  * HASHEDPASSWORD, NULL, refusals, a cookie of the wrong size, a quoted COOKIEFILE), pipelining (three
  * commands written before any reply, replies split mid-line), an event between a command and its reply,
- * command and authentication timeouts, tor closing mid-reply, unexpected replies and garbage, freeing and
+ * command and authentication timeouts (counted from when a command is the oldest unanswered one; a
+ * command's own time with cp_conn_send_timed), tor closing mid-reply, unexpected replies and garbage, freeing and
  * closing from inside callbacks, reconnecting, option checks. Each test runs the loop until its done
  * condition holds, bounded by a timer; the fake's script must have run completely and without mismatch.
  * What tor itself does is tested against real tor in tests/integration/test_cp_real_tor.c. */
@@ -67,6 +68,8 @@ struct test {
     struct rec *on_ready_recs[4]; /* sent from the READY callback, in order */
     const char *on_ready_cmds[4];
     size_t n_on_ready;
+    int busy_asked;   /* the busy check's calls */
+    int busy_answers; /* it says busy this many times, then idle */
 };
 
 /* ---- helpers ----------------------------------------------------------------------------------- */
@@ -1002,6 +1005,166 @@ static void test_timeout_follows_oldest_command(void **state)
     assert_int_equal(t->n_closed, 0);
 }
 
+/* A backlog is not lateness: three commands sent at once, each answered 200 ms after the previous one,
+ * with a 500 ms timeout. Together they take longer than the timeout, but tor answered each within its
+ * own time from when the one before it was answered: a busy tor, not a hung one, so nothing closes. */
+static void test_timeout_counts_from_head(void **state)
+{
+    struct test *t = *state;
+    static const struct fake_ctl_step script[] = {
+        NULL_AUTH_STEPS,
+        { FAKE_CTL_EXPECT, "GETINFO a", 0 },
+        { FAKE_CTL_EXPECT, "GETINFO b", 0 },
+        { FAKE_CTL_EXPECT, "GETINFO c", 0 },
+        { FAKE_CTL_PAUSE, NULL, 200 },
+        { FAKE_CTL_SEND, "250 OK\r\n", 0 },
+        { FAKE_CTL_PAUSE, NULL, 200 },
+        { FAKE_CTL_SEND, "250 OK\r\n", 0 },
+        { FAKE_CTL_PAUSE, NULL, 200 },
+        { FAKE_CTL_SEND, "250 OK\r\n", 0 },
+    };
+    struct rec recs[3] = { { 0 } };
+    struct until_recs u = { t, recs, 3 };
+
+    t->opts.cmd_timeout.tv_usec = 500000;
+    start(t, script, ARRAY_LEN(script));
+    run_until(t, is_ready, t);
+    send_cmd(t, "GETINFO a\r\n", &recs[0]);
+    send_cmd(t, "GETINFO b\r\n", &recs[1]);
+    send_cmd(t, "GETINFO c\r\n", &recs[2]);
+    run_until(t, recs_done, &u);
+    check_fake(t);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(recs[i].status, 250);
+    assert_int_equal(t->n_closed, 0);
+}
+
+/* A command sized to its work (cp_conn_send_timed): a long SETCONF answered after 400 ms with its own
+ * 2 s does not close a connection whose usual timeout is 200 ms, and the command behind it still gets
+ * its usual 200 ms, counted from then; a hung tor is still found: the next command left unanswered
+ * closes it, the message naming that command's time. A malformed timeout is refused. */
+static void test_timed_command(void **state)
+{
+    struct test *t = *state;
+    static const struct fake_ctl_step script[] = {
+        NULL_AUTH_STEPS,
+        { FAKE_CTL_EXPECT, "SETCONF big", 0 },
+        { FAKE_CTL_EXPECT, "GETINFO after", 0 },
+        { FAKE_CTL_PAUSE, NULL, 400 },
+        { FAKE_CTL_SEND, "250 OK\r\n", 0 },
+        { FAKE_CTL_SEND, "250 OK\r\n", 0 },
+        { FAKE_CTL_EXPECT, "GETINFO hung", 0 },
+        { FAKE_CTL_EXPECT_EOF, NULL, 0 },
+    };
+    struct rec recs[3] = { { 0 } };
+    struct until_recs u2 = { t, recs, 2 };
+    char err[256];
+
+    t->opts.cmd_timeout.tv_usec = 200000;
+    start(t, script, ARRAY_LEN(script));
+    run_until(t, is_ready, t);
+    assert_int_equal(cp_conn_send_timed(t->c, "GETINFO x\r\n", (struct timeval){ 0, 1000000 }, reply_cb, &recs[0],
+                                        err, sizeof err), -1);
+    assert_non_null(strstr(err, "timeout"));
+    assert_int_equal(cp_conn_send_timed(t->c, "GETINFO x\r\n", (struct timeval){ -1, 0 }, reply_cb, &recs[0], err,
+                                        sizeof err), -1);
+    recs[0].t = t;
+    assert_int_equal(cp_conn_send_timed(t->c, "SETCONF big\r\n", (struct timeval){ 2, 0 }, reply_cb, &recs[0], err,
+                                        sizeof err), 0);
+    send_cmd(t, "GETINFO after\r\n", &recs[1]);
+    run_until(t, first_rec_called, &u2);
+    while (recs[1].calls == 0)
+        run_for(t, 10);
+    assert_int_equal(recs[0].status, 250);
+    assert_int_equal(recs[1].status, 250);
+    assert_int_equal(t->n_closed, 0);
+    send_cmd(t, "GETINFO hung\r\n", &recs[2]);
+    run_until(t, is_closed, t);
+    run_until(t, fake_finished, t);
+    check_fake(t);
+    assert_int_equal(recs[2].calls, 1);
+    assert_int_equal(recs[2].status, 0);
+    assert_non_null(strstr(recs[2].err, "no reply to a command within 0.200 s"));
+}
+
+/* A busy tor is not a hung one: a command answered after 500 ms with a 200 ms timeout does not close
+ * the connection when tor keeps sending events meanwhile (its main loop runs), nor when the owner's
+ * busy check says it worked (its process used CPU) though it sent nothing. */
+static bool busy_check(struct cp_conn *c, void *arg)
+{
+    struct test *t = arg;
+    (void)c;
+    t->busy_asked++;
+    return t->busy_asked <= t->busy_answers;
+}
+
+static void test_busy_tor_gets_more_time(void **state)
+{
+    struct test *t = *state;
+    static const struct fake_ctl_step script[] = {
+        NULL_AUTH_STEPS,
+        { FAKE_CTL_EXPECT, "GETINFO events", 0 },
+        { FAKE_CTL_PAUSE, NULL, 120 },
+        { FAKE_CTL_SEND, "650 BW 1 1\r\n", 0 },
+        { FAKE_CTL_PAUSE, NULL, 120 },
+        { FAKE_CTL_SEND, "650 BW 2 2\r\n", 0 },
+        { FAKE_CTL_PAUSE, NULL, 120 },
+        { FAKE_CTL_SEND, "650 BW 3 3\r\n", 0 },
+        { FAKE_CTL_PAUSE, NULL, 120 },
+        { FAKE_CTL_SEND, "650 BW 4 4\r\n", 0 },
+        { FAKE_CTL_PAUSE, NULL, 60 },
+        { FAKE_CTL_SEND, "250 OK\r\n", 0 },
+        { FAKE_CTL_EXPECT, "GETINFO cpu", 0 },
+        { FAKE_CTL_PAUSE, NULL, 500 },
+        { FAKE_CTL_SEND, "250 OK\r\n", 0 },
+    };
+    struct rec recs[2] = { { 0 } };
+    struct until_recs u1 = { t, recs, 1 }, u = { t, recs, 2 };
+
+    t->opts.cmd_timeout.tv_usec = 200000;
+    start(t, script, ARRAY_LEN(script));
+    run_until(t, is_ready, t);
+    send_cmd(t, "GETINFO events\r\n", &recs[0]);
+    run_until(t, first_rec_called, &u1);
+    assert_int_equal(recs[0].status, 250);
+    assert_int_equal(t->busy_asked, 0); /* events alone were enough */
+    t->busy_answers = 100;
+    cp_conn_set_busy_check(t->c, busy_check, t);
+    send_cmd(t, "GETINFO cpu\r\n", &recs[1]);
+    run_until(t, recs_done, &u);
+    check_fake(t);
+    assert_int_equal(recs[1].status, 250);
+    assert_true(t->busy_asked >= 1);
+    assert_int_equal(t->n_closed, 0);
+}
+
+/* A tor that stays busy without ever answering is given up on after CP_CONN_MAX_EXTENSIONS more periods,
+ * and the message says it was busy; one whose busy check says idle is given up on at the first. */
+static void test_busy_tor_is_bounded(void **state)
+{
+    struct test *t = *state;
+    static const struct fake_ctl_step script[] = {
+        NULL_AUTH_STEPS,
+        { FAKE_CTL_EXPECT, "GETINFO never", 0 },
+        { FAKE_CTL_EXPECT_EOF, NULL, 0 },
+    };
+    struct rec recs[1] = { { 0 } };
+    struct until_recs u = { t, recs, 1 };
+
+    t->opts.cmd_timeout.tv_usec = 50000;
+    t->busy_answers = 1000;
+    start(t, script, ARRAY_LEN(script));
+    run_until(t, is_ready, t);
+    cp_conn_set_busy_check(t->c, busy_check, t);
+    send_cmd(t, "GETINFO never\r\n", &recs[0]);
+    run_until(t, recs_done, &u);
+    check_fake(t);
+    assert_int_equal(t->busy_asked, CP_CONN_MAX_EXTENSIONS);
+    assert_int_equal(recs[0].status, 0);
+    assert_non_null(strstr(recs[0].err, "no reply to a command within 0.050 s (tor was busy for"));
+    assert_int_equal(t->n_closed, 1);
+}
+
 static void test_server_closes_mid_reply(void **state)
 {
     struct test *t = *state;
@@ -1252,6 +1415,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unsubscribe_inside_event, setup, teardown),
         cmocka_unit_test_setup_teardown(test_command_timeout_closes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_timeout_follows_oldest_command, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_timeout_counts_from_head, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_timed_command, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_busy_tor_gets_more_time, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_busy_tor_is_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_server_closes_mid_reply, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unexpected_reply_closes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_line_cap_closes, setup, teardown),

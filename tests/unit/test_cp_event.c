@@ -417,8 +417,14 @@ static void test_circ(void **state)
         /* malformed */
         {"650 CIRC\r\n", NULL, "CIRC: circuit id missing"},
         {"650 CIRC 12\r\n", NULL, "CIRC: status missing"},
-        {"650 CIRC abc BUILT\r\n", NULL, "CIRC: circuit id must be 1-16 decimal digits"},
-        {"650 CIRC 12345678901234567 BUILT\r\n", NULL, "CIRC: circuit id must be 1-16 decimal digits"},
+        {"650 CIRC abc BUILT\r\n", NULL, "CIRC: circuit id must be a decimal number 0-4294967295"},
+        {"650 CIRC -3 BUILT\r\n", NULL, "CIRC: circuit id must be a decimal number 0-4294967295"},
+        {"650 CIRC 12345678901234567 BUILT\r\n", NULL, "CIRC: circuit id must be a decimal number 0-4294967295"},
+        /* tor's ids are uint32_t: the largest it can send, and one more (which CLOSECIRCUIT would refuse) */
+        {"650 CIRC 4294967295 LAUNCHED\r\n",
+         "id=4294967295 status=LAUNCHED path=[] flags=- purpose=- hs_state=- rend=- time=- reason=- remote=-", NULL},
+        {"650 CIRC 4294967296 BUILT\r\n", NULL, "CIRC: circuit id must be a decimal number 0-4294967295"},
+        {"650 CIRC 9999999999999999 BUILT\r\n", NULL, "CIRC: circuit id must be a decimal number 0-4294967295"},
         {"650 CIRC 12 BUILT $0123~relay3\r\n", NULL, "CIRC: path hop 1: fingerprint must be \"$\" and 40 hex"},
         {"650 CIRC 12 BUILT $" FP1 "~relay3,$" FP2 "~\r\n", NULL, "CIRC: path hop 2: nickname must be 1-19"},
         {"650 CIRC 12 BUILT $" FP1 "~relay3,,$" FP2 "\r\n", NULL, "CIRC: path hop 2: nickname must be"},
@@ -607,6 +613,32 @@ static void test_status(void **state)
     };
 
     run_table(*state, "STATUS", dec_status, t, sizeof t / sizeof t[0]);
+}
+
+/* PROGRESS= alone, as tor.c reads it from GETINFO status/bootstrap-phase: 0-100 and nothing else (atoi
+ * read "4294967396" as 100 on glibc, and "-3" as -3). */
+static void test_bootstrap_progress(void **state)
+{
+    static const struct {
+        const char *in;
+        int rc, value;
+    } t[] = {
+        {"0", 0, 0},    {"5", 0, 5},     {"100", 0, 100},  {"007", 0, 7},    {"101", -1, 0},
+        {"-3", -1, 0},  {"", -1, 0},     {"1000", -1, 0},  {"4294967396", -1, 0}, {"+5", -1, 0},
+        {"5 ", -1, 0},  {"0x10", -1, 0},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        char err[128] = "";
+        int v = -7;
+        int rc = cp_bootstrap_progress_parse(t[i].in, &v, err, sizeof err);
+        if (rc != t[i].rc)
+            fail_msg("PROGRESS=\"%s\": returned %d (%s)", t[i].in, rc, err);
+        if (rc == 0)
+            assert_int_equal(v, t[i].value);
+        else
+            assert_string_equal(err, "BOOTSTRAP PROGRESS must be a number 0-100");
+    }
 }
 
 /* ---- GETINFO / GETCONF ---- */
@@ -918,6 +950,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_hs_desc_content, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hs_desc_content_binary, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status, setup, teardown),
+        cmocka_unit_test(test_bootstrap_progress),
         cmocka_unit_test_setup_teardown(test_info, setup, teardown),
         cmocka_unit_test_setup_teardown(test_info_get, setup, teardown),
         cmocka_unit_test_setup_teardown(test_conf_changed, setup, teardown),

@@ -21,10 +21,11 @@
 
 #include "controlproto/cp_event.h"
 #include "controlproto/cp_reply.h"
-#include "sidecar/clock.h"
-#include "sidecar/descriptor.h"
-#include "sidecar/metrics.h"
-#include "sidecar/served.h"
+#include "sidecar/core/clock.h"
+#include "sidecar/publish/descriptor.h"
+#include "sidecar/core/metrics.h"
+#include "sidecar/publish/served.h"
+#include "sidecar/publish/served_find.h"
 #include "tests/fake/fake_desc.h"
 
 #define ONION "nkfp4y5sdp4laifn2jjhvooirlcxreopj2bygizfy5x5so7774l6u5id"
@@ -678,6 +679,53 @@ static void test_probe_waits_for_uploads(void **state)
     assert_int_equal(count_sent(f, "HSFETCH " ONION2 "\r\n"), 1);
 }
 
+/* Many services due at once (attached to a tor that uploaded long ago: every one's bare fetch is due one
+ * interval after attaching, in the same second) are paced: at most 3 fetches in flight, starts at least
+ * interval / services apart (at most 2 s), the rest wait their turn, and each is fetched once within the
+ * interval. */
+static void test_probes_paced(void **state)
+{
+    struct fixture *f = *state;
+    enum { N = 10 };
+    char addrs_buf[N][57];
+    const char *names[N], *addrs[N];
+    static const char *const svc_names[N] = {"s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9"};
+    for (int i = 0; i < N; i++) {
+        memset(addrs_buf[i], 'a', 55);
+        addrs_buf[i][55] = (char)('b' + i);
+        addrs_buf[i][56] = '\0';
+        names[i] = svc_names[i];
+        addrs[i] = addrs_buf[i];
+    }
+    struct probe_conf pc = {.hsfetch_interval = 300, .republish_deadline = DEADLINE};
+    descriptor_tracker_set_probe_conf(f->t, &pc);
+    assert_int_equal(descriptor_tracker_set_services(f->t, names, addrs, N), 0);
+    descriptor_tracker_attach(f->t, NULL);
+    double t0 = f->now;
+    size_t started_at[N + 1] = {0};
+    for (int sec = 0; sec < 600; sec++) {
+        descriptor_tick(f->t, t0 + sec);
+        complete_all(f, "250 OK\r\n"); /* tor accepts each HSFETCH; the fetch runs until answered or 60 s */
+        assert_true(count_sent(f, "HSFETCH") <= N);
+        for (size_t k = 0; k < f->n_sent && k < N; k++)
+            if (!started_at[k])
+                started_at[k] = (size_t)sec;
+        /* in flight: fetches started less than 60 s ago (none is answered here) */
+        size_t running = 0;
+        for (size_t k = 0; k < f->n_sent && k < N; k++)
+            running += (size_t)sec < started_at[k] + 60;
+        assert_true(running <= 3);
+    }
+    assert_int_equal(count_sent(f, "HSFETCH"), N); /* each once within the interval */
+    assert_int_equal(started_at[0], 300);          /* all due then */
+    for (size_t k = 1; k < 3; k++)
+        assert_int_equal(started_at[k] - started_at[k - 1], 2); /* spread, not in one second */
+    assert_int_equal(started_at[3], 360); /* the fourth waits for a fetch to end */
+    for (size_t k = 0; k < N; k++)
+        for (size_t j = k + 1; j < N; j++)
+            assert_string_not_equal(f->sent[k].cmd, f->sent[j].cmd); /* ten different services */
+}
+
 /* No HSDir serves it, or none answers: the probe fails and the service is not reachable. */
 static void test_probe_failure_and_timeout(void **state)
 {
@@ -1075,13 +1123,38 @@ static void test_served_copies(void **state)
     assert_int_equal(descriptor_tracker_set_services(t1, names, addrs, 1), 0);
     const struct descriptor_tracker *ts[2] = {f->t, t1};
     struct served_result r;
-    served_find(ts, 2, ONION, &r);
+    served_find(ts, 2, ONION, SERVED_BASIS_FETCHED, &r);
     assert_int_equal(r.tor, 0);
     assert_int_equal(r.source, SERVED_SOURCE_FETCHED);
     assert_int_equal(r.holding, 5);
     assert_int_equal(r.asked, 8);
     assert_int_equal(r.dirs[2].tor, SERVED_OTHER); /* key 9 is nobody's own descriptor known here */
     assert_int_equal(r.dirs[4].tor, SERVED_NONE);
+    /* By the acceptance record alone: not known, since the probe found one responsible HSDir without
+     * tor 0's descriptor (NOT_FOUND: re-posted), so its round is no longer complete. */
+    served_find(ts, 2, ONION, SERVED_BASIS_ACCEPTED, &r);
+    assert_int_equal(r.tor, -1);
+    assert_int_equal(r.source, SERVED_SOURCE_NONE);
+    assert_int_equal(r.asked, 0);
+
+    /* Tor 1 completes a round after the probe: its upload replaced tor 0's on every HSDir, which the
+     * acceptance record (the failover's and the roll's basis) says at once; the copies (status's) still
+     * say tor 0 until the next probe. */
+    struct descriptor_tracker *t0 = f->t;
+    double before_now = f->now;
+    f->t = t1;
+    f->now = T0 + 3;
+    descriptor_tracker_attach(t1, NULL);
+    feed_range(f, start_events, 0, N_START);
+    f->t = t0;
+    f->now = before_now;
+    served_find(ts, 2, ONION, SERVED_BASIS_ACCEPTED, &r);
+    assert_int_equal(r.tor, 1);
+    assert_int_equal(r.source, SERVED_SOURCE_UPLOADS);
+    served_find(ts, 2, ONION, SERVED_BASIS_FETCHED, &r);
+    assert_int_equal(r.tor, 0);
+    assert_int_equal(r.source, SERVED_SOURCE_FETCHED);
+    assert_int_equal(r.holding, 5);
     descriptor_tracker_free(t1);
 
     /* The next probe: only tor's key-9 copies now, from a tracker whose own descriptor is key 9. (The
@@ -1097,7 +1170,7 @@ static void test_served_copies(void **state)
     complete_all(f, "250 OK\r\n");
     probe_copies(f, (const unsigned char[8]){9, 9, 9, 9, 9, 9, 9, 0});
     const struct descriptor_tracker *one[1] = {f->t};
-    served_find(one, 1, ONION, &r);
+    served_find(one, 1, ONION, SERVED_BASIS_FETCHED, &r);
     assert_int_equal(r.tor, 0);
     assert_int_equal(r.holding, 7);
 
@@ -1105,7 +1178,7 @@ static void test_served_copies(void **state)
     descriptor_tracker_detach(f->t);
     descriptor_tracker_attach(f->t, NULL);
     assert_int_equal(descriptor_service_own(f->t, ONION, &own), -1);
-    served_find(one, 1, ONION, &r);
+    served_find(one, 1, ONION, SERVED_BASIS_FETCHED, &r);
     /* its descriptor is still known from copies of HSDirs that accepted its upload before they served them */
     assert_int_equal(r.tor, 0);
     assert_int_equal(r.source, SERVED_SOURCE_ACCEPTED_COPY);
@@ -1115,7 +1188,8 @@ static void test_served_copies(void **state)
         feedf(f, "650 HS_DESC UPLOAD " ONION " UNKNOWN $%s~x " ID_B " HSDIR_INDEX=00", hsdirs_b[j]);
     for (size_t j = 0; j < 8; j++)
         feedf(f, "650 HS_DESC UPLOADED " ONION " UNKNOWN $%s~x", hsdirs_b[j]);
-    served_find(one, 1, ONION, &r); /* uploads after the copies: they say nothing; the round is complete */
+    /* uploads after the copies: they say nothing; the round is complete */
+    served_find(one, 1, ONION, SERVED_BASIS_FETCHED, &r);
     assert_int_equal(r.tor, 0);
     assert_int_equal(r.source, SERVED_SOURCE_UPLOADS);
     assert_int_equal(r.holding, 0);
@@ -1344,6 +1418,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_new_round_replaces_set, setup, teardown),
         cmocka_unit_test_setup_teardown(test_probe_counts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_probe_waits_for_uploads, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_probes_paced, setup, teardown),
         cmocka_unit_test_setup_teardown(test_probe_failure_and_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_probe_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_fetch_or_upload, setup, teardown),

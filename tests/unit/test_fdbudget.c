@@ -1,5 +1,5 @@
 /* test_fdbudget.c — unit tests for sidecar/fdbudget.c: the stream cap derived from the descriptor limit
- * (table), raising the soft limit to the hard one, and the reserve of spare descriptors: given back
+ * (table; every listener's share, onion_location.listen's included, is left out of it), raising the soft limit to the hard one, and the reserve of spare descriptors: given back
  * when the process is out of descriptors, refilled once descriptors are free. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,14 +12,16 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "sidecar/fdbudget.h"
-#include "sidecar/metrics_http.h"
-#include "sidecar/status.h"
+#include "sidecar/core/fdbudget.h"
+#include "sidecar/ops/metrics_http.h"
+#include "sidecar/ops/onionloc.h"
+#include "sidecar/ops/status.h"
 
 static void test_stream_cap_table(void **state)
 {
     (void)state;
-    const rlim_t others = FDBUDGET_RESERVE + METRICS_HTTP_MAX_CLIENTS + STATUS_MAX_CLIENTS;
+    /* onion_location.listen has a share of its own beside the metrics endpoint's */
+    const rlim_t others = FDBUDGET_RESERVE + METRICS_HTTP_MAX_CLIENTS + ONIONLOC_HTTP_MAX_CLIENTS + STATUS_MAX_CLIENTS;
     const struct {
         unsigned configured;
         rlim_t nofile;
@@ -120,7 +122,7 @@ static void test_is_exhaustion(void **state)
 static void test_splice_cap(void **state)
 {
     (void)state;
-    const rlim_t others = FDBUDGET_RESERVE + METRICS_HTTP_MAX_CLIENTS + STATUS_MAX_CLIENTS;
+    const rlim_t others = FDBUDGET_RESERVE + METRICS_HTTP_MAX_CLIENTS + ONIONLOC_HTTP_MAX_CLIENTS + STATUS_MAX_CLIENTS;
     assert_int_equal(fdbudget_splice_cap_for(1024, 1048576), 1024);
     assert_int_equal(fdbudget_splice_cap_for(100, others + 200 + 40), 10);
     assert_int_equal(fdbudget_splice_cap_for(100, others + 200 + 3), 0);

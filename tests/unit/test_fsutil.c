@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sidecar/fsutil.h"
+#include "sidecar/core/fsutil.h"
 #include "tests/fake/tmpdir.h"
 
 struct fs_state {
@@ -122,6 +122,64 @@ static void test_write_atomic_replaces(void **state)
     assert_int_equal(fs_write_atomic(s->dir, "torrc", "", 0, 0600, err, sizeof err), 0);
     assert_file_is(path, "");
     assert_int_equal(count_entries(s->dir), 1);
+}
+
+/* fs_write_atomic_owned: the file has the given owner and mode (root giving a key copy to tor's user);
+ * -1 keeps the process's. As another user than root the change of owner is refused, leaving nothing. */
+static void test_write_atomic_owned(void **state)
+{
+    struct fs_state *s = *state;
+    char err[512], path[256];
+    struct stat st;
+
+    path_in(path, sizeof path, s, "copy");
+    int rc = fs_write_atomic_owned(s->dir, "copy", "secret", 6, 0600, 65534, 65534, err, sizeof err);
+    if (geteuid() != 0) {
+        assert_int_equal(rc, -1);
+        assert_non_null(strstr(err, "cannot give"));
+        assert_int_equal(count_entries(s->dir), 0);
+        return;
+    }
+    assert_int_equal(rc, 0);
+    assert_file_is(path, "secret");
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_uid, 65534);
+    assert_int_equal(st.st_gid, 65534);
+    assert_int_equal(st.st_mode & 07777, 0600);
+    assert_int_equal(fs_write_atomic_owned(s->dir, "copy", "new", 3, 0640, (uid_t)-1, 4242, err, sizeof err), 0);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_uid, 0);
+    assert_int_equal(st.st_gid, 4242);
+    assert_int_equal(st.st_mode & 07777, 0640);
+    assert_int_equal(count_entries(s->dir), 1);
+}
+
+/* fs_write_at_owned as root in a directory of another user (tor's HiddenServiceDir): the file is given to
+ * that user, mode 0600, so its tor can read it (ob_config); fs_write_at leaves a file ours. */
+static void test_write_at_owned(void **state)
+{
+    struct fs_state *s = *state;
+    char err[512], sub[256], path[300];
+    struct stat st;
+    if (geteuid() != 0)
+        skip();
+    path_in(sub, sizeof sub, s, "hsdir");
+    assert_int_equal(mkdir(sub, 0700), 0);
+    assert_int_equal(chown(sub, 65534, 65534), 0);
+    int dfd = fs_open_dir(sub, false, err, sizeof err);
+    assert_true(dfd >= 0);
+    assert_int_equal(fs_write_at_owned(dfd, sub, "ob_config", "MasterOnionAddress x\n", 21, 65534, 65534, err,
+                                       sizeof err), 0);
+    assert_int_equal(fs_write_at(dfd, sub, "own", "x", 1, err, sizeof err), 0);
+    close(dfd);
+    snprintf(path, sizeof path, "%s/ob_config", sub);
+    assert_int_equal(lstat(path, &st), 0);
+    assert_int_equal(st.st_uid, 65534);
+    assert_int_equal(st.st_gid, 65534);
+    assert_int_equal(st.st_mode & 07777, 0600);
+    snprintf(path, sizeof path, "%s/own", sub);
+    assert_int_equal(lstat(path, &st), 0);
+    assert_int_equal(st.st_uid, 0);
 }
 
 /* fs_write_new: creates with the mode, and never replaces or follows anything already there (a file, a
@@ -516,6 +574,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_write_atomic_creates_with_mode, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_atomic_replaces, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_write_atomic_owned, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_write_at_owned, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_atomic_failed_write_keeps_old, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_atomic_failed_rename_cleans_up, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_atomic_bad_args, setup, teardown),

@@ -39,12 +39,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sidecar/backend.h"
-#include "sidecar/check_http.h"
-#include "sidecar/check_tcp.h"
-#include "sidecar/clock.h"
-#include "sidecar/health.h"
-#include "sidecar/log.h"
+#include "sidecar/datapath/backend.h"
+#include "sidecar/datapath/check_http.h"
+#include "sidecar/datapath/check_tcp.h"
+#include "sidecar/core/clock.h"
+#include "sidecar/datapath/health.h"
+#include "sidecar/core/log.h"
 #include "tests/fake/tmpdir.h"
 
 #define MAXB 4

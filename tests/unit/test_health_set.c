@@ -20,10 +20,10 @@
 
 #include <event2/event.h>
 
-#include "sidecar/backend.h"
-#include "sidecar/config.h"
-#include "sidecar/health_set.h"
-#include "sidecar/log.h"
+#include "sidecar/datapath/backend.h"
+#include "sidecar/config/config.h"
+#include "sidecar/datapath/health_set.h"
+#include "sidecar/core/log.h"
 
 struct test {
     struct event_base *base;

@@ -21,10 +21,12 @@
 #include <cmocka.h>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
-#include "sidecar/config.h"
-#include "sidecar/instance.h"
-#include "sidecar/keys.h"
+#include "sidecar/identity/clientauth.h"
+#include "sidecar/config/config.h"
+#include "sidecar/identity/instance.h"
+#include "sidecar/identity/keys.h"
 #include "tests/fake/tmpdir.h"
 
 struct test {
@@ -152,6 +154,46 @@ static void test_copy_refuses_other_key(void **state)
     onion_key_clear(&k);
 }
 
+/* The hole of issue 25: a private service's copy for tor 2 must hold the same authorized_clients as
+ * key_dir, plus the probe's client (the probe's client tor is on by default in spawn mode); without them
+ * tor 2 publishes the service open. */
+static void test_copy_client_auth(void **state)
+{
+    struct test *x = *state;
+    struct onion_key k;
+    char json[1024], err[768], kd[512], file[700], buf[128];
+    config_free(x->conf);
+    snprintf(json, sizeof(json),
+             "{\"state_dir\":\"%s/state\",\"run_dir\":\"%s/run\",\"tor\":{\"instances\":2},"
+             "\"services\":[{\"name\":\"priv\",\"client_auth\":[{\"name\":\"alice\",\"public_key\":"
+             "\"N2NU7BSRL6YODZCYPN4CREB54TYLKGIE2KYOQWLFYC23ZJVCE5DQ\"}],"
+             "\"ports\":[{\"virtual\":80,\"target\":\"127.0.0.1:8080\"}]}]}", x->dir, x->dir);
+    x->conf = config_load_string(json, strlen(json), err, sizeof(err));
+    if (!x->conf)
+        fail_msg("config: %s", err);
+    const struct service_conf *sc = &x->conf->services[0];
+    assert_int_equal(keys_load_or_create(sc->key_dir, &k, NULL, err, sizeof(err)), 0);
+    onion_key_clear(&k);
+    if (instance_copy_key(x->conf, sc, 1, err, sizeof(err)) < 0)
+        fail_msg("copy: %s", err);
+    assert_int_equal(instance_key_dir(x->conf, sc, 1, kd, sizeof(kd)), 0);
+    snprintf(file, sizeof(file), "%s/authorized_clients/alice.auth", kd);
+    FILE *f = fopen(file, "r");
+    if (!f)
+        fail_msg("%s: missing: tor 2 would publish the service without client authorization", file);
+    assert_non_null(fgets(buf, sizeof(buf), f));
+    fclose(f);
+    assert_string_equal(buf, "descriptor:x25519:N2NU7BSRL6YODZCYPN4CREB54TYLKGIE2KYOQWLFYC23ZJVCE5DQ\n");
+    snprintf(file, sizeof(file), "%s/authorized_clients/onionfront-probe.auth", kd);
+    assert_int_equal(access(file, F_OK), 0);
+    /* the probe's key pair is onionfront's, 0600 in state_dir */
+    struct stat st;
+    snprintf(file, sizeof(file), "%s/state/probe-client-auth", x->dir);
+    assert_int_equal(stat(file, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0600);
+    assert_int_equal(clientauth_check_dir(sc, kd, NULL, err, sizeof(err)), -1); /* the probe's file is there */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -159,6 +201,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_anonymous_paths, setup, teardown),
         cmocka_unit_test_setup_teardown(test_copy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_copy_refuses_other_key, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_copy_client_auth, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,7 +7,8 @@
  * the new address; export-key writes tor's 96-byte format 0600, refuses an existing file, a symlink and a
  * terminal, and "-" writes to a pipe; export -> import into a fresh state directory gives the same
  * address and records it as "import-key"; import of a directory; import over a different key refused;
- * an unknown service and a corrupt record refused with clear messages; no key bytes in any output. */
+ * an unknown service and a corrupt record refused with clear messages; export-key before the first start
+ * says what to do and creates nothing; no key bytes in any output. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,9 +23,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sidecar/addrbook.h"
-#include "sidecar/keycmd.h"
-#include "sidecar/keys.h"
+#include "sidecar/identity/addrbook.h"
+#include "sidecar/cli/keycmd.h"
+#include "sidecar/identity/keys.h"
 #include "tests/fake/tmpdir.h"
 
 struct st {
@@ -97,7 +98,7 @@ static void recorded(const struct st *s, const char *state, char *out, size_t *c
     if (!b)
         fail_msg("%s", err);
     const char *a = addrbook_address(b, "web");
-    snprintf(out, KEYS_ADDRESS_SIZE, "%s", a ? a : "");
+    snprintf(out, ONION_ADDRESS_SIZE, "%s", a ? a : "");
     if (count)
         *count = addrbook_count(b, "web");
     addrbook_free(b);
@@ -111,14 +112,14 @@ static void key_address(const struct st *s, const char *state, char *out)
     snprintf(dir, sizeof(dir), "%s/%s/keys/web", s->dir, state);
     if (keys_load(dir, &k, err, sizeof(err)) < 0)
         fail_msg("%s", err);
-    memcpy(out, k.address, KEYS_ADDRESS_SIZE);
+    memcpy(out, k.address, ONION_ADDRESS_SIZE);
     onion_key_clear(&k);
 }
 
 static void test_new_key(void **state)
 {
     struct st *s = *state;
-    char a1[KEYS_ADDRESS_SIZE], a2[KEYS_ADDRESS_SIZE], r[KEYS_ADDRESS_SIZE];
+    char a1[ONION_ADDRESS_SIZE], a2[ONION_ADDRESS_SIZE], r[ONION_ADDRESS_SIZE];
     size_t n;
     /* first: web has no key and no record yet -> created and recorded */
     assert_int_equal(keycmd_new_key(s->conf, "web", s->out, s->err), 0);
@@ -147,7 +148,7 @@ static void test_new_key(void **state)
 static void test_export_import_round_trip(void **state)
 {
     struct st *s = *state;
-    char a[KEYS_ADDRESS_SIZE], b[KEYS_ADDRESS_SIZE], file[128], link_path[128], r[KEYS_ADDRESS_SIZE];
+    char a[ONION_ADDRESS_SIZE], b[ONION_ADDRESS_SIZE], file[128], link_path[128], r[ONION_ADDRESS_SIZE];
     struct stat st;
     size_t n;
     assert_int_equal(keycmd_new_key(s->conf, "web", s->out, s->err), 0);
@@ -247,10 +248,15 @@ static void test_refusals(void **state)
 {
     struct st *s = *state;
     char file[128], p[128];
-    /* export of a service without a key */
+    /* export of a service without a key (before the first start): what to do, and nothing made */
     snprintf(file, sizeof(file), "%s/none.key", s->dir);
     assert_int_equal(keycmd_export_key(s->conf, "web", file, s->out, s->err), 1);
-    assert_has(drain(s->err), "service web");
+    const char *e = drain(s->err);
+    assert_has(e, "export-key: service web has no key yet");
+    assert_has(e, "start onionfront with it once, or give it one with onionfront new-key web");
+    snprintf(p, sizeof(p), "%s/state", s->dir);
+    assert_int_equal(access(p, F_OK), -1);
+    assert_int_equal(access(file, F_OK), -1);
     /* import of something that is not a key file */
     snprintf(p, sizeof(p), "%s/junk", s->dir);
     FILE *f = fopen(p, "w");

@@ -1,4 +1,4 @@
-/* test_keys.c — unit tests for sidecar/keys.c: onion addresses from known public keys, create -> load
+/* test_keys.c — unit tests for sidecar/keys.c (the address itself: test_onion_address.c): create -> load
  * round trips, tor's file format (fixtures taken from a real tor 0.4.9.11 run), refusal of bad
  * headers, short/long files, mismatched hostname or key pair, loose permissions, the anonymity rule,
  * and import.
@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sidecar/keys.h"
+#include "sidecar/identity/keys.h"
 #include "tests/fake/tmpdir.h"
 
 static const unsigned char TOR_KEY_PUB[32] = {
@@ -166,33 +166,6 @@ static void assert_no_secret_in(const char *err)
 
 /* ---- tests ------------------------------------------------------------------------------------ */
 
-static void test_address_vectors(void **state)
-{
-    static const struct {
-        const unsigned char *pk;
-        const char *addr;
-    } cases[] = {
-        {RFC8032_PUB, RFC8032_ADDR},
-        {TOR_KEY_PUB, TOR_KEY_ADDR},
-        {TOR_KEY2_PUB, TOR_KEY2_ADDR},
-    };
-    char out[KEYS_ADDRESS_SIZE];
-    (void)state;
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        memset(out, 'Z', sizeof out);
-        assert_int_equal(onion_address_from_pubkey(cases[i].pk, out), 0);
-        assert_string_equal(out, cases[i].addr);
-    }
-    /* One flipped bit changes both the key part and the checksum. */
-    unsigned char pk[32];
-    memcpy(pk, TOR_KEY_PUB, 32);
-    pk[5] ^= 1;
-    assert_int_equal(onion_address_from_pubkey(pk, out), 0);
-    assert_string_not_equal(out, TOR_KEY_ADDR);
-    assert_int_equal(strlen(out), KEYS_ADDRESS_LEN);
-    assert_memory_equal(out + KEYS_ADDRESS_LEN - 1, "d", 1); /* version 3 ends every address in 'd' */
-}
-
 static void test_create_then_load(void **state)
 {
     struct keys_state *s = *state;
@@ -204,7 +177,7 @@ static void test_create_then_load(void **state)
     assert_int_equal(keys_load_or_create(s->dir, &k, &created, err, sizeof err), 0);
     assert_true(created);
     assert_true(k.has_secret);
-    assert_int_equal(strlen(k.address), KEYS_ADDRESS_LEN);
+    assert_int_equal(strlen(k.address), ONION_ADDRESS_LEN);
 
     /* tor's format on disk, private modes. */
     assert_int_equal(file_mode(s->base, "svc"), 0700);
@@ -227,7 +200,7 @@ static void test_create_then_load(void **state)
     char want[128];
     snprintf(want, sizeof want, "%s.onion\n", k.address);
     assert_string_equal(host, want);
-    char addr[KEYS_ADDRESS_SIZE];
+    char addr[ONION_ADDRESS_SIZE];
     assert_int_equal(onion_address_from_pubkey(k.public_key, addr), 0);
     assert_string_equal(addr, k.address);
 
@@ -672,7 +645,7 @@ static void test_import(void **state)
 {
     struct keys_state *s = *state;
     struct onion_key k;
-    char err[1024], src[192], src2[192], addr[KEYS_ADDRESS_SIZE];
+    char err[1024], src[192], src2[192], addr[ONION_ADDRESS_SIZE];
     unsigned char buf[128];
 
     /* A backup copy with loose permissions (not checked on the source). */
@@ -830,26 +803,9 @@ static void test_clear(void **state)
     onion_key_forget_secret(NULL);
 }
 
-/* The one address comparison: case-insensitive, ".onion" optional on either side. */
-static void test_address_equal(void **state)
-{
-    (void)state;
-    static const char a[] = "pg6mmjiyjmcrsslvykfwnntlaru7p5svn6y2ymmju6nubxndf4pscryd";
-    static const char b[] = "sp3k262uwy4r2k3ycr5awluarykdpag6a7y33jxop4cs2lu5uz5sseqd";
-    assert_true(onion_address_equal(a, a));
-    assert_true(onion_address_equal(a, "pg6mmjiyjmcrsslvykfwnntlaru7p5svn6y2ymmju6nubxndf4pscryd.onion"));
-    assert_true(onion_address_equal("PG6MMJIYJMCRSSLVYKFWNNTLARU7P5SVN6Y2YMMJU6NUBXNDF4PSCRYD.ONION", a));
-    assert_false(onion_address_equal(a, b));
-    assert_false(onion_address_equal(a, "pg6mmjiyjmcrsslvykfwnntlaru7p5svn6y2ymmju6nubxndf4pscry"));
-    assert_false(onion_address_equal(a, ""));
-    assert_true(onion_address_equal("", "")); /* two services whose address is not known yet */
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_address_vectors),
-        cmocka_unit_test(test_address_equal),
         cmocka_unit_test_setup_teardown(test_create_then_load, setup, teardown),
         cmocka_unit_test_setup_teardown(test_anonymous_rule, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_gives_new_keys, setup, teardown),

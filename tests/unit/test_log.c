@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sidecar/log.h"
+#include "sidecar/core/log.h"
 
 /* ---- capture and clock ------------------------------------------------------------------------------ */
 

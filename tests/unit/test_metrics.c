@@ -8,7 +8,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "sidecar/metrics.h"
+#include "sidecar/core/metrics.h"
 
 static int setup(void **state)
 {

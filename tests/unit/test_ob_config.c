@@ -3,7 +3,7 @@
  * than 8 instances, a duplicate, PoW on a frontend, ports on a frontend and a second frontend refused with
  * the field named), address parsing, the ob_config text tor reads, config.yaml (values checked, key path
  * plain), and the status-socket JSON (a recorded sample of Onionbalance 0.2.2's answer, a missing master,
- * garbage).
+ * garbage, introPointsNum outside 0-20).
  *
  * Why: the address in ob_config and config.yaml decides which master tor and Onionbalance serve; a wrong one
  * publishes nothing, silently. */
@@ -17,8 +17,8 @@
 
 #include <cmocka.h>
 
-#include "sidecar/config.h"
-#include "sidecar/ob_config.h"
+#include "sidecar/config/config.h"
+#include "sidecar/config/ob_config.h"
 
 #define A0 "2gs2zgqbl6wc555tifttmnkrfikrd5a74n6rcgzgp4bz53c5j5mbz4ad"
 #define A1 "nk47d24ppuzyr5hz2wdpm3uz7vkaqdpsyrdpbzmgncyjycfbnxidqgyd"
@@ -218,6 +218,40 @@ static void test_status_parse(void **state)
     assert_false(st.attempted);
 }
 
+/* introPointsNum as Onionbalance writes it (len() of a descriptor's intro set: 0-20, or left out) and what
+ * it cannot write. The -3 row is the crash input of fuzz_ob_status (tests/fuzz/regressions/). */
+static void test_status_intro_points(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *value; /* the JSON text of introPointsNum, NULL: field left out */
+        int rc, intro_points;
+    } rows[] = {
+        {NULL, 0, -1},      {"null", 0, -1},       {"0", 0, 0},          {"3", 0, 3},
+        {"20", 0, 20},      {"-3", -1, 0},         {"-1", -1, 0},        {"21", -1, 0},
+        {"4294967293", -1, 0}, {"9223372036854775807", -1, 0}, {"3.0", -1, 0}, {"\"3\"", -1, 0},
+        {"true", -1, 0},
+    };
+    for (size_t k = 0; k < sizeof(rows) / sizeof(rows[0]); k++) {
+        char doc[512], err[256] = "";
+        struct ob_status st;
+        snprintf(doc, sizeof(doc),
+                 "{\"services\": [{\"instances\": [{\"onionAddress\": \"" A2 ".onion\"}, "
+                 "{\"descriptorReceived\": \"2026-12-04 05:19:10\"%s%s, \"onionAddress\": \"" A1 ".onion\"}], "
+                 "\"onionAddress\": \"" A0 ".onion\"}]}",
+                 rows[k].value ? ", \"introPointsNum\": " : "", rows[k].value ? rows[k].value : "");
+        int rc = ob_status_parse(doc, strlen(doc), A0, &st, err, sizeof(err));
+        if (rc != rows[k].rc)
+            fail_msg("introPointsNum %s: returned %d (%s)", rows[k].value ? rows[k].value : "(absent)", rc, err);
+        if (rc == 0) {
+            assert_int_equal(st.n_instances, 2);
+            assert_int_equal(st.instances[1].intro_points, rows[k].intro_points);
+        } else {
+            assert_string_equal(err, "services[0].instances[1].introPointsNum: must be an integer 0-20");
+        }
+    }
+}
+
 static void test_equal(void **state)
 {
     (void)state;
@@ -257,7 +291,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_instance_ok),  cmocka_unit_test(test_frontend_ok), cmocka_unit_test(test_refused),
         cmocka_unit_test(test_address_parse), cmocka_unit_test(test_instance_file), cmocka_unit_test(test_yaml),
-        cmocka_unit_test(test_status_parse), cmocka_unit_test(test_equal), cmocka_unit_test(test_templates),
+        cmocka_unit_test(test_status_parse), cmocka_unit_test(test_status_intro_points),
+        cmocka_unit_test(test_equal), cmocka_unit_test(test_templates),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

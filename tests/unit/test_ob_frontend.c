@@ -2,7 +2,8 @@
  * starts nothing (state off, no problems, no metrics); a frontend without instances, or with more than 8
  * once this config's own instance services are added, is FAILED with a message naming the service and
  * starts no tor; a usable frontend gets config.yaml (0600, the master key's path, remote and local
- * instances) before its tor starts (here /bin/true: the loop never runs); the status JSON of an instance
+ * instances) before its tor starts (here /bin/true: the loop never runs); as root with tor.user, a
+ * config.yaml of onionfront's (0640, tor's group) naming a copy of the master key tor's user owns; the status JSON of an instance
  * (its master) and of a frontend; the state names.
  *
  * Supervision itself (restart on exit, on a lost tor, on a stall; confirmation by HS_DESC UPLOADED) needs
@@ -22,12 +23,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sidecar/config.h"
-#include "sidecar/log.h"
-#include "sidecar/metrics.h"
-#include "sidecar/ob_frontend.h"
-#include "sidecar/proc.h"
-#include "sidecar/service_id.h"
+#include "sidecar/config/config.h"
+#include "sidecar/core/log.h"
+#include "sidecar/core/metrics.h"
+#include "sidecar/balance/ob_frontend.h"
+#include "sidecar/core/proc.h"
+#include "sidecar/identity/service_id.h"
 #include "tests/fake/onion_addrs.h"
 #include "tests/fake/tmpdir.h"
 
@@ -68,14 +69,15 @@ static int teardown(void **state)
     return rc;
 }
 
-/* Load `services` (' for "), keys created in the test's state_dir, and start the frontend. */
-static int start(struct ctx *c, const char *services)
+/* Load `services` (' for "), the "tor" object's members `tor`, keys created in the test's state_dir, and
+ * start the frontend. */
+static int start_tor(struct ctx *c, const char *tor, const char *services)
 {
     char json[4096], err[1024] = "";
     snprintf(json, sizeof(json),
-             "{'state_dir':'%s/state','run_dir':'%s/run','tor':{'binary':'/bin/true'},"
+             "{'state_dir':'%s/state','run_dir':'%s/run','tor':{%s},"
              "'probe':{'client_tor':false},'services':[%s]}",
-             c->dir, c->dir, services);
+             c->dir, c->dir, tor, services);
     for (char *q = json; *q; q++)
         *q = *q == '\'' ? '"' : *q;
     c->conf = config_load_string(json, strlen(json), err, sizeof(err));
@@ -93,6 +95,11 @@ static int start(struct ctx *c, const char *services)
     c->f = ob_frontend_new(c->base, c->procs, c->conf, c->ids);
     assert_non_null(c->f);
     return ob_frontend_start(c->f, err, sizeof(err));
+}
+
+static int start(struct ctx *c, const char *services)
+{
+    return start_tor(c, "'binary':'/bin/true'", services);
 }
 
 /* The first problem status would list, or "". */
@@ -212,6 +219,40 @@ static void test_yaml_and_json(void **state)
     assert_string_equal(ob_frontend_state_str(OB_FE_STALLED), "stalled");
 }
 
+/* Root with tor.user: Onionbalance's config names the copy of the master key its user reads (handover.h),
+ * and is onionfront's, readable by that user's group only (0640), never writable by it. */
+static void test_yaml_as_tor_user(void **state)
+{
+    struct ctx *c = *state;
+    char path[128], buf[2048] = "", want[2048];
+    if (geteuid() != 0)
+        skip();
+    assert_int_equal(start_tor(c, "'binary':'/bin/true','user':'nobody'",
+                               "{'name':'front','onionbalance':{'frontend':true,'instances':['" A0 "']}}"),
+                     0);
+    assert_int_equal(ob_frontend_state(c->f), OB_FE_WAITING);
+    snprintf(path, sizeof(path), "%s/state/ob/config.yaml", c->dir);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0640);
+    assert_int_equal(st.st_uid, 0);
+    assert_int_equal(st.st_gid, 65534);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    buf[fread(buf, 1, sizeof(buf) - 1, f)] = '\0';
+    fclose(f);
+    snprintf(want, sizeof(want), "- key: %s/state/ob/master_ed25519_secret_key\n", c->dir);
+    assert_non_null(strstr(buf, want));
+    snprintf(path, sizeof(path), "%s/state/ob/master_ed25519_secret_key", c->dir);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_uid, 65534);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    /* its tor's directories are that user's too */
+    snprintf(path, sizeof(path), "%s/state/ob-tor", c->dir);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_uid, 65534);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -219,6 +260,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_frontend_without_instances, setup, teardown),
         cmocka_unit_test_setup_teardown(test_too_many_with_local, setup, teardown),
         cmocka_unit_test_setup_teardown(test_yaml_and_json, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_yaml_as_tor_user, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

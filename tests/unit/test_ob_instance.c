@@ -2,7 +2,8 @@
  * tor's line (0600) and replaced on a change of master; a symlink planted as ob_config is replaced, never
  * followed (the file it pointed at keeps its content); an instance whose own address is the master is
  * refused (the master key must not sit in an instance's directory); a service without the role gets
- * nothing; a missing directory is an error naming it.
+ * nothing; a missing directory is an error naming it; run as root in a directory of another user (tor's
+ * User, as with tor.user), the file belongs to that user, who must read it (skipped unless root).
  *
  * Why: the HiddenServiceDir may belong to tor's user, and tor answers 513 to the SETCONF without the file. */
 #include <setjmp.h>
@@ -18,8 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sidecar/ob_config.h"
-#include "sidecar/ob_instance.h"
+#include "sidecar/config/ob_config.h"
+#include "sidecar/balance/ob_instance.h"
 #include "tests/fake/tmpdir.h"
 
 #define MASTER "2gs2zgqbl6wc555tifttmnkrfikrd5a74n6rcgzgp4bz53c5j5mbz4ad"
@@ -101,6 +102,23 @@ static void test_symlink_not_followed(void **state)
     assert_true(S_ISREG(st.st_mode));
 }
 
+static void test_owned_as_directory(void **state)
+{
+    struct ctx *c = *state;
+    char err[256];
+    struct ob_conf ob = instance_of(MASTER);
+    struct stat st;
+    if (geteuid() != 0)
+        skip();
+    /* the HiddenServiceDir handed to tor's user: tor opens ob_config as that user */
+    assert_int_equal(chown(c->dir, 65534, 65534), 0);
+    assert_int_equal(ob_instance_prepare(c->dir, SELF, &ob, err, sizeof(err)), 0);
+    assert_int_equal(lstat(c->path, &st), 0);
+    assert_int_equal(st.st_uid, 65534);
+    assert_int_equal(st.st_gid, 65534);
+    assert_int_equal(st.st_mode & 0777, 0600);
+}
+
 static void test_refused(void **state)
 {
     struct ctx *c = *state;
@@ -123,6 +141,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_written, setup, teardown),
         cmocka_unit_test_setup_teardown(test_symlink_not_followed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_owned_as_directory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

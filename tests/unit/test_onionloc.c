@@ -16,9 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sidecar/config.h"
-#include "sidecar/onionloc.h"
-#include "sidecar/proc.h"
+#include "sidecar/config/config.h"
+#include "sidecar/ops/onionloc.h"
+#include "sidecar/core/proc.h"
 #include "tests/fake/tmpdir.h"
 
 #define ADDR_A "pg6mmjiyjmcrsslvykfwnntlaru7p5svn6y2ymmju6nubxndf4pscryd"

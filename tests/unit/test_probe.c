@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "sidecar/probe.h"
+#include "sidecar/probe/probe.h"
 
 static void test_socks_stages(void **state)
 {
@@ -45,12 +45,32 @@ static void test_stage_names(void **state)
     assert_string_equal(probe_stage_str(PROBE_STAGE_RENDEZVOUS), "rendezvous");
     assert_string_equal(probe_stage_str(PROBE_STAGE_STREAM), "stream");
     assert_string_equal(probe_stage_str(PROBE_STAGE_HTTP), "http");
+    assert_string_equal(probe_stage_str(PROBE_STAGE_OPEN), "open");
+    assert_string_equal(probe_stage_str(PROBE_STAGE_CLIENT), "client");
     assert_string_equal(probe_stage_str((enum probe_stage)42), "unknown");
+}
+
+/* A private service's keyless pass: only an opened stream is "open", only F4 (the descriptor needs client
+ * authorization) is "refused"; every other failure proves nothing either way. */
+static void test_keyless_judge(void **state)
+{
+    (void)state;
+    static const struct { bool connected; int code; enum probe_keyless want; } table[] = {
+        {true, -1, PROBE_KEYLESS_OPEN},           {true, 0xF4, PROBE_KEYLESS_OPEN},
+        {false, 0xF4, PROBE_KEYLESS_REFUSED},     {false, 0xF5, PROBE_KEYLESS_INCONCLUSIVE},
+        {false, 0xF0, PROBE_KEYLESS_INCONCLUSIVE}, {false, 0xF2, PROBE_KEYLESS_INCONCLUSIVE},
+        {false, -1, PROBE_KEYLESS_INCONCLUSIVE},  {false, 1, PROBE_KEYLESS_INCONCLUSIVE},
+    };
+    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+        assert_int_equal(probe_keyless_judge(table[i].connected, table[i].code), table[i].want);
+    assert_string_equal(probe_keyless_str(PROBE_KEYLESS_REFUSED), "refused");
+    assert_string_equal(probe_keyless_str(PROBE_KEYLESS_OPEN), "open");
+    assert_string_equal(probe_keyless_str((enum probe_keyless)9), "unknown");
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_socks_stages), cmocka_unit_test(test_stage_names),
-                                       cmocka_unit_test(test_may_arm)};
+                                       cmocka_unit_test(test_may_arm), cmocka_unit_test(test_keyless_judge)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

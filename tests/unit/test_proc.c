@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sidecar/proc.h"
+#include "sidecar/core/proc.h"
 
 struct ctx {
     struct event_base *base;
@@ -159,6 +159,45 @@ static void test_free_kills_running_child(void **state)
     assert_false(c->exited); /* exit_cb is not called from proc_free */
 }
 
+/* proc_spawn_as: the child runs as the given user with no other group and no_new_privs, and keeps its
+ * output pipe. As root (make test) the switch must work; as anyone else it must fail in the child with
+ * a line naming the step, never run the program as the caller. */
+static void test_spawn_as_other_user(void **state)
+{
+    struct ctx *c = *state;
+    char err[256];
+    const struct proc_user nobody = {65534, 65534};
+    const char *argv[] = {"/bin/sh", "-c",
+                          "echo \"$(id -u) $(id -g) $(id -G)\"; grep '^NoNewPrivs:' /proc/self/status; exit 5", NULL};
+    struct proc *p = proc_spawn_as(c->mgr, argv, &nobody, line_cb, exit_cb, c, err, sizeof(err));
+    assert_non_null(p);
+    run_loop(c, 10);
+    assert_true(c->exited);
+    for (int i = 0; i < 20 && c->n_lines < (geteuid() == 0 ? 2 : 1); i++)
+        event_base_loop(c->base, EVLOOP_NONBLOCK);
+    if (geteuid() == 0) {
+        assert_int_equal(WEXITSTATUS(c->wstatus), 5);
+        assert_int_equal(c->n_lines, 2);
+        assert_string_equal(c->lines[0], "65534 65534 65534");
+        assert_string_equal(c->lines[1], "NoNewPrivs:\t1");
+    } else {
+        assert_int_equal(WEXITSTATUS(c->wstatus), 127);
+        assert_int_equal(c->n_lines, 1);
+        assert_non_null(strstr(c->lines[0], "cannot run /bin/sh as uid 65534 gid 65534: setgroups failed"));
+    }
+}
+
+/* A program that does not exist is refused at once, as by proc_spawn. */
+static void test_spawn_as_missing_program(void **state)
+{
+    struct ctx *c = *state;
+    char err[256] = "";
+    const struct proc_user nobody = {65534, 65534};
+    const char *argv[] = {"/nonexistent/onionbalance", NULL};
+    assert_null(proc_spawn_as(c->mgr, argv, &nobody, NULL, NULL, NULL, err, sizeof(err)));
+    assert_non_null(strstr(err, "/nonexistent/onionbalance"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -167,6 +206,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_spawn_failure_names_program, setup, teardown),
         cmocka_unit_test_setup_teardown(test_terminate_escalates_to_kill, setup, teardown),
         cmocka_unit_test_setup_teardown(test_free_kills_running_child, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_spawn_as_other_user, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_spawn_as_missing_program, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

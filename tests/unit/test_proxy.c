@@ -32,17 +32,19 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "sidecar/backend.h"
-#include "sidecar/config.h"
-#include "sidecar/log.h"
-#include "sidecar/metrics.h"
-#include "sidecar/proxy.h"
-#include "sidecar/proxyproto.h"
+#include "sidecar/datapath/backend.h"
+#include "sidecar/config/config.h"
+#include "sidecar/config/service_socket.h"
+#include "sidecar/core/log.h"
+#include "sidecar/core/metrics.h"
+#include "sidecar/datapath/proxy.h"
+#include "sidecar/datapath/proxyproto.h"
 #include "tests/fake/hashpeer.h"
 #include "tests/fake/tmpdir.h"
 
@@ -458,7 +460,7 @@ static void start_proxy(struct ctx *c, const char *ports_json)
         proxy_set_splice(c->px, true, 0);
     else if (c->splice == SPLICE_OFF)
         proxy_set_splice(c->px, false, PROXY_SPLICE_MIN);
-    assert_int_equal(proxy_socket_path(c->conf->run_dir, "web", 80, c->path80, sizeof(c->path80)), 0);
+    assert_int_equal(service_socket_path(c->conf->run_dir, "web", 80, c->path80, sizeof(c->path80)), 0);
 }
 
 /* One port 80 with these backends ("address" weight pairs). */
@@ -580,24 +582,6 @@ static int teardown(void **state)
 }
 
 /* ---- tests ---- */
-
-static void test_socket_path(void **state)
-{
-    (void)state;
-    char out[108];
-    assert_int_equal(proxy_socket_path("/run/onionfront", "web", 443, out, sizeof(out)), 0);
-    assert_string_equal(out, "/run/onionfront/proxy/web-443.sock");
-    /* The longest run_dir and service name the config allows still fit sun_path. */
-    char run_dir[CONFIG_RUN_DIR_MAX + 1], svc[CONFIG_SERVICE_NAME_MAX + 1];
-    memset(run_dir, 'r', CONFIG_RUN_DIR_MAX);
-    run_dir[0] = '/';
-    run_dir[CONFIG_RUN_DIR_MAX] = '\0';
-    memset(svc, 's', CONFIG_SERVICE_NAME_MAX);
-    svc[CONFIG_SERVICE_NAME_MAX] = '\0';
-    assert_int_equal(proxy_socket_path(run_dir, svc, 65535, out, sizeof(out)), 0);
-    assert_true(strlen(out) < sizeof(((struct sockaddr_un *)0)->sun_path));
-    assert_int_equal(proxy_socket_path(run_dir, svc, 65535, out, 20), -1);
-}
 
 static void test_echo_roundtrip(void **state)
 {
@@ -948,6 +932,51 @@ static void test_idle_timeout(void **state)
     tc_free(t);
 }
 
+/* Timers of the loop due between `lo` and `hi` seconds from now (counted into *arg). */
+struct timer_window {
+    double lo, hi;
+    int n;
+};
+
+static int timer_in_window_cb(const struct event_base *base, const struct event *ev, void *arg)
+{
+    struct timer_window *w = arg;
+    struct timeval due, now;
+    (void)base;
+    if (!(event_pending(ev, EV_TIMEOUT, &due) & EV_TIMEOUT))
+        return 0;
+    gettimeofday(&now, NULL); /* event_pending gives the due time on the wall clock */
+    double left = (double)(due.tv_sec - now.tv_sec) + (double)(due.tv_usec - now.tv_usec) / 1e6;
+    if (left > w->lo && left <= w->hi)
+        w->n++;
+    return 0;
+}
+
+/* Without idle_timeout a port gets the default, CONFIG_DEFAULT_IDLE_TIMEOUT_S (1 h): an open stream has
+ * its idle timer armed that far away (and none with "idle_timeout": 0). Waiting an hour is not needed:
+ * test_idle_timeout shows what the timer does. */
+static void test_idle_timeout_default(void **state)
+{
+    struct ctx *c = *state;
+    for (int off = 0; off < 2; off++) {
+        if (off) {
+            proxy_free(c->px);
+            c->px = NULL;
+            config_free(c->conf);
+            c->conf = NULL;
+        }
+        start_echo_proxy(c, off ? "\"idle_timeout\": 0," : "");
+        struct tc *t = tc_open(c, c->path80);
+        tc_send(t, LINE59 "a", strlen(LINE59) + 1);
+        struct want_bytes w = {t, 1};
+        assert_true(run_until(c, tc_has, &w, 5)); /* open: the echo came back */
+        struct timer_window tw = {CONFIG_DEFAULT_IDLE_TIMEOUT_S - 600, CONFIG_DEFAULT_IDLE_TIMEOUT_S + 1, 0};
+        event_base_foreach_event(c->base, timer_in_window_cb, &tw);
+        assert_int_equal(tw.n, off ? 0 : 1);
+        tc_free(t);
+    }
+}
+
 static void test_proxy_protocol_v2(void **state)
 {
     struct ctx *c = *state;
@@ -1237,7 +1266,7 @@ static void test_unix_and_hostname_backends(void **state)
     assert_int_equal(c->added, 2);
     echo_stream(c, c->path80, LINE59, "over a unix socket");
     char path81[108];
-    assert_int_equal(proxy_socket_path(c->conf->run_dir, "web", 81, path81, sizeof(path81)), 0);
+    assert_int_equal(service_socket_path(c->conf->run_dir, "web", 81, path81, sizeof(path81)), 0);
     echo_stream(c, path81, "PROXY TCP6 fc00:dead:beef:4dad::0:3b ::1 59 81\r\n", "by host name");
     assert_int_equal(ux->accepted, 1);
     assert_int_equal(named->accepted, 1);
@@ -1274,7 +1303,7 @@ static void test_update(void **state)
     assert_int_equal(c->updated, 0);
     char path8080[108];
     struct stat st;
-    assert_int_equal(proxy_socket_path(c->conf->run_dir, "web", 8080, path8080, sizeof(path8080)), 0);
+    assert_int_equal(service_socket_path(c->conf->run_dir, "web", 8080, path8080, sizeof(path8080)), 0);
     assert_int_equal(lstat(path8080, &st), 0);
     assert_int_equal(lstat(c->path80, &st), -1); /* no new streams on the removed port */
     assert_null(proxy_find_pool(c->px, "web", 80));
@@ -1317,7 +1346,7 @@ static void test_update_refused_keeps_state(void **state)
     start_proxy(c, ports);
     /* Something that is not a socket sits where port 81's socket would go. */
     char path81[108];
-    assert_int_equal(proxy_socket_path(c->conf->run_dir, "web", 81, path81, sizeof(path81)), 0);
+    assert_int_equal(service_socket_path(c->conf->run_dir, "web", 81, path81, sizeof(path81)), 0);
     FILE *f = fopen(path81, "w");
     assert_non_null(f);
     fclose(f);
@@ -1458,7 +1487,7 @@ static void test_metrics_after_streams(void **state)
              " {\"virtual\": 81, \"backends\": [{\"name\": \"d\", \"address\": \"%s\"}]}]",
              dead, live, dead);
     start_proxy(c, ports);
-    assert_int_equal(proxy_socket_path(c->conf->run_dir, "web", 81, path81, sizeof(path81)), 0);
+    assert_int_equal(service_socket_path(c->conf->run_dir, "web", 81, path81, sizeof(path81)), 0);
 
     /* Before any stream: every family once, zeros for both ports. */
     char *text = proxy_metrics_text(c);
@@ -1849,7 +1878,6 @@ int main(void)
 {
     signal(SIGPIPE, SIG_IGN); /* as the daemon does: a peer gone mid-write is an error, not a signal */
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_socket_path),
         cmocka_unit_test_setup_teardown(test_echo_roundtrip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_malformed_header, setup, teardown),
         cmocka_unit_test_setup_teardown(test_header_timeout, setup, teardown),
@@ -1870,6 +1898,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_streams_from_pid, setup, teardown),
         cmocka_unit_test_setup_teardown(test_circuit_rate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_idle_timeout, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_idle_timeout_default, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reset_before_first_byte, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reset_after_first_byte, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unix_and_hostname_backends, setup, teardown),

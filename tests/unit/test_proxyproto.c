@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "sidecar/proxyproto.h"
+#include "sidecar/datapath/proxyproto.h"
 
 /* Render a parsed header canonically, so table rows compare one string. */
 static void dump(const struct proxyproto_v1 *h, char *out, size_t len)
@@ -213,6 +213,9 @@ static const struct circ_case circ_cases[] = {
     {"PROXY TCP6 ::1 ::1 59 80\r\n", -1, 0, 0, "outside tor's"},
     {"PROXY TCP4 10.0.0.59 127.0.0.1 59 80\r\n", -1, 0, 0, "TCP4, not tor's"},
     {"PROXY UNKNOWN\r\n", -1, 0, 0, "UNKNOWN, not tor's"},
+    /* a virtual port is 1-65535: port 0 did not come from tor */
+    {"PROXY TCP6 fc00:dead:beef:4dad::0:3b ::1 59 0\r\n", -1, 0, 0, "destination port 0 is not a virtual port"},
+    {"PROXY TCP6 fc00:dead:beef:4dad::0:3b ::1 59 65535\r\n", 0, 59, 65535, NULL},
 };
 
 static void test_tor_circuit(void **state)

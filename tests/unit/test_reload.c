@@ -1,5 +1,5 @@
 /* test_reload.c — unit tests for sidecar/reload.c, a reloaded config applied to real running parts (a
- * worker that has no tor yet, a proxy on unix sockets, Onion-Location, a status server) in a private
+ * workerset whose one tor has not started, a proxy on unix sockets, Onion-Location, a status server) in a private
  * temporary directory.
  *
  * Why: a reload must never leave a half-applied config: a refused one keeps the running config in every
@@ -25,16 +25,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sidecar/config.h"
-#include "sidecar/log.h"
-#include "sidecar/onionloc.h"
-#include "sidecar/proc.h"
-#include "sidecar/proxy.h"
+#include "sidecar/config/config.h"
+#include "sidecar/config/service_socket.h"
+#include "sidecar/core/log.h"
+#include "sidecar/ops/onionloc.h"
+#include "sidecar/core/proc.h"
+#include "sidecar/datapath/proxy.h"
 #include "sidecar/reload.h"
-#include "sidecar/service.h"
-#include "sidecar/service_id.h"
-#include "sidecar/status.h"
-#include "sidecar/worker.h"
+#include "sidecar/publish/service.h"
+#include "sidecar/identity/service_id.h"
+#include "sidecar/ops/status.h"
+#include "sidecar/fleet/worker.h"
+#include "sidecar/fleet/workerset.h"
 #include "tests/fake/onion_addrs.h"
 #include "tests/fake/tmpdir.h"
 
@@ -48,7 +50,8 @@ struct test {
     struct proc_mgr *procs;
     struct config *conf;
     struct service_ids *ids;
-    struct worker *w;
+    struct workerset *ws;
+    struct worker *w; /* the set's one tor */
     struct proxy *proxy;
     struct onionloc *onionloc;
     struct status_server *status;
@@ -109,11 +112,15 @@ static int setup(void **state)
         fail_msg("config: %s", err);
     x->ids = service_ids_new(x->conf);
     assert_non_null(x->ids);
-    x->w = worker_new(x->base, x->procs, x->conf, x->ids, &cbs, x);
-    assert_non_null(x->w);
+    x->ws = workerset_new(x->base, x->procs, x->conf, x->ids, &cbs, x);
+    assert_non_null(x->ws);
+    size_t n_tors;
+    x->w = workerset_list(x->ws, &n_tors)[0];
+    assert_int_equal(n_tors, 1);
     if (service_ids_load_keys(x->ids, err, sizeof(err)) < 0)
         fail_msg("keys: %s", err);
-    worker_sync_services(x->w);
+    if (workerset_prepare(x->ws, x->conf, err, sizeof(err)) < 0)
+        fail_msg("prepare: %s", err);
     struct proxy_hooks hooks = {0};
     x->proxy = proxy_new(x->base, x->conf, &hooks, err, sizeof(err));
     if (!x->proxy)
@@ -122,7 +129,8 @@ static int setup(void **state)
     struct status_providers providers = {0};
     x->status = status_server_new(x->base, &providers);
     assert_true(x->onionloc && x->status);
-    x->parts = (struct reload_parts){x->ids, &x->w, 1, x->proxy, x->onionloc, x->status, NULL, NULL, NULL};
+    x->parts = (struct reload_parts){
+        .ids = x->ids, .workerset = x->ws, .proxy = x->proxy, .onionloc = x->onionloc, .status = x->status};
     *state = x;
     return 0;
 }
@@ -132,7 +140,7 @@ static int teardown(void **state)
     struct test *x = *state;
     status_server_free(x->status);
     onionloc_free(x->onionloc);
-    worker_free(x->w);
+    workerset_free(x->ws);
     service_ids_free(x->ids);
     proxy_free(x->proxy);
     config_free(x->conf);
@@ -165,7 +173,7 @@ static void test_refused(void **state)
     /* another control socket needs a restart (the service added with it is not applied either) */
     write_conf(x, "/run/other/control", SVC_A "," SVC_B);
     assert_refused(x, "tor.control_socket changed, which needs a restart of onionfront");
-    assert_int_equal(service_mgr_count(worker_services(x->w)), 1);
+    assert_int_equal(worker_service_count(x->w), 1);
 }
 
 static void test_applied(void **state)
@@ -185,10 +193,10 @@ static void test_applied(void **state)
     assert_string_equal(x->msg, want);
     assert_ptr_not_equal(x->conf, before);
     assert_int_equal(x->conf->n_services, 2);
-    assert_int_equal(service_mgr_count(worker_services(x->w)), 2);
-    assert_int_equal(strlen(service_mgr_address(worker_services(x->w), 1)), 56);
+    assert_int_equal(worker_service_count(x->w), 2);
+    assert_int_equal(strlen(worker_service_address(x->w, 1)), 56);
     char sock[160];
-    assert_int_equal(proxy_socket_path(x->conf->run_dir, "b", 81, sock, sizeof(sock)), 0);
+    assert_int_equal(service_socket_path(x->conf->run_dir, "b", 81, sock, sizeof(sock)), 0);
     assert_int_equal(access(sock, F_OK), 0);
 }
 

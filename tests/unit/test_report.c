@@ -12,7 +12,8 @@
  * reachable"; "services" with the descriptor and verdict of each service; "circuits" with the mode;
  * "backends" with each pool's streams; the metrics text with every module's families (and without a
  * status server); a refused service: its whole refusal once in "problems" instead of its upload, "refused"
- * in "services", not reachable for Onion-Location. */
+ * in "services", not reachable for Onion-Location; a port with some backends down: degraded, the down ones
+ * named with their last result (a drained one is not down), with the tor running too. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -29,18 +30,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sidecar/config.h"
-#include "sidecar/keys.h"
-#include "sidecar/log.h"
-#include "sidecar/onionloc.h"
-#include "sidecar/proc.h"
-#include "sidecar/proxy.h"
-#include "sidecar/report.h"
-#include "sidecar/service.h"
-#include "sidecar/service_id.h"
-#include "sidecar/status.h"
-#include "sidecar/version.h"
-#include "sidecar/worker.h"
+#include "sidecar/config/config.h"
+#include "sidecar/identity/keys.h"
+#include "sidecar/core/log.h"
+#include "sidecar/ops/onionloc.h"
+#include "sidecar/core/proc.h"
+#include "sidecar/datapath/proxy.h"
+#include "sidecar/ops/report.h"
+#include "sidecar/publish/service.h"
+#include "sidecar/identity/service_id.h"
+#include "sidecar/ops/status.h"
+#include "sidecar/core/version.h"
+#include "sidecar/fleet/worker.h"
+#include "sidecar/fleet/workerset.h"
+#include "sidecar/datapath/backend.h"
 #include "tests/fake/fake_ctl.h"
 #include "tests/fake/tmpdir.h"
 #include "tests/fake/tor_script.h"
@@ -61,7 +64,8 @@ struct test {
     struct fake_ctl *fake;
     struct config *conf;
     struct service_ids *ids;
-    struct worker *w;
+    struct workerset *ws;
+    struct worker *w; /* the set's one tor */
     struct proxy *proxy;
     struct status_server *status;
     char dir[64];
@@ -134,7 +138,7 @@ static int teardown(void **state)
 {
     struct test *x = *state;
     status_server_free(x->status);
-    worker_free(x->w);
+    workerset_free(x->ws);
     service_ids_free(x->ids);
     proxy_free(x->proxy);
     config_free(x->conf);
@@ -171,8 +175,11 @@ static void make_parts(struct test *x, const char *services, const struct fake_c
         fail_msg("config: %s\n  %s", err, json);
     x->ids = service_ids_new(x->conf);
     assert_non_null(x->ids);
-    x->w = worker_new(x->base, x->procs, x->conf, x->ids, &cbs, x);
-    assert_non_null(x->w);
+    size_t n_tors;
+    x->ws = workerset_new(x->base, x->procs, x->conf, x->ids, &cbs, x);
+    assert_non_null(x->ws);
+    x->w = workerset_list(x->ws, &n_tors)[0];
+    assert_int_equal(n_tors, 1);
     if (service_ids_load_keys(x->ids, err, sizeof(err)) < 0)
         fail_msg("keys: %s", err);
     worker_sync_services(x->w);
@@ -183,7 +190,7 @@ static void make_parts(struct test *x, const char *services, const struct fake_c
     struct status_providers providers = {.status = no_doc};
     x->status = status_server_new(x->base, &providers);
     assert_non_null(x->status);
-    x->src = (struct report_src){.conf = x->conf, .ids = x->ids, .workers = &x->w, .n_workers = 1,
+    x->src = (struct report_src){.conf = x->conf, .ids = x->ids, .workerset = x->ws,
                                  .proxy = x->proxy, .status = x->status, .started_wall = 1700000000};
     clock_gettime(CLOCK_MONOTONIC, &x->src.started);
 }
@@ -287,6 +294,7 @@ static void test_metrics(void **state)
         "onionfront_service_up{service=\"a\"} 0\n",
         "onionfront_status_connections_total{result=\"accepted\"} 0\n",
         "onionfront_status_connections_total{result=\"over_uid_limit\"} 0\n",
+        "onionfront_status_denied_total 0\n",
         "onionfront_service_reapplied_total{service=\"a\"} 0\n",
         "# TYPE onionfront_metrics_http_connections_total counter\n",
         "# TYPE onionfront_descriptor_uploads_confirmed_total counter\n",
@@ -343,7 +351,7 @@ static void test_refused(void **state)
 static bool uploaded(void *arg)
 {
     struct test *x = arg;
-    return (x->n_boot > 0 && service_mgr_uploaded(worker_services(x->w), 0)) || fake_ctl_failure(x->fake);
+    return (x->n_boot > 0 && worker_service_uploaded(x->w, 0)) || fake_ctl_failure(x->fake);
 }
 
 static void test_running_ok(void **state)
@@ -381,6 +389,12 @@ static void test_running_ok(void **state)
     assert_string_equal(json_string_value(json_object_get(json_object_get(a, "served"), "source")), "none");
     assert_string_equal(json_string_value(json_object_get(desc, "service")), "a");
     assert_string_equal(json_string_value(json_object_get(json_object_get(a, "verify"), "verdict")), "unverified");
+    /* "services" leaves the per-HSDir lists out (their counts stay); "services-detail" has them */
+    assert_null(json_object_get(json_object_get(a, "served"), "hsdirs"));
+    assert_non_null(json_object_get(json_object_get(a, "served"), "hsdirs_answered"));
+    json_decref(svcs);
+    svcs = report_services_detail_json(&x->src);
+    assert_true(json_is_array(json_object_get(json_object_get(json_array_get(svcs, 0), "served"), "hsdirs")));
     json_decref(svcs);
 
     json_t *circ = report_circuits_json(&x->src);
@@ -394,6 +408,64 @@ static void test_running_ok(void **state)
     free(text);
 }
 
+/* A port with one of its backends down is degraded, the down one named with its last result; a drained
+ * one is not down; all down is "no backend is up" alone. */
+static void test_some_backends_down(void **state)
+{
+    struct test *x = *state;
+    static const struct fake_ctl_step script[] = {{FAKE_CTL_PAUSE, NULL, 1}};
+    make_parts(x,
+               "{'name':'a','ports':[{'virtual':80,'health':{'type':'tcp'},'backends':["
+               "{'name':'web1','address':'127.0.0.1:8081'},{'name':'web2','address':'127.0.0.1:8082'},"
+               "{'name':'web3','address':'127.0.0.1:8083','weight':0}]}]}",
+               script, ARRAY_LEN(script));
+    struct backend_pool *pool;
+    assert_int_equal(proxy_pools(x->proxy, &pool, 1), 1);
+    char problems[2048];
+    json_t *st = report_status_json(&x->src);
+    problems_of(st, problems, sizeof(problems));
+    assert_null(strstr(problems, "port 80")); /* all up (web3 drained): no problem */
+    json_decref(st);
+
+    backend_passive_failure(backend_pool_get(pool, 1), CHECK_CONNECT_REFUSED, "Connection refused");
+    st = report_status_json(&x->src);
+    problems_of(st, problems, sizeof(problems));
+    assert_string_equal(problems, "tor is stopped|service a: no descriptor upload confirmed yet|"
+                                  "service a port 80: 1 of 3 backends up; down: web2 (connect refused: "
+                                  "Connection refused)|");
+    json_decref(st);
+
+    backend_passive_failure(backend_pool_get(pool, 0), CHECK_RESET, "");
+    st = report_status_json(&x->src);
+    problems_of(st, problems, sizeof(problems));
+    assert_string_equal(problems, "tor is stopped|service a: no descriptor upload confirmed yet|"
+                                  "service a port 80: no backend is up|");
+    json_decref(st);
+}
+
+/* With the tor up and the upload confirmed, one backend of two down: "degraded", not "ok". */
+static void test_running_degraded(void **state)
+{
+    struct test *x = *state;
+    snprintf(x->text, sizeof(x->text), "250 OK\r\n650 HS_DESC UPLOADED %s UNKNOWN $" FP1 "~relay1\r\n", x->address);
+    const struct fake_ctl_step script[] = {HANDED_OVER, {FAKE_CTL_SEND, x->text, 0}};
+    make_parts(x,
+               "{'name':'a','ports':[{'virtual':80,'health':{'type':'tcp'},'backends':["
+               "{'name':'web1','address':'127.0.0.1:8081'},{'name':'web2','address':'127.0.0.1:8082'}]}]}",
+               script, ARRAY_LEN(script));
+    char err[256], problems[2048];
+    assert_int_equal(worker_start(x->w, err, sizeof(err)), 0);
+    assert_int_equal(fake_ctl_run_until(x->base, uploaded, x, LOOP_BOUND_MS), 0);
+    struct backend_pool *pool;
+    assert_int_equal(proxy_pools(x->proxy, &pool, 1), 1);
+    backend_passive_failure(backend_pool_get(pool, 1), CHECK_HTTP_STATUS, "HTTP 503");
+    json_t *st = report_status_json(&x->src);
+    problems_of(st, problems, sizeof(problems));
+    assert_string_equal(problems, "service a port 80: 1 of 2 backends up; down: web2 (http status: HTTP 503)|");
+    assert_string_equal(json_string_value(json_object_get(st, "state")), "degraded");
+    json_decref(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -401,6 +473,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_metrics, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_running_ok, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_some_backends_down, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_running_degraded, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,7 +7,8 @@
  * Covers, with fake tors (struct roll_ops) and a fake clock: the order (the tor not served first, no new
  * upload needed; then the other, served by the first), the hand-over (first a wait for an upload in
  * progress; then a survivor renews, and nothing is ended until its upload is confirmed), the waits (RUNNING, then published after the stop), one tor (a
- * plain restart), refusals (a tor down, a roll running), aborts (the other tor down mid-roll through the
+ * plain restart), refusals (a tor down, a roll running; the operator's restart-tor within its minimum
+ * interval), aborts (the other tor down mid-roll through the
  * tick and through roll_worker_lost, each step's deadline), roll_to_json, roll_metrics. The drain: the tor
  * is wound down first (drain_start), and ended only at a look that finds neither a rendezvous circuit
  * open on it (none known before its first look) nor a visitor's stream through it, or at the drain limit
@@ -25,9 +26,9 @@
 
 #include <cmocka.h>
 
-#include "sidecar/log.h"
-#include "sidecar/metrics.h"
-#include "sidecar/roll.h"
+#include "sidecar/core/log.h"
+#include "sidecar/core/metrics.h"
+#include "sidecar/fleet/roll.h"
 
 #define N_MAX 4
 #define DRAIN_S 40.0 /* the drain limit set in setup (tor.drain_timeout) */
@@ -347,6 +348,58 @@ static void test_refusals(void **state)
     assert_int_equal(x->f.restarts[0] + x->f.restarts[1], 1); /* only the first roll's restart */
 }
 
+/* One tor back from its restart and published: the roll ends. */
+static void finish_one(struct test *x)
+{
+    x->f.up[0] = true;
+    advance(x, 1);
+    x->f.now += 1;
+    f_publish(&x->f, 0);
+    advance(x, 1);
+    assert_false(roll_is_running(x->r));
+}
+
+/* The operator's restart-tor: refused within ROLL_COMMAND_INTERVAL_S of the last one it started (saying
+ * how long to wait, and that a roll runs if one does), on the roll's clock, and after that while a roll
+ * runs; a roll onionfront starts itself (a new tor.binary) is neither refused by that interval nor counted
+ * in it. Table: seconds after the first command, which start, expected result, text. */
+static void test_command_interval(void **state)
+{
+    struct test *x = *state;
+    static const struct {
+        double at;
+        bool command;
+        int rc;
+        const char *text;
+    } steps[] = {
+        {0, true, 0, "restarting the one tor"},
+        {0, true, -1, "the last restart-tor started 0 s ago; at most one every 60 s: try again in 60 s (a "
+                      "rolling restart is running now)"},
+        {10, true, -1, "the last restart-tor started 10 s ago; at most one every 60 s: try again in 50 s"},
+        {12, false, 0, "restarting the one tor"}, /* tor.binary changed: not limited */
+        {30, true, -1, "the last restart-tor started 30 s ago; at most one every 60 s: try again in 30 s"},
+        {59.5, true, -1, "try again in 1 s"},
+        {60, true, 0, "restarting the one tor"},
+        {70, true, -1, "the last restart-tor started 10 s ago; at most one every 60 s: try again in 50 s"},
+        {130, false, 0, "restarting the one tor"},
+        {130, true, -1, "a rolling restart is already running"}, /* past the interval: roll_start's refusal */
+    };
+    x->f.n = 1;
+    f_publish(&x->f, 0);
+    double t0 = x->f.now;
+    for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+        if (roll_is_running(x->r) && x->f.now < t0 + steps[i].at)
+            finish_one(x);
+        if (x->f.now < t0 + steps[i].at)
+            x->f.now = t0 + steps[i].at;
+        int rc = steps[i].command ? roll_start_command(x->r, "test", x->msg, sizeof(x->msg))
+                                  : roll_start(x->r, "test", x->msg, sizeof(x->msg));
+        if (rc != steps[i].rc || !strstr(x->msg, steps[i].text))
+            fail_msg("step %zu (at %.1f s): rc %d, \"%s\"; expected %d, \"%s\"", i, steps[i].at, rc, x->msg,
+                     steps[i].rc, steps[i].text);
+    }
+}
+
 /* The other tor dies while tor 2 restarts: aborted once, nothing more is restarted. */
 static void test_abort_other_dies(void **state)
 {
@@ -664,6 +717,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_settle_without_handover, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restart_must_take, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_command_interval, setup, teardown),
         cmocka_unit_test_setup_teardown(test_abort_other_dies, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deadlines, setup, teardown),
         cmocka_unit_test_setup_teardown(test_drain_waits_for_streams, setup, teardown),

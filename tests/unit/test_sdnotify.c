@@ -18,7 +18,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "sidecar/sdnotify.h"
+#include "sidecar/ops/sdnotify.h"
 
 struct ctx {
     struct event_base *base;

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "sidecar/served.h"
+#include "sidecar/publish/served.h"
 #include "tests/fake/fake_desc.h"
 
 /* ---- served_ident_parse ---------------------------------------------------------------------------- */

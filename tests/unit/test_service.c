@@ -14,7 +14,9 @@
  * and the metrics; attach: GETCONF HiddenServiceOptions, then one SETCONF of the complete group (the
  * tor's own services first, a leftover directory of ours replaced, then HiddenServiceDir/Port/MaxStreams/
  * the dos lines/ExportCircuitID per service, a reload changing only the dos settings re-sending the group), HS_DESC UPLOADED counted per service and kept across reloads; a SETCONF
- * after a reload only when tor's view changed; unpublish (the tor's own services kept; done() after tor's
+ * after a reload only when tor's view changed; the probe's repair of one service (service_mgr_renew_one:
+ * the group without it, then with it; one unchanged SETCONF for a PoW service); a SETCONF's time to
+ * answer sized to its services; unpublish (the tor's own services kept; done() after tor's
  * answer, a refusal or a closed connection, at once without a connection); detach; and no SETCONF at all
  * while the tor's own services are unknown (GETCONF refused or not answered yet); a tor reload that dropped
  * our services (CONF_CHANGED / SIGNAL RELOAD) answered by one GETCONF and one SETCONF of the complete group
@@ -41,13 +43,13 @@
 #include <unistd.h>
 
 #include "controlproto/cp_conn.h"
-#include "sidecar/addrbook.h"
-#include "sidecar/config.h"
-#include "sidecar/keys.h"
-#include "sidecar/log.h"
-#include "sidecar/metrics.h"
-#include "sidecar/service.h"
-#include "sidecar/service_id.h"
+#include "sidecar/identity/addrbook.h"
+#include "sidecar/config/config.h"
+#include "sidecar/identity/keys.h"
+#include "sidecar/core/log.h"
+#include "sidecar/core/metrics.h"
+#include "sidecar/publish/service.h"
+#include "sidecar/identity/service_id.h"
 #include "tests/fake/fake_ctl.h"
 #include "tests/fake/tmpdir.h"
 
@@ -97,6 +99,8 @@ struct ctx {
     int n_ready;
     int n_done;  /* unpublish completions */
     int n_synced;
+    const char *tor_json;  /* the config's "tor" (written with '), NULL: attach to /run/tor/control */
+    struct timeval conn_timeout; /* the test connection's cmd_timeout; {0,0}: 5 s */
     struct fake_ctl_step script[40];
     size_t n_script;
     char texts[40][2048]; /* script texts that hold the directory or an address */
@@ -167,7 +171,9 @@ static struct config *load_conf(struct ctx *c, const char *services)
 {
     char json[4096], err[512];
     /* anonymous services need a spawned tor (config.c); the manager itself does not care */
-    const char *tor = strstr(services, "anonymous") ? "{}" : "{'mode':'attach','control_socket':'/run/tor/control'}";
+    const char *tor = c->tor_json                    ? c->tor_json
+                      : strstr(services, "anonymous") ? "{}"
+                                                      : "{'mode':'attach','control_socket':'/run/tor/control'}";
     int n = snprintf(json, sizeof(json), "{'state_dir':'%s/state','run_dir':'%s/run','tor':%s,'services':[%s]}",
                      c->dir, c->dir, tor, services);
     assert_true(n > 0 && (size_t)n < sizeof(json));
@@ -227,12 +233,12 @@ static size_t find(const struct ctx *c, const char *name)
     return 0;
 }
 
-/* The address of the service named `name`, copied (KEYS_ADDRESS_SIZE bytes). */
+/* The address of the service named `name`, copied (ONION_ADDRESS_SIZE bytes). */
 static void address_of(const struct ctx *c, const char *name, char *out)
 {
     const char *a = service_mgr_address(c->m, find(c, name));
-    assert_int_equal(strlen(a), KEYS_ADDRESS_LEN);
-    memcpy(out, a, KEYS_ADDRESS_SIZE);
+    assert_int_equal(strlen(a), ONION_ADDRESS_LEN);
+    memcpy(out, a, ONION_ADDRESS_SIZE);
 }
 
 /* The manager for web and api, keys loaded; their addresses copied to `web` and `api`. */
@@ -295,7 +301,7 @@ static void read_file(const char *dir, const char *name, char *buf, size_t len, 
 static void assert_key_dir(const struct ctx *c, const char *name)
 {
     const struct service_conf *sc = config_find_service(c->conf, name);
-    char want[256], buf[256], addr[KEYS_ADDRESS_SIZE];
+    char want[256], buf[256], addr[ONION_ADDRESS_SIZE];
     size_t n;
     assert_non_null(sc);
     snprintf(want, sizeof(want), "%s/state/keys/%s", c->dir, name);
@@ -312,11 +318,11 @@ static void assert_key_dir(const struct ctx *c, const char *name)
     closedir(d);
 
     const char *a = service_mgr_address(c->m, find(c, name));
-    assert_int_equal(strlen(a), KEYS_ADDRESS_LEN);
+    assert_int_equal(strlen(a), ONION_ADDRESS_LEN);
     for (const char *q = a; *q; q++)
         if (!((*q >= 'a' && *q <= 'z') || (*q >= '2' && *q <= '7')))
             fail_msg("address %s: '%c' is not base32", a, *q);
-    assert_int_equal(a[KEYS_ADDRESS_LEN - 1], 'd'); /* address-spec: VERSION 3 ends the address */
+    assert_int_equal(a[ONION_ADDRESS_LEN - 1], 'd'); /* address-spec: VERSION 3 ends the address */
     read_file(sc->key_dir, KEYS_PUBLIC_FILE, buf, sizeof(buf), &n);
     assert_int_equal(n, 64); /* 32-byte header, 32-byte key */
     assert_int_equal(onion_address_from_pubkey((const unsigned char *)buf + 32, addr), 0);
@@ -413,6 +419,8 @@ static void attach_fake(struct ctx *c)
     if (!c->fake)
         fail_msg("fake: %s", err);
     struct cp_conn_opts o = {.unix_path = fake_ctl_unix_path(c->fake), .auth = CP_AUTH_AUTO, .cmd_timeout = {5, 0}};
+    if (c->conn_timeout.tv_sec || c->conn_timeout.tv_usec)
+        o.cmd_timeout = c->conn_timeout;
     c->conn = cp_conn_new(c->base, &o, conn_state_cb, c, err, sizeof(err));
     if (!c->conn || cp_conn_connect(c->conn, err, sizeof(err)) < 0)
         fail_msg("cp_conn: %s", err);
@@ -486,7 +494,7 @@ static void test_keys_created_on_first_load(void **state)
 static void test_keys_same_after_restart(void **state)
 {
     struct ctx *c = *state;
-    char web[KEYS_ADDRESS_SIZE], api[KEYS_ADDRESS_SIZE], again[KEYS_ADDRESS_SIZE];
+    char web[ONION_ADDRESS_SIZE], api[ONION_ADDRESS_SIZE], again[ONION_ADDRESS_SIZE];
     start_web_api(c, web, api);
     free_mgr(c);
     config_free(c->conf);
@@ -559,7 +567,7 @@ static void test_reconfigure_table(void **state)
                           "'ports':[{'virtual':8000,'target':'127.0.0.1:9000'}]}",
          true, NULL, "api"},
     };
-    char web[KEYS_ADDRESS_SIZE], api[KEYS_ADDRESS_SIZE], got[KEYS_ADDRESS_SIZE], services[1024];
+    char web[ONION_ADDRESS_SIZE], api[ONION_ADDRESS_SIZE], got[ONION_ADDRESS_SIZE], services[1024];
     start_web_api(c, web, api);
     for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
         const struct reconf_case *rc = &cases[i];
@@ -601,7 +609,7 @@ static void test_reconfigure_table(void **state)
 static void test_reconfigure_error_keeps_state(void **state)
 {
     struct ctx *c = *state;
-    char web[KEYS_ADDRESS_SIZE], api[KEYS_ADDRESS_SIZE], got[KEYS_ADDRESS_SIZE];
+    char web[ONION_ADDRESS_SIZE], api[ONION_ADDRESS_SIZE], got[ONION_ADDRESS_SIZE];
     start_web_api(c, web, api);
     block_key_dir(c, "bad");
     /* "new" would load; "bad" cannot: nothing of the switch may stay */
@@ -648,7 +656,7 @@ static const char *recorded(const struct ctx *c, const char *name, char *out)
         fail_msg("addrbook_load: %s", err);
     const char *a = addrbook_address(b, name);
     if (a)
-        memcpy(out, a, KEYS_ADDRESS_SIZE);
+        memcpy(out, a, ONION_ADDRESS_SIZE);
     addrbook_free(b);
     return a ? out : NULL;
 }
@@ -659,7 +667,7 @@ static const char *recorded(const struct ctx *c, const char *name, char *out)
 static void test_known_service_refused(void **state)
 {
     struct ctx *c = *state;
-    char web[KEYS_ADDRESS_SIZE], api[KEYS_ADDRESS_SIZE], got[KEYS_ADDRESS_SIZE], path[320];
+    char web[ONION_ADDRESS_SIZE], api[ONION_ADDRESS_SIZE], got[ONION_ADDRESS_SIZE], path[320];
     start_web_api(c, web, api);
     assert_string_equal(recorded(c, "web", got), web);
     assert_string_equal(recorded(c, "api", got), api);
@@ -727,7 +735,7 @@ static void test_known_service_refused(void **state)
 static void test_deliberate_change_taken_on_reload(void **state)
 {
     struct ctx *c = *state;
-    char web[KEYS_ADDRESS_SIZE], api[KEYS_ADDRESS_SIZE], got[KEYS_ADDRESS_SIZE], err[1024], sdir[128];
+    char web[ONION_ADDRESS_SIZE], api[ONION_ADDRESS_SIZE], got[ONION_ADDRESS_SIZE], err[1024], sdir[128];
     start_web_api(c, web, api);
     remove_key_dir(c, "web");
     struct onion_key k;
@@ -763,7 +771,7 @@ static void test_publish_leaves_out_missing_key(void **state)
 {
     struct ctx *c = *state;
     const char *d = c->dir;
-    char web[KEYS_ADDRESS_SIZE], api[KEYS_ADDRESS_SIZE], sdir[128], err[1024];
+    char web[ONION_ADDRESS_SIZE], api[ONION_ADDRESS_SIZE], sdir[128], err[1024];
     start_web_api(c, web, api);
     remove_key_dir(c, "web");
     script_attach(c);
@@ -906,7 +914,7 @@ static void test_attach_publishes_complete_group(void **state)
 {
     struct ctx *c = *state;
     const char *d = c->dir;
-    char web[KEYS_ADDRESS_SIZE], api[KEYS_ADDRESS_SIZE];
+    char web[ONION_ADDRESS_SIZE], api[ONION_ADDRESS_SIZE];
     start_web_api(c, web, api);
     /* tor has its own service, and web's directory left by an earlier run (with an outdated port) */
     script_attach(c);
@@ -986,7 +994,7 @@ static void test_dos_reload_resends_group(void **state)
 {
     struct ctx *c = *state;
     const char *d = c->dir;
-    char web[KEYS_ADDRESS_SIZE], api[KEYS_ADDRESS_SIZE], got[KEYS_ADDRESS_SIZE];
+    char web[ONION_ADDRESS_SIZE], api[ONION_ADDRESS_SIZE], got[ONION_ADDRESS_SIZE];
     start_web_api(c, web, api);
     script_attach(c);
     step(c, FAKE_CTL_SEND, 0, NO_HS_GETCONF);
@@ -1014,6 +1022,170 @@ static void test_dos_reload_resends_group(void **state)
     check_fake(c);
     address_of(c, "api", got);
     assert_string_equal(got, api);
+}
+
+/* The probe's repair of one service (service_mgr_renew_one): a SETCONF of the group without it, then one
+ * with it again — the other service's lines never leave the group, so tor keeps its descriptors; a
+ * service with PoW on gets one SETCONF of the unchanged group (tor re-uploads it, same introduction
+ * points); an unknown address and a manager without a connection send nothing. */
+static void test_republish_one_service(void **state)
+{
+    struct ctx *c = *state;
+    const char *d = c->dir;
+    char web[ONION_ADDRESS_SIZE], api[ONION_ADDRESS_SIZE];
+    start_web_api(c, web, api);
+    assert_int_equal(service_mgr_renew_one(c->m, web), -1); /* no connection yet */
+    script_attach(c);
+    step(c, FAKE_CTL_SEND, 0, NO_HS_GETCONF);
+    step(c, FAKE_CTL_EXPECT, 0, "SETCONF " WEB_TOR " " API_TOR, d, d, d, d, d);
+    step(c, FAKE_CTL_SEND, 0, "250 OK\r\n650 HS_DESC UPLOADED %s UNKNOWN $" FP1 "~relay1\r\n", web);
+    script_sync(c);
+    /* web alone: without it, then with it */
+    step(c, FAKE_CTL_EXPECT, 0, "SETCONF " API_TOR, d, d);
+    step(c, FAKE_CTL_SEND, 0, "250 OK\r\n");
+    step(c, FAKE_CTL_EXPECT, 0, "SETCONF " WEB_TOR " " API_TOR, d, d, d, d, d);
+    step(c, FAKE_CTL_SEND, 0, "250 OK\r\n");
+    script_sync(c);
+    /* after a reload that turned PoW on for api: one SETCONF of the unchanged group */
+    step(c, FAKE_CTL_EXPECT, 0, "SETCONF " WEB_TOR " " API_DOS_TOR, d, d, d, d, d);
+    step(c, FAKE_CTL_SEND, 0, "250 OK\r\n");
+    script_sync(c);
+    step(c, FAKE_CTL_EXPECT, 0, "SETCONF " WEB_TOR " " API_DOS_TOR, d, d, d, d, d);
+    step(c, FAKE_CTL_SEND, 0, "250 OK\r\n");
+    script_sync(c);
+    attach_fake(c);
+    assert_int_equal(fake_ctl_run_until(c->base, web_uploaded, c, LOOP_BOUND_MS), 0);
+    sync_fake(c);
+    assert_int_equal(service_mgr_renew_one(c->m, STRANGER), -1);
+    assert_int_equal(service_mgr_renew_one(c->m, NULL), -1);
+    assert_int_equal(service_mgr_renew_one(c->m, web), 0);
+    sync_fake(c);
+    assert_true(reconfigure_ok(c, WEB "," API_DOS));
+    sync_fake(c);
+    assert_int_equal(service_mgr_renew_one(c->m, api), 0);
+    sync_fake(c);
+    assert_int_equal(fake_ctl_run_until(c->base, fake_finished, c, LOOP_BOUND_MS), 0);
+    check_fake(c);
+}
+
+/* A SETCONF of the group gets time in proportion to the services (tor.command_timeout + 1 s each): tor
+ * answering the SETCONF of two services after 1.5 s, beyond the connection's usual 1 s, is a busy tor,
+ * not a hung one, and the connection stays; the command after it gets the usual time again. */
+static void test_setconf_time_sized_to_services(void **state)
+{
+    struct ctx *c = *state;
+    const char *d = c->dir;
+    char web[ONION_ADDRESS_SIZE], api[ONION_ADDRESS_SIZE];
+    c->tor_json = "{'mode':'attach','control_socket':'/run/tor/control','command_timeout':1}";
+    c->conn_timeout = (struct timeval){1, 0};
+    start_web_api(c, web, api);
+    script_attach(c);
+    step(c, FAKE_CTL_SEND, 0, NO_HS_GETCONF);
+    step(c, FAKE_CTL_EXPECT, 0, "SETCONF " WEB_TOR " " API_TOR, d, d, d, d, d);
+    step(c, FAKE_CTL_PAUSE, 1500, NULL);
+    step(c, FAKE_CTL_SEND, 0, "250 OK\r\n650 HS_DESC UPLOADED %s UNKNOWN $" FP1 "~relay1\r\n", web);
+    script_sync(c);
+    attach_fake(c);
+    assert_int_equal(fake_ctl_run_until(c->base, web_uploaded, c, LOOP_BOUND_MS), 0);
+    sync_fake(c);
+    assert_int_equal(fake_ctl_run_until(c->base, fake_finished, c, LOOP_BOUND_MS), 0);
+    check_fake(c);
+    assert_int_equal(cp_conn_get_state(c->conn), CP_CONN_READY);
+}
+
+/* service_mgr_renew (a standby taking over): PoW on in one SETCONF for the service configured without it
+ * (web; api has PoW on and is sent as configured), then, after tor's first HS_DESC UPLOAD of web that
+ * follows the accepted SETCONF (an UPLOAD before tor's answer, or of api, is not it), the configured
+ * group again, once. */
+#define WEB_POW_TOR                                                                                          \
+    "HiddenServiceDir=\"%s/state/keys/web\" HiddenServicePort=\"80 unix:%s/run/proxy/web-80.sock\" "        \
+    "HiddenServicePort=\"443 unix:%s/run/proxy/web-443.sock\" HiddenServiceMaxStreams=\"10\" "              \
+    "HiddenServicePoWDefensesEnabled=\"1\" HiddenServicePoWQueueRate=\"250\" "                              \
+    "HiddenServicePoWQueueBurst=\"2500\" HiddenServiceExportCircuitID=\"haproxy\""
+#define UPLOAD_EV "650 HS_DESC UPLOAD %s UNKNOWN $" FP1 "~relay1 q7ZaJL8ma1xIHj0Qy3FTbIRm9XnZdStpz4BqLrZT8F0 " \
+                  "HSDIR_INDEX=0123\r\n"
+
+#define UPLOADED_EV "650 HS_DESC UPLOADED %s UNKNOWN $" FP1 "~relay1\r\n"
+
+static void test_renew_pow_trigger(void **state)
+{
+    struct ctx *c = *state;
+    const char *d = c->dir;
+    char web[ONION_ADDRESS_SIZE], api[ONION_ADDRESS_SIZE];
+    start_mgr(c, WEB "," API_DOS);
+    address_of(c, "web", web);
+    address_of(c, "api", api);
+    script_attach(c);
+    step(c, FAKE_CTL_SEND, 0, NO_HS_GETCONF);
+    step(c, FAKE_CTL_EXPECT, 0, "SETCONF " WEB_TOR " " API_DOS_TOR, d, d, d, d, d);
+    step(c, FAKE_CTL_SEND, 0, "250 OK\r\n" UPLOADED_EV, api);
+    /* the renewal's SETCONF: PoW on for web too */
+    step(c, FAKE_CTL_EXPECT, 0, "SETCONF " WEB_POW_TOR " " API_DOS_TOR, d, d, d, d, d);
+    step(c, FAKE_CTL_SEND, 0, UPLOAD_EV "250 OK\r\n" UPLOAD_EV, web, api);
+    script_sync(c); /* nothing between: neither UPLOAD turns PoW back */
+    step(c, FAKE_CTL_SEND, 0, UPLOAD_EV, web);
+    step(c, FAKE_CTL_EXPECT, 0, "SETCONF " WEB_TOR " " API_DOS_TOR, d, d, d, d, d);
+    step(c, FAKE_CTL_SEND, 0, "250 OK\r\n" UPLOAD_EV UPLOAD_EV, web, web);
+    script_sync(c); /* later uploads send nothing more */
+    attach_fake(c);
+    assert_int_equal(fake_ctl_run_until(c->base, api_uploaded, c, LOOP_BOUND_MS), 0);
+    assert_int_equal(service_mgr_renew(c->m, true), 0);
+    sync_fake(c);
+    assert_int_equal(fake_ctl_run_until(c->base, fake_finished, c, LOOP_BOUND_MS), -1); /* the script waits */
+    c->n_synced = 0;
+    sync_fake(c);
+    assert_true(fake_ctl_done(c->fake));
+    check_fake(c);
+}
+
+/* Every service with PoW on: the renewal is one SETCONF of the configured group. A tor that refuses PoW
+ * (no pow module) gets the older renewal instead: the group without ours, then with them. */
+static void test_renew_all_pow_and_refused(void **state)
+{
+    struct ctx *c = *state;
+    const char *d = c->dir;
+    start_mgr(c, WEB "," API_DOS);
+    script_attach(c);
+    step(c, FAKE_CTL_SEND, 0, NO_HS_GETCONF);
+    step(c, FAKE_CTL_EXPECT, 0, "SETCONF " WEB_TOR " " API_DOS_TOR, d, d, d, d, d);
+    step(c, FAKE_CTL_SEND, 0, "250 OK\r\n" UPLOADED_EV, service_mgr_address(c->m, 1));
+    step(c, FAKE_CTL_EXPECT, 0, "SETCONF " WEB_POW_TOR " " API_DOS_TOR, d, d, d, d, d);
+    step(c, FAKE_CTL_SEND, 0, "552 Unrecognized option\r\n");
+    script_sync(c);
+    step(c, FAKE_CTL_EXPECT, 0, "SETCONF HiddenServiceDir");
+    step(c, FAKE_CTL_SEND, 0, "250 OK\r\n");
+    step(c, FAKE_CTL_EXPECT, 0, "SETCONF " WEB_TOR " " API_DOS_TOR, d, d, d, d, d);
+    step(c, FAKE_CTL_SEND, 0, "250 OK\r\n");
+    script_sync(c);
+    attach_fake(c);
+    assert_int_equal(fake_ctl_run_until(c->base, api_uploaded, c, LOOP_BOUND_MS), 0);
+    assert_int_equal(service_mgr_renew(c->m, true), 0);
+    sync_fake(c);
+    sync_fake(c);
+    check_fake(c);
+    assert_true(fake_ctl_done(c->fake));
+    service_mgr_detach(c->m);
+    cp_conn_free(c->conn);
+    c->conn = NULL;
+    fake_ctl_free(c->fake);
+    c->fake = NULL;
+    /* PoW on everywhere: one SETCONF, as configured */
+    assert_true(reconfigure_ok(c, API_DOS));
+    c->n_script = c->n_texts = 0;
+    c->n_ready = 0;
+    script_attach(c);
+    step(c, FAKE_CTL_SEND, 0, NO_HS_GETCONF);
+    step(c, FAKE_CTL_EXPECT, 0, "SETCONF " API_DOS_TOR, d, d);
+    step(c, FAKE_CTL_SEND, 0, "250 OK\r\n" UPLOADED_EV, service_mgr_address(c->m, 0));
+    step(c, FAKE_CTL_EXPECT, 0, "SETCONF " API_DOS_TOR, d, d);
+    step(c, FAKE_CTL_SEND, 0, "250 OK\r\n" UPLOAD_EV, service_mgr_address(c->m, 0));
+    script_sync(c);
+    attach_fake(c);
+    assert_int_equal(fake_ctl_run_until(c->base, api_uploaded, c, LOOP_BOUND_MS), 0);
+    assert_int_equal(service_mgr_renew(c->m, true), 0);
+    sync_fake(c);
+    check_fake(c);
+    assert_true(fake_ctl_done(c->fake));
 }
 
 /* Onionbalance roles: an instance gets HiddenServiceOnionBalanceInstance in its group and its ob_config in
@@ -1081,7 +1253,7 @@ static void test_fresh_tor_unpublish_and_detach(void **state)
 {
     struct ctx *c = *state;
     const char *d = c->dir;
-    char web[KEYS_ADDRESS_SIZE];
+    char web[ONION_ADDRESS_SIZE];
     start_mgr(c, WEB);
     address_of(c, "web", web);
     script_attach(c);
@@ -1202,7 +1374,7 @@ static void test_tor_reload_reapplies(void **state)
 {
     struct ctx *c = *state;
     const char *d = c->dir;
-    char web[KEYS_ADDRESS_SIZE];
+    char web[ONION_ADDRESS_SIZE];
     start_mgr(c, WEB);
     address_of(c, "web", web);
     script_attach(c);
@@ -1261,7 +1433,7 @@ static void test_check_answer_older_than_setconf_ignored(void **state)
 {
     struct ctx *c = *state;
     const char *d = c->dir;
-    char web[KEYS_ADDRESS_SIZE], api[KEYS_ADDRESS_SIZE];
+    char web[ONION_ADDRESS_SIZE], api[ONION_ADDRESS_SIZE];
     start_web_api(c, web, api);
     script_attach(c);
     step(c, FAKE_CTL_SEND, 0, NO_HS_GETCONF);
@@ -1302,7 +1474,7 @@ static void test_mode_hosts_only_its_services(void **state)
 {
     struct ctx *c = *state;
     const char *d = c->dir;
-    char web[KEYS_ADDRESS_SIZE];
+    char web[ONION_ADDRESS_SIZE];
     start_mgr(c, WEB "," HID);
     address_of(c, "web", web);
     assert_true(service_mgr_hosts(c->m, find(c, "web")));
@@ -1349,11 +1521,15 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_attach_publishes_complete_group, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mode_hosts_only_its_services, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dos_reload_resends_group, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_renew_pow_trigger, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_renew_all_pow_and_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fresh_tor_unpublish_and_detach, setup, teardown),
         cmocka_unit_test_setup_teardown(test_getconf_refused_sends_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reload_before_getconf_answer, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tor_reload_reapplies, setup, teardown),
         cmocka_unit_test_setup_teardown(test_check_answer_older_than_setconf_ignored, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_republish_one_service, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_setconf_time_sized_to_services, setup, teardown),
         cmocka_unit_test_setup_teardown(test_onionbalance_roles, setup, teardown),
     };
     signal(SIGPIPE, SIG_IGN); /* cp_conn.h */

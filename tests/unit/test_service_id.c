@@ -8,7 +8,8 @@
  * Covers: addresses empty until the keys are loaded, then 56 characters and different per service;
  * lookup by address (any case, with or without ".onion") and by index, NULL out of range or unknown;
  * reconfigure keeps the address of a service that stays, gives a renamed service (new key directory) a
- * new one, keeps the old list when a new key cannot be made; the mode rule (keys never cross modes). */
+ * new one, keeps the old list when a new key cannot be made; the mode rule (keys never cross modes); a
+ * withdrawn service comes back to the tors on the next reload. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -24,9 +25,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sidecar/config.h"
-#include "sidecar/log.h"
-#include "sidecar/service_id.h"
+#include "sidecar/config/config.h"
+#include "sidecar/core/log.h"
+#include "sidecar/identity/service_id.h"
 #include "tests/fake/tmpdir.h"
 
 struct test {
@@ -105,7 +106,7 @@ static void test_lookup(void **state)
 static void test_reconfigure(void **state)
 {
     struct test *x = *state;
-    char err[512], web[KEYS_ADDRESS_SIZE], api[KEYS_ADDRESS_SIZE];
+    char err[512], web[ONION_ADDRESS_SIZE], api[ONION_ADDRESS_SIZE];
     snprintf(web, sizeof(web), "%s", service_ids_at(x->ids, 0)->address);
     snprintf(api, sizeof(api), "%s", service_ids_at(x->ids, 1)->address);
     /* api renamed to api2 (another key directory), web moved to the end and given another port */
@@ -131,6 +132,32 @@ static void test_reconfigure(void **state)
     assert_string_equal(service_ids_at(x->ids, 1)->address, web);
 }
 
+/* A service withdrawn by the probe (open without a key) is off every tor with its address kept for
+ * status; the next reload checks it again: same address, no longer withdrawn, and not `kept`, so every
+ * tor is handed it again (a `kept` one would be "no change for tor" and stay off). */
+static void test_withdrawn_comes_back(void **state)
+{
+    struct test *x = *state;
+    char err[512], web[ONION_ADDRESS_SIZE];
+    snprintf(web, sizeof(web), "%s", service_ids_at(x->ids, 0)->address);
+    assert_int_equal(service_ids_withdraw(x->ids, web, "reachable without client authorization"), 0);
+    assert_int_equal(service_ids_withdraw(x->ids, "nkfp4y5sdp4laifn2jjhvooirlcxreopj2bygizfy5x5so7774l6u5id", "x"), -1);
+    assert_string_equal(service_id_withdrawn(service_ids_at(x->ids, 0)), "reachable without client authorization");
+    assert_null(service_id_withdrawn(service_ids_at(x->ids, 1)));
+    assert_string_equal(service_ids_at(x->ids, 0)->address, web); /* status still names it */
+    x->next = load(x, SVC("web", "80") "," SVC("api", "81"));
+    assert_int_equal(service_ids_reconfigure(x->ids, x->next, err, sizeof(err)), 0);
+    config_free(x->conf);
+    x->conf = x->next;
+    x->next = NULL;
+    const struct service_id *w = service_ids_at(x->ids, 0), *a = service_ids_at(x->ids, 1);
+    assert_string_equal(w->address, web);
+    assert_null(service_id_withdrawn(w));
+    assert_null(service_id_refusal(w));
+    assert_false(w->kept); /* handed to the tors again */
+    assert_true(a->kept);  /* the other one: unchanged for tor */
+}
+
 #define ANON(name, port) "{'name':'" name "','mode':'anonymous','ports':[{'virtual':" port ",'target':'127.0.0.1:1'}]}"
 
 /* Keys never cross modes: a reload moving web from single to anonymous is refused as a whole (naming web
@@ -140,7 +167,7 @@ static void test_reconfigure(void **state)
 static void test_mode_rule(void **state)
 {
     struct test *x = *state;
-    char err[2048], web[KEYS_ADDRESS_SIZE], path[256];
+    char err[2048], web[ONION_ADDRESS_SIZE], path[256];
     snprintf(web, sizeof(web), "%s", service_ids_at(x->ids, 0)->address);
 
     x->next = load(x, ANON("web", "80") "," SVC("api", "81"));
@@ -187,6 +214,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lookup, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reconfigure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mode_rule, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_withdrawn_comes_back, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,9 +19,9 @@
 #include <cmocka.h>
 
 #include "controlproto/cp_event.h"
-#include "sidecar/config.h"
-#include "sidecar/log.h"
-#include "sidecar/single_onion.h"
+#include "sidecar/config/config.h"
+#include "sidecar/core/log.h"
+#include "sidecar/tor/single_onion.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -142,7 +142,8 @@ static const char *warning_for(const char *json)
 #define WARN_CONF(services) "{'state_dir':'/s','run_dir':'/r','services':[" services "]}"
 #define WSVC(name, mode) "{'name':'" name "','mode':'" mode "','ports':[{'virtual':80,'target':'127.0.0.1:1'}]}"
 
-/* The start-up warning names exactly the single onions, never an anonymous service; none: no warning. */
+/* The start-up warning names exactly the single onions, never an anonymous service (many: the count and the
+ * first five); none: no warning. */
 static void test_warning_names_single_onions(void **state)
 {
     (void)state;
@@ -155,6 +156,13 @@ static void test_warning_names_single_onions(void **state)
         fail_msg("warning: %s", w);
     w = warning_for(WARN_CONF(WSVC("hidden", "anonymous")));
     assert_string_equal(w, "");
+    /* Many: the count and the first five, the anonymous one neither named nor counted. */
+    w = warning_for(WARN_CONF(WSVC("s1", "single") "," WSVC("hidden", "anonymous") "," WSVC("s2", "single") ","
+                              WSVC("s3", "single") "," WSVC("s4", "single") "," WSVC("s5", "single") ","
+                              WSVC("s6", "single") "," WSVC("s7", "single")));
+    if (!strstr(w, "the 7 onion services s1, s2, s3, s4, s5 and 2 more run by onionfront are NOT location-hidden") ||
+        strstr(w, "s6") || strstr(w, "hidden,"))
+        fail_msg("warning: %s", w);
 }
 
 /* The circuit rules on recorded CIRC events (tests/unit/test_verify.c has the lines' origin): a single

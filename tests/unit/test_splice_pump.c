@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sidecar/splice_pump.h"
+#include "sidecar/datapath/splice_pump.h"
 #include "tests/fake/hashpeer.h"
 
 struct dir { /* one pump and what its callbacks saw */

@@ -1,10 +1,13 @@
 /* test_status.c — unit tests for sidecar/status.c: the request parser (table), the reply encoder with
- * fake providers, the peer check (table), and the server on a real unix socket in a temporary directory
+ * fake providers, the peer check and what each access level may run (tables: admin, read-only, none),
+ * and the server on a real unix socket in a temporary directory
  * driven by the real event loop: every command, pipelining, split and CRLF lines, malformed and unknown
  * requests, an oversized line, 50 clients at once, the connection cap, a client that never reads large
  * replies (backpressure and the write timeout, while another client is still served), idle clients,
  * rejected peers (an injected credential lookup, and real ones: forked children that setuid to nobody
- * — the tests run as root), the socket file's mode under any umask, stale and live sockets, reload
+ * — the tests run as root), a read-only peer refused restart-tor, log-level and reload but still served
+ * status (and an admin turned read-only by a reload, on its open connection), the socket file's mode
+ * under any umask, stale and live sockets, reload
  * success and failure; the limits per peer (issue 15): the per-uid limit and the reserved slots, the
  * lifetime of an active connection, a client served with the spare descriptor while the process is out
  * of descriptors. Also the optional metrics HTTP endpoint (sidecar/metrics_http.c), which serves the
@@ -40,10 +43,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sidecar/config.h"
-#include "sidecar/metrics.h"
-#include "sidecar/metrics_http.h"
-#include "sidecar/status.h"
+#include "sidecar/config/config.h"
+#include "sidecar/core/metrics.h"
+#include "sidecar/ops/metrics_http.h"
+#include "sidecar/ops/status.h"
 #include "tests/fake/tmpdir.h"
 
 /* ---- fake providers -------------------------------------------------------------------------------- */
@@ -147,8 +150,8 @@ static int fake_restart_tor(void *arg, char *msg, size_t msglen)
 
 static void fake_providers(struct status_providers *p, struct fake *f)
 {
-    *p = (struct status_providers){f,           fake_status, fake_services,  fake_backends,   fake_circuits,
-                                   fake_metrics, fake_reload, fake_log_level, fake_restart_tor};
+    *p = (struct status_providers){f,           fake_status, fake_services,  fake_backends,    fake_circuits,
+                                   fake_metrics, fake_reload, fake_log_level, fake_restart_tor, fake_services};
 }
 
 /* ---- the parser -------------------------------------------------------------------------------------- */
@@ -511,35 +514,90 @@ static void test_error_line_never_empty(void **state)
 
 /* ---- the peer check -------------------------------------------------------------------------------- */
 
-static void test_peer_allowed_table(void **state)
+/* status_peer_access: admin (root, our uid, admin_uids/admin_gids), read-only (allowed_uids/allowed_gids)
+ * or nothing; an admin listing wins over a read-only one. */
+static void test_peer_access_table(void **state)
 {
     (void)state;
-    const uid_t uids[] = {1001, 1002};
-    const gid_t gids[] = {2001};
-    const gid_t g_with[] = {10, 2001}, g_without[] = {10, 20};
+    const uid_t uids[] = {1001, 1002}, admins[] = {1500};
+    const gid_t gids[] = {2001}, admin_gids[] = {2500};
+    const gid_t g_with[] = {10, 2001}, g_without[] = {10, 20}, g_admin[] = {10, 2500};
     struct status_acl acl = {.self_uid = 500, .uids = uids, .n_uids = 2, .gids = gids, .n_gids = 1};
+    struct status_acl adm = {.self_uid = 500, .uids = uids, .n_uids = 2, .gids = gids, .n_gids = 1,
+                             .admin_uids = admins, .n_admin_uids = 1, .admin_gids = admin_gids, .n_admin_gids = 1};
     struct status_acl none = {.self_uid = 500};
+#define N STATUS_ACCESS_NONE
+#define R STATUS_ACCESS_READ
+#define A STATUS_ACCESS_ADMIN
     const struct {
         const struct status_acl *acl;
         struct status_peer peer;
-        bool allowed;
+        enum status_access want;
     } cases[] = {
-        {&none, {1, 0, 0, NULL, 0}, true},            /* root */
-        {&none, {1, 500, 9, NULL, 0}, true},          /* the daemon's own user */
-        {&none, {1, 1001, 9, NULL, 0}, false},        /* no lists: nobody else */
-        {&acl, {1, 1001, 9, NULL, 0}, true},          /* allowed uid */
-        {&acl, {1, 1002, 9, NULL, 0}, true},
-        {&acl, {1, 1003, 9, NULL, 0}, false},
-        {&acl, {1, 1003, 2001, NULL, 0}, true},       /* allowed primary group */
-        {&acl, {1, 1003, 9, g_with, 2}, true},        /* allowed supplementary group */
-        {&acl, {1, 1003, 9, g_without, 2}, false},
-        {&acl, {1, 2001, 1001, NULL, 0}, false},      /* uids and gids are not mixed up */
-        {&acl, {1, 65534, 65534, NULL, 0}, false},
+        {&none, {1, 0, 0, NULL, 0}, A},            /* root */
+        {&none, {1, 500, 9, NULL, 0}, A},          /* the daemon's own user */
+        {&none, {1, 1001, 9, NULL, 0}, N},         /* no lists: nobody else */
+        {&acl, {1, 1001, 9, NULL, 0}, R},          /* allowed uid: reads only */
+        {&acl, {1, 1002, 9, NULL, 0}, R},
+        {&acl, {1, 1003, 9, NULL, 0}, N},
+        {&acl, {1, 1003, 2001, NULL, 0}, R},       /* allowed primary group */
+        {&acl, {1, 1003, 9, g_with, 2}, R},        /* allowed supplementary group */
+        {&acl, {1, 1003, 9, g_without, 2}, N},
+        {&acl, {1, 2001, 1001, NULL, 0}, N},       /* uids and gids are not mixed up */
+        {&acl, {1, 65534, 65534, NULL, 0}, N},
+        {&acl, {1, 1500, 9, NULL, 0}, N},          /* admin_uids of another config */
+        {&adm, {1, 1500, 9, NULL, 0}, A},          /* admin uid, not in allowed_uids */
+        {&adm, {1, 1001, 9, NULL, 0}, R},          /* allowed_uids stay read-only */
+        {&adm, {1, 1003, 2500, NULL, 0}, A},       /* admin primary group */
+        {&adm, {1, 1003, 9, g_admin, 2}, A},       /* admin supplementary group */
+        {&adm, {1, 1001, 9, g_admin, 2}, A},       /* read-only uid in an admin group: admin */
+        {&adm, {1, 2500, 1500, NULL, 0}, N},       /* admin uids and gids are not mixed up */
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-        if (status_peer_allowed(cases[i].acl, &cases[i].peer) != cases[i].allowed)
-            fail_msg("case %zu: uid %u gid %u: expected %s", i, (unsigned)cases[i].peer.uid,
-                     (unsigned)cases[i].peer.gid, cases[i].allowed ? "allowed" : "refused");
+        if (status_peer_access(cases[i].acl, &cases[i].peer) != cases[i].want)
+            fail_msg("case %zu: uid %u gid %u: expected access %d, got %d", i, (unsigned)cases[i].peer.uid,
+                     (unsigned)cases[i].peer.gid, cases[i].want, status_peer_access(cases[i].acl, &cases[i].peer));
+#undef N
+#undef R
+#undef A
+}
+
+/* status_authorize: which command each level may run, and the refusal's text. */
+static void test_authorize_table(void **state)
+{
+    (void)state;
+    const struct {
+        enum status_cmd cmd;
+        enum status_access access;
+        bool ok;
+        const char *err;
+    } cases[] = {
+        {STATUS_CMD_STATUS, STATUS_ACCESS_READ, true, ""},
+        {STATUS_CMD_SERVICES, STATUS_ACCESS_READ, true, ""},
+        {STATUS_CMD_BACKENDS, STATUS_ACCESS_READ, true, ""},
+        {STATUS_CMD_CIRCUITS, STATUS_ACCESS_READ, true, ""},
+        {STATUS_CMD_METRICS, STATUS_ACCESS_READ, true, ""},
+        {STATUS_CMD_HELP, STATUS_ACCESS_READ, true, ""},
+        {STATUS_CMD_RESTART_TOR, STATUS_ACCESS_READ, false,
+         "restart-tor: permission denied: uid 65534 may read status but not run admin commands; add it to "
+         "status.admin_uids"},
+        {STATUS_CMD_RELOAD, STATUS_ACCESS_READ, false, "reload: permission denied: uid 65534 may read status"},
+        {STATUS_CMD_LOG_LEVEL, STATUS_ACCESS_READ, false, "log-level: permission denied: uid 65534 may read"},
+        {STATUS_CMD_RESTART_TOR, STATUS_ACCESS_ADMIN, true, ""},
+        {STATUS_CMD_RELOAD, STATUS_ACCESS_ADMIN, true, ""},
+        {STATUS_CMD_LOG_LEVEL, STATUS_ACCESS_ADMIN, true, ""},
+        {STATUS_CMD_STATUS, STATUS_ACCESS_NONE, false, "status: permission denied: uid 65534 may not use"},
+        {STATUS_CMD_COUNT_, STATUS_ACCESS_READ, false, "permission denied"}, /* unknown: admin only */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char err[512] = "";
+        bool ok = status_authorize(cases[i].cmd, cases[i].access, 65534, err, sizeof(err));
+        if (ok != cases[i].ok || !strstr(err, cases[i].err) || (ok && err[0]))
+            fail_msg("case %zu (%s, access %d): %s \"%s\"", i, status_cmd_str(cases[i].cmd), cases[i].access,
+                     ok ? "allowed" : "refused", err);
+    }
+    assert_true(status_cmd_is_admin(STATUS_CMD_RESTART_TOR));
+    assert_false(status_cmd_is_admin(STATUS_CMD_METRICS));
 }
 
 /* ---- the server on a real socket --------------------------------------------------------------------- */
@@ -1194,6 +1252,71 @@ static void test_server_injected_peers(void **state)
     assert_int_equal(st.accepted, 2);
 }
 
+/* Read-only against admin on one server: a monitoring uid (allowed_uids) reads status but gets restart-tor,
+ * reload and log-level refused with the message naming status.admin_uids, and its connection stays open; an
+ * admin uid runs them; a reload that moves the admin to read-only applies to its open connection. */
+static void test_server_read_only_peer(void **state)
+{
+    struct ctx *c = *state;
+    uid_t admins[1] = {1500};
+    c->uids[0] = 65534;
+    c->conf.n_allowed_uids = 1;
+    c->conf.admin_uids = admins;
+    c->conf.n_admin_uids = 1;
+    listen_or_fail(c);
+    status_server_set_peer_lookup(c->srv, fake_peer_lookup, c);
+
+    c->fake_peer = (struct status_peer){.pid = 1, .uid = 65534, .gid = 65534};
+    unsigned log_calls = fake_log.calls;
+    struct tclient *ro = tc_new(c);
+    static const char *const refused[][2] = {
+        {"restart-tor\n", "restart-tor: permission denied: uid 65534 may read status but not run admin commands; "
+                          "add it to status.admin_uids"},
+        {"{\"cmd\":\"log-level\",\"level\":\"debug\",\"seconds\":604800}\n", "log-level: permission denied"},
+        {"reload\n", "reload: permission denied"},
+    };
+    for (size_t i = 0; i < 3; i++) {
+        tc_sends(ro, refused[i][0]);
+        json_t *r = tc_reply(c, ro);
+        assert_error_reply(r, refused[i][1]);
+        json_decref(r);
+    }
+    assert_int_equal(c->fake.calls[STATUS_CMD_RESTART_TOR], 0);
+    assert_int_equal(fake_log.calls, log_calls);
+    assert_int_equal(c->fake.calls[STATUS_CMD_RELOAD], 0);
+    tc_sends(ro, "status\n"); /* the same connection still reads */
+    json_t *r = tc_reply(c, ro);
+    assert_ok_reply(r);
+    json_decref(r);
+    tc_sends(ro, "metrics\n");
+    r = tc_reply(c, ro);
+    assert_ok_reply(r);
+    json_decref(r);
+
+    c->fake_peer = (struct status_peer){.pid = 2, .uid = 1500, .gid = 1500};
+    struct tclient *adm = tc_new(c);
+    tc_sends(adm, "restart-tor\n");
+    r = tc_reply(c, adm);
+    assert_ok_reply(r);
+    json_decref(r);
+    assert_int_equal(c->fake.calls[STATUS_CMD_RESTART_TOR], 1);
+
+    /* A reload makes 1500 read-only: its open connection is refused from the next admin command on. */
+    c->uids[0] = 1500;
+    c->conf.n_admin_uids = 0;
+    assert_int_equal(status_server_set_acl(c->srv, &c->conf), 0);
+    tc_sends(adm, "restart-tor\n");
+    r = tc_reply(c, adm);
+    assert_error_reply(r, "restart-tor: permission denied: uid 1500 may read status");
+    json_decref(r);
+    assert_int_equal(c->fake.calls[STATUS_CMD_RESTART_TOR], 1);
+
+    struct status_stats st;
+    status_server_stats(c->srv, &st);
+    assert_int_equal(st.denied, 4);
+    assert_int_equal(st.rejected, 0);
+}
+
 /* Put the socket straight into the 0711 test directory: run_dir is 0700 (tor.c insists), so only root
  * and onionfront's own user can reach a socket inside it. */
 static void use_shared_dir(struct ctx *c)
@@ -1613,6 +1736,156 @@ static void test_http_serve(void **state)
     metrics_http_free(h);
 }
 
+/* ---- the guard (onion_location.listen's bounds) -------------------------------------------------- */
+
+/* A TCP client from the loopback address `src` ("127.0.0.2") to 127.0.0.1:`port`. */
+static struct tclient *tcp_client_from(struct ctx *c, const char *src, uint16_t port)
+{
+    struct sockaddr_in from = {.sin_family = AF_INET}, to = {.sin_family = AF_INET, .sin_port = htons(port)};
+    assert_int_equal(inet_pton(AF_INET, src, &from.sin_addr), 1);
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct tclient *t = calloc(1, sizeof(*t));
+    assert_non_null(t);
+    t->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(t->fd >= 0);
+    assert_int_equal(bind(t->fd, (struct sockaddr *)&from, sizeof(from)), 0);
+    assert_int_equal(connect(t->fd, (struct sockaddr *)&to, sizeof(to)), 0); /* the kernel completes it */
+    assert_true(c->n_clients < sizeof(c->clients) / sizeof(c->clients[0]));
+    c->clients[c->n_clients++] = t;
+    return t;
+}
+
+/* A serve endpoint (answer_cb under /x/) with `guard`, at most `max_clients` connections and a 60 s
+ * connection deadline (longer than any test here waits: what closes a connection is the guard). */
+static struct metrics_http *guarded(struct ctx *c, unsigned max_clients, const struct metrics_http_guard *guard)
+{
+    char err[256];
+    struct metrics_conf mc = metrics_conf_of(AF_INET, 0);
+    struct metrics_http *h = metrics_http_serve(c->base, &mc, "test", "/x/", answer_cb, NULL, err, sizeof(err));
+    if (!h)
+        fail_msg("metrics_http_serve: %s", err);
+    metrics_http_set_limits(h, max_clients, 60000);
+    assert_int_equal(metrics_http_set_guard(h, guard), 0);
+    return h;
+}
+
+static bool answered(struct ctx *c, void *arg)
+{
+    struct tclient *t = arg;
+    (void)c;
+    return t->eof || (t->len > 0 && memmem(t->buf, t->len, "\r\n\r\nv\n", 6));
+}
+
+/* One request from `src` on a new connection, keep-alive; the answer must be a 200. */
+static void expect_answer_from(struct ctx *c, const char *src, uint16_t port)
+{
+    struct tclient *t = tcp_client_from(c, src, port);
+    tc_sends(t, "GET /x/on HTTP/1.1\r\nHost: x\r\n\r\n");
+    if (!loop_until(c, answered, t, 5000) || t->len < 13 || strncmp(t->buf, "HTTP/1.1 200 ", 13) != 0)
+        fail_msg("no answer for %s (%zu bytes%s)", src, t->len, t->eof ? ", closed" : "");
+}
+
+/* allow: a peer outside the list is closed before anything is read or answered, and counted; one inside
+ * is served. Without a guard both are. */
+static void test_http_guard_allow(void **state)
+{
+    struct ctx *c = *state;
+    struct config_cidr one;
+    char why[128];
+    assert_int_equal(config_parse_cidr("127.0.0.1", 9, &one, why, sizeof(why)), 0);
+    const struct metrics_http_guard g = {&one, 1, 0, 0};
+    struct metrics_http *h = guarded(c, 32, &g);
+    uint16_t port = metrics_http_port(h);
+    struct tclient *out = tcp_client_from(c, "127.0.0.2", port);
+    tc_sends(out, "GET /x/on HTTP/1.1\r\nHost: x\r\n\r\n");
+    expect_eof(c, out);
+    assert_int_equal(out->len, 0);
+    expect_answer_from(c, "127.0.0.1", port);
+    struct metrics_http_stats st;
+    metrics_http_stats(h, &st);
+    assert_int_equal(st.refused_allow, 1);
+    assert_int_equal(st.timed_out, 0);
+    /* the list is replaced for new connections (a reload): now anyone */
+    const struct metrics_http_guard open = {NULL, 0, 0, 0};
+    assert_int_equal(metrics_http_set_guard(h, &open), 0);
+    expect_answer_from(c, "127.0.0.2", port);
+    metrics_http_free(h);
+}
+
+struct clients_want {
+    struct metrics_http *h;
+    size_t clients;
+    unsigned long refused_source;
+};
+
+static bool clients_reached(struct ctx *c, void *arg)
+{
+    struct clients_want *w = arg;
+    struct metrics_http_stats st;
+    (void)c;
+    metrics_http_stats(w->h, &st);
+    return st.clients == w->clients && st.refused_source >= w->refused_source;
+}
+
+/* The issue's flood in small: one host holding idle connections can take only per_source_max of them;
+ * each one more from it is closed at once, and other hosts are served at once, although the flood
+ * alone would fill the overall cap. (Without the per-source cap the flood fills the cap and the other host
+ * waits for the flood's deadline.) */
+static void test_http_guard_per_source(void **state)
+{
+    struct ctx *c = *state;
+    const struct metrics_http_guard g = {NULL, 0, 2, 0};
+    struct metrics_http *h = guarded(c, 6, &g); /* the flood alone would fill it */
+    uint16_t port = metrics_http_port(h);
+    struct tclient *flood[6];
+    for (int i = 0; i < 6; i++) {
+        flood[i] = tcp_client_from(c, "127.0.0.2", port);
+        tc_sends(flood[i], "GET /x/on HT"); /* idle, never finishing its head */
+        struct clients_want w = {h, i < 2 ? (size_t)i + 1 : 2, i >= 2 ? (unsigned long)i - 1 : 0};
+        if (!loop_until(c, clients_reached, &w, 5000))
+            fail_msg("flood connection %d: not admitted or not turned away", i);
+    }
+    for (int i = 2; i < 6; i++) {
+        expect_eof(c, flood[i]);
+        assert_int_equal(flood[i]->len, 0);
+    }
+    assert_false(flood[0]->eof || flood[1]->eof);
+    expect_answer_from(c, "127.0.0.1", port);
+    expect_answer_from(c, "127.0.0.3", port);
+    struct metrics_http_stats st;
+    metrics_http_stats(h, &st);
+    assert_int_equal(st.refused_source, 4);
+    assert_int_equal(st.paused_full, 0);
+    metrics_http_free(h);
+}
+
+/* head_deadline_ms: a head that has not arrived in time is closed without an answer and counted as
+ * timed out; a kept-alive connection gets as long again after each answer, then is closed (not counted:
+ * it was served). The connection deadline (60 s) is not what closes them. */
+static void test_http_guard_head_deadline(void **state)
+{
+    struct ctx *c = *state;
+    const struct metrics_http_guard g = {NULL, 0, 0, 300};
+    struct metrics_http *h = guarded(c, 32, &g);
+    uint16_t port = metrics_http_port(h);
+    struct tclient *slow = tcp_client_from(c, "127.0.0.1", port);
+    tc_sends(slow, "GET /x/on HTTP/1.1\r\nHost:");
+    expect_eof(c, slow);
+    assert_int_equal(slow->len, 0);
+    struct tclient *kept = tcp_client_from(c, "127.0.0.1", port);
+    tc_sends(kept, "GET /x/on HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_true(loop_until(c, answered, kept, 5000));
+    tc_sends(kept, "GET /x/on HTTP/1.1\r\nHost: x\r\n\r\n"); /* a second request on it, answered too */
+    expect_eof(c, kept);
+    assert_true(kept->len > 13 && strncmp(kept->buf, "HTTP/1.1 200 ", 13) == 0);
+    const char *second = memmem(kept->buf + 13, kept->len - 13, "HTTP/1.1 200 ", 13);
+    assert_non_null(second);
+    struct metrics_http_stats st;
+    metrics_http_stats(h, &st);
+    assert_int_equal(st.timed_out, 1);
+    metrics_http_free(h);
+}
+
 static void test_metrics_http(void **state)
 {
     struct ctx *c = *state;
@@ -1866,7 +2139,8 @@ int main(void)
         cmocka_unit_test(test_execute_each_command),
         cmocka_unit_test(test_execute_missing_and_failing_providers),
         cmocka_unit_test(test_error_line_never_empty),
-        cmocka_unit_test(test_peer_allowed_table),
+        cmocka_unit_test(test_peer_access_table),
+        cmocka_unit_test(test_authorize_table),
         cmocka_unit_test_setup_teardown(test_server_socket_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_server_umask_077, setup, teardown),
         cmocka_unit_test_setup_teardown(test_server_stale_and_foreign_files, setup, teardown),
@@ -1880,6 +2154,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_server_eof_without_newline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_server_idle_client_closed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_server_injected_peers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_server_read_only_peer, setup, teardown),
         cmocka_unit_test_setup_teardown(test_server_real_peers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_server_real_supplementary_group, setup, teardown),
         cmocka_unit_test(test_admit_table),
@@ -1887,6 +2162,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_server_lifetime, setup, teardown),
         cmocka_unit_test_setup_teardown(test_server_spare_descriptor, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_serve, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_guard_allow, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_guard_per_source, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_guard_head_deadline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics_http, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics_http_ipv6, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics_http_cap_and_deadline, setup, teardown),

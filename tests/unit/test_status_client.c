@@ -1,7 +1,8 @@
 /* test_status_client.c — unit tests for sidecar/status_client.c (`onionfront status`): the summary for
- * people from canned JSON (exact text; missing and mistyped fields), one request/reply over a
+ * people from canned JSON (exact text; missing and mistyped fields; the last end-to-end probe's line), one request/reply over a
  * socketpair (ok, error replies, garbage, EOF, timeout, the request line sent), connection errors that
- * must say "not running", and the whole command against a real status server in a forked child. */
+ * must say "not running", a socket that answers nothing (exit 3, Nagios UNKNOWN: cannot tell), and the
+ * whole command against a real status server in a forked child. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -22,9 +23,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sidecar/config.h"
-#include "sidecar/status.h"
-#include "sidecar/status_client.h"
+#include "sidecar/config/config.h"
+#include "sidecar/ops/status.h"
+#include "sidecar/ops/status_client.h"
 #include "tests/fake/tmpdir.h"
 
 static json_t *load(const char *text)
@@ -142,6 +143,20 @@ static const struct {
      "  dos          PoW on, effort 12, queue 3; introductions 40 (2 rejected); rendezvous 38 (1 failed)\n"
      "\nservice q: (no address yet)\n  dos          PoW off; introductions 5\n"
      "\nservice r: (no address yet)\n  dos          PoW off (tor's metrics not read)\n"},
+    /* Two tors: the summed numbers, then a row per tor (one tor listing it: no rows) */
+    {NULL,
+     "[{\"name\":\"p\",\"pow_enabled\":true,\"tor_metrics\":{\"pow_suggested_effort\":30,"
+     "\"introductions_received\":7,\"rendezvous_created\":6},\"tor_metrics_by_tor\":["
+     "{\"instance\":1,\"pow_suggested_effort\":30,\"introductions_received\":4,\"rendezvous_created\":4},"
+     "{\"instance\":2,\"introductions_received\":3,\"rendezvous_created\":2}]},"
+     "{\"name\":\"q\",\"pow_enabled\":false,\"tor_metrics\":{\"introductions_received\":5},"
+     "\"tor_metrics_by_tor\":[{\"instance\":2,\"introductions_received\":5}]}]",
+     NULL,
+     "\nservice p: (no address yet)\n"
+     "  dos          PoW on, effort 30; introductions 7; rendezvous 6\n"
+     "    tor 1      effort 30; introductions 4; rendezvous 4\n"
+     "    tor 2      introductions 3; rendezvous 2\n"
+     "\nservice q: (no address yet)\n  dos          PoW off; introductions 5\n"},
     /* Two tors: whose descriptor the HSDirs serve, by fetched copies or by accepted uploads; unknown. */
     {"{\"state\":\"ok\",\"tors\":[{\"instance\":1,\"state\":\"running\"},{\"instance\":2,\"state\":\"running\"}]}",
      "[{\"name\":\"a\",\"served\":{\"served_by\":2,\"source\":\"fetched\",\"hsdirs_holding\":7,"
@@ -159,6 +174,26 @@ static const struct {
      "[{\"name\":\"a\",\"served\":{\"served_by\":1,\"source\":\"fetched\",\"hsdirs_holding\":8,"
      "\"hsdirs_answered\":8}}]",
      NULL, "onionfront: ok\n\nservice a: (no address yet)\n"},
+    /* The last end-to-end probe in one line: HTTP, connect-only, failed (where, when last reached), none
+     * yet; no line with the probe off (null). */
+    {NULL,
+     "[{\"name\":\"h\",\"probe\":{\"state\":\"reachable\",\"last_success\":\"2026-12-05T15:20:12Z\","
+     "\"last\":{\"time\":\"2026-12-05T15:20:12Z\",\"ok\":true,\"stage\":\"ok\",\"detail\":\"HTTP 200\","
+     "\"ttfb_seconds\":0.8412,\"http_status\":200}}},"
+     "{\"name\":\"c\",\"probe\":{\"state\":\"reachable\",\"last\":{\"time\":\"2026-12-05T15:21:00Z\","
+     "\"ok\":true,\"stage\":\"ok\",\"detail\":\"\",\"ttfb_seconds\":1.5,\"http_status\":null}}},"
+     "{\"name\":\"f\",\"probe\":{\"state\":\"degraded\",\"last_success\":\"2026-12-05T15:00:00Z\","
+     "\"last\":{\"time\":\"2026-12-05T15:25:00Z\",\"ok\":false,\"stage\":\"introduction\","
+     "\"detail\":\"introduction failed (tor's SOCKS5 reply)\",\"ttfb_seconds\":null,\"http_status\":null}}},"
+     "{\"name\":\"n\",\"probe\":{\"state\":\"unknown\",\"last\":null,\"last_success\":null}},"
+     "{\"name\":\"o\",\"probe\":null}]",
+     NULL,
+     "\nservice h: (no address yet)\n  probe        reachable: HTTP 200, first byte 0.84 s at 2026-12-05T15:20:12Z\n"
+     "\nservice c: (no address yet)\n  probe        reachable: connected in 1.50 s at 2026-12-05T15:21:00Z\n"
+     "\nservice f: (no address yet)\n  probe        degraded: last probe failed at introduction: introduction failed "
+     "(tor's SOCKS5 reply) at 2026-12-05T15:25:00Z; last reached 2026-12-05T15:00:00Z\n"
+     "\nservice n: (no address yet)\n  probe        unknown (not probed yet)\n"
+     "\nservice o: (no address yet)\n"},
     /* Onionbalance: the frontend lists each instance's address, an instance names its master. */
     {NULL,
      "[{\"name\":\"front\",\"address\":\"m.onion\",\"onionbalance\":{\"role\":\"frontend\","
@@ -175,6 +210,29 @@ static const struct {
      "  instance     a.onion: descriptor received, 3 intro points\n"
      "  instance     b.onion: no descriptor\n"
      "\nservice inst: a.onion\n  onionbalance instance of m.onion\n"},
+    /* More than STATUS_CLIENT_FULL_MAX services: one line for each healthy one (reachable, or starting:
+     * not probed yet), the full view for one down end to end, one whose descriptor is not on every
+     * responsible HSDir and one with a backend down. */
+    {NULL,
+     "[{\"name\":\"a\",\"address\":\"a.onion\",\"uploaded\":true,\"verdict\":\"single_onion\","
+     "\"descriptor\":{\"hsdirs_confirmed\":8,\"hsdirs_total\":8},\"probe\":{\"state\":\"reachable\","
+     "\"last\":{\"ttfb_seconds\":0.42}}},"
+     "{\"name\":\"b\",\"address\":\"b.onion\",\"uploaded\":true,\"descriptor\":{\"hsdirs_confirmed\":8,"
+     "\"hsdirs_total\":8},\"probe\":{\"state\":\"starting\",\"last\":null}},"
+     "{\"name\":\"c\",\"address\":\"c.onion\",\"uploaded\":true,\"descriptor\":{\"hsdirs_confirmed\":8,"
+     "\"hsdirs_total\":8},\"probe\":{\"state\":\"down\"}},"
+     "{\"name\":\"d\",\"address\":\"d.onion\",\"uploaded\":true,\"descriptor\":{\"hsdirs_confirmed\":7,"
+     "\"hsdirs_total\":8}},"
+     "{\"name\":\"e\",\"address\":\"e.onion\",\"uploaded\":true},"
+     "{\"name\":\"f\",\"address\":\"f.onion\",\"uploaded\":true,\"verdict\":\"not_single_onion\"}]",
+     "[{\"service\":\"e\",\"virtual_port\":80,\"backends\":[{\"name\":\"b1\",\"state\":\"down\"}]}]",
+     "\n"
+     "service a: a.onion  ok, 8/8 HSDirs, reachable (first byte 0.42 s)\n"
+     "service b: b.onion  ok, 8/8 HSDirs, starting (not probed yet)\n"
+     "\nservice c: c.onion\n  descriptor   8/8 HSDirs confirmed\n  probe        down (not probed yet)\n"
+     "\nservice d: d.onion\n  descriptor   7/8 HSDirs confirmed\n"
+     "\nservice e: e.onion\n  descriptor   uploaded\n  backends     port 80: 0/1 up - b1 down\n"
+     "\nservice f: f.onion\n  verdict      not single onion\n  descriptor   uploaded\n"},
 };
 
 static void test_summary_table(void **state)
@@ -311,7 +369,7 @@ static void test_connect_not_running(void **state)
     assert_non_null(strstr(err, "onionfront is not running (nothing listens on"));
 
     FILE *out = tmpfile(), *errf = tmpfile();
-    assert_int_equal(status_client_run(s->path, NULL, NULL, 0, false, out, errf), STATUS_EXIT_DOWN); /* not running: down, Nagios CRITICAL */
+    assert_int_equal(status_client_run(s->path, "status", NULL, NULL, 0, false, false, out, errf), STATUS_EXIT_DOWN); /* not running: down, Nagios CRITICAL */
     char buf[512] = "";
     rewind(errf);
     assert_non_null(fgets(buf, sizeof(buf), errf));
@@ -391,8 +449,8 @@ static pid_t start_server(const char *path)
     close(ready[0]);
     struct event_base *base = event_base_new();
     int dummy = 0;
-    struct status_providers p = {&dummy,      srv_status, srv_services,  srv_backends,   NULL,
-                                 srv_metrics, srv_reload, srv_log_level, srv_restart_tor};
+    struct status_providers p = {&dummy,      srv_status, srv_services,  srv_backends,    NULL,
+                                 srv_metrics, srv_reload, srv_log_level, srv_restart_tor, srv_services};
     struct status_server *srv = status_server_new(base, &p);
     struct status_conf conf = {.socket = (char *)path};
     char err[256];
@@ -422,7 +480,7 @@ static char *run_args(const char *path, const char *cmd, char *const *args, int 
     char *out = NULL, *errout = NULL;
     size_t outlen = 0, errlen = 0;
     FILE *o = open_memstream(&out, &outlen), *e = open_memstream(&errout, &errlen);
-    *rc = status_client_run(path, cmd, args, nargs, json, o, e);
+    *rc = status_client_run(path, "status", cmd, args, nargs, json, false, o, e);
     fclose(o);
     fclose(e);
     *errtext = errout;
@@ -501,13 +559,43 @@ static void test_run_against_server(void **state)
     out = run(s->path, "circuits", false, &rc, &err);
     assert_int_equal(rc, 1);
     assert_string_equal(out, "");
-    assert_string_equal(err, "onionfront status: circuits: circuits: not available\n");
+    assert_string_equal(err, "onionfront status: circuits: not available\n"); /* the command named once */
+    free(out);
+    free(err);
+    {   /* run as its own subcommand (`onionfront circuits`), the daemon's "circuits: " is not repeated */
+        char *o2 = NULL, *e2 = NULL;
+        size_t ol = 0, el = 0;
+        FILE *of = open_memstream(&o2, &ol), *ef = open_memstream(&e2, &el);
+        assert_int_equal(status_client_run(s->path, "circuits", "circuits", NULL, 0, false, false, of, ef), 1);
+        fclose(of);
+        fclose(ef);
+        assert_string_equal(e2, "onionfront circuits: not available\n");
+        free(o2);
+        free(e2);
+    }
+
+    /* A word that is neither a command nor a service. */
+    out = run(s->path, "frobnicate", false, &rc, &err);
+    assert_int_equal(rc, 1);
+    /* the daemon's reason (it names the commands), then that no service has the name */
+    assert_true(strncmp(err, "onionfront status: frobnicate: cmd: unknown command \"frobnicate\"; ", 65) == 0);
+    assert_non_null(strstr(err, "; and no service has that name\n"));
     free(out);
     free(err);
 
-    out = run(s->path, "frobnicate", false, &rc, &err);
-    assert_int_equal(rc, 1);
-    assert_non_null(strstr(err, "unknown command \"frobnicate\""));
+    /* status SERVICE: the status and that service in full; with --json its object. */
+    out = run(s->path, "alpha", false, &rc, &err);
+    assert_int_equal(rc, STATUS_EXIT_DEGRADED);
+    assert_string_equal(err, "");
+    assert_non_null(strstr(out, "onionfront 0.1.0: degraded"));
+    assert_non_null(strstr(out, "\nservice alpha: abc.onion\n  port 80 "));
+    assert_null(strstr(out, "\nservice beta:")); /* beta only in the problems */
+    free(out);
+    free(err);
+    out = run(s->path, "beta", true, &rc, &err);
+    all = load(out);
+    assert_string_equal(json_string_value(json_object_get(all, "address")), "def.onion");
+    json_decref(all);
     free(out);
     free(err);
 
@@ -545,6 +633,51 @@ static void test_run_against_server(void **state)
     stop_server(pid);
 }
 
+/* A socket that accepts and hangs up at once: onionfront may be there, but it cannot tell (3, UNKNOWN),
+ * which is neither "down" nor "degraded"; a command through it fails (1). */
+static void test_unknown(void **state)
+{
+    struct dir_state *s = *state;
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", s->path);
+    int lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+    assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_int_equal(listen(lfd, 8), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        alarm(20); /* ends itself should the test fail before stop_server */
+        for (;;) {
+            int fd = accept(lfd, NULL, NULL);
+            if (fd >= 0)
+                close(fd);
+        }
+    }
+    close(lfd);
+    int rc;
+    char *err;
+    char *out = run(s->path, NULL, false, &rc, &err);
+    assert_int_equal(rc, STATUS_EXIT_UNKNOWN);
+    /* "closed the connection without a reply", or a reset while the request was still being sent */
+    assert_true(strncmp(err, "onionfront status: ", 19) == 0);
+    free(out);
+    free(err);
+    out = run(s->path, "reload", false, &rc, &err);
+    assert_int_equal(rc, 1);
+    free(out);
+    free(err);
+    size_t len = 0;
+    FILE *o = open_memstream(&out, &len);
+    assert_int_equal(status_client_check(s->path, o), STATUS_EXIT_UNKNOWN);
+    fclose(o);
+    assert_true(strncmp(out, "ONIONFRONT UNKNOWN - ", 21) == 0);
+    free(out);
+    json_t *none = json_object();
+    assert_int_equal(status_client_exit_code(none), STATUS_EXIT_UNKNOWN); /* no "state": cannot tell */
+    json_decref(none);
+    stop_server(pid);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -556,6 +689,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_connect_not_running, setup, teardown),
         cmocka_unit_test_setup_teardown(test_check_line, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_against_server, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unknown, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -27,10 +28,10 @@
 #include <event2/event.h>
 
 #include "controlproto/cp_conn.h"
-#include "sidecar/config.h"
-#include "sidecar/log.h"
-#include "sidecar/proc.h"
-#include "sidecar/tor.h"
+#include "sidecar/config/config.h"
+#include "sidecar/core/log.h"
+#include "sidecar/core/proc.h"
+#include "sidecar/tor/tor.h"
 #include "tests/fake/fake_ctl.h"
 #include "tests/fake/tor_script.h"
 
@@ -325,6 +326,33 @@ static void test_attach_bootstrapped_while_configuring(void **state)
     assert_int_equal(tor_sup_state(x->tor), TOR_RUNNING);
 }
 
+static bool progress_is_50(void *arg)
+{
+    struct test *x = arg;
+    return tor_sup_bootstrap_progress(x->tor) == 50 || x->n_failed > 0 || fake_ctl_failure(x->fake);
+}
+
+/* A bootstrap figure tor cannot send is ignored, not read as a number: "4294967396" (atoi gave 100 on
+ * glibc) must not make a tor that is still bootstrapping count as bootstrapped. The event after it shows
+ * that the answer has been read. */
+static void test_attach_progress_out_of_range(void **state)
+{
+    struct test *x = *state;
+    static const struct fake_ctl_step script[] = {
+        AUTH_AND_SETUP(GOOD_GETCONF, GOOD_GETINFO),
+        {FAKE_CTL_EXPECT, BOOTSTRAP_LINE, 0},
+        {FAKE_CTL_SEND,
+         "250-status/bootstrap-phase=NOTICE BOOTSTRAP PROGRESS=4294967396 TAG=done SUMMARY=\"Done\"\r\n250 OK\r\n"
+         "650 STATUS_CLIENT NOTICE BOOTSTRAP PROGRESS=50 TAG=loading_descriptors SUMMARY=\"Loading\"\r\n", 0},
+    };
+    start_with(x, script, ARRAY_LEN(script), 4);
+    assert_int_equal(fake_ctl_run_until(x->base, progress_is_50, x, 5000), 0);
+    check_fake(x);
+    assert_int_equal(x->n_failed, 0);
+    assert_int_equal(x->n_boot, 0);
+    assert_int_equal(tor_sup_state(x->tor), TOR_BOOTSTRAPPING);
+}
+
 struct refuse_case {
     const char *name;
     const char *getconf;    /* answer to the GETCONF of the mode options */
@@ -461,6 +489,94 @@ static void test_attach_hung_tor_times_out(void **state)
     assert_int_equal(tor_sup_state(x->tor), TOR_RUNNING);
 }
 
+/* /proc/<pid>/stat's CPU time: utime + stime (fields 14 and 15), whatever the command name holds. */
+static void test_stat_cpu_ticks(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *stat;
+        int rc;
+        unsigned long long ticks;
+    } cases[] = {
+        {"4242 (tor) S 1 4242 4242 0 -1 4194560 3000 0 0 0 150 25 0 0 20 0 1 0 100 50000000 3000", 0, 175},
+        {"4242 (a b) c) R 1 4242 4242 0 -1 0 0 0 0 0 7 8 0 0", 0, 15}, /* ')' and spaces in the name */
+        {"4242 (tor) S 1 4242", -1, 0},                                  /* cut short */
+        {"4242 tor S 1", -1, 0},                                         /* no name in parentheses */
+        {"", -1, 0},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        unsigned long long got = 0;
+        int rc = tor_stat_cpu_ticks(cases[i].stat, &got);
+        if (rc != cases[i].rc || (rc == 0 && got != cases[i].ticks))
+            fail_msg("case %zu: rc %d ticks %llu", i, rc, got);
+    }
+    assert_int_equal(tor_stat_cpu_ticks(NULL, &(unsigned long long){0}), -1);
+}
+
+/* A busy tor is not a hung one: the bootstrap query answered only after 2.5 s (command_timeout 1 s),
+ * while tor's process (process/pid: here a child of the test that spins) uses CPU, costs no restart. A
+ * process that sleeps instead is hung: test_attach_hung_tor_times_out (no process/pid) and below. */
+static bool booted(void *arg)
+{
+    return ((struct test *)arg)->n_boot > 0;
+}
+
+static pid_t spawn_child(bool spin)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        alarm(30); /* never outlive the test */
+        for (volatile unsigned long i = 0; spin || i == 0; i += spin)
+            if (!spin)
+                pause();
+        _exit(0);
+    }
+    return pid;
+}
+
+static void busy_session(struct test *x, pid_t pid, bool answers)
+{
+    char getinfo[512];
+    snprintf(getinfo, sizeof(getinfo),
+             "250-net/listeners/socks=\r\n250-net/listeners/trans=\r\n250-net/listeners/natd=\r\n"
+             "250-net/listeners/dns=\r\n250-net/listeners/httptunnel=\r\n250-version=0.4.9.11\r\n"
+             "250-process/pid=%ld\r\n250 OK\r\n", (long)pid);
+    const struct fake_ctl_step busy[] = {AUTH_AND_SETUP(GOOD_GETCONF, getinfo), {FAKE_CTL_EXPECT, BOOTSTRAP_LINE, 0},
+                                         {FAKE_CTL_PAUSE, NULL, 2500}, {FAKE_CTL_SEND, BOOTSTRAP_DONE, 0}};
+    const struct fake_ctl_step hung[] = {AUTH_AND_SETUP(GOOD_GETCONF, getinfo), {FAKE_CTL_EXPECT, BOOTSTRAP_LINE, 0},
+                                         {FAKE_CTL_EXPECT_EOF, NULL, 0}};
+    start_with(x, answers ? busy : hung, answers ? ARRAY_LEN(busy) : ARRAY_LEN(hung), 4);
+    assert_int_equal(fake_ctl_run_until(x->base, fake_finished, x, 8000), 0);
+    if (fake_ctl_failure(x->fake) || (answers && x->n_lost))
+        fail_msg("fake: %s; lost: %s", fake_ctl_failure(x->fake) ? fake_ctl_failure(x->fake) : "ok", x->lost_why);
+}
+
+static void test_attach_busy_tor_not_restarted(void **state)
+{
+    struct test *x = *state;
+    pid_t pid = spawn_child(true);
+    busy_session(x, pid, true);
+    assert_int_equal(fake_ctl_run_until(x->base, booted, x, 3000), 0);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    assert_int_equal(x->n_lost, 0);
+    assert_int_equal(tor_sup_restarts(x->tor), 0);
+    assert_int_equal(x->n_boot, 1);
+}
+
+static void test_attach_idle_unanswering_tor_restarted(void **state)
+{
+    struct test *x = *state;
+    pid_t pid = spawn_child(false);
+    busy_session(x, pid, false);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    assert_int_equal(x->n_lost, 1);
+    if (!strstr(x->lost_why, "no reply to a command within 1.000 s; connection closed"))
+        fail_msg("lost() said \"%s\"", x->lost_why);
+}
+
 static bool restarts_at_least_3(void *arg)
 {
     struct test *x = arg;
@@ -536,6 +652,46 @@ static void test_line_level(void **state)
             fail_msg("\"%s\": level %d, want %d", table[i].line, tor_line_level(table[i].line), table[i].level);
 }
 
+/* tor's start-up warnings for what onionfront set up on purpose are notice, matched exactly and only
+ * when they apply; any other warning stays a warning. */
+static void test_line_relay_level(void **state)
+{
+    (void)state;
+#define TS "Dec 05 15:20:12.000 "
+#define NONANON "HiddenServiceNonAnonymousMode is set. Every hidden service on this tor instance is NON-ANONYMOUS. " \
+    "If the HiddenServiceNonAnonymousMode option is changed, Tor will refuse to launch hidden services from the "  \
+    "same directories, to protect your anonymity against config errors. This setting is for experimental use only."
+#define NOANON "This copy of Tor was compiled or configured to run in a non-anonymous mode. It will provide NO ANONYMITY."
+#define ROOT "You are running Tor as root. You don't need to, and you probably shouldn't."
+    static const struct {
+        const char *line;
+        bool single_onion, drops_root;
+        enum log_level level;
+    } table[] = {
+        {TS "[warn] " NONANON, true, false, LOG_LVL_NOTICE},
+        {TS "[warn] " NOANON, true, false, LOG_LVL_NOTICE},
+        {TS "[warn] " NONANON, false, true, LOG_LVL_WARN}, /* an ordinary tor saying it: wrong, so a warning */
+        {TS "[warn] " NOANON, false, false, LOG_LVL_WARN},
+        {TS "[warn] " ROOT, true, true, LOG_LVL_NOTICE},
+        {TS "[warn] " ROOT, true, false, LOG_LVL_WARN}, /* root without User: tor stays root */
+        {TS "[warn] " NOANON " And more.", true, true, LOG_LVL_WARN}, /* exact lines only */
+        {TS "[warn] This copy of Tor was compiled", true, true, LOG_LVL_WARN},
+        {TS "[warn] Your clock is skewed", true, true, LOG_LVL_WARN},
+        {TS "[err] " NOANON, true, true, LOG_LVL_ERROR},
+        {TS "[notice] " NOANON, true, true, LOG_LVL_NOTICE},
+        {"", true, true, LOG_LVL_NOTICE},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(table); i++) {
+        enum log_level got = tor_line_relay_level(table[i].line, table[i].single_onion, table[i].drops_root);
+        if (got != table[i].level)
+            fail_msg("row %zu \"%.60s\": level %d, want %d", i, table[i].line, got, table[i].level);
+    }
+#undef TS
+#undef NONANON
+#undef NOANON
+#undef ROOT
+}
+
 static void test_state_str(void **state)
 {
     (void)state;
@@ -555,14 +711,19 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_line_level),
+        cmocka_unit_test(test_line_relay_level),
         cmocka_unit_test(test_state_str),
         cmocka_unit_test_setup_teardown(test_attach_good_tor, setup, teardown),
         cmocka_unit_test_setup_teardown(test_attach_tor_of_another_user, setup, teardown),
         cmocka_unit_test_setup_teardown(test_attach_bootstrapped_while_configuring, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_attach_progress_out_of_range, setup, teardown),
         cmocka_unit_test_setup_teardown(test_attach_refused_table, setup, teardown),
         cmocka_unit_test_setup_teardown(test_attach_getconf_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_attach_closed_by_tor_reconnects, setup, teardown),
         cmocka_unit_test_setup_teardown(test_attach_hung_tor_times_out, setup, teardown),
+        cmocka_unit_test(test_stat_cpu_ticks),
+        cmocka_unit_test_setup_teardown(test_attach_busy_tor_not_restarted, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_attach_idle_unanswering_tor_restarted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_attach_missing_socket_backs_off, setup, teardown),
         cmocka_unit_test_setup_teardown(test_attach_stop_closes, setup, teardown),
     };

@@ -17,8 +17,8 @@
 
 #include <sys/stat.h>
 
-#include "sidecar/config.h"
-#include "sidecar/torcaps.h"
+#include "sidecar/config/config.h"
+#include "sidecar/tor/torcaps.h"
 #include "tests/fake/tmpdir.h"
 
 static void test_parse_version(void **state)

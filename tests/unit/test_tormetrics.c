@@ -7,7 +7,9 @@
  * PoW, five requests: tests/unit/data/tor-0.4.9.11-metrics.txt; run from the source tree) — every field
  * present, values as tor printed them, per-reason families summed; a table of inputs and the canonical
  * dump of what was kept (escapes, timestamps, +Inf, a trailing comma, families missing = absent, other
- * families ignored); a table of malformed inputs, each refused with the line and the problem. */
+ * families ignored); a table of malformed inputs, each refused with the line and the problem; a table of
+ * several tors' texts combined per service (tormetrics_service_add): counters and counts summed, the
+ * highest PoW effort, a field present once any tor has it, a tor without the service adding nothing. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sidecar/tormetrics.h"
+#include "sidecar/tor/tormetrics.h"
 
 #define SAMPLE "tests/unit/data/tor-0.4.9.11-metrics.txt"
 #define PRIV_POW "n34y7dymsnjidn7r2vphpr7gkm7nknwnfvndx5e5j5umngt2llxjt2ad" /* PoW on, 5 requests */
@@ -178,6 +180,49 @@ static void test_limits(void **state)
     free(many);
 }
 
+/* Several tors' answers for service A, combined as status shows one number. */
+static void test_add(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *tors[3]; /* NULL ends; each a whole MetricsPort text */
+        const char *want;    /* dump of the sum */
+    } cases[] = {
+        {{"tor_hs_intro_num_total{onion=\"" A "\"} 4\n", "tor_hs_intro_num_total{onion=\"" A "\"} 3\n"},
+         "aaaa introductions_received=7"},
+        /* the highest effort, not the sum; queue lengths add up */
+        {{"tor_hs_pow_suggested_effort{onion=\"" A "\"} 30\ntor_hs_rdv_pow_pqueue_count{onion=\"" A "\"} 2\n",
+          "tor_hs_pow_suggested_effort{onion=\"" A "\"} 12\ntor_hs_rdv_pow_pqueue_count{onion=\"" A "\"} 5\n"},
+         "aaaa pow_suggested_effort=30 pow_queue_length=7"},
+        /* a field only one tor exported is present; a tor without the service adds nothing */
+        {{"tor_hs_rdv_error_count{onion=\"" A "\",reason=\"x\"} 1\n",
+          "tor_hs_intro_established_count{onion=\"" A "\"} 3\ntor_hs_rdv_established_count{onion=\"" A "\"} 2\n",
+          "tor_hs_intro_num_total{onion=\"" PLAIN "\"} 9\n"},
+         "aaaa intro_circuits=3 rendezvous_established=2 rendezvous_errors=1"},
+        /* effort 0 on one tor, 5 on the other, in either order */
+        {{"tor_hs_pow_suggested_effort{onion=\"" A "\"} 0\n", "tor_hs_pow_suggested_effort{onion=\"" A "\"} 5\n"},
+         "aaaa pow_suggested_effort=5"},
+        {{"tor_hs_pow_suggested_effort{onion=\"" A "\"} 5\n", "tor_hs_pow_suggested_effort{onion=\"" A "\"} 0\n"},
+         "aaaa pow_suggested_effort=5"},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        struct tormetrics_service sum = {0};
+        struct tormetrics one = {.svc = &sum, .n = 1};
+        char err[128], out[512];
+        memcpy(sum.onion, A, sizeof(sum.onion));
+        for (size_t k = 0; k < 3 && cases[c].tors[k]; k++) {
+            struct tormetrics *m = tormetrics_parse(cases[c].tors[k], strlen(cases[c].tors[k]), err, sizeof(err));
+            if (!m)
+                fail_msg("case %zu tor %zu: %s", c, k, err);
+            tormetrics_service_add(&sum, tormetrics_find(m, A));
+            tormetrics_free(m);
+        }
+        dump(&one, out, sizeof(out));
+        if (strcmp(out, cases[c].want) != 0)
+            fail_msg("case %zu: got \"%s\", want \"%s\"", c, out, cases[c].want);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -185,6 +230,7 @@ int main(void)
         cmocka_unit_test(test_good),
         cmocka_unit_test(test_bad),
         cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_add),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sidecar/torrc.h"
+#include "sidecar/tor/torrc.h"
 
 static int count_lines_equal(const char *text, const char *line)
 {
@@ -65,7 +65,15 @@ static void test_client_template(void **state)
     assert_int_equal(count_lines_equal(t, "TestingTorNetwork 1"), 1);
     assert_null(strstr(t, "HiddenService"));
     assert_null(strstr(t, "@"));
+    assert_null(strstr(t, "User "));
     free(t);
+    /* tor.user: the client tor drops to it as the service tor does (never root). */
+    p.user = "debian-tor";
+    t = torrc_render(torrc_client_template, &p, err, sizeof(err));
+    assert_non_null(t);
+    assert_int_equal(count_lines_equal(t, "User debian-tor"), 1);
+    free(t);
+    p.user = NULL;
     p.socks_socket = "/run/with space/socks.sock";
     assert_null(torrc_render(torrc_client_template, &p, err, sizeof(err)));
     assert_non_null(strstr(err, "SOCKS socket"));

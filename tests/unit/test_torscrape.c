@@ -7,7 +7,8 @@
  * Covers: the recorded tor 0.4.9.11 answer is read at once after torscrape_set_port, shown per service
  * as JSON (only fields tor exported) and as onionfront_tor_hs_* samples for the named services (not for
  * a service tor does not list); a malformed answer, an HTTP error and port 0 forget the values
- * (onionfront_tor_metrics_up 0, no samples). */
+ * (onionfront_tor_metrics_up 0, no samples); several tors: samples labelled instance in one family each,
+ * and the status sum over them. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,9 +25,9 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "sidecar/metrics.h"
-#include "sidecar/tormetrics.h"
-#include "sidecar/torscrape.h"
+#include "sidecar/core/metrics.h"
+#include "sidecar/tor/tormetrics.h"
+#include "sidecar/tor/torscrape.h"
 
 #define SAMPLE "tests/unit/data/tor-0.4.9.11-metrics.txt"
 #define PRIV_POW "n34y7dymsnjidn7r2vphpr7gkm7nknwnfvndx5e5j5umngt2llxjt2ad"
@@ -104,8 +105,9 @@ static void run_until(struct ctx *c, unsigned requests)
 static char *metrics_of(struct torscrape *s)
 {
     struct metrics *m = metrics_new();
-    const char *names[] = {"web", "other"}, *addrs[] = {PRIV_POW, OTHER};
-    assert_int_equal(torscrape_metrics(s, names, addrs, 2, m), 0);
+    const char *names[] = {"web", "other"}, *addrs[] = {PRIV_POW, OTHER}, *inst[] = {"1"};
+    const struct torscrape *all[] = {s};
+    assert_int_equal(torscrape_metrics(all, inst, 1, names, addrs, 2, m), 0);
     char *t = strdup(metrics_text(m, NULL));
     metrics_free(m);
     return t;
@@ -130,10 +132,10 @@ static void test_scrape(void **state)
     assert_null(torscrape_service_to_json(s, OTHER));
 
     char *t = metrics_of(s);
-    assert_non_null(strstr(t, "onionfront_tor_metrics_up 1\n"));
-    assert_non_null(strstr(t, "onionfront_tor_hs_introductions_received_total{service=\"web\"} 1\n"));
-    assert_non_null(strstr(t, "onionfront_tor_hs_pow_suggested_effort{service=\"web\"} 0\n"));
-    assert_non_null(strstr(t, "onionfront_tor_hs_rendezvous_errors_total{service=\"web\"} 0\n"));
+    assert_non_null(strstr(t, "onionfront_tor_metrics_up{instance=\"1\"} 1\n"));
+    assert_non_null(strstr(t, "onionfront_tor_hs_introductions_received_total{service=\"web\",instance=\"1\"} 1\n"));
+    assert_non_null(strstr(t, "onionfront_tor_hs_pow_suggested_effort{service=\"web\",instance=\"1\"} 0\n"));
+    assert_non_null(strstr(t, "onionfront_tor_hs_rendezvous_errors_total{service=\"web\",instance=\"1\"} 0\n"));
     assert_null(strstr(t, "service=\"other\""));
     free(t);
 
@@ -144,7 +146,7 @@ static void test_scrape(void **state)
     run_until(c, 2);
     assert_null(torscrape_latest(s));
     t = metrics_of(s);
-    assert_non_null(strstr(t, "onionfront_tor_metrics_up 0\n"));
+    assert_non_null(strstr(t, "onionfront_tor_metrics_up{instance=\"1\"} 0\n"));
     assert_null(strstr(t, "service=\"web\""));
     free(t);
 
@@ -163,10 +165,50 @@ static void test_scrape(void **state)
     torscrape_free(s);
 }
 
+/* Two tors (two scrapers of the same answer here): each tor's samples with its instance label, in one
+ * family each; the status sum adds the counters; a tor without an answer adds nothing and says so. */
+static void test_two_tors(void **state)
+{
+    struct ctx *c = *state;
+    struct torscrape *s1 = torscrape_new(c->base, "tor"), *s2 = torscrape_new(c->base, "tor 2");
+    struct torscrape *s3 = torscrape_new(c->base, "tor 3"); /* never read */
+    torscrape_set_port(s1, c->port);
+    torscrape_set_port(s2, c->port);
+    run_until(c, 2);
+    const struct torscrape *all[] = {s1, s2, s3};
+    const char *names[] = {"web"}, *addrs[] = {PRIV_POW}, *inst[] = {"1", "2", "anonymous"};
+    struct metrics *m = metrics_new();
+    assert_int_equal(torscrape_metrics(all, inst, 3, names, addrs, 1, m), 0);
+    const char *t = metrics_text(m, NULL);
+    assert_non_null(strstr(t, "onionfront_tor_metrics_up{instance=\"1\"} 1\n"
+                              "onionfront_tor_metrics_up{instance=\"2\"} 1\n"
+                              "onionfront_tor_metrics_up{instance=\"anonymous\"} 0\n"));
+    assert_non_null(strstr(t, "onionfront_tor_hs_introductions_received_total{service=\"web\",instance=\"1\"} 1\n"
+                              "onionfront_tor_hs_introductions_received_total{service=\"web\",instance=\"2\"} 1\n"));
+    assert_null(strstr(t, "instance=\"anonymous\"} 1"));
+    /* one # TYPE line per family, not one per tor */
+    const char *type = "# TYPE onionfront_tor_hs_introductions_received_total counter\n";
+    assert_non_null(strstr(t, type));
+    assert_null(strstr(strstr(t, type) + 1, type));
+    metrics_free(m);
+
+    json_t *sum = torscrape_sum_to_json(all, 3, PRIV_POW);
+    assert_non_null(sum);
+    assert_true(json_real_value(json_object_get(sum, "introductions_received")) == 2);
+    assert_true(json_real_value(json_object_get(sum, "pow_suggested_effort")) == 0);
+    json_decref(sum);
+    assert_null(torscrape_sum_to_json(all, 3, OTHER));
+    assert_null(torscrape_sum_to_json(all + 2, 1, PRIV_POW));
+    torscrape_free(s1);
+    torscrape_free(s2);
+    torscrape_free(s3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_scrape, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_two_tors, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

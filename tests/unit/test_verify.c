@@ -20,8 +20,8 @@
 
 #include "controlproto/cp_event.h"
 #include "controlproto/cp_reply.h"
-#include "sidecar/metrics.h"
-#include "sidecar/verify.h"
+#include "sidecar/core/metrics.h"
+#include "sidecar/publish/verify.h"
 
 #define OURS "nkfp4y5sdp4laifn2jjhvooirlcxreopj2bygizfy5x5so7774l6u5id"
 #define ADDED "bcwprnore7ytunzxgv4nzkupzxt2b2h5fhdffgdk4irmub4wgss7cyqd" /* via ADD_ONION */

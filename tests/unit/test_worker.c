@@ -27,16 +27,16 @@
 #include <event2/event.h>
 #include <sys/stat.h>
 
-#include "sidecar/config.h"
-#include "sidecar/descriptor.h"
-#include "sidecar/keys.h"
-#include "sidecar/log.h"
-#include "sidecar/proc.h"
-#include "sidecar/service.h"
-#include "sidecar/service_id.h"
-#include "sidecar/tor.h"
-#include "sidecar/verify.h"
-#include "sidecar/worker.h"
+#include "sidecar/config/config.h"
+#include "sidecar/publish/descriptor.h"
+#include "sidecar/identity/keys.h"
+#include "sidecar/core/log.h"
+#include "sidecar/core/proc.h"
+#include "sidecar/publish/service.h"
+#include "sidecar/identity/service_id.h"
+#include "sidecar/tor/tor.h"
+#include "sidecar/publish/verify.h"
+#include "sidecar/fleet/worker.h"
 #include "tests/fake/fake_ctl.h"
 #include "tests/fake/tmpdir.h"
 #include "tests/fake/tor_script.h"
@@ -186,7 +186,7 @@ static void make_worker(struct test *x, const struct fake_ctl_step *script, size
     worker_sync_services(x->w);
     assert_int_equal(worker_hand_over(x->w, x->conf, err, sizeof(err)), 0); /* nothing to hand over */
     if (x->address[0])
-        assert_string_equal(service_mgr_address(worker_services(x->w), 0), x->address);
+        assert_string_equal(worker_service_address(x->w, 0), x->address);
 }
 
 static void start(struct test *x)
@@ -196,9 +196,18 @@ static void start(struct test *x)
         fail_msg("worker_start: %s", err);
 }
 
+/* The tor's mode as verify.c judged it ("circuits": mode.state) is `want`. */
+static void assert_mode_state(const struct worker *w, const char *want)
+{
+    json_t *c = worker_circuits_to_json(w);
+    assert_non_null(c);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(c, "mode"), "state")), want);
+    json_decref(c);
+}
+
 static const char *address_a(const struct test *x)
 {
-    return service_mgr_address(worker_services(x->w), 0);
+    return worker_service_address(x->w, 0);
 }
 
 static bool fake_failed(const struct test *x)
@@ -209,7 +218,7 @@ static bool fake_failed(const struct test *x)
 static bool uploaded(void *arg)
 {
     struct test *x = arg;
-    return (x->n_boot > 0 && service_mgr_uploaded(worker_services(x->w), 0)) || x->n_failed || fake_failed(x);
+    return (x->n_boot > 0 && worker_service_uploaded(x->w, 0)) || x->n_failed || fake_failed(x);
 }
 
 static bool lost(void *arg)
@@ -267,23 +276,27 @@ static void test_good_tor_then_lost(void **state)
     assert_int_equal(x->n_failed, 0);
     assert_int_equal(x->n_ready, 1);
     assert_int_equal(x->n_boot, 1);
-    assert_int_equal(tor_sup_state(worker_tor(x->w)), TOR_RUNNING);
+    assert_int_equal(worker_tor_state(x->w), TOR_RUNNING);
     assert_string_equal(worker_problem(x->w), "");
     struct descriptor_counts dc;
-    assert_int_equal(descriptor_service_counts(worker_descriptors(x->w), address_a(x), &dc), 0);
-    assert_int_equal(verify_service_verdict(worker_verify(x->w), address_a(x)), VERIFY_UNVERIFIED);
-    assert_int_equal(verify_mode_state(worker_verify(x->w)), VERIFY_MODE_OK);
+    assert_int_equal(worker_service_counts(x->w, address_a(x), &dc), 0);
+    json_t *v = worker_service_verify_json(x->w, address_a(x));
+    assert_string_equal(json_string_value(json_object_get(v, "verdict")), "unverified");
+    json_decref(v);
+    assert_null(worker_service_violation(x->w, address_a(x)));
+    assert_mode_state(x->w, "ok");
 
     assert_int_equal(fake_ctl_run_until(x->base, lost, x, LOOP_BOUND_MS), 0);
     check_fake(x);
     assert_int_equal(x->n_lost, 1);
     assert_true(x->why[0]);
     assert_string_equal(worker_problem(x->w), x->why);
-    assert_false(service_mgr_uploaded(worker_services(x->w), 0));
+    assert_false(worker_service_uploaded(x->w, 0));
     assert_false(worker_service_reachable(x->w, address_a(x)));
     struct worker *ws[] = {x->w};
     assert_false(workers_service_reachable(ws, 1, address_a(x)));
-    assert_int_equal(verify_mode_state(worker_verify(x->w)), VERIFY_MODE_UNKNOWN);
+    assert_mode_state(x->w, "unknown");
+    assert_null(worker_mode_violation(x->w));
 }
 
 static void test_not_single_onion(void **state)
@@ -352,12 +365,12 @@ static void test_reconfigure_adds_service(void **state)
     assert_true(tor_changed);
     assert_int_equal(fake_ctl_run_until(x->base, script_done, x, LOOP_BOUND_MS), 0); /* the SETCONF of both */
     check_fake(x);
-    assert_int_equal(service_mgr_count(worker_services(x->w)), 2);
-    const char *b = service_mgr_address(worker_services(x->w), 1);
+    assert_int_equal(worker_service_count(x->w), 2);
+    const char *b = worker_service_address(x->w, 1);
     assert_int_equal(strlen(b), 56);
     struct descriptor_counts dc;
-    assert_int_equal(descriptor_service_counts(worker_descriptors(x->w), b, &dc), 0);
-    json_t *v = verify_service_to_json(worker_verify(x->w), b);
+    assert_int_equal(worker_service_counts(x->w, b, &dc), 0);
+    json_t *v = worker_service_verify_json(x->w, b);
     assert_non_null(v);
     assert_string_equal(json_string_value(json_object_get(v, "service")), "b");
     json_decref(v);

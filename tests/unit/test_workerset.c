@@ -7,7 +7,8 @@
  * Covers: 1 and 2 instances -> that many workers, instance 0 first; workerset_prepare makes instance 2's
  * key copy with the service's address, and nothing for instance 1 beside key_dir; workerset_stop on
  * workers that never started -> stopped() exactly once; restart-tor refused while the tors are not up
- * and once stopping. */
+ * and once stopping; workerset_served answers on either basis only for services the single-onion tors
+ * publish (the one rule for failover, the roll, the repairs and status). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -23,15 +24,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sidecar/config.h"
-#include "sidecar/keys.h"
-#include "sidecar/log.h"
-#include "sidecar/proc.h"
-#include "sidecar/roll.h"
-#include "sidecar/service_id.h"
-#include "sidecar/worker.h"
-#include "sidecar/workerset.h"
+#include "sidecar/config/config.h"
+#include "sidecar/identity/keys.h"
+#include "sidecar/core/log.h"
+#include "sidecar/core/proc.h"
+#include "sidecar/fleet/roll.h"
+#include "sidecar/identity/service_id.h"
+#include "sidecar/fleet/worker.h"
+#include "sidecar/fleet/workerset.h"
+#include "tests/fake/onion_addrs.h"
 #include "tests/fake/tmpdir.h"
+
+#define SVC_WEB "{'name':'web','ports':[{'virtual':80,'target':'127.0.0.1:8080'}]}"
+#define SVC_ANON "{'name':'hidden','mode':'anonymous','ports':[{'virtual':80,'target':'127.0.0.1:8081'}]}"
+#define SVC_FRONT "{'name':'front','onionbalance':{'frontend':true,'instances':[" TEST_EIGHT_ADDRESSES "]}}"
 
 struct test {
     struct event_base *base;
@@ -89,17 +95,17 @@ static int teardown(void **state)
     return 0;
 }
 
-/* A spawn-mode config with `instances` tors and service web, its keys loaded, the workers made. */
-static void make(struct test *x, unsigned instances)
+/* A spawn-mode config with `instances` tors and `services` (' for "), their keys loaded, the workers made. */
+static void make_services(struct test *x, unsigned instances, const char *services)
 {
     static const struct worker_callbacks cbs = {
         .ready = on_ready, .bootstrapped = on_ready, .lost = on_lost, .failed = on_lost, .stopped = on_stopped,
     };
-    char json[1024], err[1024];
-    snprintf(json, sizeof(json),
-             "{\"state_dir\":\"%s/state\",\"run_dir\":\"%s/run\",\"tor\":{\"instances\":%u},"
-             "\"services\":[{\"name\":\"web\",\"ports\":[{\"virtual\":80,\"target\":\"127.0.0.1:8080\"}]}]}",
-             x->dir, x->dir, instances);
+    char json[2048], err[1024];
+    snprintf(json, sizeof(json), "{'state_dir':'%s/state','run_dir':'%s/run','tor':{'instances':%u},'services':[%s]}",
+             x->dir, x->dir, instances, services);
+    for (char *q = json; *q; q++)
+        *q = *q == '\'' ? '"' : *q;
     x->conf = config_load_string(json, strlen(json), err, sizeof(err));
     if (!x->conf)
         fail_msg("config: %s", err);
@@ -115,6 +121,11 @@ static void make(struct test *x, unsigned instances)
         fail_msg("keys: %s", err);
     if (workerset_prepare(x->ws, x->conf, err, sizeof(err)) < 0)
         fail_msg("prepare: %s", err);
+}
+
+static void make(struct test *x, unsigned instances)
+{
+    make_services(x, instances, SVC_WEB);
 }
 
 static void test_one(void **state)
@@ -159,11 +170,40 @@ static void test_two(void **state)
     assert_int_equal(x->n_stopped, 1); /* once, for both */
 }
 
+/* workerset_served on either basis answers only for a service the single-onion tors publish: with no
+ * upload nor fetch yet, for web "not known" (tor -1, source none) on each basis; for an anonymous service
+ * (its own tor), an Onionbalance frontend (Onionbalance publishes it) and an address of no service,
+ * false. (Which tor, once they uploaded and were fetched: test_descriptor.c's test_served_copies.) */
+static void test_served(void **state)
+{
+    static const enum served_basis bases[] = {SERVED_BASIS_ACCEPTED, SERVED_BASIS_FETCHED};
+    struct test *x = *state;
+    struct served_result r;
+    make_services(x, 2, SVC_WEB "," SVC_ANON "," SVC_FRONT);
+    const char *web = service_ids_at(x->ids, 0)->address, *anon = service_ids_at(x->ids, 1)->address;
+    const char *front = service_ids_at(x->ids, 2)->address;
+    assert_int_equal(strlen(web), 56);
+    assert_int_equal(strlen(anon), 56);
+    assert_int_equal(strlen(front), 56);
+    for (size_t b = 0; b < sizeof(bases) / sizeof(bases[0]); b++) {
+        r.tor = 7;
+        assert_true(workerset_served(x->ws, web, bases[b], &r));
+        assert_int_equal(r.tor, -1);
+        assert_int_equal(r.source, SERVED_SOURCE_NONE);
+        assert_false(workerset_served(x->ws, anon, bases[b], &r));
+        assert_int_equal(r.tor, -1);
+        assert_false(workerset_served(x->ws, front, bases[b], &r));
+        assert_false(workerset_served(x->ws, "2gs2zgqbl6wc555tifttmnkrfikrd5a74n6rcgzgp4bz53c5j5mbz4ad", bases[b], &r));
+        assert_false(workerset_served(x->ws, "", bases[b], &r));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_one, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_served, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
