@@ -65,6 +65,28 @@ of_cleanup() {
   fi
 }
 
+# of_descendants PID — "pid ruid euid name" of every living process below PID (children, their children
+# ...), from /proc/P/status (Name:, Pid:, PPid:, Uid: real and effective, in that order), read in one
+# pass. One line each; nothing when there is none. A process that ends during the read is left out (cat,
+# not awk, opens the files: mawk stops at the first file it cannot open).
+of_descendants() {
+  cat /proc/[0-9]*/status 2>/dev/null | awk -v root="$1" '
+    /^Name:/ { n = $2 }
+    /^Pid:/ { pid = $2; name[pid] = n }
+    /^PPid:/ { ppid[pid] = $2 }
+    /^Uid:/ { ruid[pid] = $2; euid[pid] = $3 }
+    END {
+      for (p in ppid) {
+        q = ppid[p]
+        for (d = 0; q != "" && q != 0 && q != root && d < 64; d++) q = ppid[q]
+        if (q == root) print p, ruid[p], euid[p], name[p]
+      }
+    }'
+}
+
+# of_root_descendants PID — of_descendants whose real or effective uid is 0 (none: no output).
+of_root_descendants() { of_descendants "$1" | awk '$2 == "0" || $3 == "0"'; }
+
 of_check() { # description command...
   local what=$1
   shift
@@ -107,7 +129,7 @@ of_start_backend() {
   OF_LAST_PID=$!
   of_track_pid "$OF_LAST_PID"
   for ((i = 0; i < 50; i++)); do
-    grep -q listening "$log" && return 0
+    grep -qs listening "$log" && return 0
     sleep 0.1
   done
   of_log "backend $name did not start: $(cat "$log")"

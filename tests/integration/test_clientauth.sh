@@ -38,9 +38,24 @@ svc_json() { # EXTRA_FIELDS
   printf '[ { "name": "priv", %s "ports": [ { "virtual": 80, "target": "127.0.0.1:%s" } ] } ]' "$1" "$port"
 }
 dump_log() { tail -n 30 "$1" >&2; }
+# The end-to-end probe every 10 s: it proves both halves of client authorization (keyless refused, its own
+# key admitted) and withdraws a private service a keyless client can open.
+probe_conf='"probe": { "interval": 10, "timeout": 30 }'
+# probe_field FIELD — a field of priv's end-to-end probe in `onionfront status --json` ("" if absent).
+probe_field() {
+  "$OF_BIN" -c "$config" status --json 2>/dev/null | /usr/bin/python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+for s in d.get("services", []):
+    if s.get("name") == "priv":
+        v = s.get("probe") or {}
+        for k in sys.argv[1].split("."):
+            v = v.get(k) if isinstance(v, dict) else None
+        print("" if v is None else v)' "$1"
+}
 
 # --- the key pair, before the first start ----------------------------------------------------------------
-of_write_config "$config" "$(svc_json "")"
+of_write_config "$config" "$(svc_json "")" "$probe_conf"
 of_check "new-key gives the service its address offline" "$OF_BIN" -c "$config" new-key priv
 "$OF_BIN" -c "$config" client-auth add priv alice >"$OF_TMP/add.out" 2>"$OF_TMP/add.err"
 rc=$?
@@ -55,10 +70,10 @@ mkdir -p "$authdir" && chmod 700 "$authdir"
 printf '%s\n' "$keyline" >"$authdir/alice.auth_private"
 chmod 600 "$authdir/alice.auth_private"
 out=$("$OF_BIN" -c "$config" client-auth add priv 'no such' 2>&1)
-of_check "client-auth add refuses a bad name" grep -q 'client name "no such" must match' <<<"$out"
+of_check "client-auth add refuses a bad name" grep -q 'client name "no such" must be 1-32 characters' <<<"$out"
 
 # --- restricted: published with auth --------------------------------------------------------------------
-of_write_config "$config" "$(svc_json "\"client_auth\": [ $entry ],")"
+of_write_config "$config" "$(svc_json "\"client_auth\": [ $entry ],")" "$probe_conf"
 of_start_onionfront "$config" "$log"
 if ! of_wait_log "$log" "service priv: descriptor uploaded" 120; then
   of_fail "the restricted service was not published"
@@ -117,6 +132,20 @@ if of_fetch "http://$addr/" "$OF_TMP/nokey.html" 30 2>"$OF_TMP/nokey.err"; then
 else
   of_pass "the shared client without a key cannot fetch the page ($(head -c 200 "$OF_TMP/nokey.err"))"
 fi
+# onionfront's own probe, which trusts no file: without a key it is refused (tor's SOCKS F4), with the key
+# onionfront holds for it the page arrives; its client is in no list the operator sees.
+keyless_refused() { [ "$(probe_field client_auth.keyless)" = refused ] && [ "$(probe_field state)" = reachable ]; }
+if of_wait_until 120 keyless_refused; then
+  of_pass "the probe: refused without a key, reachable with the probe's key"
+else
+  of_fail "the probe did not show refused-without-key and reachable (keyless: $(probe_field client_auth.keyless)," \
+    "state: $(probe_field state), last: $(probe_field last.detail))"
+fi
+of_check "the probe's client has its .auth file (0600), the probe key is 0600" \
+  test "$(stat -c %a "$keydir/authorized_clients/onionfront-probe.auth" 2>/dev/null)" = 600 -a \
+  "$(stat -c %a "$OF_TMP/state/probe-client-auth" 2>/dev/null)" = 600
+of_check "client-auth list does not show the probe's client and agrees with the directory" \
+  bash -c 'out=$("$1" -c "$2" client-auth list priv) && ! grep -q onionfront-probe <<<"$out"' _ "$OF_BIN" "$config"
 of_check "the private key is not in onionfront's log" bash -c '! grep -qF "$1" "$2"' _ "$priv" "$log"
 of_check "tor found nothing but .auth files in authorized_clients (no warning)" \
   bash -c '! grep -q "Client authorization unrecognized filename" "$1"' _ "$log"
@@ -126,7 +155,7 @@ of_check "tor found nothing but .auth files in authorized_clients (no warning)" 
 bob_line=$(grep -E '^[a-z2-7]{56}:descriptor:x25519:[A-Z2-7]{52}$' "$OF_TMP/add-bob.out")
 bob_entry=$(grep -E '^\{ "name": "bob", "public_key": "[A-Z2-7]{52}" \}$' "$OF_TMP/add-bob.out")
 of_check "client-auth add makes bob for the same address" test "${bob_line%%:*}.onion" = "$addr" -a -n "$bob_entry"
-of_write_config "$config" "$(svc_json "\"client_auth\": [ $entry, $bob_entry ],")"
+of_write_config "$config" "$(svc_json "\"client_auth\": [ $entry, $bob_entry ],")" "$probe_conf"
 "$OF_BIN" -c "$config" status reload >/dev/null 2>&1
 cp "$config" "$OF_TMP/before-remove.json"
 "$OF_BIN" -c "$config" client-auth remove priv alice >"$OF_TMP/rm-alice.out" 2>"$OF_TMP/rm-alice.err"
@@ -141,8 +170,11 @@ of_check "it edits neither the config nor the files" \
 sed 's/^/  | /' "$OF_TMP/rm-alice.out" >&2
 out=$("$OF_BIN" -c "$config" client-auth remove priv carol 2>&1)
 of_check "client-auth remove refuses a client the config does not have" grep -q 'no client named "carol"' <<<"$out"
-of_write_config "$config" "$(svc_json "\"client_auth\": [ $bob_entry ],")"
-removed_at=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+of_write_config "$config" "$(svc_json "\"client_auth\": [ $bob_entry ],")" "$probe_conf"
+# onionfront's times are whole seconds (its clock, rounded down): take the removal's time one second
+# early, after a pause that keeps the uploads of the reload before it out of that second.
+sleep 2
+removed_at=$(date -u -d '-1 second' +%Y-%m-%dT%H:%M:%SZ)
 "$OF_BIN" -c "$config" status reload >/dev/null 2>&1
 of_check "alice.auth is removed, bob.auth written" \
   of_wait_until 20 test ! -e "$keydir/authorized_clients/alice.auth" -a -e "$keydir/authorized_clients/bob.auth"
@@ -157,14 +189,17 @@ fi
 # One HSDir's copy opening only with bob's key is not all of them: a fresh client asks any responsible
 # HSDir, for either time period. Wait until both descriptors built after the reload are confirmed by
 # every responsible HSDir (onionfront's HS_DESC UPLOADED tally), as an operator would before relying on it.
+# "present" counts too: the HSDir refused an upload since it already holds that revision or a newer one
+# (two uploads in one second, e.g. client-auth remove's reload and the next one).
 uploaded_since() { # ISO_TIME — every descriptor of priv uploaded since then and confirmed by all its HSDirs
-  "$OF_BIN" -c "$config" status --json services 2>/dev/null | "$PY" -c '
+  "$OF_BIN" -c "$config" status --json services-detail 2>/dev/null | "$PY" -c '
 import json, sys
 t0, j = sys.argv[1], json.load(sys.stdin)
 svcs = j if isinstance(j, list) else j.get("services", [])
 descs = [d for s in svcs if s.get("name") == "priv" for d in (s.get("descriptor") or {}).get("descriptors", [])]
 ok = descs and all((d.get("upload_started") or "") >= t0 and d.get("hsdirs") and
-                   all(h.get("state") == "confirmed" and (h.get("confirmed") or "") >= t0 for h in d["hsdirs"])
+                   all(h.get("state") in ("confirmed", "present") and (h.get("confirmed") or "") >= t0
+                       for h in d["hsdirs"])
                    for d in descs)
 sys.exit(0 if ok else 1)' "$1"
 }
@@ -239,12 +274,44 @@ rm -f "$keydir/authorized_clients/mallory.auth"
 "$OF_BIN" -c "$config" status reload >/dev/null 2>&1
 of_check "with mallory.auth gone a reload gives the service back to tor" of_wait_until 30 in_tor
 
+# --- a copy of the key published open elsewhere: the probe finds it and withdraws the service ----------------
+# A stale copy of the key (an old machine, a forgotten standby) runs a tor without authorized_clients; its
+# newer descriptor is what HSDirs serve, so anyone gets in. No file of onionfront's shows that: the probe's
+# keyless pass does.
+rogue=$OF_TMP/rogue-hs
+mkdir -p "$rogue" && chmod 700 "$rogue"
+cp "$keydir/hs_ed25519_secret_key" "$keydir/hs_ed25519_public_key" "$keydir/hostname" "$rogue/"
+of_start_client_tor rogue "HiddenServiceDir $rogue" "HiddenServicePort 80 127.0.0.1:$port" || { of_summary; exit 1; }
+rogue_pid=$OF_LAST_PID
+withdrawn_re="service priv: WITHDRAWN from every tor: reachable without client authorization"
+if of_wait_log "$log" "$withdrawn_re" 240; then
+  of_pass "the probe opened the service without a key and withdrew it"
+else
+  of_fail "the open copy was not found by the probe (keyless: $(probe_field client_auth.keyless))"
+  dump_log "$log"
+fi
+of_check "it was logged once, at error" test "$(grep -c "\[error\].*$withdrawn_re" "$log")" -eq 1
+of_check "tor 1 no longer has the service" of_wait_until 20 not_in_tor
+withdrawn_shown() { [ "$(probe_field state)" = down ] && probe_field withdrawn | grep -q "reachable without client authorization"; }
+of_check "status says down and why" withdrawn_shown
+of_check "the metric for the alert is 1" bash -c '"$1" -c "$2" status metrics 2>/dev/null |
+  grep -q "^onionfront_service_open_without_key{service=\"priv\"} 1"' _ "$OF_BIN" "$config"
+of_stop_pid "$rogue_pid" 15
+reload_out=$("$OF_BIN" -c "$config" status reload 2>&1)
+of_check "the reload hands the withdrawn service to tor again ($reload_out)" grep -q "services changed in tor" <<<"$reload_out"
+if of_wait_until 30 in_tor; then
+  of_pass "with the open copy gone a reload gives the service back to tor"
+else
+  of_fail "with the open copy gone a reload gives the service back to tor"
+  dump_log "$log"
+fi
+
 # --- a reload that drops every client: refused unless said on purpose ----------------------------------
 "$OF_BIN" -c "$config" client-auth remove priv bob >"$OF_TMP/rm-bob.out" 2>&1
 of_check "client-auth remove of the last client prints bob's entry and names drop_client_auth" \
   bash -c 'test "$(grep -v "^#" "$1")" = "$2" && grep -q "last client" "$1" && grep -q "\"drop_client_auth\": true" "$1"' \
   _ "$OF_TMP/rm-bob.out" "$bob_entry"
-of_write_config "$config" "$(svc_json "")"
+of_write_config "$config" "$(svc_json "")" "$probe_conf"
 "$OF_BIN" -c "$config" status reload >/dev/null 2>&1
 refuse_step "a config without clients is refused, naming drop_client_auth" \
   'service priv: REFUSED: client authorization: .*restricted to clients \(bob\) and the config lists none.*"drop_client_auth": true'
@@ -254,14 +321,29 @@ if of_fetch "http://$addr/" "$OF_TMP/nokey2.html" 30 2>/dev/null; then
 else
   of_pass "the shared client still cannot fetch the page"
 fi
-of_write_config "$config" "$(svc_json '"drop_client_auth": true,')"
+of_write_config "$config" "$(svc_json '"drop_client_auth": true,')" "$probe_conf"
+sleep 2
+public_at=$(date -u -d '-1 second' +%Y-%m-%dT%H:%M:%SZ)
 "$OF_BIN" -c "$config" status reload >/dev/null 2>&1
 of_check "with drop_client_auth the removal is logged" \
   of_wait_log "$log" "service priv: client authorization removed on purpose \(drop_client_auth\)" 30
 of_check "bob.auth is gone" test ! -e "$keydir/authorized_clients/bob.auth"
 public_desc() { fetch_desc "$OF_TMP/inner-public.txt"; }
 of_check "a descriptor fetched now decrypts without a key (public on purpose)" of_wait_until 120 public_desc
-of_check "the shared client fetches the page now" of_fetch_until "http://$addr/" "$OF_TMP/public.html" 120
+# One HSDir's public copy is not all of them: an HSDir that still holds the restricted one would give
+# the shared client a descriptor it cannot decrypt, which tor then keeps. Wait for every HSDir first.
+t_wait=$(of_now)
+of_check "both public descriptors are confirmed by every responsible HSDir" \
+  of_wait_until 300 uploaded_since "$public_at"
+of_log "  (waited $(of_elapsed "$t_wait") s for the confirmations)"
+# The shared client tried the service while it was off tor: its failed introduction points and the old
+# descriptor are in its caches. A visitor's tor forgets them in time; here NEWNYM clears them now.
+of_torctl "$TESTNET_CLIENT_CONTROL" "SIGNAL NEWNYM" >/dev/null 2>&1
+if of_fetch_until "http://$addr/" "$OF_TMP/public.html" 120 2>"$OF_TMP/public.err"; then
+  of_pass "the shared client fetches the page now"
+else
+  of_fail "the shared client fetches the page now ($(of_fetch "http://$addr/" "$OF_TMP/public.html" 20 2>&1 | head -c 160))"
+fi
 of_check "same address throughout" grep -q "address $addr" "$log"
 of_stop_onionfront
 of_check "onionfront stopped cleanly" test $? -eq 0

@@ -99,10 +99,10 @@ done
 of_check "status says PoW is enabled" test "$(svc_field pow_enabled)" = true
 mt=$("$OF_BIN" -c "$config" status metrics 2>&1)
 of_check "/metrics has the PoW suggested effort for the service" \
-  grep -Eq '^onionfront_tor_hs_pow_suggested_effort\{service="web"\} [0-9]' <<<"$mt"
+  grep -Eq '^onionfront_tor_hs_pow_suggested_effort\{service="web",instance="1"\} [0-9]' <<<"$mt"
 of_check "/metrics has its introductions received" \
-  grep -Eq '^onionfront_tor_hs_introductions_received_total\{service="web"\} [1-9]' <<<"$mt"
-of_check "/metrics says tor's MetricsPort was read" grep -q '^onionfront_tor_metrics_up 1$' <<<"$mt"
+  grep -Eq '^onionfront_tor_hs_introductions_received_total\{service="web",instance="1"\} [1-9]' <<<"$mt"
+of_check "/metrics says tor's MetricsPort was read" grep -q '^onionfront_tor_metrics_up{instance="1"} 1$' <<<"$mt"
 
 # --- a reload that turns PoW off ------------------------------------------------------------------------
 events=$OF_TMP/events.txt

@@ -7,10 +7,16 @@
 #    compared with each tor's own descriptor, or, while clients fetch the descriptor tor does not show as
 #    its own, the acceptance record: "source" says which), and that tor is up; the text status says
 #    "served by tor N (...)";
+#  - each tor's own MetricsPort figures: /metrics has onionfront_tor_hs_* and onionfront_tor_metrics_up
+#    per tor (instance="1", "2"; promcheck, and promtool when installed, accept it), status has the
+#    service's figures per tor (tor_metrics_by_tor) and summed (tor_metrics), the text a row per tor;
 #  - a client loop fetches through a fresh circuit per request (SOCKS username isolation) while the
 #    served tor is SIGKILLed: onionfront logs the failover once (the survivor publishes anew when HSDirs served
 #    the killed tor's descriptors), the killed tor comes back with a new pid, the address is unchanged
-#    and the service is fetchable again. A new visitor (a client tor started after the kill, with no
+#    and the service is fetchable again. The survivor's own control port shows the order: after the kill
+#    it uploads new descriptors (HS_DESC UPLOADED) without launching an introduction circuit first (the
+#    PoW trigger keeps its introduction points), and that confirmation comes before the new visitor's
+#    first page. A new visitor (a client tor started after the kill, with no
 #    cached descriptor) reaches the service. The loop's client is a cached client (its descriptor cache
 #    and its record of HSDirs already asked are shared by all its requests): its failed requests during
 #    and after the kill are counted and printed, not asserted (how many hit dead introduction points
@@ -90,6 +96,33 @@ summary=$("$OF_BIN" -c "$config" status 2>&1)
 of_check "the text status says which tor is served" \
   grep -Eq "^  served by +tor [12] \(([0-9]+/[0-9]+ HSDirs|by accepted uploads)" <<<"$summary"
 grep "served by" <<<"$summary" | sed 's/^/  /' >&2
+# Every tor's own figures (MetricsPort), not only tor 1's: an instance label per tor in /metrics (a valid
+# exposition), a row per tor under the service's "dos" line, and the sum in status.
+it_both_scraped() {
+  METRICS=$("$OF_BIN" -c "$config" status metrics 2>/dev/null)
+  grep -q '^onionfront_tor_metrics_up{instance="1"} 1$' <<<"$METRICS" &&
+    grep -q '^onionfront_tor_metrics_up{instance="2"} 1$' <<<"$METRICS" &&
+    grep -q '^onionfront_tor_hs_intro_circuits{service="web",instance="1"} ' <<<"$METRICS" &&
+    grep -q '^onionfront_tor_hs_intro_circuits{service="web",instance="2"} ' <<<"$METRICS"
+}
+METRICS=""
+of_check "/metrics has each tor's own tor_hs figures for the service (instance=\"1\" and \"2\")" it_wait 40 it_both_scraped
+grep -E '^onionfront_tor_(metrics_up|hs_intro_circuits|hs_introductions_received_total)' <<<"$METRICS" | sed 's/^/  /' >&2
+printf '%s\n' "$METRICS" >"$OF_TMP/metrics.prom"
+of_check "promcheck accepts /metrics with two tors" "$OF_ROOT/build/tools/promcheck" "$OF_TMP/metrics.prom"
+if command -v promtool >/dev/null; then
+  of_check "promtool check metrics is clean with two tors" bash -c 'out=$(promtool check metrics <"$1" 2>&1) && [[ -z $out ]] || { printf "%s\n" "$out" >&2; false; }' _ "$OF_TMP/metrics.prom"
+fi
+by_tor=$("$OF_BIN" -c "$config" status --json 2>/dev/null | python3 -c '
+import json, sys
+s = next(s for s in json.load(sys.stdin)["services"] if s["name"] == "web")
+print(" ".join(str(t["instance"]) for t in s["tor_metrics_by_tor"] or []), "sum" if s["tor_metrics"] else "nosum")')
+of_log "status tor_metrics_by_tor instances: $by_tor"
+of_check "status has the service's figures from each tor, and their sum" test "$by_tor" = "1 2 sum"
+summary=$("$OF_BIN" -c "$config" status 2>&1)
+of_check "the text status has a row per tor under the service's dos line" \
+  bash -c 'grep -A2 "^  dos " <<<"$1" | grep -q "^    tor 1 " && grep -A2 "^  dos " <<<"$1" | grep -q "^    tor 2 "' _ "$summary"
+grep -A2 "^  dos " <<<"$summary" | sed 's/^/  /' >&2
 
 # A client loop: one request every 0.2 s, each on a fresh circuit (a new SOCKS username).
 loop_out=$OF_TMP/loop.txt
@@ -99,6 +132,15 @@ sleep 5
 k=${SERVED:-2}
 o=$((3 - k))
 victim=$(it_tor pid "$k")
+# The survivor's HS_DESC and CIRC events, stamped with their arrival time.
+sctl=$OF_TMP/run/control/control.sock
+((o > 1)) && sctl=$OF_TMP/run/control-$o/control.sock
+sevents=$OF_TMP/survivor-events.txt
+"$OF_TORCTL_BIN" "$sctl" -e HS_DESC,CIRC -t 200 > >(while IFS= read -r l; do
+  printf '%s %s\n' "$EPOCHREALTIME" "$l"
+done >"$sevents") 2>&1 &
+of_track_pid "$!"
+sleep 1
 kill_at=$(of_now)
 of_log "SIGKILL tor $k (pid $victim), the served one; tor $o survives"
 kill -KILL "$victim"
@@ -111,6 +153,7 @@ if of_start_client_tor newclient; then
   new_ok() { curl -sS --fail --max-time 20 --socks5-hostname "127.0.0.1:$new_socks" -o "$OF_TMP/page-new" \
     "http://$addr/" 2>>"$OF_TMP/newclient.err"; }
   of_check "a new visitor (a client tor started after the kill) reaches the service" of_wait_secs 90 new_ok
+  new_ok_at=$(of_now)
   new_at=$(of_elapsed "$kill_at")
   of_log "the new visitor's first page $(of_elapsed "$new_start") s after its tor bootstrapped, $new_at s after the kill"
 else
@@ -138,6 +181,21 @@ fetch_new() { local TESTNET_SOCKS_PORT=${new_socks:-$TESTNET_SOCKS_PORT}; of_fet
 of_check "the service is fetchable after the kill" fetch_new
 of_log "a fetch after the loop: $(of_elapsed "$back_at") s"
 of_check "exactly one failover line for the kill" test "$(grep -c "failover: tor $k lost" "$log")" = 1
+of_check "the failover made the survivor upload anew" grep -q "failover: tor $k lost.*tor $o uploads new ones" "$log"
+# The order on the survivor's control port, after the kill: its first confirmed upload, and no
+# introduction circuit launched before it; that confirmation before the new visitor's first page.
+a=${addr%.onion}
+up_at=$(awk -v k="$kill_at" -v a="$a" '$1 >= k && $3 == "HS_DESC" && $4 == "UPLOADED" && $5 == a { print $1; exit }' "$sevents")
+intro_before=$(awk -v k="$kill_at" -v u="${up_at:-9e18}" '$1 >= k && $1 < u && $3 == "CIRC" && $5 == "LAUNCHED" &&
+  /PURPOSE=HS_SERVICE_INTRO/' "$sevents" | wc -l)
+of_log "survivor: first HS_DESC UPLOADED $(awk -v a="$kill_at" -v b="${up_at:-nan}" 'BEGIN { printf "%.2f", b - a }') s after the kill, $intro_before" \
+  "introduction circuits launched before it; $(awk -v k="$kill_at" '$1 >= k && $4 == "UPLOADED"' "$sevents" | wc -l)" \
+  "uploads confirmed since the kill"
+of_check "the survivor's upload after the kill was confirmed (HS_DESC UPLOADED on its control port)" test -n "$up_at"
+of_check "no introduction circuit launched by the survivor before that upload (same introduction points)" \
+  test "$intro_before" = 0
+of_check "the survivor's upload was confirmed before the new visitor's first page" \
+  awk -v u="${up_at:-9e18}" -v n="${new_ok_at:-0}" 'BEGIN { exit !(u < n) }'
 # Each loop line: start end result. "Done before" ended before the kill; "in flight" spanned it.
 total=$(wc -l <"$loop_out")
 failed=$(grep -c " fail$" "$loop_out")

@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sidecar/keys.h"
+#include "sidecar/identity/keys.h"
 #include "tests/fake/tmpdir.h"
 
 #define TOR_LOAD_TIMEOUT_MS 30000 /* until tor has loaded the service (hostname written) or exited */
@@ -333,7 +333,7 @@ static void test_tor_keys_loaded_by_onionfront(void **state)
 {
     struct itest_state *s = *state;
     struct onion_key k;
-    char hs[128], copy[128], dst[128], err[1024], host[80], want[80], log[256], addr[KEYS_ADDRESS_SIZE];
+    char hs[128], copy[128], dst[128], err[1024], host[80], want[80], log[256], addr[ONION_ADDRESS_SIZE];
 
     sub(hs, sizeof hs, s, "hs");
     assert_int_equal(mkdir(hs, 0700), 0);

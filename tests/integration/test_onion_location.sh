@@ -6,7 +6,12 @@
 #  - once it is, nginx sends "Onion-Location: http://<address>.onion<path and query>" and that onion
 #    really serves the backend's page;
 #  - the Apache file works in a real Apache (mod_headers, HTTPS vhost): same header for the same request;
+#  - onion_location.listen under a flood of idle connections from another host (127.0.0.2): requests from
+#    127.0.0.1 are still answered within the shipped farm template's timeouts (1 s connect, 2 s read),
+#    the flood's extra connections are turned away at once and its trickled heads closed at the deadline;
 #  - tor killed: the header goes at once, and comes back when tor is up again;
+#  - a private service (client_auth) beside it is not advertised: its files stay empty and the endpoint
+#    answers its name 404, as it does an unknown name;
 #  - SIGTERM: onionfront empties the files and nginx drops the header before onionfront exits.
 set -u
 source "$(dirname "$0")/lib.sh"
@@ -22,6 +27,8 @@ done
 
 backend_port=$(of_free_port)
 nginx_port=$(of_free_port)
+ol_port=$(of_free_port)
+SLOWPEERS=$OF_ROOT/build/tools/slowpeers
 of_start_backend alpha "$backend_port" http || exit 1
 
 ol_dir=$OF_TMP/onion-location
@@ -67,7 +74,11 @@ wait_header() {
 config=$OF_TMP/onionfront.json
 log=$OF_TMP/onionfront.log
 svc="{ \"name\": \"alpha\", \"ports\": [ { \"virtual\": 80, \"target\": \"127.0.0.1:$backend_port\" } ] }"
-of_write_config "$config" "[ $svc ]" "\"onion_location\": { \"dir\": \"$ol_dir\",
+# A private service beside it: not advertised by default (its address is for its clients only).
+priv="{ \"name\": \"priv\", \"client_auth\": [ { \"name\": \"alice\",
+    \"public_key\": \"N2NU7BSRL6YODZCYPN4CREB54TYLKGIE2KYOQWLFYC23ZJVCE5DQ\" } ],
+    \"ports\": [ { \"virtual\": 80, \"target\": \"127.0.0.1:$backend_port\" } ] }"
+of_write_config "$config" "[ $svc, $priv ]" "\"onion_location\": { \"dir\": \"$ol_dir\", \"listen\": \"127.0.0.1:$ol_port\",
     \"on_change\": [\"$NGINX\", \"-c\", \"$ngx/nginx.conf\", \"-e\", \"$ngx/error.log\", \"-s\", \"reload\"] }"
 of_start_onionfront "$config" "$log"
 
@@ -102,6 +113,47 @@ if of_fetch_until "http://$addr/" "$OF_TMP/onion.html" 120; then
 else
   of_fail "the advertised onion does not answer"
 fi
+
+# --- onion_location.listen under a flood from another host ----------------------------------------------
+# The farm template (templates/nginx-onion-location-farm.conf) gives onionfront 1 s to accept and 2 s to
+# answer, then serves the page without the header: each request from 127.0.0.1 must fit in that.
+ol_ask() {
+  curl -s --connect-timeout 1 --max-time 2 -H 'X-Onion-Location-Path: /a?b' -o "$OF_TMP/ol-answer" -w '%{http_code}' \
+    "http://127.0.0.1:$ol_port/onion-location/alpha"
+}
+of_check "the endpoint answers 200 with the header before the flood" test "$(ol_ask)" = 200
+ol_code() { curl -s --connect-timeout 1 --max-time 2 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$ol_port/onion-location/$1"; }
+of_check "the private service's name answers 404, as an unknown name does ($(ol_code priv), $(ol_code nosuch))" \
+  test "$(ol_code priv)" = 404 -a "$(ol_code nosuch)" = 404
+of_check "the private service's include files stay empty" test ! -s "$ol_dir/priv.conf" -a ! -s "$ol_dir/priv.apache.conf"
+flood_conns() { ss -Htn state established "( src 127.0.0.2 and dport = :$ol_port )" 2>/dev/null | wc -l; }
+# 48 connections from 127.0.0.2 trickling a request head a byte a second (the review's flood: 48 idle
+# connections from one host), for 8 s; slowpeers reconnects whatever is closed.
+"$SLOWPEERS" -b 127.0.0.2 tcp "127.0.0.1:$ol_port" 48 1000 8 $'GET /onion-location/alpha HTTP/1.1\r\nX: y\r\n' \
+  >"$OF_TMP/slowpeers.log" 2>&1 &
+flood_pid=$!
+of_track_pid "$flood_pid"
+of_wait_until 5 bash -c "[[ \$(ss -Htn state established '( src 127.0.0.2 and dport = :$ol_port )' | wc -l) -ge 8 ]]"
+of_log "flood: $(flood_conns) connections from 127.0.0.2 established"
+answered=0
+for ((i = 0; i < 10; i++)); do
+  code=$(ol_ask)
+  [[ $code == 200 ]] && grep -qx "http://$addr/a?b" "$OF_TMP/ol-answer" && answered=$((answered + 1))
+  [[ $code == 200 ]] || of_log "request $i during the flood: status $code"
+  sleep 0.3
+done
+of_check "during the flood all 10 requests from 127.0.0.1 were answered within the template's timeouts" \
+  test "$answered" -eq 10
+of_check "the flood's connections beyond the per-address cap were turned away" \
+  of_wait_log "$log" "onion_location: closed a connection from 127.0.0.2: it has 8 connections open" 5
+wait "$flood_pid"
+flood=$(cat "$OF_TMP/slowpeers.log")
+of_log "$flood"
+closed=$(sed -n 's/.*closed by the server \([0-9]*\).*/\1/p' <<<"$flood")
+# 8 s of trickling: every head is cut at 2 s, the connections over the cap at once.
+of_check "onionfront closed flood connections (turned away, heads past the deadline): ${closed:-?}" \
+  test "${closed:-0}" -gt 40
+of_check "after the flood the endpoint still answers" test "$(ol_ask)" = 200
 
 # --- the Apache file in a real Apache -------------------------------------------------------------------
 ap=$OF_TMP/apache

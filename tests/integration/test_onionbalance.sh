@@ -2,8 +2,12 @@
 # Onionbalance (issue 12) on a private Tor network with real tor 0.4.9.11 and Debian's Onionbalance 0.2.2,
 # two onionfront processes standing for two machines (separate state, run dirs and tors):
 #   B: one instance service (its own key; HiddenServiceOnionBalanceInstance + ob_config) of master M;
-#   A: the frontend of M (the master key; remote instance: B's) and a local instance service of M.
+#   A: the frontend of M (the master key; remote instance: B's) and a local instance service of M; A runs
+#      as root with tor.user = debian-tor.
 # Checks:
+#   - least privilege on A: Onionbalance, its tor and the service tor run as debian-tor, no process below
+#     onionfront runs as root (walked in /proc), Onionbalance's copy of the master key is debian-tor's
+#     (0600) while the key itself stays root's;
 #   - both instances publish (tor accepted the SETCONF with ob_config in place), status shows each
 #     instance's master;
 #   - A confirms uploads of M (HS_DESC UPLOADED on its Onionbalance tor); status "publishing"; and fetches
@@ -23,7 +27,8 @@
 # interval, this test starts its own (TESTNET_VOTING_INTERVAL=20) on a free block of ports, and stops it.
 set -u
 source "$(dirname "$0")/lib.sh"
-of_require_testnet
+# No of_require_testnet: a network that does not vote every 20 s (or none: make test runs this script in
+# a lane without one) is replaced by this script's own, below.
 of_init
 
 PY=/usr/bin/python3
@@ -76,11 +81,20 @@ of_start_backend instA "$port_a" http || exit 1
 port_b=$(of_free_port)
 of_start_backend instB "$port_b" http || exit 1
 
-# conf MACHINE SERVICES_JSON — a config for machine A or B with its own state and run dirs.
+# Machine A runs as root with tor.user (least privilege: its tors and Onionbalance run as that user), so
+# tor's user must be able to pass through $OF_TMP.
+TOR_USER=debian-tor
+tor_uid=$(id -u "$TOR_USER" 2>/dev/null)
+[[ -n $tor_uid ]] || { of_fail "user $TOR_USER is missing (Debian's tor package creates it)"; of_summary; exit 1; }
+chmod 711 "$OF_TMP"
+
+# conf MACHINE SERVICES_JSON — a config for machine A or B with its own state and run dirs (A: tor.user).
 conf() {
+  local user=""
+  [[ $1 == A ]] && user="\"user\": \"$TOR_USER\", "
   cat >"$OF_TMP/$1.json" <<EOF
 { "state_dir": "$OF_TMP/state$1", "run_dir": "$OF_TMP/run$1", "log_level": "info",
-  "tor": { "mode": "spawn", "bootstrap_timeout": 120, "command_timeout": 20, "extra_torrc": $(of_extra_torrc_json) },
+  "tor": { "mode": "spawn", ${user}"bootstrap_timeout": 120, "command_timeout": 20, "extra_torrc": $(of_extra_torrc_json) },
   "probe": { "client_tor": false }, "onion_location": { "dir": "$OF_TMP/onionloc$1" },
   "services": $2 }
 EOF
@@ -139,6 +153,23 @@ else
   of_fail "A: no upload of the master confirmed (state '$(ob state)')"
   grep -E "onionbalance" "$OF_TMP/A.log" | tail -n 20 >&2
 fi
+# Least privilege on A (root, tor.user): Onionbalance, its tor and the service tor run as tor's user, no
+# process below onionfront runs as root, and Onionbalance reads a copy of the master key that only tor's
+# user can read, while the master key's own directory stays root's.
+uid_of_pid() { awk '/^Uid:/ { print $2; exit }' "/proc/$1/status" 2>/dev/null; }
+ob_pid=$(ob pid)
+of_check "A: Onionbalance (pid ${ob_pid:-?}) runs as $TOR_USER" test -n "$ob_pid" -a "$(uid_of_pid "$ob_pid")" = "$tor_uid"
+ob_tor=$(cat "$OF_TMP/stateA/ob-tor/tor.pid" 2>/dev/null)
+of_check "A: Onionbalance's tor runs as $TOR_USER" test -n "$ob_tor" -a "$(uid_of_pid "$ob_tor")" = "$tor_uid"
+children_a=$(of_descendants "$pid_a")
+roots_a=$(of_root_descendants "$pid_a")
+of_check "A: onionfront has children (tors, Onionbalance): $(wc -l <<<"$children_a")" test -n "$children_a"
+of_check "A: no child of onionfront runs as root${roots_a:+ (pid ruid euid name: $(tr '\n' ';' <<<"$roots_a"))}" \
+  test -z "$roots_a"
+of_check "A: Onionbalance's copy of the master key is $TOR_USER's, mode 600" \
+  test "$(stat -c '%u:%a' "$OF_TMP/stateA/ob/master_ed25519_secret_key" 2>/dev/null)" = "$tor_uid:600"
+of_check "A: the master key itself stays root's" \
+  test "$(stat -c '%u:%a' "$OF_TMP/stateA/keys/front/hs_ed25519_secret_key" 2>/dev/null)" = "0:600"
 fetched_back() { local n; n=$(ob fetches.ok); [[ -n $n && $n -ge 1 ]]; }
 of_check "A: the master descriptor fetched back from an HSDir by Onionbalance's tor (HSFETCH)" of_wait_until 60 fetched_back
 two_instances() { [[ $(ob intro_points) == 4 ]]; }

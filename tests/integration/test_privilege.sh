@@ -5,7 +5,8 @@
 #     material owned by that user, publishes, and a client fetches the page; SIGTERM ends both.
 #     As that user it refuses a state_dir owned by someone else, and refuses tor.user (only root can
 #     make tor switch users), each with a message naming the problem.
-#  B. onionfront as root with tor.user = debian-tor: tor runs as debian-tor; its DataDirectory, control
+#  B. onionfront as root with tor.user = debian-tor: tor and the probe's client tor run as debian-tor, and
+#     no process below onionfront runs as root (walked in /proc); the tors' DataDirectories, control
 #     and key directories and the keys belong to debian-tor, while state_dir, state_dir/keys, run_dir and
 #     the proxy directory stay root's (0710, group debian-tor: passable, not writable), as does the torrc;
 #     the page is fetched; a service added by SIGHUP gets a debian-tor key directory and is published.
@@ -139,7 +140,7 @@ write_config "$a/toruser.json" "$a/state" "$a/run" "[ $svc_alpha ]" "\"user\": \
 out=$("${UNPRIV[@]}" timeout 20 "$OF_BIN" -c "$a/toruser.json" run 2>&1)
 rc=$?
 of_check "A: tor.user without root is refused (exit 1)" test "$rc" -eq 1
-of_check "A: ... saying that tor.user needs root" grep -q "tor.user is \"$TOR_USER\", but onionfront runs as uid" <<<"$out"
+of_check "A: ... saying that tor.user needs root" grep -q "tor.user: \"$TOR_USER\" needs onionfront to run as root" <<<"$out"
 of_check "A: ... before starting any tor" bash -c "! grep -q 'tor: started' <<<\"\$1\"" _ "$out"
 
 # --- B. root with tor.user ------------------------------------------------------------------------------
@@ -156,9 +157,18 @@ fi
 tor_b=$(tor_pid_in "$b/state")
 of_check "B: onionfront runs as root" test "$(uid_of_pid "$OF_PID")" = 0
 of_check "B: tor runs as $TOR_USER" test -n "$tor_b" -a "$(uid_of_pid "$tor_b")" = "$tor_uid"
-for p in "$b/state/keys/alpha" "$b/state/tor" "$b/run/control"; do
+for p in "$b/state/keys/alpha" "$b/state/tor" "$b/run/control" "$b/state/probe-tor" "$b/run/probe"; do
   of_check "B: $p is $TOR_USER's, mode 700" test "$(owner_of "$p"):$(mode_of "$p")" = "$tor_uid:700"
 done
+# Least privilege: every process onionfront started (its tor, the probe's client tor) runs as tor's user.
+probe_tor_b=$(cat "$b/state/probe-tor/tor.pid" 2>/dev/null)
+of_check "B: the probe's client tor runs as $TOR_USER" \
+  test -n "$probe_tor_b" -a "$(uid_of_pid "$probe_tor_b")" = "$tor_uid"
+children_b=$(of_descendants "$OF_PID")
+roots_b=$(of_root_descendants "$OF_PID")
+of_check "B: onionfront has children (its tors): $(wc -l <<<"$children_b")" test -n "$children_b"
+of_check "B: no child of onionfront runs as root${roots_b:+ (pid ruid euid name: $(tr '\n' ';' <<<"$roots_b"))}" \
+  test -z "$roots_b"
 for p in "$b/state" "$b/state/keys" "$b/run" "$b/run/proxy"; do
   of_check "B: $p stays root's, group $TOR_USER, mode 710" \
     test "$(stat -c '%u:%g:%a' "$p")" = "0:$(id -g "$TOR_USER"):710"

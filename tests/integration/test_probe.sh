@@ -4,11 +4,12 @@
 #    single-onion tor still has no SocksPort;
 #  - a healthy service is "reachable" with a time to first byte, every probe fetched the descriptor afresh;
 #  - all backends killed: "down" at stage http (or stream), the repair ladder starts (each step logged
-#    once), Onion-Location is withdrawn from the include file and from the HTTP endpoint, read through a
-#    separate nginx that knows only that endpoint; `onionfront status` exits 2, `check` says CRITICAL;
+#    once: re-post, re-publish the service alone, restart tor — its only service is down —, alert),
+#    Onion-Location is withdrawn from the include file and from the HTTP endpoint, read through a separate
+#    nginx that knows only that endpoint; `onionfront status` exits 2, `check` says CRITICAL;
 #  - a backend back: "reachable" again, the header returns, status exits 0;
 #  - the whole private network frozen (the onion unreachable while onionfront's tors run): "down", the
-#    ladder's steps in order, each once (re-post, restart tor, alert); thawed: "reachable" again.
+#    ladder's steps in order, each once (re-post, re-publish, restart tor, alert); thawed: "reachable" again.
 set -u
 source "$(dirname "$0")/lib.sh"
 of_require_testnet
@@ -120,11 +121,12 @@ rc=$?
 of_log "check: $(cat "$OF_TMP/check.out") (exit $rc)"
 of_check "check says CRITICAL and exits 2" bash -c "grep -q '^ONIONFRONT CRITICAL' '$OF_TMP/check.out' && test $rc -eq 2"
 of_check "repair step 1 (re-post the descriptor) is logged" of_wait_log "$log" 'repair step 1: re-posting' 30
-of_check "repair step 2 (restart tor) follows" of_wait_log "$log" 'repair step 2: restarting its tor' 60
-of_check "step 3 (alert) follows" of_wait_log "$log" 'nothing left to try, alerting' 90
-of_check "each step is logged once" test "$(grep -c 'repair step 1' "$log")" -eq 1 -a "$(grep -c 'repair step 2' "$log")" -eq 1
+of_check "repair step 2 (re-publish it alone) follows" of_wait_log "$log" 'repair step 2: re-publishing it alone' 60
+of_check "repair step 3 (restart tor: its only service is down) follows" of_wait_log "$log" 'repair step 3: restarting its tor' 60
+of_check "step 4 (alert) follows" of_wait_log "$log" 'nothing left to try, alerting' 90
+of_check "each step is logged once" test "$(grep -c 'repair step 1' "$log")" -eq 1 -a "$(grep -c 'repair step 2' "$log")" -eq 1 -a "$(grep -c 'repair step 3' "$log")" -eq 1
 status_json
-of_check "status shows the repairs tried" bash -c "jq -e '.services | .[0].probe.repairs | map(.step) == [\"repost_descriptor\",\"restart_tor\",\"alert\"]' '$OF_TMP/status.json' >/dev/null"
+of_check "status shows the repairs tried" bash -c "jq -e '.services | .[0].probe.repairs | map(.step) == [\"repost_descriptor\",\"republish\",\"restart_tor\",\"alert\"]' '$OF_TMP/status.json' >/dev/null"
 
 # --- a backend back -> reachable ------------------------------------------------------------------------
 of_start_backend alpha "$backend_port" http || exit 1
@@ -159,12 +161,13 @@ of_log "froze ${#frozen[@]} nodes of the private network"
 of_check "network frozen: the probe reports the service down" of_wait_until 120 state_is down
 of_log "down $(of_elapsed "$t0") s after the freeze, stage $(jq -r '.services | .[0].probe.last.stage' "$OF_TMP/status.json")"
 of_check "network frozen: repair step 1 (re-post) is logged" of_wait_until 60 bash -c "tail -n +$((mark + 1)) '$log' | grep -q 'repair step 1: re-posting'"
-of_check "network frozen: repair step 2 (restart tor) follows" of_wait_until 120 bash -c "tail -n +$((mark + 1)) '$log' | grep -q 'repair step 2: restarting its tor'"
-of_check "network frozen: step 3 (alert) follows" of_wait_until 120 bash -c "tail -n +$((mark + 1)) '$log' | grep -q 'nothing left to try, alerting'"
+of_check "network frozen: repair step 2 (re-publish) follows" of_wait_until 120 bash -c "tail -n +$((mark + 1)) '$log' | grep -q 'repair step 2: re-publishing'"
+of_check "network frozen: repair step 3 (restart tor) follows" of_wait_until 120 bash -c "tail -n +$((mark + 1)) '$log' | grep -q 'repair step 3: restarting its tor'"
+of_check "network frozen: step 4 (alert) follows" of_wait_until 120 bash -c "tail -n +$((mark + 1)) '$log' | grep -q 'nothing left to try, alerting'"
 thaw
 of_log "thawed the network $(of_elapsed "$t0") s after the freeze"
-steps=$(after_mark | grep -oE 'repair step [12]|nothing left to try' | tr '\n' ',')
-of_check "network frozen: the steps came in order, each once ($steps)" test "$steps" = "repair step 1,repair step 2,nothing left to try,"
+steps=$(after_mark | grep -oE 'repair step [123]|nothing left to try' | tr '\n' ',')
+of_check "network frozen: the steps came in order, each once ($steps)" test "$steps" = "repair step 1,repair step 2,repair step 3,nothing left to try,"
 of_check "network frozen: onionfront's tor was restarted by the ladder" bash -c "tail -n +$((mark + 1)) '$log' | grep -q 'tor: started'"
 t0=$(of_now)
 of_check "network thawed: the probe reports the service reachable again" of_wait_until 300 bash -c "s=\$('$OF_BIN' -c '$config' status --json | jq -r '.services | .[0].probe.state'); [[ \$s == reachable || \$s == degraded ]]"

@@ -10,6 +10,10 @@
 #  - "metrics" over the socket and GET /metrics over HTTP pass a strict text-format check
 #    (tests/tools/promcheck.c; promtool too when it is installed); other paths get 404, POST 405;
 #  - an unknown command is an error and the daemon keeps answering;
+#  - a read-only user (status.allowed_uids/allowed_gids, uid 65534 through setpriv) reads status and
+#    metrics but is refused restart-tor, log-level and reload, with the message naming status.admin_uids
+#    and exit 1, and tor is not restarted; root's restart-tor runs and a second one right after it is
+#    refused (at most one a minute), then the roll ends;
 #  - after SIGTERM the socket file is gone and `onionfront status` says onionfront is not running.
 set -u
 source "$(dirname "$0")/lib.sh"
@@ -23,8 +27,14 @@ of_start_backend alpha "$port_a" http || exit 1
 
 config=$OF_TMP/onionfront.json
 log=$OF_TMP/onionfront.log
-sock=$OF_TMP/run/status.sock
-metrics_json="\"metrics\": { \"listen\": \"127.0.0.1:$port_m\" }"
+# The socket outside run_dir (0700), where the read-only user (monitoring, uid 65534) can reach it; the
+# socket's group (allowed_gids[0]) lets that user connect to the 0660 socket.
+RO_UID=65534
+chmod 711 "$OF_TMP"
+sock=$OF_TMP/status.sock
+status_json="\"status\": { \"socket\": \"$sock\", \"allowed_uids\": [ $RO_UID ], \"allowed_gids\": [ $RO_UID ] }"
+metrics_only="\"metrics\": { \"listen\": \"127.0.0.1:$port_m\" }"
+metrics_json="$metrics_only, $status_json"
 svc_alpha="{ \"name\": \"alpha\", \"ports\": [ { \"virtual\": 80, \"target\": \"127.0.0.1:$port_a\" } ] }"
 svc_beta="{ \"name\": \"beta\", \"ports\": [ { \"virtual\": 81, \"target\": \"127.0.0.1:$port_a\" } ] }"
 of_write_config "$config" "[ $svc_alpha ]" "$metrics_json"
@@ -115,6 +125,39 @@ of_check "GET / answers 404" test "$code" = 404
 code=$(curl -sS -o /dev/null -w '%{http_code}' --max-time 10 -X POST -d x "http://127.0.0.1:$port_m/metrics")
 of_check "POST /metrics answers 405" test "$code" = 405
 
+# --- a read-only user ------------------------------------------------------------------------------------
+# Monitoring (status.allowed_uids) reads; restart-tor, log-level and reload are for admins only.
+AS_RO=(setpriv --reuid="$RO_UID" --regid="$RO_UID" --clear-groups --no-new-privs)
+tor_pid_before=$(cat "$OF_TMP/state/tor/tor.pid" 2>/dev/null)
+"${AS_RO[@]}" "$OF_BIN" status -s "$sock" >"$OF_TMP/ro-status.out" 2>&1
+of_check "uid $RO_UID (status.allowed_uids) reads the status (exit 0)" test $? -eq 0
+of_check "... and sees onionfront ok" grep -Eq '^onionfront [0-9.]+: ok, up ' "$OF_TMP/ro-status.out"
+"${AS_RO[@]}" "$OF_BIN" status -s "$sock" metrics >"$OF_TMP/ro.prom" 2>&1
+of_check "uid $RO_UID reads the metrics" grep -qx 'onionfront_service_up{service="alpha"} 1' "$OF_TMP/ro.prom"
+"${AS_RO[@]}" "$OF_BIN" restart-tor -s "$sock" >"$OF_TMP/ro-restart.out" 2>&1
+rc=$?
+cat "$OF_TMP/ro-restart.out" >&2
+of_check "restart-tor as uid $RO_UID exits 1" test "$rc" -eq 1
+ro_refusal="onionfront restart-tor: permission denied: uid $RO_UID may read status but not run admin"
+ro_refusal+=" commands; add it to status.admin_uids"
+of_check "... refused, naming status.admin_uids" grep -qxF "$ro_refusal" "$OF_TMP/ro-restart.out"
+"${AS_RO[@]}" "$OF_BIN" log-level -s "$sock" debug 604800 >"$OF_TMP/ro-level.out" 2>&1
+rc=$?
+of_check "log-level debug 604800 as uid $RO_UID is refused (exit $rc)" \
+  bash -c "test $rc -eq 1 && grep -q 'log-level: permission denied: uid $RO_UID' '$OF_TMP/ro-level.out'"
+"${AS_RO[@]}" "$OF_BIN" status -s "$sock" reload >"$OF_TMP/ro-reload.out" 2>&1
+rc=$?
+of_check "reload as uid $RO_UID is refused (exit $rc)" \
+  bash -c "test $rc -eq 1 && grep -q 'reload: permission denied: uid $RO_UID' '$OF_TMP/ro-reload.out'"
+sleep 1
+of_check "tor was not restarted (same pid $tor_pid_before)" \
+  test -n "$tor_pid_before" -a "$(cat "$OF_TMP/state/tor/tor.pid" 2>/dev/null)" = "$tor_pid_before"
+of_check "... nor a roll started" bash -c "! grep -q 'restart-tor: restarting' '$log'"
+refusals=$(grep -c "status: refused .* to uid $RO_UID: it may only read" "$log")
+of_check "the log names each refusal ($refusals of 3)" test "$refusals" -eq 3
+ofs -s "$sock" metrics >"$OF_TMP/denied.prom" 2>&1
+of_check "... and the metrics count them" grep -qx 'onionfront_status_denied_total 3' "$OF_TMP/denied.prom"
+
 # --- bad requests -----------------------------------------------------------------------------------------
 ofs -s "$sock" frobnicate >/dev/null 2>"$OF_TMP/unknown.err"
 rc=$?
@@ -144,12 +187,25 @@ ofs -s "$sock" --json services >"$OF_TMP/services3.json" 2>&1
 of_check "both services are still there" bash -c "grep -q '\"name\": \"alpha\"' '$OF_TMP/services3.json' &&
   grep -q '\"name\": \"beta\"' '$OF_TMP/services3.json'"
 
-of_write_config "$config" "[ $svc_alpha, $svc_beta ]" "$metrics_json, \"status\": { \"socket\": \"$OF_TMP/other.sock\" }"
+of_write_config "$config" "[ $svc_alpha, $svc_beta ]" "$metrics_only, \"status\": { \"socket\": \"$OF_TMP/other.sock\" }"
 ofs -s "$sock" reload >"$OF_TMP/reload3.out" 2>&1
 rc=$?
 of_check "a reload that moves the status socket is refused" test "$rc" -eq 1
 of_check "... naming status.socket" grep -q "status.socket changed, which needs a restart" "$OF_TMP/reload3.out"
 cp "$OF_TMP/good.json" "$config"
+
+# --- restart-tor by an admin, and its rate limit ---------------------------------------------------------
+ofs -s "$sock" restart-tor >"$OF_TMP/restart1.out" 2>&1
+of_check "restart-tor as root starts a restart" test $? -eq 0
+ofs -s "$sock" restart-tor >"$OF_TMP/restart2.out" 2>&1
+rc=$?
+cat "$OF_TMP/restart2.out" >&2
+again_re='restart-tor: the last restart-tor started [0-9]+ s ago; at most one every 60 s: try again in [0-9]+ s'
+of_check "a second restart-tor right after it is refused (exit $rc)" \
+  bash -c "test $rc -eq 1 && grep -Eq '$again_re' '$OF_TMP/restart2.out'"
+of_check "... and one roll started" test "$(grep -c 'restart-tor: restarting the one tor' "$log")" -eq 1
+roll_done() { ofs -c "$config" 2>/dev/null | grep -q 'restart-tor: last ok'; }
+of_check "the restart ends" of_wait_until 180 roll_done
 
 # --- shutdown -------------------------------------------------------------------------------------------
 of_stop_onionfront

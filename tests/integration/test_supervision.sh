@@ -47,7 +47,7 @@ probe='"probe": { "hsfetch_interval": 10, "republish_deadline": 15 }'
 of_write_config "$config" "[ $svc_alpha, $svc_beta ]" "$probe"
 
 # `onionfront status --json` (empty on failure).
-sv_status_json() { "$OF_BIN" -c "$config" status --json 2>/dev/null; }
+sv_status_json() { "$OF_BIN" -c "$config" status --json --detail 2>/dev/null; } # with the per-HSDir lists
 
 # sv_json EXPR — evaluate a Python expression against `onionfront status --json`: `d` is the document,
 # `svc` alpha's element of "services", `a` alpha's address (no ".onion"), `desc(slot)` alpha's
