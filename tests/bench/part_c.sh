@@ -26,6 +26,11 @@
 #        after the kill. It fetches (a new SOCKS username per try, each up to 10 s, its tor fetching the
 #        descriptor itself) until a fetch works: time from the kill. Its tor is stopped afterwards.
 #    Tor alone has no supervisor: its tor is killed once at the end and both clients are given 20 s.
+#  - the SIGKILLs once more with two tors and the survivor's older renewal (set-up "of2r": onionfront run
+#    with ONIONFRONT_RENEW=readd, which removes and re-adds the services: new introduction points) instead
+#    of the PoW trigger (a PoW-parameter change: same introduction points), for the row "with and without
+#    the trigger"; no idle or restart figures for it.
+# BENCH_C_COLS picks set-ups (default "alone of1 of2 of2r"; e.g. "of2 of2r" for the failover rows only).
 
 C_REPS=${BENCH_C_REPS:-3}
 C_BASE=${BENCH_C_BASE_PORT:-31000}
@@ -34,7 +39,9 @@ C_IDLE=${BENCH_C_IDLE_SECONDS:-20}
 C_INFLIGHT=${BENCH_C_INFLIGHT:-15}
 C_ALONE_WAIT=20
 C_COLS=(alone of1 of2)
-declare -A C_LABEL=([alone]="tor alone (torrc service)" [of1]="onionfront, 1 instance" [of2]="onionfront, 2 instances")
+read -r -a C_RUN <<< "${BENCH_C_COLS:-alone of1 of2 of2r}"
+declare -A C_LABEL=([alone]="tor alone (torrc service)" [of1]="onionfront, 1 instance" [of2]="onionfront, 2 instances"
+	[of2r]="onionfront, 2 instances, without the PoW trigger")
 
 # onionfront's status (JSON) of set-up c.
 c_status() { "$OF" -c "$W/c/onionfront.json" status --json 2> /dev/null; }
@@ -118,9 +125,18 @@ c_loop_figures() {
 			printf "%d %d %.2f %.2f\n", f, n, gap, (end > t0 ? n / (end - t0) : 0) }'
 }
 
+# onionfront takes at most one restart-tor a minute (ROLL_COMMAND_INTERVAL_S, 60 s, in
+# sidecar/fleet/roll.h); the time of the last one per set-up, so the next waits out the rest before its
+# request loop starts (the wait is not part of the measured window).
+C_RESTART_INTERVAL=61
+declare -A C_LAST_RESTART=()
 # Restart set-up $1's tor(s) under the request loop; one repetition.
 c_restart() {
-	local col=$1 addr=$2 r=$3 out=$W/c_loop_${1}_$3.txt t0 done_at old f n gap rate
+	local col=$1 addr=$2 r=$3 out=$W/c_loop_${1}_$3.txt t0 done_at old f n gap rate left
+	if [[ $col != alone && -n ${C_LAST_RESTART[$col]:-} ]]; then
+		left=$(awk -v a="${C_LAST_RESTART[$col]}" -v b="$(now)" -v i="$C_RESTART_INTERVAL" 'BEGIN { l = i - (b - a); printf "%d", (l > 0 ? l + 1 : 0) }')
+		((left > 0)) && sleep "$left"
+	fi
 	c_loop_start "$out" "$addr"
 	sleep 2
 	t0=$(now)
@@ -129,6 +145,7 @@ c_restart() {
 		start_setup b "$col" || say "part C: tor alone did not start again"
 	else
 		old=$(c_pids)
+		C_LAST_RESTART[$col]=$(now)
 		"$OF" -c "$W/c/onionfront.json" restart-tor >> "$W/c/restart-tor.out" 2>&1 || say "part C: restart-tor failed: $(tail -n 1 "$W/c/restart-tor.out")"
 		wait_until 400 c_settled "$old" || say "part C: $col: the restart did not end within 400 s"
 	fi
@@ -260,22 +277,28 @@ part_c() {
 	"$BACKEND" http "127.0.0.1:$WEB1" web1 > "$W/c_web1.log" 2>&1 &
 	track "$!"
 
-	for col in "${C_COLS[@]}"; do
+	for col in "${C_RUN[@]}"; do
 		s=c
+		unset ONIONFRONT_RENEW
 		case $col in
 		alone) s=b ;;
 		of1) OF_TOR_INSTANCES=1 ;;
 		of2) OF_TOR_INSTANCES=2 ;;
+		of2r) OF_TOR_INSTANCES=2; export ONIONFRONT_RENEW=readd ;; # onionfront's older renewal (service.h)
+		*) say "part C: no set-up $col"; continue ;;
 		esac
-		start_setup "$s" "$col" || { say "part C: $col did not start"; continue; }
+		start_setup "$s" "$col" || { say "part C: $col did not start"; unset ONIONFRONT_RENEW; continue; }
+		unset ONIONFRONT_RENEW
 		if ! poll_fetch "${ADDR[$s]}" 180 || { [[ $s == c ]] && ! wait_until 180 c_settled; }; then
 			say "part C: $col (${ADDR[$s]}) not reachable or not up within 180 s"
 			stop_setup "$s"
 			continue
 		fi
 		say "part C: $col up at ${ADDR[$s]}"
-		c_idle "$col"
-		for ((r = 1; r <= C_REPS; r++)); do c_restart "$col" "${ADDR[$s]}" "$r"; done
+		if [[ $col != of2r ]]; then
+			c_idle "$col"
+			for ((r = 1; r <= C_REPS; r++)); do c_restart "$col" "${ADDR[$s]}" "$r"; done
+		fi
 		if [[ $col == alone ]]; then
 			c_kill alone cached 1 # kills tor alone for good
 			start_setup b "$col" && poll_fetch "${ADDR[b]}" 180
@@ -323,6 +346,14 @@ report_c() {
 	printf '| %s ' "$( [[ -s $RAW/cnew_alone.txt ]] && cell "$RAW/cnew_alone.txt" %.2f || echo "never (no supervisor; nothing within ${C_ALONE_WAIT} s)")"
 	printf '| %s ' "$(cell "$RAW/cnew_of1.txt" %.2f)" "$(cell "$RAW/cnew_of2.txt" %.2f)"
 	echo "| 2 instances ≤ 1 s: $(mark "${x:-}" 'x <= 1') |"
+	# The same kills with the survivor's older renewal (set-up of2r): the trigger's worth, in one row.
+	printf '| 2 instances, tor SIGKILL → a new client'"'"'s fetch succeeds, s: with the PoW trigger / without (services removed and re-added) '
+	printf '| — | — | %s / %s ' "$(cell "$RAW/cnew_of2.txt" %.2f)" "$(cell "$RAW/cnew_of2r.txt" %.2f)"
+	echo "| report |"
+	printf '| 2 instances, a cached client across the SIGKILL: with the PoW trigger / without '
+	printf '| — | — | %s yes, answered after %s / %s yes, answered after %s ' "$(c_yes "$RAW/ccached_first_of2.txt")" \
+		"$(cell "$RAW/ccached_t_of2.txt" %.2f)" "$(c_yes "$RAW/ccached_first_of2r.txt")" "$(cell "$RAW/ccached_t_of2r.txt" %.2f)"
+	echo "| report |"
 	printf '| a cached client'"'"'s request across the SIGKILL: first request succeeds? answered after, s '
 	for col in "${C_COLS[@]}"; do
 		if [[ $col == alone && ! -s $RAW/ccached_t_alone.txt ]]; then

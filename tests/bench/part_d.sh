@@ -19,7 +19,7 @@
 #   client drops its descriptors (NEWNYM) and the master descriptor it fetches has 4 intro points, and
 #   once a request through M reaches instb (NEWNYM again after every 4 that do not); then (2) again.
 #   Each circuit's first page names the instance it reached (the split is reported; one client tor
-#   tended to reach the same instance with every circuit: see README "Benchmarks").
+#   tended to reach the same instance with every circuit: see tests/bench/RESULTS.md).
 # CPU during each aggregate run (utime+stime from /proc/PID/stat before/after, % of one core) and time
 # runnable but waiting for a CPU (/proc/PID/schedstat): the client tor, the network's 11 tors, its
 # delayfwd, machine A (onionfront + its tors), machine B; and the whole machine's busy share (/proc/stat,
@@ -153,7 +153,7 @@ d_aggregate() {
 	local users=() pids=() P=() j0 j1
 	for ((r = 1; r <= D_REPS; r++)); do
 		# One after the other: requests made at once all reached one instance (16 of 16). One after the
-		# other they did too in both full runs so far (README "Benchmarks"): the split is reported.
+		# other they did too in both full runs so far (tests/bench/RESULTS.md): the split is reported.
 		users=()
 		for ((k = 0; k < D_CONC; k++)); do
 			users[k]=$(newuser)

@@ -19,9 +19,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "sidecar/config.h"
-#include "sidecar/log.h"
-#include "sidecar/proxy.h"
+#include "sidecar/config/config.h"
+#include "sidecar/config/service_socket.h"
+#include "sidecar/core/log.h"
+#include "sidecar/datapath/proxy.h"
 
 static void proxybench_stop_cb(evutil_socket_t sig, short what, void *arg)
 {
@@ -67,7 +68,7 @@ int main(int argc, char **argv)
     struct proxy *px = proxy_new(base, conf, NULL, err, sizeof(err));
     if (!px) {
         fprintf(stderr, "proxybench: proxy: %s\n", err);
-    } else if (proxy_socket_path(conf->run_dir, "bench", 80, path, sizeof(path)) < 0) {
+    } else if (service_socket_path(conf->run_dir, "bench", 80, path, sizeof(path)) < 0) {
         fprintf(stderr, "proxybench: socket path too long\n");
     } else {
         printf("ready unix:%s\n", path);

@@ -22,18 +22,26 @@
 #   are rate-limited to one per HSDir per 5 s in test networks) and fetch once it holds a descriptor.
 # Part B, on loopback without tor: the same server (build/tools/loadgen serve) reached directly, through
 #   HAProxy in TCP mode (unix socket with accept-proxy, nbthread 1) and through onionfront's data path
-#   (build/bench/proxybench: sidecar/proxy.c on its own loop, no tor), both fed tor's PROXY v1 line first.
+#   (build/bench/proxybench: sidecar/datapath/proxy.c on its own loop, no tor), both fed tor's PROXY v1 line first.
 # Part C (tests/bench/part_c.sh, issue 11): tor restarts and SIGKILLs with tor alone and onionfront with
 #   one and two tors, on a private network of its own (base BENCH_C_BASE_PORT, 31000); its header
 #   describes the measurements.
 # Part D, Onionbalance on the latency network voting every 20 s: tests/bench/part_d.sh (its header).
+# Part E (tests/bench/part_e.sh, issue 28): many services (N = 10, 50, 200, 500), tor alone against
+#   onionfront with 1, 2 and 4 tors, on a private network of its own (base BENCH_E_BASE_PORT, 32000);
+#   its header describes the measurements. Not in the default BENCH_PARTS: it takes hours at the full
+#   N list (every set-up publishes every service from scratch); `BENCH_PARTS=E make bench` runs it.
 #
 # Owns: a temporary directory, the private network in it (stopped at exit), and every process it starts
 # (tracked by PID, ended by PID at exit). Writes build/bench/results.md, build/bench/bench.svg and the raw
-# samples in build/bench/raw/. Environment: BENCH_REPS (10), BENCH_PARTS ("A B C D"), BENCH_DELAY_MS (10),
+# samples in build/bench/raw/, and refreshes the section of each part it ran in tests/bench/RESULTS.md (the
+# recorded measurements; BENCH_RESULTS=FILE writes another file, BENCH_RESULTS= none). Environment: BENCH_REPS (10), BENCH_PARTS ("A B C D"), BENCH_DELAY_MS (10),
 # BENCH_BASE_PORT (30000: A uses base..base+99, B base+100.., D base+300..base+399), BENCH_DOWNLOAD_BYTES (50000000),
 # BENCH_DOWNLOAD_REPS (3), BENCH_BULK_BYTES (1000000000), BENCH_RATE_SECONDS (3), BENCH_CONC (32), BENCH_B_REPS (2 x BENCH_REPS: part B's rate rounds), BENCH_KEEP=1 keeps the temp dir,
 # BENCH_NET_DIR=DIR uses (and leaves running) a latency network already started with testnet.sh.
+# Part E: BENCH_E_NS ("10 50 200 500"), BENCH_E_REPS (1), BENCH_E_COLS ("alone of1 of2 of4"),
+# BENCH_E_BASE_PORT (32000), BENCH_E_TIMEOUT (300 + 6 x N s per set-up), BENCH_E_IDLE_SECONDS (30),
+# BENCH_E_WINDOW (30).
 
 set -u -o pipefail
 
@@ -46,6 +54,7 @@ BACKEND=$ROOT/build/tools/backend
 TORCTL=$ROOT/build/tools/torctl
 LOADGEN=$ROOT/build/tools/loadgen
 PROXYBENCH=$ROOT/build/bench/proxybench
+RESULTS=${BENCH_RESULTS-$ROOT/tests/bench/RESULTS.md}
 
 REPS=${BENCH_REPS:-10}
 PARTS=${BENCH_PARTS:-A B C D}
@@ -694,7 +703,7 @@ report_b() {
 	local x y z
 	echo "### Part B — onionfront's data path vs HAProxy (loopback, no tor)"
 	echo
-	echo "Same server (loadgen serve) for all three; HAProxy 2.6 (Debian) in TCP mode, nbthread 1, unix socket with accept-proxy; onionfront's data path = sidecar/proxy.c in build/bench/proxybench. $CONC concurrent clients, a new connection per 1 KB request (as tor delivers streams), ${RATE_SECONDS} s per run; CPU = utime+stime of the proxy process. Medians in bold, (min–max), $B_REPS rate rounds and $REPS bulk rounds, each round the three paths back to back; \"per round\": the ratio within each round, median (min–max), which shows the run-to-run spread. Goals from issue 16; onionfront copies bulk streams with splice(2) once they passed $((64)) KiB."
+	echo "Same server (loadgen serve) for all three; HAProxy 2.6 (Debian) in TCP mode, nbthread 1, unix socket with accept-proxy; onionfront's data path = sidecar/datapath/proxy.c in build/bench/proxybench. $CONC concurrent clients, a new connection per 1 KB request (as tor delivers streams), ${RATE_SECONDS} s per run; CPU = utime+stime of the proxy process. Medians in bold, (min–max), $B_REPS rate rounds and $REPS bulk rounds, each round the three paths back to back; \"per round\": the ratio within each round, median (min–max), which shows the run-to-run spread. Goals from issue 16; onionfront copies bulk streams with splice(2) once they passed $((64)) KiB."
 	echo
 	echo "| measure | direct | HAProxy | onionfront | onionfront/HAProxy | goal |"
 	echo "|---|---|---|---|---|---|"
@@ -774,19 +783,58 @@ machine() {
 		"$(cut -d' ' -f1-3 /proc/loadavg)"
 }
 
+# results_update PART FILE: replace PART's section of $RESULTS (the lines between "<!-- bench part PART:
+# begin -->" and "<!-- bench part PART: end -->") with FILE, or add the section at the end; the other parts'
+# sections and the text outside them stay. Written to a temporary file in the same directory, then renamed.
+results_update() {
+	local begin="<!-- bench part $1: begin -->" end="<!-- bench part $1: end -->" tmp
+	[[ -n $RESULTS ]] || return 0
+	tmp=$(mktemp "$RESULTS.XXXXXX") || { say "cannot write $RESULTS"; return 1; }
+	if grep -qxF -- "$begin" "$RESULTS" 2>/dev/null && grep -qxF -- "$end" "$RESULTS"; then
+		awk -v b="$begin" -v e="$end" -v f="$2" '
+			$0 == b { print; while ((getline l < f) > 0) print l; skip = 1; next }
+			$0 == e { skip = 0 }
+			!skip' "$RESULTS" > "$tmp"
+	else
+		{ [[ -f $RESULTS ]] && cat "$RESULTS" && echo; echo "$begin"; cat "$2"; echo "$end"; } > "$tmp"
+	fi
+	chmod 644 "$tmp" && mv -f -- "$tmp" "$RESULTS" || { rm -f -- "$tmp"; say "cannot write $RESULTS"; return 1; }
+	say "part $1 recorded in $RESULTS"
+}
+
+# results_record PART: PART's report (report_a ...) with a line naming this run under its heading, into
+# $RESULTS.
+results_record() {
+	local part=$1 f="$W/report-$1.md"
+	"report_${part,,}" > "$f.raw" || return 1
+	{
+		head -n 1 "$f.raw"
+		echo
+		echo "Run of $(machine) (\`BENCH_PARTS="$PARTS"\`, \`BENCH_REPS=$REPS\`; written by \`make bench\`)."
+		tail -n +2 "$f.raw"
+	} > "$f"
+	results_update "$part" "$f"
+}
+
 # Part C (issue 11: tor restarts and crashes, one and two tors) and its report.
 source "$(dirname "$0")/part_c.sh"
 # Part D (Onionbalance, issue 12) lives in its own file; it uses the helpers above.
 source "$(dirname "$0")/part_d.sh"
+# Part E (many services, issue 28).
+source "$(dirname "$0")/part_e.sh"
 
 # ---------------------------------------------------------------- main
 
 main() {
 	local f
-	for f in "$OF" "$BACKEND" "$TORCTL" "$LOADGEN" "$PROXYBENCH" "$ROOT/build/tools/delayfwd"; do
+	for f in "$OF" "$BACKEND" "$TORCTL" "$LOADGEN" "$ROOT/build/tools/delayfwd"; do
 		[[ -x $f ]] || die "$f is missing: run 'make bench' (or 'make all build/bench/proxybench')"
 	done
-	for f in tor curl haproxy; do command -v "$f" > /dev/null || die "$f is not installed (tests/install-deps.sh bench)"; done
+	for f in tor curl jq; do command -v "$f" > /dev/null || die "$f is not installed (tests/install-deps.sh bench)"; done
+	if [[ " $PARTS " == *" B "* ]]; then # only part B runs HAProxy and proxybench
+		[[ -x $PROXYBENCH ]] || die "$PROXYBENCH is missing: run 'make bench' (or 'make all build/bench/proxybench')"
+		command -v haproxy > /dev/null || die "haproxy is not installed (tests/install-deps.sh bench)"
+	fi
 	[[ $REPS =~ ^[0-9]+$ ]] && ((REPS >= 1)) || die "BENCH_REPS must be a positive integer"
 	W=$(mktemp -d /tmp/ofbench.XXXXXX) || die "mktemp"
 	chmod 700 "$W"
@@ -801,6 +849,7 @@ main() {
 	[[ " $PARTS " == *" B "* ]] && part_b
 	[[ " $PARTS " == *" C "* ]] && part_c
 	[[ " $PARTS " == *" D "* ]] && part_d
+	[[ " $PARTS " == *" E "* ]] && part_e
 	{
 		echo "## make bench — $(machine)"
 		echo
@@ -808,8 +857,12 @@ main() {
 		[[ " $PARTS " == *" B "* ]] && report_b
 		[[ " $PARTS " == *" C "* ]] && report_c
 		[[ " $PARTS " == *" D "* ]] && report_d
+		[[ " $PARTS " == *" E "* ]] && report_e
 		echo "Whole run: $(awk -v a="${T_BEGIN/,/.}" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }') s. Raw samples: build/bench/raw/; plot: build/bench/bench.svg."
 	} > "$OUT/results.md"
+	for f in A B C D E; do
+		[[ " $PARTS " == *" $f "* ]] && results_record "$f"
+	done
 	plot
 	cat "$OUT/results.md"
 }
