@@ -1,4 +1,4 @@
-/* proxybench.c — a bench-only harness: onionfront's data path (sidecar/proxy.c with its backend pool) on
+/* proxybench.c — a bench-only harness: onionfront's data path (sidecar/datapath/proxy.c with its backend pool) on
  * its own event loop, without tor, so tests/bench/run.sh (part B) can drive the unix socket that tor would
  * connect to and compare it with HAProxy and a direct connection.
  *

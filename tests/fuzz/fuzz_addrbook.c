@@ -1,4 +1,4 @@
-/* fuzz_addrbook.c — libFuzzer target for sidecar/addrbook.c: any bytes through addrbook_parse.
+/* fuzz_addrbook.c — libFuzzer target for sidecar/identity/addrbook.c: any bytes through addrbook_parse.
  *
  * The address record lives in the state directory, which another user (tor's) may be able to write:
  * parsing it must never crash, leak or overflow the error buffer. A parsed record is also used (every

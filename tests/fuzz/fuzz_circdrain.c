@@ -1,4 +1,4 @@
-/* fuzz_circdrain.c — libFuzzer target for circdrain_look_parse (sidecar/circdrain.c), which reads tor's
+/* fuzz_circdrain.c — libFuzzer target for circdrain_look_parse (sidecar/publish/circdrain.c), which reads tor's
  * GETINFO circuit-status list line by line through cp_circ_status_line_parse (controlproto/cp_event.c).
  *
  * The input is the data block as tor would send it (NUL-terminated copy). Invariants: a list that parses

@@ -1,4 +1,4 @@
-/* fuzz_config.c — libFuzzer target for sidecar/config.c: any bytes through config_load_string.
+/* fuzz_config.c — libFuzzer target for sidecar/config/config.c: any bytes through config_load_string.
  *
  * Must never crash, leak or overflow the error buffer; a loaded config is also walked (every string read,
  * the comparisons run against itself) so that a half-initialised struct shows up under ASan/UBSan. */

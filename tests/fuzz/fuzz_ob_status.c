@@ -1,5 +1,5 @@
 /* fuzz_ob_status.c — libFuzzer target for the parser of Onionbalance's status socket answer
- * (sidecar/ob_config.c, ob_status_parse): any bytes as one answer for a fixed master address.
+ * (sidecar/config/ob_config.c, ob_status_parse): any bytes as one answer for a fixed master address.
  *
  * Must never crash, leak or overflow; on success every instance listed is a valid v3 address, their
  * number within the array, intro points -1 (unknown) or 0-20 (tor's most per descriptor); on failure the error is a non-empty string within its

@@ -1,5 +1,5 @@
 /* fuzz_onion_input.c — libFuzzer target for the operator input of `onion-csr` and `onion-caa`
- * (sidecar/onion_csr.c): any bytes, up to the first NUL, through onion_nonce_parse (the CA's nonce as
+ * (sidecar/identity/onion_csr.c): any bytes, up to the first NUL, through onion_nonce_parse (the CA's nonce as
  * hex or base64) and onion_caa_record_parse (a CAA record).
  *
  * Both parse text pasted from a CA's web page or an ACME server: they must never crash, overflow or

@@ -1,4 +1,4 @@
-/* fuzz_proxyproto.c — libFuzzer target for the PROXY protocol code (sidecar/proxyproto.c).
+/* fuzz_proxyproto.c — libFuzzer target for the PROXY protocol code (sidecar/datapath/proxyproto.c).
  *
  * The input is what tor (or anything else that reaches a proxy socket) could send first on a stream.
  * It is parsed whole and then as every prefix the data path could see while the line arrives, and each

@@ -1,4 +1,4 @@
-/* fuzz_served.c — libFuzzer target for sidecar/served.c: any bytes through served_ident_parse.
+/* fuzz_served.c — libFuzzer target for sidecar/publish/served.c: any bytes through served_ident_parse.
  *
  * The bytes are a descriptor an HSDir served (HS_DESC_CONTENT of the fetch probe) or tor's own (GETINFO
  * hs/service/desc/id): outside input. Parsing must never crash, read past `len`, or leave the error

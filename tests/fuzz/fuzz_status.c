@@ -1,4 +1,4 @@
-/* fuzz_status.c — libFuzzer target for the status socket's request parser (sidecar/status.c): any bytes
+/* fuzz_status.c — libFuzzer target for the status socket's request parser (sidecar/ops/status.c): any bytes
  * as one request line through status_parse_request, and a parsed request through status_execute with
  * fake providers (no reload happens).
  *

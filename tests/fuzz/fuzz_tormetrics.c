@@ -1,4 +1,4 @@
-/* fuzz_tormetrics.c — libFuzzer target for tor's MetricsPort text parser (sidecar/tormetrics.c).
+/* fuzz_tormetrics.c — libFuzzer target for tor's MetricsPort text parser (sidecar/tor/tormetrics.c).
  *
  * The input is what a MetricsPort answer could hold (the port is reachable by other local processes).
  * Invariants checked on every input:

@@ -1,4 +1,4 @@
-/* test_keys_tor.c — sidecar/keys.c against Debian's real tor (0.4.9.x), with DisableNetwork 1 and no
+/* test_keys_tor.c — sidecar/identity/keys.c against Debian's real tor (0.4.9.x), with DisableNetwork 1 and no
  * ports at all, so nothing leaves the machine:
  *   - keys onionfront creates are loaded by tor as a HiddenServiceDir, and tor's hostname is ours;
  *   - keys tor creates are loaded by onionfront with the same address;

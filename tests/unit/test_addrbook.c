@@ -1,4 +1,4 @@
-/* test_addrbook.c — unit tests for sidecar/addrbook.c, the record of every address each service had.
+/* test_addrbook.c — unit tests for sidecar/identity/addrbook.c, the record of every address each service had.
  *
  * Why: the record is what stands between a missing key volume and a service silently getting a new
  * address; a record that loses an entry, accepts a corrupt file or decides wrongly defeats that.

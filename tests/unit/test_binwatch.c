@@ -1,4 +1,4 @@
-/* test_binwatch.c — unit tests for sidecar/binwatch.c, which notices a replaced tor binary.
+/* test_binwatch.c — unit tests for sidecar/core/binwatch.c, which notices a replaced tor binary.
  *
  * Why: an upgrade must start exactly one rolling restart, only once the new file stopped changing, and
  * a declined change (a roll running, a file that does not run) must be offered again, not lost.

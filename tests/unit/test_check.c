@@ -1,4 +1,4 @@
-/* test_check.c — unit tests for sidecar/check.c: every outcome has a name of its own, a value outside the
+/* test_check.c — unit tests for sidecar/datapath/check.c: every outcome has a name of its own, a value outside the
  * enum is "unknown". */
 #include <stdarg.h>
 #include <stddef.h>

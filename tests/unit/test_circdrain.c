@@ -1,4 +1,4 @@
-/* test_circdrain.c — unit tests for sidecar/circdrain.c, winding a tor down before a planned stop.
+/* test_circdrain.c — unit tests for sidecar/publish/circdrain.c, winding a tor down before a planned stop.
  *
  * Why: the roll ends a tor only once visitors let go of it, judged by circdrain's count of rendezvous
  * circuits; a wrong count ends a tor under a visitor (a failed request) or never; a drain that forgets to

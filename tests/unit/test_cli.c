@@ -1,4 +1,4 @@
-/* test_cli.c — unit tests for sidecar/cli.c, the one-shot subcommands, with real config files and key
+/* test_cli.c — unit tests for sidecar/cli/cli.c, the one-shot subcommands, with real config files and key
  * directories in a private temporary directory; stdout and stderr are captured into files.
  *
  * Why: operators run these by hand and from scripts; the exit code and the first line are what they see.

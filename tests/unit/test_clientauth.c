@@ -1,4 +1,4 @@
-/* test_clientauth.c — unit tests for sidecar/clientauth.c on a real private directory: configured
+/* test_clientauth.c — unit tests for sidecar/identity/clientauth.c on a real private directory: configured
  * clients' files written (content, 0600) with onionfront's list; a client removed from the config has
  * its file removed; a planted unknown file, a malformed or changed file, a group-readable file and a
  * symlinked authorized_clients directory are refused with the file named; without clients nothing is

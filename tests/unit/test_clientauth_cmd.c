@@ -1,4 +1,4 @@
-/* test_clientauth_cmd.c — unit tests for sidecar/clientauth_cmd.c: `onionfront client-auth add|list|remove`.
+/* test_clientauth_cmd.c — unit tests for sidecar/cli/clientauth_cmd.c: `onionfront client-auth add|list|remove`.
  *
  * Why: `add` prints a secret the client needs in an exact format (tor ignores a malformed .auth_private
  * file just as it ignores a malformed .auth file), and the public half the operator pastes into the

@@ -1,4 +1,4 @@
-/* test_config.c — unit tests for sidecar/config.c: loading and strict validation of the JSON config.
+/* test_config.c — unit tests for sidecar/config/config.c: loading and strict validation of the JSON config.
  *
  * Tables: bad config -> the exact error it must produce (one cmocka test per row, named after the row),
  * valid addresses -> their parsed form, pairs of services -> whether they are equal / equal for tor.

@@ -1,4 +1,4 @@
-/* test_config_hint.c — unit tests for sidecar/config_hint.c: the likely cause of a JSON syntax error and
+/* test_config_hint.c — unit tests for sidecar/config/config_hint.c: the likely cause of a JSON syntax error and
  * the nearest valid key.
  *
  * Why: jansson says where it stopped ("string or '}' expected near '/'"), not why; people write

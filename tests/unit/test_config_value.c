@@ -1,4 +1,4 @@
-/* test_config_value.c — unit tests for sidecar/config_value.c: the config's schema-free value checks.
+/* test_config_value.c — unit tests for sidecar/config/config_value.c: the config's schema-free value checks.
  *
  * Tables: address text -> its parsed form or the exact refusal; port text -> value or which refusal;
  * path -> normalised path or the exact refusal; path pairs -> join / containment; torrc line -> accepted

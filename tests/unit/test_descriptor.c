@@ -1,4 +1,4 @@
-/* test_descriptor.c — unit tests for sidecar/descriptor.c: the HS_DESC state machine, the fetch probe and
+/* test_descriptor.c — unit tests for sidecar/publish/descriptor.c: the HS_DESC state machine, the fetch probe and
  * republish decisions, fed recorded events and driven by a fake clock; commands go to a recording sender.
  * The tracker keeps every time on the monotonic clock (f->now here) and reads the wall clock (f->wall)
  * only to show dates, so the wall clock jumps in one test and nothing but the dates moves.

@@ -1,4 +1,4 @@
-/* test_fdbudget.c — unit tests for sidecar/fdbudget.c: the stream cap derived from the descriptor limit
+/* test_fdbudget.c — unit tests for sidecar/core/fdbudget.c: the stream cap derived from the descriptor limit
  * (table; every listener's share, onion_location.listen's included, is left out of it), raising the soft limit to the hard one, and the reserve of spare descriptors: given back
  * when the process is out of descriptors, refilled once descriptors are free. */
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* test_fsutil.c — unit tests for sidecar/fsutil.c: atomic writes (content, mode, no leftovers, the old
+/* test_fsutil.c — unit tests for sidecar/core/fsutil.c: atomic writes (content, mode, no leftovers, the old
  * file intact when the write fails), private directories, small-file reads.
  *
  * Tests run as root, so permission-based denial does not make writes fail. A write failure is made

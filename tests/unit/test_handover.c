@@ -1,4 +1,4 @@
-/* test_handover.c — unit tests for sidecar/handover.c, the directory hand-over policy, on real
+/* test_handover.c — unit tests for sidecar/identity/handover.c, the directory hand-over policy, on real
  * directories in a private temporary directory.
  *
  * Why: a directory tor's user cannot enter stops tor (or a service) from starting; one handed over that

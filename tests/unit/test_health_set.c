@@ -1,4 +1,4 @@
-/* test_health_set.c — unit tests for sidecar/health_set.c, a health checker per live backend pool,
+/* test_health_set.c — unit tests for sidecar/datapath/health_set.c, a health checker per live backend pool,
  * with real pools (backend.c) and checkers (health.c) on a real event base.
  *
  * Why: a pool left without its checker keeps a dead backend in rotation; a checker left after its pool

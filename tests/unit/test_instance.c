@@ -1,4 +1,4 @@
-/* test_instance.c — unit tests for sidecar/instance.c: the paths of several spawned tors and the private
+/* test_instance.c — unit tests for sidecar/identity/instance.c: the paths of several spawned tors and the private
  * copies of the key directories.
  *
  * Why: instance 0 must use exactly today's paths (tor.instances 1 changes nothing on disk); a second tor

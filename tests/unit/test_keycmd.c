@@ -1,4 +1,4 @@
-/* test_keycmd.c — unit tests for sidecar/keycmd.c: `onionfront new-key`, `export-key`, `import-key`.
+/* test_keycmd.c — unit tests for sidecar/cli/keycmd.c: `onionfront new-key`, `export-key`, `import-key`.
  *
  * Why: these are the only ways a service's address may change, and export-key writes a secret: it must
  * never land on a terminal, in an existing file or through a symlink, nor with loose permissions.

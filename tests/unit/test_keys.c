@@ -1,4 +1,4 @@
-/* test_keys.c — unit tests for sidecar/keys.c (the address itself: test_onion_address.c): create -> load
+/* test_keys.c — unit tests for sidecar/identity/keys.c (the address itself: test_onion_address.c): create -> load
  * round trips, tor's file format (fixtures taken from a real tor 0.4.9.11 run), refusal of bad
  * headers, short/long files, mismatched hostname or key pair, loose permissions, the anonymity rule,
  * and import.

@@ -1,4 +1,4 @@
-/* test_ob_config.c — unit tests for sidecar/ob_config.c: the "onionbalance" object through the real config
+/* test_ob_config.c — unit tests for sidecar/config/ob_config.c: the "onionbalance" object through the real config
  * loader (instance and frontend accepted; unknown or misplaced keys, a bad or checksum-broken address, more
  * than 8 instances, a duplicate, PoW on a frontend, ports on a frontend and a second frontend refused with
  * the field named), address parsing, the ob_config text tor reads, config.yaml (values checked, key path

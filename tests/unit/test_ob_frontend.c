@@ -1,4 +1,4 @@
-/* test_ob_frontend.c — unit tests for sidecar/ob_frontend.c without a network: a config without a frontend
+/* test_ob_frontend.c — unit tests for sidecar/balance/ob_frontend.c without a network: a config without a frontend
  * starts nothing (state off, no problems, no metrics); a frontend without instances, or with more than 8
  * once this config's own instance services are added, is FAILED with a message naming the service and
  * starts no tor; a usable frontend gets config.yaml (0600, the master key's path, remote and local

@@ -1,4 +1,4 @@
-/* test_ob_instance.c — unit tests for sidecar/ob_instance.c on a real directory: ob_config written with
+/* test_ob_instance.c — unit tests for sidecar/balance/ob_instance.c on a real directory: ob_config written with
  * tor's line (0600) and replaced on a change of master; a symlink planted as ob_config is replaced, never
  * followed (the file it pointed at keeps its content); an instance whose own address is the master is
  * refused (the master key must not sit in an instance's directory); a service without the role gets

@@ -1,4 +1,4 @@
-/* test_onion_address.c — unit tests for sidecar/onion_address.c: addresses of known public keys (a key
+/* test_onion_address.c — unit tests for sidecar/core/onion_address.c: addresses of known public keys (a key
  * Debian's tor 0.4.9.11 generated, and tor's own unit-test vector for RFC 8032 7.1 TEST 1), RFC 4648
  * base32 vectors, and the one address comparison. */
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* test_onion_cert_cmd.c — unit tests for sidecar/onion_cert_cmd.c: `onionfront onion-csr` and `onion-caa`.
+/* test_onion_cert_cmd.c — unit tests for sidecar/cli/onion_cert_cmd.c: `onionfront onion-csr` and `onion-caa`.
  *
  * Why: these commands read the service's secret key; a refusal must happen before anything is read or
  * written, the output must be what a CA checks (the service's own key and address), and an Onionbalance

@@ -1,4 +1,4 @@
-/* test_onion_csr.c — unit tests for sidecar/onion_csr.c: the onion CSR and the in-band CAA object.
+/* test_onion_csr.c — unit tests for sidecar/identity/onion_csr.c: the onion CSR and the in-band CAA object.
  *
  * Why: a CA takes the request only if OpenSSL-style parsers find a valid Ed25519 signature by the onion
  * key, both nonces as raw OCTET STRINGs under the CA/Browser Forum OIDs, and the onion name; the CA's

@@ -1,4 +1,4 @@
-/* test_onion_sign.c — unit tests for sidecar/onion_sign.c: Ed25519 signatures from tor's expanded key.
+/* test_onion_sign.c — unit tests for sidecar/identity/onion_sign.c: Ed25519 signatures from tor's expanded key.
  *
  * Why: a CA accepts an onion CSR only if its signature verifies; a wrong step in the RFC 8032 chain
  * (a missing reduction, R and A swapped in k, the prefix hashed with the wrong half) gives signatures

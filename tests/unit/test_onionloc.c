@@ -1,4 +1,4 @@
-/* test_onionloc.c — sidecar/onionloc.c: the per-service nginx/Apache include files (header while
+/* test_onionloc.c — sidecar/ops/onionloc.c: the per-service nginx/Apache include files (header while
  * reachable, empty otherwise, exact text), writes only on change (also across a restart over the same
  * directory), removed services emptied, bad addresses never written, the directory created, the
  * on_change command run once per batch and coalesced while it runs, reload of the settings, and the

@@ -1,4 +1,4 @@
-/* test_preflight.c — unit tests for sidecar/preflight.c: what a start needs beyond the config file, with
+/* test_preflight.c — unit tests for sidecar/cli/preflight.c: what a start needs beyond the config file, with
  * real files in a private temporary directory, fake tor binaries (shell scripts answering --version and
  * --list-modules) and a fake control port (fake_ctl) for attach mode.
  *

@@ -1,4 +1,4 @@
-/* test_probeauth.c — unit tests for sidecar/probeauth.c: the probe's key pair is made once (0600 in
+/* test_probeauth.c — unit tests for sidecar/identity/probeauth.c: the probe's key pair is made once (0600 in
  * state_dir) and read back the same; its public half is the x25519 public key of the private half (checked
  * with OpenSSL); a file onionfront did not write is refused; nothing is made without `create`; a public
  * service and a config without the probe's client tor get no entry. */

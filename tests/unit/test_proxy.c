@@ -1,4 +1,4 @@
-/* test_proxy.c — the data path (sidecar/proxy.c) on a real event loop with real sockets: test clients
+/* test_proxy.c — the data path (sidecar/datapath/proxy.c) on a real event loop with real sockets: test clients
  * play tor (they connect to the proxy's unix socket and send a PROXY v1 line first), test backends on
  * 127.0.0.1 (or a unix socket) echo, record, stall, flood, half-close or reset. Checked: byte-exact
  * copying both ways, the PROXY line never forwarded, malformed and missing lines, retry on another

@@ -1,4 +1,4 @@
-/* test_report.c — unit tests for sidecar/report.c, the status socket's documents and the metrics text,
+/* test_report.c — unit tests for sidecar/ops/report.c, the status socket's documents and the metrics text,
  * built from real parts: a worker (attach mode, against the scripted fake control port when a tor is
  * needed), a proxy with its pools on unix sockets in a private temporary directory, a status server.
  *

@@ -1,4 +1,4 @@
-/* test_roll.c — unit tests for sidecar/roll.c, the rolling restart of the tors.
+/* test_roll.c — unit tests for sidecar/fleet/roll.c, the rolling restart of the tors.
  *
  * Why: a roll must never end the tor whose descriptors HSDirs serve while no other is confirmed as
  * served, must wait for each restarted tor to run and publish before touching the next, and must stop

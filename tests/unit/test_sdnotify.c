@@ -1,4 +1,4 @@
-/* test_sdnotify.c — sidecar/sdnotify.c against a real datagram socket, as systemd would listen: a path
+/* test_sdnotify.c — sidecar/ops/sdnotify.c against a real datagram socket, as systemd would listen: a path
  * socket in a temporary directory and an abstract one; the environment parsing table (malformed values,
  * WATCHDOG_PID for another process); STATUS= sanitising; the watchdog timer on the real event loop,
  * including a health predicate that withholds pings. The receiver asks for SCM_CREDENTIALS, so the test

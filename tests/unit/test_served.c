@@ -1,4 +1,4 @@
-/* test_served.c — unit tests for sidecar/served.c: reading a descriptor's outer layer (a table of bodies
+/* test_served.c — unit tests for sidecar/publish/served.c: reading a descriptor's outer layer (a table of bodies
  * and the outcome), comparing fetched copies with each tor's own descriptor, the acceptance record's
  * rule, and the JSON status shows. The trackers' side (copies and own descriptors recorded from tor's
  * events, served_find over two trackers) is in test_descriptor.c, where the recorded events are. */

@@ -1,4 +1,4 @@
-/* test_service.c — unit tests for sidecar/service.c, the service manager, with real key directories in a
+/* test_service.c — unit tests for sidecar/publish/service.c, the service manager, with real key directories in a
  * private temporary directory and, for what it sends to tor, a real cp_conn on a real event loop against
  * the scripted fake control port (tests/fake/fake_ctl.c).
  *

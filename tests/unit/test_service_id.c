@@ -1,4 +1,4 @@
-/* test_service_id.c — unit tests for sidecar/service_id.c, the one owner of each service's name, key
+/* test_service_id.c — unit tests for sidecar/identity/service_id.c, the one owner of each service's name, key
  * and address, with real key directories in a private temporary directory. (test_service.c covers the
  * key files themselves through the manager that borrows these identities.)
  *

@@ -1,4 +1,4 @@
-/* test_single_onion.c — unit tests for sidecar/single_onion.c, the rule for a tor fit for onionfront.
+/* test_single_onion.c — unit tests for sidecar/tor/single_onion.c, the rule for a tor fit for onionfront.
  *
  * Why: tor.c refuses a tor and verify.c flags a changed one by this rule; a hole in it would run a
  * service as a location-hidden one is expected not to be, or a tor usable as a client.

@@ -1,4 +1,4 @@
-/* test_splice_pump.c — sidecar/splice_pump.c on a real event loop with unix socketpairs: two pumps
+/* test_splice_pump.c — sidecar/datapath/splice_pump.c on a real event loop with unix socketpairs: two pumps
  * (a -> b and b -> a) between test peers that send seeded pseudo-random data and hash what arrives
  * (tests/fake/hashpeer). Checked: byte-exact transfers both ways at once (SHA-256; 0, 1, 64 KiB - 1,
  * 64 KiB, 64 KiB + 1 and 50 MB), half-close in each direction while the other goes on, a slow reader

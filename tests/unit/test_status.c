@@ -1,4 +1,4 @@
-/* test_status.c — unit tests for sidecar/status.c: the request parser (table), the reply encoder with
+/* test_status.c — unit tests for sidecar/ops/status.c: the request parser (table), the reply encoder with
  * fake providers, the peer check and what each access level may run (tables: admin, read-only, none),
  * and the server on a real unix socket in a temporary directory
  * driven by the real event loop: every command, pipelining, split and CRLF lines, malformed and unknown
@@ -10,7 +10,7 @@
  * under any umask, stale and live sockets, reload
  * success and failure; the limits per peer (issue 15): the per-uid limit and the reserved slots, the
  * lifetime of an active connection, a client served with the spare descriptor while the process is out
- * of descriptors. Also the optional metrics HTTP endpoint (sidecar/metrics_http.c), which serves the
+ * of descriptors. Also the optional metrics HTTP endpoint (sidecar/ops/metrics_http.c), which serves the
  * same text as the socket's "metrics": 200 with the text format's content type, HEAD, 404, 405, 500
  * from a failing render function, a clear error for a port in use, requests evhttp refuses (counted),
  * the connection cap with slow clients trickling bytes past the whole-connection deadline, a client

@@ -1,4 +1,4 @@
-/* test_status_client.c — unit tests for sidecar/status_client.c (`onionfront status`): the summary for
+/* test_status_client.c — unit tests for sidecar/ops/status_client.c (`onionfront status`): the summary for
  * people from canned JSON (exact text; missing and mistyped fields; the last end-to-end probe's line), one request/reply over a
  * socketpair (ok, error replies, garbage, EOF, timeout, the request line sent), connection errors that
  * must say "not running", a socket that answers nothing (exit 3, Nagios UNKNOWN: cannot tell), and the

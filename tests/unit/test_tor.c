@@ -1,4 +1,4 @@
-/* test_tor.c — unit tests for sidecar/tor.c in attach mode against the scripted fake control port
+/* test_tor.c — unit tests for sidecar/tor/tor.c in attach mode against the scripted fake control port
  * (tests/fake/fake_ctl.c) on a real event loop.
  *
  * Covers: the verification of an attached tor (table: single-hop mode off, non-anonymous mode off, a

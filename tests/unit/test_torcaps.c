@@ -1,4 +1,4 @@
-/* test_torcaps.c — unit tests for sidecar/torcaps.c: parsing `tor --version` and `tor --list-modules`,
+/* test_torcaps.c — unit tests for sidecar/tor/torcaps.c: parsing `tor --version` and `tor --list-modules`,
  * the check that a config's PoW settings fit the tor (module present, version >= 0.4.9.9, the error
  * naming the field), and the probe of a binary: fake binaries (shell scripts) for an old tor and a tor
  * without the pow module, and Debian's real /usr/bin/tor.

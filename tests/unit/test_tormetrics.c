@@ -1,4 +1,4 @@
-/* test_tormetrics.c — unit tests for sidecar/tormetrics.c, tor's MetricsPort text parsed strictly.
+/* test_tormetrics.c — unit tests for sidecar/tor/tormetrics.c, tor's MetricsPort text parsed strictly.
  *
  * Why: these numbers tell an operator whether a service is under an introduction flood; a parser that
  * guesses would show wrong ones, and the port is reachable by other local processes.

@@ -1,4 +1,4 @@
-/* test_torscrape.c — unit tests for sidecar/torscrape.c, with the real event loop and libcurl against an
+/* test_torscrape.c — unit tests for sidecar/tor/torscrape.c, with the real event loop and libcurl against an
  * evhttp server on 127.0.0.1 standing in for tor's MetricsPort.
  *
  * Why: the values must be tor's current ones or absent — never stale after tor is gone or answers

@@ -1,4 +1,4 @@
-/* test_verify.c — unit tests for sidecar/verify.c: verdicts from recorded CIRC lines and the mode check
+/* test_verify.c — unit tests for sidecar/publish/verify.c: verdicts from recorded CIRC lines and the mode check
  * from recorded GETCONF/GETINFO answers.
  *
  * Every CIRC line and answer below was recorded from Debian's tor 0.4.9.11 in the private test network:

@@ -1,4 +1,4 @@
-/* test_worker.c — unit tests for sidecar/worker.c, one tor and its per-tor state, in attach mode against
+/* test_worker.c — unit tests for sidecar/fleet/worker.c, one tor and its per-tor state, in attach mode against
  * the scripted fake control port (tests/fake/fake_ctl.c) on a real event loop, with real keys in a
  * private temporary directory.
  *

@@ -1,4 +1,4 @@
-/* test_workerset.c — unit tests for sidecar/workerset.c, the daemon's tor.instances workers.
+/* test_workerset.c — unit tests for sidecar/fleet/workerset.c, the daemon's tor.instances workers.
  *
  * Why: with tor.instances N the daemon must run N tors, each with its own paths and a copy of the same
  * key (never a second key), and must report "stopped" once, when the last one is gone; with 1 it is the
