@@ -147,12 +147,14 @@ for ((i = 0; i < 10; i++)); do
   code=$(ol_ask)
   [[ $code == 200 ]] && grep -qx "http://$addr/a?b" "$OF_TMP/ol-answer" && answered=$((answered + 1))
   [[ $code == 200 ]] || of_log "request $i during the flood: status $code"
-  # The order: answered while the flood still runs and holds at least the per-address cap's 8 connections.
-  kill -0 "$flood_pid" 2>/dev/null && [[ $(flood_conns) -ge 8 ]] && during=$((during + 1))
+  # The order: answered while the flood still runs. (Not "while it holds 8 connections": the head deadline
+  # cuts them every 2 s and slowpeers reconnects within 1 s, so a moment with fewer is normal; a clean-clone
+  # run saw it. That the flood never crowded the endpoint is the next check's.)
+  kill -0 "$flood_pid" 2>/dev/null && during=$((during + 1))
   sleep 0.3
 done
 of_check "during the flood all 10 requests from 127.0.0.1 were answered with the header" test "$answered" -eq 10
-of_check "all 10 answers came while the flood held its connections ($during of 10)" test "$during" -eq 10
+of_check "all 10 answers came while the flood ran ($during of 10)" test "$during" -eq 10
 # What keeps 127.0.0.1 from queueing behind the flood: the per-address cap, so the endpoint never fills and
 # never stops accepting (a full endpoint logs "onion_location: N connections open; not accepting more").
 of_check "the flood never filled the endpoint (it kept accepting)" \
