@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 
 #include "sidecar/config/config_value.h"
+#include "sidecar/config/placement.h"
 #include "sidecar/config/config_hint.h"
 
 #define FIELD_PATH_LEN 256 /* "services[63].ports[63].backends[63].address" and an escaped unknown key */
@@ -323,7 +324,7 @@ static int config_parse_tor(struct config_ctx *c, json_t *o, struct config *cfg)
 {
     static const char *const keys[] = {"mode", "binary", "control_socket", "user", "bootstrap_timeout",
                                        "command_timeout", "restart_backoff_max", "extra_torrc", "instances",
-                                       "drain_timeout", NULL};
+                                       "drain_timeout", "tors_per_service", NULL};
     struct tor_conf *t = &cfg->tor;
     json_t *empty = NULL;
     int rc = -1;
@@ -415,6 +416,15 @@ static int config_parse_tor(struct config_ctx *c, json_t *o, struct config *cfg)
         goto out;
     if (!spawn && t->instances > 1) {
         config_fail(c, "tor.instances", "must be 1 in attach mode (onionfront runs several tors only in spawn mode)");
+        goto out;
+    }
+    /* Absent: every tor hosts every service (placement.h). Set: that many of them, at most all. */
+    t->tors_per_service = t->instances;
+    if (config_get_uint(c, "tor", o, "tors_per_service", false, 1, 4, &t->tors_per_service) < 0)
+        goto out;
+    if (t->tors_per_service > t->instances) {
+        config_fail(c, "tor.tors_per_service", "must be at most tor.instances (%u): each service is hosted by that "
+                    "many of the tors", t->instances);
         goto out;
     }
 
@@ -1352,6 +1362,8 @@ static int config_parse_root(struct config_ctx *c, json_t *root, struct config *
         config_subi(p, "", "services", i);
         if (config_parse_service(c, p, json_array_get(arr, i), cfg, i) < 0)
             return -1;
+        cfg->services[i].tor_mask = placement_mask(cfg->services[i].name, cfg->tor.instances,
+                                                   cfg->tor.tors_per_service);
         for (size_t j = 0; j < i && cfg->services[i].onionbalance.role == OB_ROLE_FRONTEND; j++)
             if (cfg->services[j].onionbalance.role == OB_ROLE_FRONTEND)
                 return config_fail(c, p, "a second Onionbalance frontend (services[%zu] is one): onionfront runs "

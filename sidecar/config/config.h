@@ -173,6 +173,8 @@ struct service_conf {
     size_t n_ports; /* >= 1 */
     struct probe_target_conf probe;
     struct ob_conf onionbalance; /* its Onionbalance role (ob_config.h); role OB_ROLE_NONE by default */
+    unsigned tor_mask;           /* single mode: the tors hosting it, bit k = tor k (placement.h; from its
+                                    name, tor.instances and tor.tors_per_service) */
 };
 
 struct tor_conf {
@@ -183,7 +185,9 @@ struct tor_conf {
     unsigned bootstrap_timeout;   /* seconds, 10-3600 */
     unsigned command_timeout;     /* seconds, 1-600 */
     unsigned restart_backoff_max; /* seconds, 1-3600 */
-    unsigned instances;           /* spawn: tors hosting every service, 1-4 (instance.h); attach: 1 */
+    unsigned instances;           /* spawn: how many tors, 1-4 (instance.h); attach: 1 */
+    unsigned tors_per_service;    /* 1..instances: how many of them host each single onion (placement.h);
+                                     instances (every tor hosts every service) unless set */
     unsigned drain_timeout;       /* seconds, 0-3600: a roll's longest drain of each tor (roll.h) */
     char **extra_torrc;           /* spawn only: validated torrc lines */
     size_t n_extra_torrc;

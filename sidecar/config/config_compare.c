@@ -147,6 +147,8 @@ const char *config_restart_needed(const struct config *a, const struct config *b
         return "tor.user";
     if (a->tor.instances != b->tor.instances)
         return "tor.instances";
+    if (a->tor.tors_per_service != b->tor.tors_per_service)
+        return "tor.tors_per_service"; /* it moves services between tors: a restart, as tor.instances */
     if (!config_str_equal(a->status.socket, b->status.socket))
         return "status.socket";
     if (a->metrics.enabled != b->metrics.enabled || strcmp(a->metrics.listen, b->metrics.listen) != 0)

@@ -239,7 +239,8 @@ static bool roll_restart_unserved(struct roll *r)
     for (size_t k = 0; k < r->n; k++) {
         long s = r->done[k] ? -1 : roll_serving_other(r, k);
         if (s >= 0) {
-            log_info("restart-tor: HSDirs serve tor %ld's descriptors; tor %zu can go", s + 1, k + 1);
+            log_info("restart-tor: for each of tor %zu's services HSDirs serve a tor that stays up (tor %ld where it "
+                     "hosts it); tor %zu can go", k + 1, s + 1, k + 1);
             r->current = k;
             roll_drain_current(r);
             return true;
@@ -291,7 +292,7 @@ static void roll_handover_tick(struct roll *r, double in_step)
             return;
         if (in_step < ROLL_SETTLE_S)
             return;
-        if (r->ops.renew(r->ops.arg, (size_t)r->survivor) < 0) {
+        if (r->ops.renew(r->ops.arg, (size_t)r->survivor, k) < 0) {
             roll_finish(r, false, "aborted: tor %ld cannot publish new descriptors before tor %zu restarts",
                         r->survivor + 1, k + 1);
             return;

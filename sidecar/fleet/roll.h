@@ -78,14 +78,16 @@ struct roll_ops {
     bool (*is_up)(void *arg, size_t k);
     /* How often tor k was (re)started so far (tor_sup_restarts): a restart that took grows it. */
     unsigned (*restarts)(void *arg, size_t k);
-    /* Do HSDirs serve tor s's descriptors rather than tor k's (or any other's), for every service
-     * (workerset_served)? */
+    /* Do HSDirs serve, for every service tor k hosts, tor s's descriptor rather than tor k's (or any
+     * other's; workerset_served)? For a service that tor s does not host (tor.tors_per_service), another
+     * tor's that is up, not k's. */
     bool (*serves)(void *arg, size_t s, size_t k);
     /* Has tor k, for every service, an upload round that started at or after `since` (now's clock),
      * confirmed by every responsible HSDir? */
     bool (*published_since)(void *arg, size_t k, double since);
-    /* Make tor k build and upload new descriptors now. 0, or -1 if it cannot. */
-    int (*renew)(void *arg, size_t k);
+    /* Make tor s build and upload new descriptors now, before tor k ends: and, for the services of tor k
+     * that s does not host (tor.tors_per_service), one other tor up that hosts each. 0, or -1 if s cannot. */
+    int (*renew)(void *arg, size_t s, size_t k);
     /* How many visitors' streams are open through tor k now (the data path's streams whose peer is k's
      * tor process). */
     unsigned (*open_streams)(void *arg, size_t k);

@@ -371,13 +371,17 @@ json_t *worker_tor_to_json(const struct worker *w)
     const char *version = tor_sup_version(tor), *problem = worker_problem(w);
     long pid = tor_sup_pid(tor);
     double up = tor_sup_uptime(tor);
-    return json_pack("{s:I, s:s, s:s, s:o, s:o, s:o, s:I, s:o, s:s}", "instance", (json_int_t)worker_instance(w) + 1,
+    size_t hosted = 0;
+    for (size_t i = 0; i < service_mgr_count(w->services); i++)
+        hosted += service_mgr_hosts(w->services, i);
+    return json_pack("{s:I, s:s, s:s, s:o, s:o, s:o, s:I, s:o, s:s, s:I}", "instance", (json_int_t)worker_instance(w) + 1,
                      "kind", service_mode_str(worker_mode(w)), "state", tor_state_str(tor_sup_state(tor)),
                      "bootstrap_progress", boot >= 0 ? json_integer(boot) : json_null(), "version",
                      version[0] ? json_string(version) : json_null(), "pid", pid > 0 ? json_integer(pid) : json_null(),
                      "restarts", (json_int_t)tor_sup_restarts(tor), "uptime_seconds",
                      up >= 0 ? json_integer((json_int_t)up) : json_null(), "verdict",
-                     worker_is_up(w) ? "up" : problem[0] ? problem : tor_state_str(tor_sup_state(tor)));
+                     worker_is_up(w) ? "up" : problem[0] ? problem : tor_state_str(tor_sup_state(tor)), "services",
+                     (json_int_t)hosted);
 }
 
 void worker_restart(struct worker *w, const char *why)

@@ -142,7 +142,8 @@ unsigned worker_restarts(const struct worker *w);
 long worker_tor_pid(const struct worker *w);
 
 /* Its tor's row in "status": {"instance", "kind", "state", "bootstrap_progress", "version", "pid",
- * "restarts", "uptime_seconds", "verdict" ("up", or why not)}. Returns a new reference. */
+ * "restarts", "uptime_seconds", "verdict" ("up", or why not), "services" (how many it hosts: its mode's,
+ * and with tor.tors_per_service those placed on it)}. Returns a new reference. */
 json_t *worker_tor_to_json(const struct worker *w);
 
 /* Restart its tor now (a repair: tor_sup_restart), or as a planned stop of a rolling restart

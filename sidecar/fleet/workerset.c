@@ -108,36 +108,130 @@ static struct worker *workerset_served_worker(const struct workerset *ws, const 
     return ws->workers[sr.tor];
 }
 
-/* `lost`'s tor is gone: if HSDirs may serve its descriptors of any service (workerset_served is not a
- * survivor), make the survivor publish anew. Logged once per loss. */
+/* Does `w` host this service (a restart of its tor sets it back)? Its mode and, with
+ * tor.tors_per_service, its place (placement.h). */
+static bool workerset_hosts(const struct workerset *ws, const struct worker *w, const struct service_id *id)
+{
+    if (!id->address[0] || service_id_refusal(id) || id->conf->onionbalance.role == OB_ROLE_FRONTEND)
+        return false;
+    return worker_hosts(w, (size_t)(id - service_ids_at(ws->ids, 0)));
+}
+
+/* The first tor other than `lost` that is up and hosts this service (any service for NULL), or NULL. */
+static struct worker *workerset_survivor_for(const struct workerset *ws, const struct worker *lost,
+                                             const struct service_id *id)
+{
+    for (size_t k = 0; k < ws->n; k++)
+        if (ws->workers[k] != lost && worker_is_up(ws->workers[k]) && (!id || workerset_hosts(ws, ws->workers[k], id)))
+            return ws->workers[k];
+    return NULL;
+}
+
+/* Does a single-onion tor other than `w` host this service? */
+static bool workerset_hosted_elsewhere(const struct workerset *ws, const struct worker *w,
+                                       const struct service_id *id)
+{
+    for (size_t k = 0; k < ws->n; k++)
+        if (ws->workers[k] != w && workerset_hosts(ws, ws->workers[k], id))
+            return true;
+    return false;
+}
+
+/* Hand the services of `gone` (a lost tor, or the roll's next) whose descriptors HSDirs may serve from it
+ * (workerset_served names no other tor that is up) to other tors: for each, `prefer` if it hosts the
+ * service and is up, else the first other tor up that hosts it, publishes anew
+ * (worker_renew_descriptors: all of that tor's services, same introduction points), each tor once. With
+ * every tor hosting every service that is `prefer` alone. *stale gets how many services HSDirs may serve
+ * from `gone`, *orphans how many of those no other tor up hosts (they wait for `gone`). Set bit k of
+ * *told for each tor k told. Return 0, or -1 if a tor chosen could not publish anew. */
+static int workerset_take_over(const struct workerset *ws, const struct worker *gone, const struct worker *prefer,
+                               size_t *stale, size_t *orphans, unsigned *told)
+{
+    int rc = 0;
+    *stale = *orphans = 0;
+    *told = 0;
+    unsigned want = 0;
+    for (size_t i = 0; i < service_ids_count(ws->ids); i++) {
+        const struct service_id *id = service_ids_at(ws->ids, i);
+        if (!workerset_publishes(id) || !workerset_hosts(ws, gone, id))
+            continue;
+        const struct worker *served = workerset_served_worker(ws, id->address);
+        if (served && served != gone && worker_is_up(served))
+            continue;
+        (*stale)++;
+        size_t pick = ws->n;
+        for (size_t k = 0; k < ws->n; k++) {
+            const struct worker *w = ws->workers[k];
+            if (w == gone || !worker_is_up(w) || !workerset_hosts(ws, w, id))
+                continue;
+            if (w == prefer || pick == ws->n)
+                pick = k;
+        }
+        if (pick == ws->n)
+            (*orphans)++;
+        else
+            want |= 1u << pick;
+    }
+    for (size_t k = 0; k < ws->n; k++) {
+        if (!(want >> k & 1u))
+            continue;
+        if (worker_renew_descriptors(ws->workers[k]) < 0)
+            rc = -1;
+        else
+            *told |= 1u << k;
+    }
+    return rc;
+}
+
+/* "tor 2" or "tors 2 and 3" for the tors of `mask` (bit k: tor k+1), into `out`. */
+static void workerset_tors_text(unsigned mask, char *out, size_t len)
+{
+    size_t used = 0, n = 0, total = 0;
+    for (unsigned m = mask; m; m &= m - 1)
+        total++;
+    out[0] = 0;
+    for (unsigned k = 0; k < INSTANCE_MAX && used < len; k++) {
+        if (!(mask >> k & 1u))
+            continue;
+        const char *before = n == 0 ? (total > 1 ? "tors " : "tor ") : n + 1 == total ? " and " : ", ";
+        int w = snprintf(out + used, len - used, "%s%u", before, k + 1);
+        used += w > 0 ? (size_t)w : 0;
+        n++;
+    }
+}
+
+/* `lost`'s tor is gone: the services whose descriptors HSDirs may serve from it (workerset_served is not
+ * a survivor) are published anew by a survivor hosting each (workerset_take_over). Logged once per loss. */
 static void workerset_failover(struct workerset *ws, struct worker *lost, const char *why)
 {
     struct worker *s = workerset_survivor(ws, lost);
-    unsigned lk = worker_instance(lost) + 1;
+    unsigned lk = worker_instance(lost) + 1, told;
+    size_t stale, orphans;
+    char tors[64];
     if (!s) {
         log_warnx("failover: tor %u lost (%s) and no other tor is up; its services wait for a tor to restart", lk,
                   why);
         return;
     }
-    size_t stale = 0, n = service_ids_count(ws->ids);
-    for (size_t i = 0; i < n; i++) {
-        const struct service_id *id = service_ids_at(ws->ids, i);
-        const struct worker *served = workerset_publishes(id) ? workerset_served_worker(ws, id->address) : s;
-        if (!served || served == lost || !worker_is_up(served))
-            stale++;
-    }
-    unsigned sk = worker_instance(s) + 1;
+    int rc = workerset_take_over(ws, lost, s, &stale, &orphans, &told);
+    workerset_tors_text(told, tors, sizeof(tors));
     if (stale == 0) {
+        unsigned sk = worker_instance(s) + 1;
         log_notice("failover: tor %u lost (%s); HSDirs serve tor %u's descriptors, and tor %u is up", lk, why, sk,
                    sk);
-    } else if (worker_renew_descriptors(s) == 0) {
-        ws->failovers++;
-        log_notice("failover: tor %u lost (%s); HSDirs served its descriptors of %zu service%s: tor %u uploads "
-                   "new ones now (same introduction points)",
-                   lk, why, stale, stale == 1 ? "" : "s", sk);
-    } else {
-        log_warnx("failover: tor %u lost (%s); tor %u cannot publish anew now", lk, why, sk);
+        return;
     }
+    if (told) {
+        ws->failovers++;
+        log_notice("failover: tor %u lost (%s); HSDirs served its descriptors of %zu service%s: %s upload%s "
+                   "new ones now (same introduction points)",
+                   lk, why, stale, stale == 1 ? "" : "s", tors, told & (told - 1) ? "" : "s");
+    }
+    if (rc < 0)
+        log_warnx("failover: tor %u lost (%s); a tor hosting its services cannot publish anew now", lk, why);
+    if (orphans)
+        log_warnx("failover: tor %u lost (%s); %zu of its services %s hosted by no other tor that is up: they "
+                  "wait for it to restart", lk, why, orphans, orphans == 1 ? "is" : "are");
 }
 
 static void workerset_ready_cb(struct worker *w, void *arg)
@@ -203,44 +297,54 @@ static unsigned workerset_roll_restarts(void *arg, size_t k)
     return worker_restarts(((const struct workerset *)arg)->workers[k]);
 }
 
-/* For every service with an address: HSDirs serve tor k's descriptor clients fetch (workerset_served;
- * `since` < 0), or tor k's latest upload of it started at or after `since` and every responsible HSDir
- * accepted it. */
-static bool workerset_all_complete_after(const struct workerset *ws, size_t k, double since)
+/* Roll: for every service tor k hosts that another tor hosts too (one on tor k alone has nothing to
+ * serve it meanwhile), HSDirs serve tor s's descriptor clients fetch (workerset_served), or for a
+ * service that s does not host, another tor's that is up. */
+static bool workerset_roll_serves(void *arg, size_t s, size_t k)
 {
-    size_t n = service_ids_count(ws->ids);
-    bool complete;
-    for (size_t i = 0; i < n; i++) {
-        const char *address = service_ids_at(ws->ids, i)->address;
-        if (!workerset_publishes(service_ids_at(ws->ids, i)))
-            continue; /* not published by the single-onion tors rolled */
-        if (since < 0) {
-            if (workerset_served_worker(ws, address) != ws->workers[k])
-                return false;
-            continue;
-        }
-        double at = worker_service_fetched_round_at(ws->workers[k], address, &complete, NULL);
-        if (!complete || at < since)
+    const struct workerset *ws = arg;
+    const struct worker *wk = ws->workers[k], *survivor = ws->workers[s];
+    for (size_t i = 0; i < service_ids_count(ws->ids); i++) {
+        const struct service_id *id = service_ids_at(ws->ids, i);
+        if (!workerset_publishes(id) || !workerset_hosts(ws, wk, id) || !workerset_hosted_elsewhere(ws, wk, id))
+            continue; /* not published by the single-onion tors rolled, not k's, or k's alone */
+        const struct worker *served = workerset_served_worker(ws, id->address);
+        if (!served || served == wk || !worker_is_up(served) ||
+            (workerset_hosts(ws, survivor, id) && served != survivor))
             return false;
     }
     return true;
 }
 
-static bool workerset_roll_serves(void *arg, size_t s, size_t k)
-{
-    (void)k; /* served means: not k's, nor anyone else's */
-    return workerset_all_complete_after(arg, s, -1);
-}
-
+/* Roll: for every service tor k hosts, its latest upload started at or after `since` and every
+ * responsible HSDir accepted it. */
 static bool workerset_roll_published_since(void *arg, size_t k, double since)
 {
-    return workerset_all_complete_after(arg, k, since < 0 ? 0 : since);
+    const struct workerset *ws = arg;
+    bool complete;
+    for (size_t i = 0; i < service_ids_count(ws->ids); i++) {
+        const struct service_id *id = service_ids_at(ws->ids, i);
+        if (!workerset_publishes(id) || !workerset_hosts(ws, ws->workers[k], id))
+            continue;
+        double at = worker_service_fetched_round_at(ws->workers[k], id->address, &complete, NULL);
+        if (!complete || at < (since < 0 ? 0 : since))
+            return false;
+    }
+    return true;
 }
 
-static int workerset_roll_renew(void *arg, size_t k)
+static int workerset_roll_renew(void *arg, size_t s, size_t k)
 {
     const struct workerset *ws = arg;
-    return ws->stopping ? -1 : worker_renew_descriptors(ws->workers[k]);
+    size_t stale, orphans;
+    unsigned told;
+    if (ws->stopping)
+        return -1;
+    if (workerset_take_over(ws, ws->workers[k], ws->workers[s], &stale, &orphans, &told) < 0)
+        return -1;
+    /* s publishes anew in any case, as the roll expects: a service of k that s hosts may be served by a
+     * third tor, or s's latest round may tie with k's (roll.h). */
+    return told >> s & 1u ? 0 : worker_renew_descriptors(ws->workers[s]);
 }
 
 /* Visitors' streams through tor k: the data path's streams whose peer is k's tor process. */
@@ -325,6 +429,28 @@ int workerset_binary_reloaded(struct workerset *ws, const struct config *conf, c
     return workerset_roll_start(ws, conf, why, false, msg, msglen);
 }
 
+/* With tor.tors_per_service below tor.instances: say how many single onions each tor hosts, and warn if
+ * each is on one tor only (no failover: its tor's crash or restart takes it down until the tor is back). */
+static void workerset_log_placement(const struct config *conf)
+{
+    char line[160];
+    size_t used = 0;
+    if (conf->tor.tors_per_service >= conf->tor.instances)
+        return;
+    for (unsigned k = 0; k < conf->tor.instances && k < INSTANCE_MAX; k++) {
+        size_t hosted = 0;
+        for (size_t i = 0; i < conf->n_services; i++)
+            hosted += conf->services[i].mode == SERVICE_MODE_SINGLE && (conf->services[i].tor_mask >> k & 1u);
+        int w = snprintf(line + used, sizeof(line) - used, "%stor %u: %zu", k ? ", " : "", k + 1, hosted);
+        used += w > 0 && (size_t)w < sizeof(line) - used ? (size_t)w : 0;
+    }
+    log_notice("tors: each single onion is hosted by %u of the %u tors (tor.tors_per_service); services per tor: %s",
+               conf->tor.tors_per_service, conf->tor.instances, line);
+    if (conf->tor.tors_per_service == 1)
+        log_warnx("tor.tors_per_service is 1: each service runs on one tor only, so a crash or restart of that tor "
+                  "(restart-tor too) takes its services down until it is back");
+}
+
 struct workerset *workerset_new(struct event_base *base, struct proc_mgr *procs, const struct config *conf,
                                 struct service_ids *ids, const struct worker_callbacks *cbs, void *arg)
 {
@@ -363,6 +489,7 @@ struct workerset *workerset_new(struct event_base *base, struct proc_mgr *procs,
         return NULL;
     }
     roll_set_drain_limit(ws->roll, conf->tor.drain_timeout);
+    workerset_log_placement(conf);
     unsigned want = conf->tor.instances >= 1 && conf->tor.instances <= INSTANCE_MAX ? conf->tor.instances : 1;
     for (; ws->n < want; ws->n++) {
         if (!(ws->workers[ws->n] = worker_new(base, procs, conf, ids, &wcbs, ws))) {
@@ -560,14 +687,6 @@ void workerset_stop(struct workerset *ws)
 
 /* ---- the end-to-end probe's repairs --------------------------------------------------------------- */
 
-/* Does `w` host this service (a restart of its tor sets it back)? */
-static bool workerset_hosts(const struct workerset *ws, const struct worker *w, const struct service_id *id)
-{
-    if (!id->address[0] || service_id_refusal(id) || id->conf->onionbalance.role == OB_ROLE_FRONTEND)
-        return false;
-    return worker_hosts(w, (size_t)(id - service_ids_at(ws->ids, 0)));
-}
-
 /* ALL once some tor's descriptor that clients fetch, in an upload round begun at or after `since`, is on
  * every responsible HSDir; SOME once any HSDir confirmed such a round; NO_TOR while no tor hosting the
  * service is up. */
@@ -700,20 +819,22 @@ static int workerset_restart_tor_cb(void *arg, const char *address, const char *
         return ws->anon.on ? workerset_try_restart(ws, ws->anon.w, why, msg, msglen) : 0; /* its only tor */
     }
     struct worker *newest = ws->n > 1 ? workerset_served_worker(ws, address) : NULL;
-    for (size_t k = 0; ws->n > 1 && !newest && k < ws->n; k++)
-        if (worker_is_up(ws->workers[k]) &&
+    for (size_t k = 0; id && ws->n > 1 && !newest && k < ws->n; k++)
+        if (worker_is_up(ws->workers[k]) && workerset_hosts(ws, ws->workers[k], id) &&
             (!newest || worker_last_upload_at(ws->workers[k], address) > worker_last_upload_at(newest, address)))
             newest = ws->workers[k];
     if (newest && !worker_is_up(newest))
         newest = NULL;
-    if (newest && workerset_survivor(ws, newest))
+    if (newest && workerset_survivor_for(ws, newest, id))
         return workerset_try_restart(ws, newest, why, msg, msglen); /* its loss makes a survivor publish anew */
     int done = 0;
     size_t used = 0;
     for (size_t k = 0; k < ws->n && used < msglen; k++) {
         char one[600];
+        if (id && !workerset_hosts(ws, ws->workers[k], id))
+            continue; /* placed on other tors (tor.tors_per_service) */
         done |= workerset_try_restart(ws, ws->workers[k], why, one, sizeof(one));
-        int n = snprintf(msg + used, msglen - used, "%s%s", k ? "; " : "", one);
+        int n = snprintf(msg + used, msglen - used, "%s%s", used ? "; " : "", one);
         used += n > 0 ? (size_t)n : 0;
     }
     return done;

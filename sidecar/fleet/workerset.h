@@ -1,7 +1,8 @@
-/* workerset.h — the daemon's tors: tor.instances workers (worker.h), each hosting every service with a
- * copy of the same keys, and what happens between them: when one tor is lost while HSDirs serve its
- * descriptors, a live one uploads new ones at once (so new visitors reach a live tor), then
- * the lost one restarts by itself as a single tor always did.
+/* workerset.h — the daemon's tors: tor.instances workers (worker.h), each hosting every single onion with
+ * a copy of the same key, or with tor.tors_per_service only the services placed on it (placement.h), and
+ * what happens between them: when one tor is lost while HSDirs serve its descriptors, a live one that
+ * hosts the same services uploads new ones at once (so new visitors reach a live tor), then the lost one
+ * restarts by itself as a single tor always did.
  *
  * Per-service modes (config.h's enum service_mode): tor fixes single-hop mode for a process's life, so the
  * anonymous services run on one more worker, an ordinary tor (worker_set_mode) that hosts only them, while
@@ -80,7 +81,8 @@ int workerset_start(struct workerset *ws, char *err, size_t errlen);
  * descriptor; republish = the tor whose descriptor HSDirs serve (else each that is up) builds new
  * descriptors of that service alone; restart_tor = with one tor, restart it; with several, restart only
  * the tor whose descriptor HSDirs serve (the last to upload), so that the failover rule moves visitors to
- * a survivor instead of all tors going down at once — each only if most of the services it hosts are
+ * a survivor hosting the service instead of all its tors going down at once (a tor that does not host it
+ * is never restarted for it) — each only if most of the services it hosts are
  * down end to end (workerset_set_probe's verdicts) and at most once per probe_restart_gap per tor
  * (ladder_restart_decide), logged with the services that caused it. */
 struct probe_actions workerset_probe_actions(struct workerset *ws);

@@ -100,6 +100,8 @@ int handover_apply_instance(const struct config *c, unsigned k, char *err, size_
             continue; /* the anonymous services' tor uses key_dir itself; no copy of their keys anywhere */
         if (sc->onionbalance.role == OB_ROLE_FRONTEND)
             continue; /* the master key: Onionbalance's, never a tor's (ob_frontend.h) */
+        if (!(sc->tor_mask >> k & 1u))
+            continue; /* placed on other tors (tor.tors_per_service): no copy here */
         int rc = service_id_prepare_key(c, sc, kerr, sizeof(kerr));
         if (rc == 1)
             rc = instance_copy_key(c, sc, k, kerr, sizeof(kerr));

@@ -44,17 +44,24 @@ static void report_problem(json_t *problems, const char *fmt, ...)
     json_array_append_new(problems, json_string(text));
 }
 
-/* The worker that hosts the i-th service: the first listed tor of its mode (for single onions instance 1,
- * the tor "status" always showed), else workers[0]. */
+/* The worker that hosts the i-th service: the first listed tor that hosts it (for single onions on every
+ * tor instance 1, the tor "status" always showed; with tor.tors_per_service the first of its tors), else
+ * the first of its mode, else workers[0]. */
 static const struct worker *report_host(const struct report_src *r, size_t i)
 {
     size_t n_workers;
     struct worker *const *workers = workerset_list(r->workerset, &n_workers);
     const struct service_id *id = service_ids_at(r->ids, i);
-    for (size_t k = 0; id && k < n_workers; k++)
-        if (worker_mode(workers[k]) == id->conf->mode)
+    const struct worker *of_mode = NULL;
+    for (size_t k = 0; id && k < n_workers; k++) {
+        if (worker_mode(workers[k]) != id->conf->mode)
+            continue;
+        if (worker_hosts(workers[k], i))
             return workers[k];
-    return workers[0];
+        if (!of_mode)
+            of_mode = workers[k];
+    }
+    return of_mode ? of_mode : workers[0];
 }
 
 /* Which single-onion tor's descriptor of service `id` the HSDirs serve, as the copies they hand out say
@@ -80,8 +87,8 @@ static int report_served_metrics(const struct report_src *r, struct metrics *m)
             continue;
         for (size_t k = 0; k < n_workers; k++) {
             char inst[16];
-            if (worker_mode(workers[k]) != SERVICE_MODE_SINGLE)
-                continue;
+            if (worker_mode(workers[k]) != SERVICE_MODE_SINGLE || !worker_hosts(workers[k], i))
+                continue; /* not its tor (tor.tors_per_service) */
             snprintf(inst, sizeof(inst), "%u", worker_instance(workers[k]) + 1);
             if (metrics_sample(m, "onionfront_descriptor_served_by",
                                (const char *const[]){"service", service_id_name(id), "instance", inst, NULL},
@@ -273,12 +280,16 @@ static json_t *report_services(const struct report_src *r, bool detail)
 {
     size_t n_workers;
     struct worker *const *workers = workerset_list(r->workerset, &n_workers);
-    /* Each service as the tor that hosts it sees it (report_host): the first tor of its mode. */
+    /* Each service as the tor that hosts it sees it (report_host): the first tor of its mode that hosts
+     * it. */
     json_t *arr = worker_services_to_json(workers[0]), *svc;
     size_t i;
     for (size_t k = 1; arr && k < n_workers; k++) {
-        if (worker_mode(workers[k]) == worker_mode(workers[0]))
-            continue;
+        bool hosts_some = false;
+        for (i = 0; i < service_ids_count(r->ids) && !hosts_some; i++)
+            hosts_some = report_host(r, i) == workers[k];
+        if (!hosts_some)
+            continue; /* every tor hosts every service: tor 1 shows them all */
         json_t *other = worker_services_to_json(workers[k]);
         json_array_foreach(other, i, svc)
             if (report_host(r, i) == workers[k])

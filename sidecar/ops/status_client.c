@@ -302,12 +302,12 @@ static void summary_status(struct out *o, const json_t *st)
     }
 }
 
-/* One tor's line after its name: state, bootstrap, version, pid, restarts, uptime, verdict. */
+/* One tor's line after its name: state, bootstrap, version, pid, restarts, uptime, services, verdict. */
 static void summary_tor(struct out *o, const json_t *tor)
 {
     const char *ts = jstr(tor, "state"), *tv = jstr(tor, "version"), *verdict = jstr(tor, "verdict");
     long long boot = jint(tor, "bootstrap_progress"), tpid = jint(tor, "pid"), restarts = jint(tor, "restarts");
-    long long up = jint(tor, "uptime_seconds");
+    long long up = jint(tor, "uptime_seconds"), hosted = jint(tor, "services");
     out_printf(o, "%s", ts ? ts : "unknown");
     if (boot >= 0)
         out_printf(o, ", bootstrapped %lld%%", boot);
@@ -321,6 +321,8 @@ static void summary_tor(struct out *o, const json_t *tor)
         out_printf(o, ", up ");
         out_duration(o, up);
     }
+    if (hosted >= 0)
+        out_printf(o, ", %lld service%s", hosted, hosted == 1 ? "" : "s");
     if (verdict && strcmp(verdict, "up") != 0)
         out_printf(o, " (%s)", verdict);
     out_printf(o, "\n");

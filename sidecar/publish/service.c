@@ -90,9 +90,15 @@ static const struct service_id *service_id_at(const struct service_mgr *m, size_
     return service_ids_at(m->ids, i);
 }
 
+/* Is the service `sc` this tor's: of its mode and, for a single onion, placed on this tor (placement.h)? */
+static bool service_conf_here(const struct service_mgr *m, const struct service_conf *sc)
+{
+    return sc->mode == m->mode && (m->mode != SERVICE_MODE_SINGLE || (sc->tor_mask >> m->instance & 1u));
+}
+
 bool service_mgr_hosts(const struct service_mgr *m, size_t i)
 {
-    return i < m->n && service_id_at(m, i)->conf->mode == m->mode;
+    return i < m->n && service_conf_here(m, service_id_at(m, i)->conf);
 }
 
 /* Is the i-th service handed to tor (hosted here, not refused)? */
@@ -131,7 +137,7 @@ int service_mgr_reconfigure(struct service_mgr *m, const struct config *conf, bo
         const struct service_conf *sc = &conf->services[i];
         const struct service_conf *old = config_find_service(m->conf, sc->name);
         const struct service_id *id = service_ids_at(m->ids, i);
-        bool mine = sc->mode == m->mode || (old && old->mode == m->mode); /* another tor's: not this one's view */
+        bool mine = service_conf_here(m, sc) || (old && service_conf_here(m, old)); /* else not this tor's view */
         if (old && id->kept) {
             next[i] = m->services[old - m->conf->services]; /* the same service in tor: keeps its state */
             changed = changed || (mine && !service_id_refusal(id) && !service_conf_tor_equal(old, sc));
@@ -140,7 +146,7 @@ int service_mgr_reconfigure(struct service_mgr *m, const struct config *conf, bo
         }
     }
     for (size_t j = 0; j < m->n; j++)
-        changed = changed || (m->conf->services[j].mode == m->mode && !config_find_service(conf, m->conf->services[j].name));
+        changed = changed || (service_conf_here(m, &m->conf->services[j]) && !config_find_service(conf, m->conf->services[j].name));
     free(m->services);
     m->services = next;
     m->n = n;

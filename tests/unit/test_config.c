@@ -202,6 +202,11 @@ static const struct bad_case bad_cases[] = {
     BAD(TOR("'instances':0"), "tor.instances: must be 1-4"),
     BAD(TOR("'instances':5"), "tor.instances: must be 1-4"),
     BAD(TOR("'instances':'2'"), "tor.instances: must be an integer"),
+    BAD(TOR("'tors_per_service':0"), "tor.tors_per_service: must be 1-4"),
+    BAD(TOR("'instances':2,'tors_per_service':3"),
+        "tor.tors_per_service: must be at most tor.instances (2): each service is hosted by that many of the tors"),
+    BAD(TOR("'tors_per_service':2"),
+        "tor.tors_per_service: must be at most tor.instances (1): each service is hosted by that many of the tors"),
     BAD(TOR("'drain_timeout':3601"), "tor.drain_timeout: must be 0-3600"),
     BAD(TOR("'drain_timeout':-1"), "tor.drain_timeout: must be 0-3600"),
     BAD(TOR("'binary':'tor'"), "tor.binary: must be an absolute path"),
@@ -637,6 +642,7 @@ static void test_minimal_defaults(void **state)
     assert_int_equal(c->tor.command_timeout, 30);
     assert_int_equal(c->tor.restart_backoff_max, 60);
     assert_int_equal(c->tor.instances, 1);
+    assert_int_equal(c->tor.tors_per_service, 1);
     assert_int_equal(c->tor.drain_timeout, 120);
     assert_int_equal(c->tor.n_extra_torrc, 0);
     assert_null(c->tor.extra_torrc);
@@ -1533,6 +1539,8 @@ static const struct restart_case restart_cases[] = {
      TOR("'mode':'attach','control_socket':'/run/tor2/control'"), "tor.control_socket"},
     {RS_BASE, TOR("'mode':'spawn','binary':'/usr/bin/tor','user':'debian-tor'"), "tor.user"},
     {RS_BASE, TOR("'mode':'spawn','binary':'/usr/bin/tor','instances':2"), "tor.instances"},
+    {TOR("'instances':3"), TOR("'instances':3,'tors_per_service':2"), "tor.tors_per_service"},
+    {TOR("'instances':3,'tors_per_service':3"), TOR("'instances':3"), NULL}, /* the default is every tor */
     {TOP(SVC1), STATUS("'socket':'/run/x/status.sock'"), "status.socket"},
     {TOP(SVC1), METRICS("'listen':'127.0.0.1:9100'"), "metrics.listen"},
     {METRICS("'listen':'127.0.0.1:9100'"), METRICS("'listen':'127.0.0.1:9101'"), "metrics.listen"},

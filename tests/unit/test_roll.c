@@ -84,9 +84,10 @@ static void f_record(struct fake *f, char what, size_t k)
     snprintf(f->actions + len, sizeof(f->actions) - len, "%s%c%zu", len ? " " : "", what, k + 1);
 }
 
-static int f_renew(void *arg, size_t k)
+static int f_renew(void *arg, size_t k, size_t gone)
 {
     struct fake *f = arg;
+    (void)gone; /* every fake tor hosts every service */
     f_record(f, 'R', k);
     if (f->renew_rc == 0)
         f->round_at[k] = f->now; /* a new round, not confirmed yet */

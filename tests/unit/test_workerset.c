@@ -8,7 +8,9 @@
  * key copy with the service's address, and nothing for instance 1 beside key_dir; workerset_stop on
  * workers that never started -> stopped() exactly once; restart-tor refused while the tors are not up
  * and once stopping; workerset_served answers on either basis only for services the single-onion tors
- * publish (the one rule for failover, the roll, the repairs and status). */
+ * publish (the one rule for failover, the roll, the repairs and status); with tor.tors_per_service 2 of
+ * 3 each tor hosts exactly its placed services, counts them in its status row, and holds key copies of
+ * those alone. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -95,15 +97,16 @@ static int teardown(void **state)
     return 0;
 }
 
-/* A spawn-mode config with `instances` tors and `services` (' for "), their keys loaded, the workers made. */
-static void make_services(struct test *x, unsigned instances, const char *services)
+/* A spawn-mode config with the tor section `tor` and `services` (' for "), their keys loaded, the workers
+ * made. */
+static void make_tor_services(struct test *x, const char *tor, const char *services)
 {
     static const struct worker_callbacks cbs = {
         .ready = on_ready, .bootstrapped = on_ready, .lost = on_lost, .failed = on_lost, .stopped = on_stopped,
     };
     char json[2048], err[1024];
-    snprintf(json, sizeof(json), "{'state_dir':'%s/state','run_dir':'%s/run','tor':{'instances':%u},'services':[%s]}",
-             x->dir, x->dir, instances, services);
+    snprintf(json, sizeof(json), "{'state_dir':'%s/state','run_dir':'%s/run','tor':{%s},'services':[%s]}", x->dir,
+             x->dir, tor, services);
     for (char *q = json; *q; q++)
         *q = *q == '\'' ? '"' : *q;
     x->conf = config_load_string(json, strlen(json), err, sizeof(err));
@@ -121,6 +124,13 @@ static void make_services(struct test *x, unsigned instances, const char *servic
         fail_msg("keys: %s", err);
     if (workerset_prepare(x->ws, x->conf, err, sizeof(err)) < 0)
         fail_msg("prepare: %s", err);
+}
+
+static void make_services(struct test *x, unsigned instances, const char *services)
+{
+    char tor[32];
+    snprintf(tor, sizeof(tor), "'instances':%u", instances);
+    make_tor_services(x, tor, services);
 }
 
 static void make(struct test *x, unsigned instances)
@@ -198,12 +208,51 @@ static void test_served(void **state)
     }
 }
 
+/* tor.tors_per_service 2 of 3: each tor hosts exactly the services placement.c puts on it (the known
+ * answers of test_placement.c: www and api on tors 2 and 3, static and web on tors 1 and 3), its status
+ * row counts them, and only a tor hosting a service holds a copy of its key. */
+static void test_sharded(void **state)
+{
+    static const struct {
+        const char *name;
+        unsigned mask;
+    } want[] = {{"www", 6}, {"static", 5}, {"api", 6}, {"web", 5}};
+    static const json_int_t per_tor[] = {2, 2, 4};
+    struct test *x = *state;
+    char services[1024], path[256];
+    size_t used = 0, n;
+    for (size_t i = 0; i < 4; i++)
+        used += (size_t)snprintf(services + used, sizeof(services) - used,
+                                 "%s{'name':'%s','ports':[{'virtual':80,'target':'127.0.0.1:%zu'}]}", i ? "," : "",
+                                 want[i].name, 8080 + i);
+    make_tor_services(x, "'instances':3,'tors_per_service':2", services);
+    struct worker *const *w = workerset_list(x->ws, &n);
+    assert_int_equal(n, 3);
+    for (unsigned k = 0; k < 3; k++) {
+        for (size_t i = 0; i < 4; i++) {
+            bool here = want[i].mask >> k & 1u;
+            assert_int_equal(worker_hosts(w[k], i), here);
+            if (k == 0)
+                continue; /* tor 1 uses key_dir itself */
+            snprintf(path, sizeof(path), "%s/state/instances/%u/keys/%s", x->dir, k + 1, want[i].name);
+            if (here != (access(path, F_OK) == 0))
+                fail_msg("tor %u, %s: a key copy %s, but it is %shosted there", k + 1, want[i].name,
+                         here ? "is missing" : "exists", here ? "" : "not ");
+        }
+        json_t *row = worker_tor_to_json(w[k]);
+        assert_non_null(row);
+        assert_int_equal(json_integer_value(json_object_get(row, "services")), per_tor[k]);
+        json_decref(row);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_one, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two, setup, teardown),
         cmocka_unit_test_setup_teardown(test_served, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sharded, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
