@@ -152,11 +152,12 @@ of_extra_torrc_json() {
 }
 
 # of_write_config FILE SERVICES_JSON [EXTRA_TOP_LEVEL_JSON] — state and run dirs under $OF_TMP;
-# tor.instances from $OF_TOR_INSTANCES, tor.binary from $OF_TOR_BINARY and tor.drain_timeout from
-# $OF_TOR_DRAIN when set.
+# tor.instances from $OF_TOR_INSTANCES, tor.tors_per_service from $OF_TOR_PER_SERVICE, tor.binary from
+# $OF_TOR_BINARY and tor.drain_timeout from $OF_TOR_DRAIN when set.
 of_write_config() {
   local file=$1 services=$2 extra=${3:-} instances=""
   [[ -n ${OF_TOR_INSTANCES:-} ]] && instances=" \"instances\": $OF_TOR_INSTANCES,"
+  [[ -n ${OF_TOR_PER_SERVICE:-} ]] && instances+=" \"tors_per_service\": $OF_TOR_PER_SERVICE,"
   [[ -n ${OF_TOR_BINARY:-} ]] && instances+=" \"binary\": \"$OF_TOR_BINARY\","
   [[ -n ${OF_TOR_DRAIN:-} ]] && instances+=" \"drain_timeout\": $OF_TOR_DRAIN,"
   cat >"$file" <<EOF
@@ -361,4 +362,20 @@ of_start_client_tor() {
   done
   of_log "client tor $name did not bootstrap: $(tail -n 5 "$dir/notice.log" "$dir/stdout.log" 2>&1)"
   return 1
+}
+
+# of_roll_field CONFIG KEY... — a field of the rolling restart in `onionfront status --json` ("roll", then
+# KEY... as nested keys; booleans as true/false; "" if absent).
+of_roll_field() {
+  local config=$1
+  shift
+  "$OF_BIN" -c "$config" status --json 2>/dev/null | python3 -c '
+import json, sys
+try:
+    v = json.load(sys.stdin)["status"]["roll"]
+    for k in sys.argv[1:]:
+        v = v[k]
+    print("" if v is None else str(v).lower() if isinstance(v, bool) else v)
+except Exception:
+    print("")' "$@"
 }

@@ -47,17 +47,7 @@ of_start_onionfront "$config" "$log"
 
 rt_tor() { of_tor_field "$config" "$1" "$2"; }
 # rt_roll FIELD [SUBFIELD] — a field of status's "roll" object ("" if absent or null).
-rt_roll() {
-  "$OF_BIN" -c "$config" status --json 2>/dev/null | python3 -c '
-import json, sys
-try:
-    v = json.load(sys.stdin)["status"]["roll"]
-    for k in sys.argv[1:]:
-        v = v[k]
-    print("" if v is None else str(v).lower() if isinstance(v, bool) else v)
-except Exception:
-    print("")' "$@"
-}
+rt_roll() { of_roll_field "$config" "$@"; }
 rt_both_running() { [[ $(rt_tor state 1) == running && $(rt_tor state 2) == running ]]; }
 # rt_roll_done N — N rolls have ended and no roll runs.
 rt_roll_done() { [[ $(rt_roll state) == idle && $(rt_roll rolls) == "$1" ]]; }
