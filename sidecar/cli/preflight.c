@@ -17,8 +17,10 @@
 
 #include "controlproto/cp_conn.h"
 #include "sidecar/config/config.h"
+#include "sidecar/core/fdbudget.h"
 #include "sidecar/core/fsutil.h"
 #include "sidecar/balance/ob_frontend.h"
+#include "sidecar/datapath/proxy.h"
 #include "sidecar/identity/service_id.h"
 #include "sidecar/tor/torcaps.h"
 
@@ -316,6 +318,15 @@ static void pf_keys(struct pf *p)
     }
 }
 
+/* The listeners and health checks fit under the descriptor limit (proxy.h). */
+static void pf_fd_limit(struct pf *p)
+{
+    char why[PREFLIGHT_PROBLEM_MAX - 16];
+    rlim_t hard = p->o->nofile_hard ? p->o->nofile_hard : fdbudget_hard_limit();
+    if (proxy_check_fd_limit(p->c, hard, why, sizeof(why)) < 0)
+        pf_problem(p, "services", "%s", why);
+}
+
 /* An Onionbalance frontend runs Onionbalance (ob_frontend.h). */
 static void pf_onionbalance(struct pf *p)
 {
@@ -356,6 +367,7 @@ size_t preflight_run(const struct config *c, const struct preflight_opts *o, str
     pf_private_dir(&p, "run_dir", c->run_dir);
     pf_status_dir(&p);
     pf_onion_location_dir(&p);
+    pf_fd_limit(&p);
     pf_onionbalance(&p);
     free(p.made);
     return out->n;
