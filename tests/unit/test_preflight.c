@@ -13,7 +13,7 @@
  * that stops a start); directories that cannot be made (state_dir's parent missing, onion_location.dir's
  * parent missing, status.socket's directory missing) or are too open (run_dir 0755); an Onionbalance
  * frontend without Onionbalance installed (its path is fixed, so only when it is absent here); listeners
- * and health checks over RLIMIT_NOFILE's hard limit. Every
+ * and health checks over RLIMIT_NOFILE's hard limit, and 512 services under it. Every
  * problem is reported in one run. And it touches nothing: after a run on a fresh state_dir and an
  * unused (mkp224o-like) key directory, no directory, key, marker or address record exists that did not
  * before. */
@@ -397,7 +397,8 @@ static void test_dirs(void **state)
 
 /* The services' listeners and health checks against RLIMIT_NOFILE's hard limit: two services (a listener
  * and a check each) fit exactly with the other shares and the fewest streams, one descriptor less is a
- * problem naming the numbers, for a start as for check-config. */
+ * problem naming the numbers, for a start as for check-config. 512 services, each key directory still to
+ * be made, pass under a large limit. */
 static void test_fd_limit(void **state)
 {
     struct ctx *c = *state;
@@ -417,6 +418,23 @@ static void test_fd_limit(void **state)
     assert_has(run(c, conf, PREFLIGHT_ALL, 0, NULL), want);
     assert_int_equal(c->pf.n, 1);
     assert_has(run(c, conf, PREFLIGHT_START, 0, NULL), want);
+    config_free(conf);
+
+    size_t cap = 200 + 100 * 512, o = 0;
+    char *json = malloc(cap), err[1024];
+    assert_non_null(json);
+    o += (size_t)snprintf(json, cap, "{\"state_dir\":\"%s/state\",\"run_dir\":\"%s/run\",\"tor\":{\"binary\":"
+                          "\"%s/tor\"},\"services\":[", c->dir, c->dir, c->dir);
+    for (int i = 0; i < 512; i++)
+        o += (size_t)snprintf(json + o, cap - o, "%s{\"name\":\"s%d\",\"ports\":[{\"virtual\":80,\"target\":"
+                              "\"127.0.0.1:%d\"}]}", i ? "," : "", i, 1000 + i);
+    snprintf(json + o, cap - o, "]}");
+    conf = config_load_string(json, strlen(json), err, sizeof(err));
+    free(json);
+    if (!conf)
+        fail_msg("config: %s", err);
+    c->nofile_hard = 1 << 20;
+    assert_string_equal(run(c, conf, PREFLIGHT_ALL, 0, NULL), "");
     config_free(conf);
 }
 
