@@ -98,11 +98,17 @@ static void daemon_update_status(struct daemon *d, const char *prefix)
  * writes and runs on_change only on a change, and logs its own errors once). */
 static void daemon_sync_reachability(struct daemon *d)
 {
-    struct onionloc_entry entries[CONFIG_MAX_SERVICES];
     struct report_src r = daemon_report_src(d);
+    size_t cap = service_ids_count(d->ids);
+    struct onionloc_entry *entries = calloc(cap ? cap : 1, sizeof(*entries));
     char err[512];
-    size_t n = report_reachability(&r, entries, CONFIG_MAX_SERVICES, &d->last_reachable);
+    if (!entries) {
+        log_error("onionfront: out of memory; the Onion-Location files stay as they are");
+        return;
+    }
+    size_t n = report_reachability(&r, entries, cap, &d->last_reachable);
     onionloc_sync(d->onionloc, entries, n, err, sizeof(err));
+    free(entries);
 }
 
 static void daemon_poll_cb(evutil_socket_t fd, short what, void *arg)

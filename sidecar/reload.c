@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "sidecar/config/config.h"
+#include "sidecar/core/fdbudget.h"
 #include "sidecar/core/log.h"
 #include "sidecar/ops/onionloc.h"
 #include "sidecar/balance/ob_frontend.h"
@@ -48,7 +49,8 @@ int reload_apply(const struct reload_parts *p, const char *path, struct config *
         config_free(nc);
         return reload_refused(msg, msglen, "%s changed, which needs a restart of onionfront", what);
     }
-    if (torcaps_check_config(nc, err, sizeof(err)) < 0) {
+    if (torcaps_check_config(nc, err, sizeof(err)) < 0 ||
+        proxy_check_fd_limit(nc, fdbudget_hard_limit(), err, sizeof(err)) < 0) {
         config_free(nc);
         return reload_refused(msg, msglen, "%s", err);
     }

@@ -1,12 +1,13 @@
 /* reload.h — applying a reloaded config to the running daemon (SIGHUP, the status socket's "reload"):
- * read and validate it, refuse what needs a restart (config_restart_needed), then apply only the
- * difference in order — the directory hand-over, the data path (new sockets before tor hears of them),
- * the services' identities (every key checked against the address record; then Onionbalance's instance
- * limit, which needs the master's address), the workers (workerset_reconfigure: one SETCONF per tor
- * if its view changed; reload.c never loops over workers itself), the anonymous services' tor started
- * or stopped (workerset_apply_modes), Onion-Location, the status socket's ACL, the log level and format; a new tor.binary then starts a
- * rolling restart onto it (workerset_binary_reloaded). A refused or failed reload leaves the running
- * config in place.
+ * read and validate it, refuse what needs a restart (config_restart_needed), what the tor binary cannot
+ * do (torcaps) and listeners and health checks beyond the descriptor limit (proxy_check_fd_limit), then
+ * apply only the difference in order — the directory hand-over, the data path (new sockets before tor
+ * hears of them), the services' identities (every key checked against the address record; then
+ * Onionbalance's instance limit, which needs the master's address), the workers (workerset_reconfigure:
+ * one SETCONF per tor if its view changed; reload.c never loops over workers itself), the anonymous
+ * services' tor started or stopped (workerset_apply_modes), Onion-Location, the status socket's ACL, the
+ * log level and format; a new tor.binary then starts a rolling restart onto it
+ * (workerset_binary_reloaded). A refused or failed reload leaves the running config in place.
  *
  * Owns nothing: the parts are borrowed for one call. Not the decision when to reload (main.c). */
 #ifndef ONIONFRONT_RELOAD_H

@@ -10,27 +10,30 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "controlproto/cp_conn.h"
 #include "sidecar/config/config.h"
+#include "sidecar/core/fdbudget.h"
 #include "sidecar/core/fsutil.h"
 #include "sidecar/balance/ob_frontend.h"
+#include "sidecar/datapath/proxy.h"
 #include "sidecar/identity/service_id.h"
 #include "sidecar/tor/torcaps.h"
 
 #define PREFLIGHT_CONTROL_TIMEOUT_MS 5000
-#define PREFLIGHT_MADE_MAX (4 + CONFIG_MAX_SERVICES)
+#define PREFLIGHT_MADE_FIXED 4 /* state_dir, its keys/, run_dir and one spare, besides each key directory */
 
 struct pf {
     const struct config *c;
     const struct preflight_opts *o;
     struct preflight *out;
     /* directories that exist, or that onionfront makes before it needs the next ones (borrowed paths) */
-    const char *made[PREFLIGHT_MADE_MAX];
-    size_t n_made;
+    const char **made;
+    size_t n_made, max_made;
 };
 
 static void pf_problem(struct pf *p, const char *field, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -193,7 +196,7 @@ static void pf_control_socket(struct pf *p)
 
 static void pf_made(struct pf *p, const char *path)
 {
-    if (p->n_made < PREFLIGHT_MADE_MAX)
+    if (p->n_made < p->max_made)
         p->made[p->n_made++] = path;
 }
 
@@ -315,6 +318,15 @@ static void pf_keys(struct pf *p)
     }
 }
 
+/* The listeners and health checks fit under the descriptor limit (proxy.h). */
+static void pf_fd_limit(struct pf *p)
+{
+    char why[PREFLIGHT_PROBLEM_MAX - 16];
+    rlim_t hard = p->o->nofile_hard ? p->o->nofile_hard : fdbudget_hard_limit();
+    if (proxy_check_fd_limit(p->c, hard, why, sizeof(why)) < 0)
+        pf_problem(p, "services", "%s", why);
+}
+
 /* An Onionbalance frontend runs Onionbalance (ob_frontend.h). */
 static void pf_onionbalance(struct pf *p)
 {
@@ -331,9 +343,14 @@ static void pf_onionbalance(struct pf *p)
 
 size_t preflight_run(const struct config *c, const struct preflight_opts *o, struct preflight *out)
 {
-    struct pf p = {.c = c, .o = o, .out = out};
+    struct pf p = {.c = c, .o = o, .out = out, .max_made = PREFLIGHT_MADE_FIXED + c->n_services};
     char keys[PATH_MAX];
     out->n = 0;
+    p.made = calloc(p.max_made, sizeof(*p.made));
+    if (!p.made) {
+        pf_problem(&p, NULL, "out of memory");
+        return out->n;
+    }
     if (c->tor.mode == TOR_MODE_SPAWN) {
         pf_tor_binary(&p);
         pf_tor_user(&p);
@@ -350,6 +367,8 @@ size_t preflight_run(const struct config *c, const struct preflight_opts *o, str
     pf_private_dir(&p, "run_dir", c->run_dir);
     pf_status_dir(&p);
     pf_onion_location_dir(&p);
+    pf_fd_limit(&p);
     pf_onionbalance(&p);
+    free(p.made);
     return out->n;
 }

@@ -13,6 +13,9 @@
  *    key is missing or another one);
  *  - the directories onionfront makes (state_dir and its keys/, run_dir, missing key directories, the
  *    status socket's and onion_location.dir) are as onionfront needs them, or can be made by this user;
+ *  - the listening sockets and health checks of the services' ports fit under RLIMIT_NOFILE's hard limit
+ *    with onionfront's other descriptors (proxy_check_fd_limit; check-config sees its own limit, which
+ *    may differ from the unit's LimitNOFILE=);
  *  - an Onionbalance frontend: Onionbalance is installed.
  *
  * Owns nothing beyond the call. Reads only: no directory, key, marker or record is created or changed.
@@ -22,6 +25,7 @@
 #define ONIONFRONT_PREFLIGHT_H
 
 #include <stddef.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
 struct config;
@@ -41,6 +45,8 @@ struct preflight_opts {
     uid_t euid;                  /* the user onionfront runs as: geteuid() (tests pretend) */
     struct event_base *base;     /* runs the attached tor's control connection; NULL: a private one */
     unsigned control_timeout_ms; /* that connection's deadline (connect and authenticate); 0: 5 s */
+    rlim_t nofile_hard;          /* RLIMIT_NOFILE's hard limit to check against; 0: the process's (tests
+                                    pretend) */
 };
 
 #define PREFLIGHT_MAX_PROBLEMS 32

@@ -21,7 +21,7 @@
 #include "sidecar/config/ob_config.h"
 #include "sidecar/config/service_mode.h"
 
-#define CONFIG_MAX_SERVICES 64
+#define CONFIG_MAX_SERVICES 512     /* services[] entries; an array sized by it belongs on the heap */
 #define CONFIG_MAX_PORTS 64         /* per service */
 #define CONFIG_MAX_BACKENDS 64      /* per port */
 #define CONFIG_MAX_LIST 64          /* allowed_uids, allowed_gids, on_change, extra_torrc entries */

@@ -31,12 +31,39 @@ int fdbudget_raise_limit(rlim_t *before, rlim_t *after, char *err, size_t errlen
 #define FDBUDGET_OTHERS \
     ((rlim_t)FDBUDGET_RESERVE + FDBUDGET_METRICS_CLIENTS + FDBUDGET_ONIONLOC_CLIENTS + FDBUDGET_STATUS_CLIENTS)
 
-unsigned fdbudget_stream_cap_for(unsigned configured, rlim_t nofile)
+/* Everything but the streams and their pipes. */
+static rlim_t fdbudget_fixed(struct fdbudget_held held)
 {
-    const rlim_t others = FDBUDGET_OTHERS;
+    return FDBUDGET_OTHERS + (rlim_t)held.listeners + (rlim_t)held.checks;
+}
+
+rlim_t fdbudget_hard_limit(void)
+{
+    struct rlimit rl;
+    return getrlimit(RLIMIT_NOFILE, &rl) < 0 ? RLIM_INFINITY : rl.rlim_max;
+}
+
+int fdbudget_check_held(struct fdbudget_held held, rlim_t hard, char *err, size_t errlen)
+{
+    rlim_t need = fdbudget_fixed(held) + 2 * (rlim_t)FDBUDGET_STREAMS_MIN;
+    if (need <= hard)
+        return 0;
+    snprintf(err, errlen,
+             "the config needs %llu file descriptors but RLIMIT_NOFILE's hard limit is %llu: %zu listening sockets "
+             "(one per service port) and %zu health checks (one per backend of a port with checks), besides %llu "
+             "for onionfront's other peers and %d for the fewest streams (%d); raise the limit (systemd: "
+             "LimitNOFILE=) or configure fewer ports or backends",
+             (unsigned long long)need, (unsigned long long)hard, held.listeners, held.checks,
+             (unsigned long long)FDBUDGET_OTHERS, 2 * FDBUDGET_STREAMS_MIN, FDBUDGET_STREAMS_MIN);
+    return -1;
+}
+
+unsigned fdbudget_stream_cap_for(unsigned configured, rlim_t nofile, struct fdbudget_held held)
+{
+    const rlim_t fixed = fdbudget_fixed(held);
     if (configured > 0)
         return configured;
-    rlim_t cap = nofile > others ? (nofile - others) / 2 : 0;
+    rlim_t cap = nofile > fixed ? (nofile - fixed) / 2 : 0;
     if (cap < FDBUDGET_STREAMS_MIN)
         cap = FDBUDGET_STREAMS_MIN;
     if (cap > FDBUDGET_STREAMS_AUTO_MAX)
@@ -52,21 +79,21 @@ static rlim_t fdbudget_nofile(void)
     return rl.rlim_cur;
 }
 
-unsigned fdbudget_stream_cap(unsigned configured)
+unsigned fdbudget_stream_cap(unsigned configured, struct fdbudget_held held)
 {
-    return fdbudget_stream_cap_for(configured, fdbudget_nofile());
+    return fdbudget_stream_cap_for(configured, fdbudget_nofile(), held);
 }
 
-unsigned fdbudget_splice_cap_for(unsigned streams, rlim_t nofile)
+unsigned fdbudget_splice_cap_for(unsigned streams, rlim_t nofile, struct fdbudget_held held)
 {
-    rlim_t used = FDBUDGET_OTHERS + 2 * (rlim_t)streams;
+    rlim_t used = fdbudget_fixed(held) + 2 * (rlim_t)streams;
     rlim_t cap = nofile > used ? (nofile - used) / FDBUDGET_PIPE_FDS : 0;
     return cap < streams ? (unsigned)cap : streams;
 }
 
-unsigned fdbudget_splice_cap(unsigned streams)
+unsigned fdbudget_splice_cap(unsigned streams, struct fdbudget_held held)
 {
-    return fdbudget_splice_cap_for(streams, fdbudget_nofile());
+    return fdbudget_splice_cap_for(streams, fdbudget_nofile(), held);
 }
 
 int fd_reserve_init(struct fd_reserve *r, unsigned want)

@@ -5,6 +5,8 @@
  *
  *     soft limit  >=  2 x proxy streams            (limits.max_open_streams; each stream is tor's
  *                                                   connection + the backend's)
+ *                   + what the config holds         (struct fdbudget_held: a listening socket per
+ *                                                   service port, a health check per checked backend)
  *                   + FDBUDGET_METRICS_CLIENTS      (metrics_http.c; beyond it the listener pauses)
  *                   + FDBUDGET_ONIONLOC_CLIENTS     (onion_location.listen, onionloc.c; the same kind of
  *                                                   listener, with a share of its own: web servers on
@@ -12,13 +14,15 @@
  *                   + FDBUDGET_STATUS_CLIENTS       (status.c; per-uid limit and reserved slots inside)
  *                   + 4 x spliced streams         (two pipes each; only what is left over: see
  *                                                   fdbudget_splice_cap_for)
- *                   + FDBUDGET_RESERVE              (everything else: listeners, tor's control
- *                                                   connection, health checks, DNS, log, children's
- *                                                   pipes, the status socket's spare descriptor)
+ *                   + FDBUDGET_RESERVE              (everything else: tor's control connections, the
+ *                                                   probe's transfers, DNS, log, children's pipes, the
+ *                                                   status, metrics and Onion-Location listeners, the
+ *                                                   status socket's spare descriptor)
  *
  * With limits.max_open_streams left at 0 ("auto"), fdbudget_stream_cap derives the stream cap from the
  * limit so that the sum holds; an explicit value is taken as given (the operator's choice, logged by the
- * caller when it does not fit). Since each peer's share is capped, a flood on one listener (1,200 slow
+ * caller when it does not fit). A config whose held descriptors leave no room for FDBUDGET_STREAMS_MIN
+ * streams under the limit is refused (fdbudget_check_held: at start, check-config and reload). Since each peer's share is capped, a flood on one listener (1,200 slow
  * metrics connections, say) fills that listener's share and stops there: tor's streams and the status
  * socket keep their descriptors. Should the process run out anyway (a system-wide ENFILE, a limit the
  * operator lowered), every listener pauses on accept errors instead of spinning, and the status socket
@@ -43,25 +47,41 @@
 #define FDBUDGET_STATUS_CLIENTS 64      /* the status socket's */
 #define FDBUDGET_PIPE_FDS 4             /* a spliced stream's two pipes */
 
+/* The descriptors a config holds open however quiet the site is, counted from the config by the data
+ * path (proxy_held_fds): they come off the limit before the streams' share. */
+struct fdbudget_held {
+    size_t listeners; /* one listening unix socket per service port (proxy_listen.c) */
+    size_t checks;    /* one health check in flight per backend of a port with checks (health.c) */
+};
+
 /* Raise RLIMIT_NOFILE's soft limit to its hard limit. Return 0 and the limits before and after in
  * *before / *after (equal when nothing changed), or -1 with the reason in `err` (the limit stays). */
 int fdbudget_raise_limit(rlim_t *before, rlim_t *after, char *err, size_t errlen);
 
+/* The process's RLIMIT_NOFILE hard limit (what the soft limit is raised to at start), or RLIM_INFINITY
+ * if it cannot be read. */
+rlim_t fdbudget_hard_limit(void);
+
+/* Does a config holding `held` fit under RLIMIT_NOFILE's hard limit `hard`, with the shares above and
+ * FDBUDGET_STREAMS_MIN streams? Return 0, or -1 with a message naming the numbers in `err`. Pure. */
+int fdbudget_check_held(struct fdbudget_held held, rlim_t hard, char *err, size_t errlen);
+
 /* The concurrent-stream cap for limits.max_open_streams = `configured` (0 = auto) under a soft limit
- * of `nofile` descriptors: configured when non-zero, else (nofile - FDBUDGET_RESERVE - the metrics,
- * onion-location and status shares) / 2, clamped to FDBUDGET_STREAMS_MIN..FDBUDGET_STREAMS_AUTO_MAX. Pure. */
-unsigned fdbudget_stream_cap_for(unsigned configured, rlim_t nofile);
+ * of `nofile` descriptors with a config holding `held`: configured when non-zero, else (nofile -
+ * held - FDBUDGET_RESERVE - the metrics, onion-location and status shares) / 2, clamped to
+ * FDBUDGET_STREAMS_MIN..FDBUDGET_STREAMS_AUTO_MAX. Pure. */
+unsigned fdbudget_stream_cap_for(unsigned configured, rlim_t nofile, struct fdbudget_held held);
 
 /* As fdbudget_stream_cap_for, with the process's current soft limit. */
-unsigned fdbudget_stream_cap(unsigned configured);
+unsigned fdbudget_stream_cap(unsigned configured, struct fdbudget_held held);
 
 /* How many of `streams` streams may hold splice pipes (FDBUDGET_PIPE_FDS more descriptors each) at once
- * under a soft limit of `nofile`: what the budget above leaves after 2 x streams, at most `streams`
- * (0 when nothing is left: those streams copy through buffers). Pure. */
-unsigned fdbudget_splice_cap_for(unsigned streams, rlim_t nofile);
+ * under a soft limit of `nofile` with a config holding `held`: what the budget above leaves after
+ * 2 x streams, at most `streams` (0 when nothing is left: those streams copy through buffers). Pure. */
+unsigned fdbudget_splice_cap_for(unsigned streams, rlim_t nofile, struct fdbudget_held held);
 
 /* As fdbudget_splice_cap_for, with the process's current soft limit. */
-unsigned fdbudget_splice_cap(unsigned streams);
+unsigned fdbudget_splice_cap(unsigned streams, struct fdbudget_held held);
 
 /* Descriptors opened on /dev/null and held, to be given back when the process has run out: close one
  * (fd_reserve_release), open what is needed with it, and fd_reserve_refill once descriptors are free

@@ -13,7 +13,8 @@
  * Data path rules, per stream:
  *  - tor's first line is read with a bound (PROXYPROTO_V1_MAX bytes) and a deadline; anything malformed
  *    closes the stream. The line is never forwarded.
- *  - limits.max_open_streams (0 = auto: fdbudget_stream_cap from the descriptor limit): with that many
+ *  - limits.max_open_streams (0 = auto: fdbudget_stream_cap from the descriptor limit, less what the
+ *    listeners and health checks hold, proxy_held_fds): with that many
  *    streams open over all ports, a new stream is closed as soon as it is accepted, and tor ends it.
  *  - max_streams_per_circuit > 0 (default 64): a circuit with that many streams open on this port gets
  *    the next one closed at once (circuit id 0, "unknown", is not limited).
@@ -58,6 +59,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sidecar/core/fdbudget.h"
+
 struct backend_pool;
 struct config;
 struct event_base;
@@ -96,6 +99,16 @@ struct proxy *proxy_new(struct event_base *base, const struct config *conf, cons
  * back but the pools updated before it keeping their new settings. `conf` is only read during the
  * call. */
 int proxy_update(struct proxy *px, const struct config *conf, char *err, size_t errlen);
+
+/* The descriptors the data path for `conf` holds however quiet it is (fdbudget.h): a listening socket
+ * for every port of every service, and a health check in flight for every backend of a port whose
+ * health type is not none (health.c checks each one on its own, drained ones too). Pure. */
+struct fdbudget_held proxy_held_fds(const struct config *conf);
+
+/* Does the data path for `conf` fit under RLIMIT_NOFILE's hard limit `hard` (fdbudget_check_held of
+ * proxy_held_fds)? Return 0, or -1 with a message naming the numbers. check-config, the start (both
+ * preflight.h) and a reload (reload.h) refuse a config that does not. */
+int proxy_check_fd_limit(const struct config *conf, rlim_t hard, char *err, size_t errlen);
 
 /* Close every stream (backend_stream_end for each), the listeners (removing their socket files) and
  * the pools (hooks->pool_removed first). NULL is a no-op. */

@@ -158,7 +158,7 @@ size_t proxy_stream_buffered(const struct proxy_stream *s);
 
 /* ---- proxy_listen.c: ports, the stream cap, tor's PROXY line ------------------------------------------ */
 
-/* Take limits.max_open_streams from `conf` (0: derived from the descriptor limit). */
+/* Take limits.max_open_streams from `conf` (0: derived from the descriptor limit, less proxy_held_fds). */
 void proxy_set_stream_cap(struct proxy *px, const struct config *conf);
 /* A port's listener and pool (not linked into px->ports, hooks not called). NULL with err on failure. */
 struct proxy_port *proxy_port_new(struct proxy *px, const struct service_conf *svc, const struct port_conf *pc,

@@ -34,14 +34,34 @@
 
 /* ---- limits ---- */
 
+struct fdbudget_held proxy_held_fds(const struct config *conf)
+{
+    struct fdbudget_held held = {0, 0};
+    for (size_t i = 0; i < conf->n_services; i++) {
+        const struct service_conf *svc = &conf->services[i];
+        held.listeners += svc->n_ports;
+        for (size_t j = 0; j < svc->n_ports; j++)
+            if (svc->ports[j].health.type != HEALTH_NONE)
+                held.checks += svc->ports[j].n_backends;
+    }
+    return held;
+}
+
+int proxy_check_fd_limit(const struct config *conf, rlim_t hard, char *err, size_t errlen)
+{
+    return fdbudget_check_held(proxy_held_fds(conf), hard, err, errlen);
+}
+
 void proxy_set_stream_cap(struct proxy *px, const struct config *conf)
 {
-    unsigned cap = fdbudget_stream_cap(conf->limits.max_open_streams);
+    struct fdbudget_held held = proxy_held_fds(conf);
+    unsigned cap = fdbudget_stream_cap(conf->limits.max_open_streams, held);
     if (cap != px->max_open_streams)
         log_info("proxy: at most %u streams open at once%s", cap,
-                 conf->limits.max_open_streams ? "" : " (limits.max_open_streams: auto, from the file descriptor limit)");
+                 conf->limits.max_open_streams ? "" : " (limits.max_open_streams: auto, from the file descriptor "
+                                                      "limit less the listeners and health checks)");
     px->max_open_streams = cap;
-    px->max_spliced = fdbudget_splice_cap(cap);
+    px->max_spliced = fdbudget_splice_cap(cap, held);
 }
 
 /* ---- the PROXY line ---- */

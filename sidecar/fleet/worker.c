@@ -34,28 +34,25 @@ struct worker {
     enum service_mode mode;                 /* the kind of tor: which services it hosts (worker_set_mode) */
 };
 
-/* Give the descriptor tracker and the verifier the services' names and addresses and the probe
- * settings: at start-up once the keys are loaded, and after each applied reload. */
-size_t worker_service_list(const struct worker *w, const char **names, const char **addrs)
+/* Give the descriptor tracker and the verifier the names and addresses ("" if none yet) of the services
+ * this tor hosts, in service_mgr order, and the probe settings: at start-up once the keys are loaded,
+ * and after each applied reload. */
+void worker_sync_services(struct worker *w)
 {
     size_t n = 0, all = service_mgr_count(w->services);
-    for (size_t i = 0; i < all && n < CONFIG_MAX_SERVICES; i++) {
+    const char **names = calloc(all ? all : 1, sizeof(*names)), **addrs = calloc(all ? all : 1, sizeof(*addrs));
+    descriptor_tracker_set_probe_conf(w->descriptors, &w->conf->probe);
+    for (size_t i = 0; names && addrs && i < all; i++) {
         if (!service_mgr_hosts(w->services, i))
             continue; /* another kind of tor's: never on this one */
         names[n] = service_mgr_name(w->services, i);
         addrs[n++] = service_mgr_address(w->services, i);
     }
-    return n;
-}
-
-void worker_sync_services(struct worker *w)
-{
-    const char *names[CONFIG_MAX_SERVICES], *addrs[CONFIG_MAX_SERVICES];
-    size_t n = worker_service_list(w, names, addrs);
-    descriptor_tracker_set_probe_conf(w->descriptors, &w->conf->probe);
-    if (descriptor_tracker_set_services(w->descriptors, names, addrs, n) < 0 ||
+    if (!names || !addrs || descriptor_tracker_set_services(w->descriptors, names, addrs, n) < 0 ||
         verify_set_services(w->verify, names, addrs, n) < 0)
         log_error("onionfront: out of memory; descriptor tracking and verification keep the old services");
+    free(names);
+    free(addrs);
 }
 
 static void worker_fail(struct worker *w, const char *why)

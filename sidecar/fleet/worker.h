@@ -97,10 +97,6 @@ void worker_free(struct worker *w);
  * verifier the services' names and addresses. */
 void worker_sync_services(struct worker *w);
 
-/* Put the services' names and addresses ("" if none yet), in service_mgr order, into `names` and
- * `addrs` (CONFIG_MAX_SERVICES entries each, borrowed strings). Return how many. */
-size_t worker_service_list(const struct worker *w, const char **names, const char **addrs);
-
 /* Hand the directories this worker's tor uses to its user (handover.h) for `conf` (the running or a
  * reloaded one). Return 0, or -1 with a message. */
 int worker_hand_over(const struct worker *w, const struct config *conf, char *err, size_t errlen);

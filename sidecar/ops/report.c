@@ -403,13 +403,17 @@ fail:
 /* The tor_hs values of every tor (torscrape.h), labelled by instance, for the services each one lists. */
 static int report_tor_hs_metrics(const struct report_src *r, struct metrics *m)
 {
-    size_t n_workers;
+    size_t n_workers, all = service_ids_count(r->ids);
     struct worker *const *workers = workerset_list(r->workerset, &n_workers);
-    const char *names[CONFIG_MAX_SERVICES], *addrs[CONFIG_MAX_SERVICES], *inst[INSTANCE_MAX + 1];
+    const char **names = calloc(all ? all : 1, sizeof(*names)), **addrs = calloc(all ? all : 1, sizeof(*addrs));
+    const char *inst[INSTANCE_MAX + 1];
     const struct worker *tors[INSTANCE_MAX + 1];
     char bufs[INSTANCE_MAX + 1][16];
     size_t n = 0, n_tors = 0;
-    for (size_t i = 0; i < service_ids_count(r->ids) && n < CONFIG_MAX_SERVICES; i++) {
+    int rc = -1;
+    if (!names || !addrs)
+        goto out;
+    for (size_t i = 0; i < all; i++) {
         const struct service_id *id = service_ids_at(r->ids, i);
         if (!id->address[0])
             continue;
@@ -420,7 +424,11 @@ static int report_tor_hs_metrics(const struct report_src *r, struct metrics *m)
         tors[n_tors] = workers[k];
         inst[n_tors] = report_instance_label(workers[k], bufs[n_tors], sizeof(bufs[n_tors]));
     }
-    return workers_tor_hs_metrics(tors, inst, n_tors, names, addrs, n, m);
+    rc = workers_tor_hs_metrics(tors, inst, n_tors, names, addrs, n, m);
+out:
+    free(names);
+    free(addrs);
+    return rc;
 }
 
 char *report_metrics_text(const struct report_src *r)

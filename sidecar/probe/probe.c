@@ -83,8 +83,11 @@ struct probe {
     struct event *tick_ev;
     unsigned long seq; /* SOCKS usernames: one per probe */
     struct pace pace;  /* the spread of probe starts (pace.h) */
+    /* One array for the largest config, on the heap with the probe: a slot stays put while its probe
+     * runs (the probe holds its address). */
     struct probe_svc svcs[CONFIG_MAX_SERVICES];
     size_t n;
+    double due[CONFIG_MAX_SERVICES]; /* probe_tick_cb's: each slot's next start, for pace_pick */
 };
 
 static const char *const probe_stage_names[] = {"ok",     "descriptor", "introduction", "rendezvous",
@@ -626,7 +629,7 @@ static void probe_tick_cb(evutil_socket_t fd, short what, void *arg)
     probe_sync(p);
     uint64_t now = clock_now_ms();
     bool usable = p->conn && tor_sup_state(p->tor) == TOR_RUNNING;
-    double due[CONFIG_MAX_SERVICES];
+    double *due = p->due;
     size_t in_flight = 0, armed = 0;
     for (size_t i = 0; i < p->n; i++) {
         struct probe_svc *s = &p->svcs[i];

@@ -177,7 +177,7 @@ static const struct bad_case bad_cases[] = {
     BAD(TOP("'log_level':'info'"), "services: is required"),
     BAD(WITH("'log_format':'syslog'"), "log_format: must be one of \"text\", \"json\""),
     BAD(WITH("'log_format':true"), "log_format: must be one of \"text\", \"json\""),
-    BAD(TOP("'services':[]"), "services: must have 1-64 entries"),
+    BAD(TOP("'services':[]"), "services: must have 1-512 entries"),
     BAD(TOP("'services':{}"), "services: must be an array"),
     BAD(TOP("'services':[1]"), "services[0]: must be an object"),
     BAD(WITH("'tor':[]"), "tor: must be an object"),
@@ -1185,17 +1185,19 @@ static struct config *load_sized(size_t n_services, size_t n_ports, size_t n_bac
 static void test_limits(void **state)
 {
     struct test_state *ts = *state;
-    struct config *c = load_sized(64, 64, 64, ts->err, sizeof ts->err);
+    /* 512 services (issue 28: 500 on several tors), 64 ports, 64 backends */
+    struct config *c = load_sized(512, 64, 64, ts->err, sizeof ts->err);
     if (!c)
-        fail_msg("64/64/64 did not load: %s", ts->err);
-    assert_int_equal(c->n_services, 64);
+        fail_msg("512/64/64 did not load: %s", ts->err);
+    assert_int_equal(c->n_services, 512);
+    assert_string_equal(c->services[511].name, "s511");
     assert_int_equal(c->services[0].n_ports, 64);
     assert_int_equal(c->services[0].ports[0].n_backends, 64);
     assert_string_equal(c->services[0].ports[0].backends[63].name, "s0-1-63");
     config_free(c);
 
-    assert_null(load_sized(65, 1, 1, ts->err, sizeof ts->err));
-    assert_string_equal(ts->err, "services: must have 1-64 entries");
+    assert_null(load_sized(513, 1, 1, ts->err, sizeof ts->err));
+    assert_string_equal(ts->err, "services: must have 1-512 entries");
     assert_null(load_sized(1, 65, 1, ts->err, sizeof ts->err));
     assert_string_equal(ts->err, "services[0].ports: must have 1-64 entries");
     assert_null(load_sized(1, 1, 65, ts->err, sizeof ts->err));

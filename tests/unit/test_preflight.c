@@ -12,7 +12,8 @@
  * anonymous service, a recorded service whose key is gone (refused: a problem for check-config, not one
  * that stops a start); directories that cannot be made (state_dir's parent missing, onion_location.dir's
  * parent missing, status.socket's directory missing) or are too open (run_dir 0755); an Onionbalance
- * frontend without Onionbalance installed (its path is fixed, so only when it is absent here). Every
+ * frontend without Onionbalance installed (its path is fixed, so only when it is absent here); listeners
+ * and health checks over RLIMIT_NOFILE's hard limit, and 512 services under it. Every
  * problem is reported in one run. And it touches nothing: after a run on a fresh state_dir and an
  * unused (mkp224o-like) key directory, no directory, key, marker or address record exists that did not
  * before. */
@@ -37,6 +38,7 @@
 
 #include "sidecar/identity/addrbook.h"
 #include "sidecar/config/config.h"
+#include "sidecar/core/fdbudget.h"
 #include "sidecar/identity/keys.h"
 #include "sidecar/balance/ob_frontend.h"
 #include "sidecar/cli/preflight.h"
@@ -46,6 +48,7 @@
 
 struct ctx {
     char dir[256];
+    rlim_t nofile_hard; /* preflight_opts.nofile_hard: 0 = the process's */
     struct preflight pf;
 };
 
@@ -113,7 +116,8 @@ static const char *run(struct ctx *c, const struct config *conf, enum preflight_
                        struct event_base *base)
 {
     static char all[PREFLIGHT_MAX_PROBLEMS * PREFLIGHT_PROBLEM_MAX];
-    struct preflight_opts o = {.scope = scope, .euid = euid, .base = base, .control_timeout_ms = 300};
+    struct preflight_opts o = {
+        .scope = scope, .euid = euid, .base = base, .control_timeout_ms = 300, .nofile_hard = c->nofile_hard};
     size_t n = preflight_run(conf, &o, &c->pf);
     size_t used = 0;
     all[0] = '\0';
@@ -391,6 +395,49 @@ static void test_dirs(void **state)
     config_free(conf);
 }
 
+/* The services' listeners and health checks against RLIMIT_NOFILE's hard limit: two services (a listener
+ * and a check each) fit exactly with the other shares and the fewest streams, one descriptor less is a
+ * problem naming the numbers, for a start as for check-config. 512 services, each key directory still to
+ * be made, pass under a large limit. */
+static void test_fd_limit(void **state)
+{
+    struct ctx *c = *state;
+    fake_tor(c, "tor", "0.4.9.11", "yes");
+    struct config *conf = load(c, SPAWN("'binary':'@D@/tor'") "'services':[" SVC("") ",{'name':'api',"
+                                  "'ports':[{'virtual':80,'target':'127.0.0.1:8081'}]}]}");
+    const rlim_t fits = FDBUDGET_RESERVE + FDBUDGET_METRICS_CLIENTS + FDBUDGET_ONIONLOC_CLIENTS +
+                        FDBUDGET_STATUS_CLIENTS + 4 + 2 * FDBUDGET_STREAMS_MIN;
+    char want[300];
+    c->nofile_hard = fits;
+    assert_string_equal(run(c, conf, PREFLIGHT_ALL, 0, NULL), "");
+    c->nofile_hard = fits - 1;
+    snprintf(want, sizeof(want),
+             "services: the config needs %llu file descriptors but RLIMIT_NOFILE's hard limit is %llu: 2 listening "
+             "sockets (one per service port) and 2 health checks",
+             (unsigned long long)fits, (unsigned long long)fits - 1);
+    assert_has(run(c, conf, PREFLIGHT_ALL, 0, NULL), want);
+    assert_int_equal(c->pf.n, 1);
+    assert_has(run(c, conf, PREFLIGHT_START, 0, NULL), want);
+    config_free(conf);
+
+    size_t cap = 200 + 100 * 512, o = 0;
+    char *json = malloc(cap), err[1024];
+    assert_non_null(json);
+    o += (size_t)snprintf(json, cap, "{\"state_dir\":\"%s/state\",\"run_dir\":\"%s/run\",\"tor\":{\"binary\":"
+                          "\"%s/tor\"},\"services\":[", c->dir, c->dir, c->dir);
+    for (int i = 0; i < 512; i++)
+        o += (size_t)snprintf(json + o, cap - o, "%s{\"name\":\"s%d\",\"ports\":[{\"virtual\":80,\"target\":"
+                              "\"127.0.0.1:%d\"}]}", i ? "," : "", i, 1000 + i);
+    snprintf(json + o, cap - o, "]}");
+    conf = config_load_string(json, strlen(json), err, sizeof(err));
+    free(json);
+    if (!conf)
+        fail_msg("config: %s", err);
+    c->nofile_hard = 1 << 20;
+    assert_string_equal(run(c, conf, PREFLIGHT_ALL, 0, NULL), "");
+    config_free(conf);
+}
+
 /* Count the entries below `dir` (recursively), to see that nothing was made. */
 static size_t count_tree(const char *dir)
 {
@@ -435,6 +482,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_attach, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keys, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dirs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fd_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_touches_nothing, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

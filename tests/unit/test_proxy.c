@@ -6,7 +6,8 @@
  * per-circuit stream limit, the PROXY v2 header, bounded buffers in both directions, half-close in both
  * directions, resets, reload (ports added and removed while a stream is open), host-name and unix
  * backends, the counters handed to backend.c, and the port's Prometheus families after real streams
- * (checked line by line and by tests/tools/promcheck). The splice path (issue 16): byte-exact random
+ * (checked line by line and by tests/tools/promcheck), the descriptors a config's data path holds
+ * (proxy_held_fds: listeners and health checks) and the limit check naming them. The splice path (issue 16): byte-exact random
  * data both ways checked by SHA-256 (0 B to 50 MB) with splice from the first byte, at the default
  * threshold and switched off (proxy_set_splice and ONIONFRONT_SPLICE=0), and the half-close, reset,
  * backpressure and echo tests again with splice from the first byte. No health checker runs here:
@@ -1679,6 +1680,35 @@ static void test_default_limits(void **state)
     echo_stream(c, c->path80, LINE59, "works");
 }
 
+/* What a config's data path holds (fdbudget.h): a listener per port of every service, a check per backend
+ * of a port with checks (health type none: none); the limit check names them. */
+static void test_held_fds(void **state)
+{
+    (void)state;
+    static const char json[] =
+        "{\"state_dir\": \"/var/lib/of\", \"run_dir\": \"/run/of\", \"services\": ["
+        "{\"name\": \"web\", \"ports\": ["
+        "{\"virtual\": 80, \"backends\": [{\"address\": \"127.0.0.1:1\"}, {\"address\": \"127.0.0.1:2\"}]},"
+        "{\"virtual\": 81, \"health\": {\"type\": \"none\"}, \"backends\": [{\"address\": \"127.0.0.1:3\"},"
+        " {\"address\": \"127.0.0.1:4\"}, {\"address\": \"127.0.0.1:5\", \"weight\": 0}]}]},"
+        "{\"name\": \"api\", \"ports\": [{\"virtual\": 443, \"target\": \"127.0.0.1:6\","
+        " \"health\": {\"type\": \"http\"}}]}]}";
+    char err[600];
+    struct config *conf = config_load_string(json, strlen(json), err, sizeof(err));
+    if (!conf)
+        fail_msg("config: %s", err);
+    struct fdbudget_held held = proxy_held_fds(conf);
+    assert_int_equal(held.listeners, 3);
+    assert_int_equal(held.checks, 3);
+    rlim_t fits = FDBUDGET_RESERVE + FDBUDGET_METRICS_CLIENTS + FDBUDGET_ONIONLOC_CLIENTS + FDBUDGET_STATUS_CLIENTS + 6 +
+                  2 * FDBUDGET_STREAMS_MIN;
+    assert_int_equal(proxy_check_fd_limit(conf, fits, err, sizeof(err)), 0);
+    assert_int_equal(proxy_check_fd_limit(conf, fits - 1, err, sizeof(err)), -1);
+    if (!strstr(err, ": 3 listening sockets (one per service port) and 3 health checks"))
+        fail_msg("%s", err);
+    config_free(conf);
+}
+
 /* ---- splice (issue 16) ---- */
 
 /* tor's side as a hashpeer: connect, the PROXY line, then `n` seeded bytes (seed 11). */
@@ -1909,6 +1939,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_metrics_after_streams, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics_port_readded, setup, teardown),
         cmocka_unit_test(test_metrics_no_proxy),
+        cmocka_unit_test(test_held_fds),
         cmocka_unit_test_setup_teardown(test_exact_spliced, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exact_default_threshold, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exact_splice_off, setup, teardown),

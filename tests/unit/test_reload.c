@@ -9,7 +9,9 @@
  * says why and that the running config stays (the config pointer unchanged); a backend change is
  * applied as "no change for tor"; a service added is applied as "services changed in tor", the config
  * replaced, the worker given the new service with its key and the proxy listening on its port; a reload
- * over Onionbalance's limit of 8 instances in all is refused with the identities restored. */
+ * over Onionbalance's limit of 8 instances in all is refused with the identities restored; a reload
+ * whose listeners and health checks do not fit under RLIMIT_NOFILE's hard limit is refused, naming the
+ * numbers, with nothing applied. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -22,11 +24,14 @@
 #include <cmocka.h>
 
 #include <event2/event.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "sidecar/config/config.h"
 #include "sidecar/config/service_socket.h"
+#include "sidecar/core/fdbudget.h"
 #include "sidecar/core/log.h"
 #include "sidecar/ops/onionloc.h"
 #include "sidecar/core/proc.h"
@@ -222,12 +227,54 @@ static void test_too_many_instances_refused(void **state)
     assert_ptr_equal(service_ids_at(x->ids, 1)->conf, &x->conf->services[1]);
 }
 
+/* A reload whose listeners and health checks do not fit under RLIMIT_NOFILE's hard limit is refused
+ * before anything is applied, naming the numbers. In a child process: a lowered hard limit cannot be
+ * raised again. */
+static void test_fd_limit_refused(void **state)
+{
+    struct test *x = *state;
+    /* a and c's 10 ports: 11 listeners and 11 checks (tcp, the default) */
+    write_conf(x, NULL, SVC_A ",{'name':'c','ports':[{'virtual':1,'target':'127.0.0.1:1'},"
+                              "{'virtual':2,'target':'127.0.0.1:2'},{'virtual':3,'target':'127.0.0.1:3'},"
+                              "{'virtual':4,'target':'127.0.0.1:4'},{'virtual':5,'target':'127.0.0.1:5'},"
+                              "{'virtual':6,'target':'127.0.0.1:6'},{'virtual':7,'target':'127.0.0.1:7'},"
+                              "{'virtual':8,'target':'127.0.0.1:8'},{'virtual':9,'target':'127.0.0.1:9'},"
+                              "{'virtual':10,'target':'127.0.0.1:10'}]}");
+    const rlim_t need = FDBUDGET_RESERVE + FDBUDGET_METRICS_CLIENTS + FDBUDGET_ONIONLOC_CLIENTS +
+                        FDBUDGET_STATUS_CLIENTS + 22 + 2 * FDBUDGET_STREAMS_MIN;
+    char want[200];
+    snprintf(want, sizeof(want), "the config needs %llu file descriptors but RLIMIT_NOFILE's hard limit is %llu: 11 "
+             "listening sockets", (unsigned long long)need, (unsigned long long)need - 1);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct rlimit low = {need - 1, need - 1};
+        const struct config *before = x->conf;
+        bool ok = setrlimit(RLIMIT_NOFILE, &low) == 0 &&
+                  reload_apply(&x->parts, x->path, &x->conf, x->msg, sizeof(x->msg)) == -1 && x->conf == before &&
+                  strstr(x->msg, want) && strstr(x->msg, "; keeping the running config") &&
+                  worker_service_count(x->w) == 1 && !proxy_find_pool(x->proxy, "c", 1);
+        if (!ok)
+            fprintf(stderr, "reload said \"%s\", want \"%s\"\n", x->msg, want);
+        _exit(ok ? 0 : 1);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    /* with the limit as it is, the same file is applied */
+    assert_int_equal(reload_apply(&x->parts, x->path, &x->conf, x->msg, sizeof(x->msg)), 0);
+    assert_non_null(proxy_find_pool(x->proxy, "c", 10));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_applied, setup, teardown),
         cmocka_unit_test_setup_teardown(test_too_many_instances_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fd_limit_refused, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
