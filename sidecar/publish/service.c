@@ -16,12 +16,25 @@
 #include "sidecar/config/config_value.h"
 #include "sidecar/config/service_socket.h"
 #include "sidecar/identity/instance.h"
+#include "sidecar/core/clock.h"
 #include "sidecar/core/log.h"
 #include "sidecar/core/metrics.h"
 #include "sidecar/balance/ob_instance.h"
 #include "sidecar/identity/service_id.h"
 
 #define SERVICE_SETCONF_S_PER_SERVICE 1 /* a SETCONF's time to answer, per service, beyond command_timeout */
+/* Handing many services to a tor at once makes it start every service's uploads at once (16 each: two
+ * descriptors, eight HSDirs), and tor 0.4.9 then spends its CPU re-matching every waiting upload stream to
+ * every new circuit; uploads left waiting past SocksTimeout or the directory stall limit are dropped with
+ * no HS_DESC FAILED and no retry until the next descriptor (tests/testnet/README.md, "Many services on one
+ * tor": from ~35 services on a 2-core machine). So services are admitted to a tor in a window: at most
+ * SERVICE_ADMIT_WINDOW at a time whose first uploads tor has not all answered, each counted for at most
+ * SERVICE_ADMIT_WAIT_S; more go in one SETCONF once at least SERVICE_ADMIT_STEP slots are free (or all
+ * that wait fit). Services with PoW on wait for the last step and go in together, since every SETCONF
+ * re-uploads each PoW service already in tor (TOR-FACTS). */
+#define SERVICE_ADMIT_WINDOW 16
+#define SERVICE_ADMIT_STEP 8
+#define SERVICE_ADMIT_WAIT_S 60.0
 
 /* What this tor did with one service (its identity is service_ids' entry at the same index). */
 struct service {
@@ -33,6 +46,9 @@ struct service {
     bool ob_bad;                     /* its Onionbalance ob_config could not be written; left out */
     bool renew_pow;                  /* service_mgr_renew: PoW on for now (configured off), until tor
                                         uploads with it; then the configured group goes out */
+    bool admitted;                   /* in this tor's window (see SERVICE_ADMIT_WINDOW): handed over */
+    double admitted_at;              /* monotonic seconds */
+    unsigned up_sent, up_answered;   /* HS_DESC UPLOAD, and UPLOADED or FAILED, on this connection */
 };
 
 struct service_mgr {
@@ -59,6 +75,7 @@ struct service_mgr {
      * (PoW off) makes tor upload again (service_renew_uploading). */
     bool renew_armed;
     size_t renew_waiting; /* services with renew_pow set */
+    bool admit_said;      /* services wait for the window (logged once until all are in) */
 };
 
 static double service_since(const struct timespec *t0)
@@ -101,12 +118,83 @@ bool service_mgr_hosts(const struct service_mgr *m, size_t i)
     return i < m->n && service_conf_here(m, service_id_at(m, i)->conf);
 }
 
-/* Is the i-th service handed to tor (hosted here, not refused)? */
-static bool service_in_tor(const struct service_mgr *m, size_t i)
+/* Is the i-th service to be handed to tor (hosted here, not refused), admitted or not? */
+static bool service_for_tor(const struct service_mgr *m, size_t i)
 {
     /* An Onionbalance frontend's key is the master key: Onionbalance publishes it, never a tor. */
     return service_mgr_hosts(m, i) && !service_id_refusal(service_id_at(m, i)) && !m->services[i].copy_bad &&
            !m->services[i].ob_bad && service_id_at(m, i)->conf->onionbalance.role != OB_ROLE_FRONTEND;
+}
+
+/* Is the i-th service handed to tor: to be, and admitted (service_admit)? */
+static bool service_in_tor(const struct service_mgr *m, size_t i)
+{
+    return service_for_tor(m, i) && m->services[i].admitted;
+}
+
+/* Is the admitted i-th service still in its first uploads (it holds a slot of the window)? */
+static bool service_admitting(const struct service_mgr *m, size_t i, double now)
+{
+    const struct service *s = &m->services[i];
+    bool answered = s->up_sent > 0 && s->up_answered >= s->up_sent;
+    return s->admitted && !answered && now - s->admitted_at < SERVICE_ADMIT_WAIT_S;
+}
+
+/* The window's state: slots taken, services waiting to be admitted (those with PoW on apart). */
+struct service_window {
+    size_t busy, waiting, waiting_pow;
+};
+
+static struct service_window service_window_of(const struct service_mgr *m, double now)
+{
+    struct service_window win = {0};
+    for (size_t i = 0; i < m->n; i++) {
+        if (!service_for_tor(m, i))
+            continue;
+        if (m->services[i].admitted)
+            win.busy += service_admitting(m, i, now);
+        else if (service_id_at(m, i)->conf->dos.pow_enabled)
+            win.waiting_pow++;
+        else
+            win.waiting++;
+    }
+    return win;
+}
+
+/* Would a SETCONF now admit a worthwhile step (see SERVICE_ADMIT_STEP)? */
+static bool service_admit_due(const struct service_mgr *m, double now)
+{
+    struct service_window win = service_window_of(m, now);
+    size_t free_slots = win.busy < SERVICE_ADMIT_WINDOW ? SERVICE_ADMIT_WINDOW - win.busy : 0;
+    if (win.waiting > 0)
+        return free_slots >= SERVICE_ADMIT_STEP || free_slots >= win.waiting;
+    return win.waiting_pow > 0; /* the last step: every PoW service at once */
+}
+
+/* Admit waiting services into the window before a SETCONF: plain ones while slots are free, in config
+ * order; the PoW ones all together once no plain one waits. Return how many still wait. */
+static size_t service_admit(struct service_mgr *m)
+{
+    double now = (double)clock_now_ms() / 1e3;
+    struct service_window win = service_window_of(m, now);
+    for (int pow = 0; pow < 2; pow++)
+        for (size_t i = 0; i < m->n; i++) {
+            struct service *s = &m->services[i];
+            if (s->admitted || !service_for_tor(m, i) || service_id_at(m, i)->conf->dos.pow_enabled != (pow == 1))
+                continue;
+            if (pow ? win.waiting > 0 : win.busy >= SERVICE_ADMIT_WINDOW)
+                continue;
+            s->admitted = true;
+            s->admitted_at = now;
+            s->up_sent = s->up_answered = 0;
+            if (pow) {
+                win.waiting_pow--;
+            } else {
+                win.busy++;
+                win.waiting--;
+            }
+        }
+    return win.waiting + win.waiting_pow;
 }
 
 void service_mgr_free(struct service_mgr *m)
@@ -339,7 +427,10 @@ static void service_setconf_cb(struct cp_conn *c, const struct cp_reply *r, cons
         log_error("services: tor refused the services: %d %s", r->status, cp_reply_message(r));
         return;
     }
-    log_info("services: %zu service%s handed to tor", m->n, m->n == 1 ? "" : "s");
+    size_t in = 0;
+    for (size_t i = 0; i < m->n; i++)
+        in += service_in_tor(m, i);
+    log_info("services: %zu service%s handed to tor", in, in == 1 ? "" : "s");
 }
 
 /* An Onionbalance instance's ob_config must be in the directory this tor uses before the SETCONF. */
@@ -381,6 +472,16 @@ static int service_send(struct service_mgr *m, bool renew)
                 instance_key_dir(m->conf, service_id_at(m, i)->conf, m->instance, copy, sizeof(copy)) < 0 ||
                 !service_ids_verify_copy(m->ids, i, copy);
         service_ob_prepare(m, i);
+    }
+    size_t waiting = service_admit(m);
+    if (waiting > 0 && !m->admit_said) {
+        log_info("services: %zu service%s wait%s to be handed to this tor: at most %d at a time whose first "
+                 "uploads are unanswered (tor drops uploads when too many start at once)",
+                 waiting, waiting == 1 ? "" : "s", waiting == 1 ? "s" : "", SERVICE_ADMIT_WINDOW);
+        m->admit_said = true;
+    } else if (waiting == 0 && m->admit_said) {
+        log_info("services: every service is handed to this tor");
+        m->admit_said = false;
     }
     m->renew_armed = false;
     m->renew_waiting = 0;
@@ -463,6 +564,10 @@ static int service_take_foreign(struct service_mgr *m, struct cp_info *all, size
             struct service *s = kv->value ? service_by_dir(m, kv->value) : NULL;
             skipping = !kv->value || s;
             *foreign_dirs += !skipping;
+            if (s && !s->admitted) { /* already in this tor (a reconnect): it stays, out of the window */
+                s->admitted = true;
+                s->admitted_at = (double)clock_now_ms() / 1e3 - SERVICE_ADMIT_WAIT_S;
+            }
             if (s)
                 s->in_tor = true;
         }
@@ -645,8 +750,12 @@ static void service_hs_desc_cb(struct cp_conn *c, const struct cp_reply *ev, voi
     size_t i = e.address ? service_by_address(m, e.address) : m->n;
     struct service *s = i < m->n ? &m->services[i] : NULL;
     const struct service_id *id = service_id_at(m, i);
-    if (s && e.action == CP_HS_DESC_UPLOAD)
+    if (s && e.action == CP_HS_DESC_UPLOAD) {
+        s->up_sent++;
         service_renew_uploading(m, i);
+    }
+    if (s && (e.action == CP_HS_DESC_UPLOADED || e.action == CP_HS_DESC_FAILED))
+        s->up_answered++;
     if (s && e.action == CP_HS_DESC_UPLOADED) {
         s->uploads++;
         service_ids_note_published(m->ids, i);
@@ -662,6 +771,11 @@ static void service_hs_desc_cb(struct cp_conn *c, const struct cp_reply *ev, voi
                     e.hsdir_fp, e.reason ? e.reason : "unknown reason");
     }
     cp_event_hs_desc_clear(&e);
+    /* Slots of the window freed (see SERVICE_ADMIT_WINDOW): hand tor the next services, but not in the
+     * middle of a renewal (its last step publishes, and admits, anyway). */
+    if (m->conn && m->foreign_known && !m->unpublishing && m->renew_waiting == 0 &&
+        service_admit_due(m, (double)clock_now_ms() / 1e3))
+        service_publish(m);
 }
 
 void service_mgr_attach(struct service_mgr *m, struct cp_conn *conn)
@@ -691,8 +805,11 @@ void service_mgr_detach(struct service_mgr *m)
         m->services[i].renew_pow = false;
     /* The next tor (a restart or reconnect) must upload again before a service counts as reachable,
      * and its first upload is logged again. */
-    for (size_t i = 0; i < m->n; i++)
+    for (size_t i = 0; i < m->n; i++) {
         m->services[i].uploaded = false;
+        m->services[i].admitted = false; /* the next tor is admitted to in steps again */
+    }
+    m->admit_said = false;
 }
 
 struct service_unpublish_ctx {
@@ -866,6 +983,8 @@ json_t *service_mgr_to_json(const struct service_mgr *m)
                                       "uploaded", s->uploaded, "uploads", (json_int_t)s->uploads,
                                       "reapplied", (json_int_t)s->reapplied)
                           : NULL;
+        if (o && service_for_tor(m, i))
+            json_object_set_new(o, "handed", json_boolean(s->admitted)); /* false: waits for the window */
         if (o && service_id_refusal(id))
             json_object_set_new(o, "refused", json_string(service_id_refusal(id)));
         if (json_array_append_new(arr, o) < 0) {

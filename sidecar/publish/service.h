@@ -42,7 +42,9 @@ int service_mgr_reconfigure(struct service_mgr *m, const struct config *conf, bo
                             size_t errlen);
 
 /* A new verified control connection: subscribe to HS_DESC, CONF_CHANGED and SIGNAL, and publish every
- * service that is not refused (service_ids_verify_key before every SETCONF). From then on, whenever
+ * service that is not refused (service_ids_verify_key before every SETCONF); many services go to a new
+ * tor in steps, at most 16 at a time whose first uploads tor has not answered (service.c,
+ * SERVICE_ADMIT_WINDOW), since tor drops uploads when too many start at once. From then on, whenever
  * tor's HiddenService* group loses one of our services (a reload re-reads the torrc and drops every
  * SETCONF'd service), the complete group is sent again (same keys, so the same addresses), with the tor's
  * own services as tor lists them at that moment. tor.c must subscribe to those events with SETEVENTS. */
@@ -104,7 +106,8 @@ bool service_mgr_uploaded(const struct service_mgr *m, size_t i);
  * [{"name", "mode" ("single" or "anonymous"), "address" ("<56 chars>.onion", null before the key is loaded or while refused), "ports":
  *   [{"virtual", "targets": [address as written in the config ...]}], "uploaded" (bool), "uploads"
  *   (confirmed HS_DESC UPLOADED events), "reapplied" (times tor dropped the service, e.g. on a reload, and
- *   it was handed back), "refused" (why, only for a refused service)}]. */
+ *   it was handed back), "handed" (for a service this tor is to run: false while it waits for its turn,
+ *   service.c's SERVICE_ADMIT_WINDOW), "refused" (why, only for a refused service)}]. */
 json_t *service_mgr_to_json(const struct service_mgr *m);
 
 /* Append onionfront_services{state="uploaded|pending"}, onionfront_service_up{service} (1 once an

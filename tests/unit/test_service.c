@@ -101,7 +101,7 @@ struct ctx {
     int n_synced;
     const char *tor_json;  /* the config's "tor" (written with '), NULL: attach to /run/tor/control */
     struct timeval conn_timeout; /* the test connection's cmd_timeout; {0,0}: 5 s */
-    struct fake_ctl_step script[40];
+    struct fake_ctl_step script[48];
     size_t n_script;
     char texts[40][2048]; /* script texts that hold the directory or an address */
     size_t n_texts;
@@ -851,10 +851,12 @@ static void test_to_json(void **state)
         json_t *ports = NULL;
         int uploaded = -1;
         json_int_t uploads = -1, reapplied = -1;
-        if (json_unpack_ex(json_array_get(all, i), &jerr, JSON_STRICT, "{s:s, s:s, s:s, s:o, s:b, s:I, s:I}", "name",
-                           &name, "mode", &mode, "address", &address, "ports", &ports, "uploaded", &uploaded,
-                           "uploads", &uploads, "reapplied", &reapplied) < 0)
+        int handed_over = -1;
+        if (json_unpack_ex(json_array_get(all, i), &jerr, JSON_STRICT, "{s:s, s:s, s:s, s:o, s:b, s:I, s:I, s:b}",
+                           "name", &name, "mode", &mode, "address", &address, "ports", &ports, "uploaded", &uploaded,
+                           "uploads", &uploads, "reapplied", &reapplied, "handed", &handed_over) < 0)
             fail_msg("services[%zu]: %s", i, jerr.text);
+        assert_false(handed_over); /* no tor yet */
         assert_string_equal(mode, "single");
         assert_int_equal(reapplied, 0);
         assert_string_equal(name, service_mgr_name(c->m, i));
@@ -908,6 +910,115 @@ static bool web_uploaded_twice(void *arg)
 {
     struct ctx *c = arg;
     return uploads_of(c, "web") == 2 || fake_ctl_failure(c->fake);
+}
+
+/* Many services go to a new tor in a window (service.c: at most 16 whose first uploads are unanswered,
+ * steps of at least 8, or all that wait if they fit): 30 plain services and one with PoW -> the first
+ * SETCONF hands over 16; 7 of them with every upload answered (UPLOAD, then UPLOADED or FAILED) free too
+ * few slots for a step, so nothing is sent; the 8th does: 8 more (24); 6 more answered leave room for the
+ * 6 that wait, and that SETCONF also hands over the PoW service (its turn comes when no plain one waits). */
+static bool handed(const struct ctx *c, const char *name)
+{
+    json_t *o = service_json(c, find(c, name), NULL);
+    bool h = json_is_true(json_object_get(o, "handed"));
+    json_decref(o);
+    return h;
+}
+
+static size_t handed_count(const struct ctx *c)
+{
+    size_t n = 0;
+    char name[16];
+    for (int i = 0; i < 30; i++) {
+        snprintf(name, sizeof(name), "s%02d", i);
+        n += handed(c, name);
+    }
+    return n + handed(c, "pw");
+}
+
+/* "650 HS_DESC UPLOAD ..." then "UPLOADED" (FAILED for the last) for each of the services s<first>..s<last>,
+ * one write each. */
+static void step_answered(struct ctx *c, int first, int last)
+{
+    char name[16], addr[ONION_ADDRESS_SIZE];
+    for (int i = first; i <= last; i++) {
+        snprintf(name, sizeof(name), "s%02d", i);
+        address_of(c, name, addr);
+        step(c, FAKE_CTL_SEND, 0,
+             "650 HS_DESC UPLOAD %s UNKNOWN $" FP1 "~relay1 kuO9sjs6h5s1HevfyKFLcLq78UyStWmQikgpm48sSsU\r\n"
+             "650 HS_DESC %s %s UNKNOWN $" FP1 "~relay1%s\r\n",
+             addr, i == last ? "FAILED" : "UPLOADED", addr,
+             i == last ? " kuO9sjs6h5s1HevfyKFLcLq78UyStWmQikgpm48sSsU REASON=UPLOAD_REJECTED" : "");
+    }
+}
+
+static size_t handed_wanted; /* what handed_enough waits for */
+
+static bool handed_enough(void *arg)
+{
+    struct ctx *c = arg;
+    return handed_count(c) >= handed_wanted || fake_ctl_failure(c->fake);
+}
+
+/* Run until `n` services are handed over, then until tor's answer to that SETCONF came (sync). */
+static void wait_handed(struct ctx *c, size_t n)
+{
+    handed_wanted = n;
+    assert_int_equal(fake_ctl_run_until(c->base, handed_enough, c, LOOP_BOUND_MS), 0);
+    sync_fake(c);
+}
+
+static void test_admission_window(void **state)
+{
+    struct ctx *c = *state;
+    char services[4096];
+    size_t used = 0;
+    for (int i = 0; i < 30; i++)
+        used += (size_t)snprintf(services + used, sizeof(services) - used,
+                                 "{'name':'s%02d','ports':[{'virtual':80,'target':'127.0.0.1:%d'}]},", i, 8000 + i);
+    snprintf(services + used, sizeof(services) - used,
+             "{'name':'pw','dos':{'pow':{'enabled':true}},'ports':[{'virtual':80,'target':'127.0.0.1:9000'}]}");
+    start_mgr(c, services);
+    script_attach(c);
+    step(c, FAKE_CTL_SEND, 0, NO_HS_GETCONF);
+    step(c, FAKE_CTL_EXPECT_PREFIX, 0, "SETCONF HiddenServiceDir=");
+    step(c, FAKE_CTL_SEND, 0, "250 OK\r\n");
+    script_sync(c);
+    /* Each pause lets the test look before the next events: a SETCONF where the script has none would
+     * be a mismatch of the fake. */
+    step(c, FAKE_CTL_PAUSE, 200, NULL);
+    step_answered(c, 0, 6); /* 7 answered: 7 free slots, below a step */
+    script_sync(c);
+    step(c, FAKE_CTL_PAUSE, 200, NULL);
+    step_answered(c, 7, 7); /* the 8th: a step */
+    step(c, FAKE_CTL_EXPECT_PREFIX, 0, "SETCONF HiddenServiceDir=");
+    step(c, FAKE_CTL_SEND, 0, "250 OK\r\n");
+    script_sync(c);
+    step(c, FAKE_CTL_PAUSE, 200, NULL);
+    step_answered(c, 8, 13); /* 6 free, 6 waiting: they fit */
+    step(c, FAKE_CTL_EXPECT_PREFIX, 0, "SETCONF HiddenServiceDir=");
+    step(c, FAKE_CTL_SEND, 0, "250 OK\r\n");
+    script_sync(c);
+    attach_fake(c);
+
+    wait_handed(c, 16);
+    assert_int_equal(handed_count(c), 16);
+    assert_true(handed(c, "s15"));
+    assert_false(handed(c, "s16"));
+    assert_false(handed(c, "pw"));
+    sync_fake(c); /* the events of s00..s06 came before this answer, and no SETCONF (the script has none) */
+    assert_int_equal(handed_count(c), 16);
+    wait_handed(c, 24); /* s07's events, then the second SETCONF */
+    assert_int_equal(handed_count(c), 24);
+    assert_true(handed(c, "s23"));
+    assert_false(handed(c, "s24"));
+    assert_false(handed(c, "pw"));
+    wait_handed(c, 31); /* s08..s13's events, then the third SETCONF */
+    assert_int_equal(handed_count(c), 31);
+    assert_true(handed(c, "s29"));
+    assert_true(handed(c, "pw"));
+    assert_int_equal(fake_ctl_run_until(c->base, fake_finished, c, LOOP_BOUND_MS), 0);
+    check_fake(c);
 }
 
 static void test_attach_publishes_complete_group(void **state)
@@ -1519,6 +1630,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_to_json, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics_pending, setup, teardown),
         cmocka_unit_test_setup_teardown(test_attach_publishes_complete_group, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_admission_window, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mode_hosts_only_its_services, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dos_reload_resends_group, setup, teardown),
         cmocka_unit_test_setup_teardown(test_renew_pow_trigger, setup, teardown),
