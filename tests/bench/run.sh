@@ -39,7 +39,7 @@
 # BENCH_BASE_PORT (30000: A uses base..base+99, B base+100.., D base+300..base+399), BENCH_DOWNLOAD_BYTES (50000000),
 # BENCH_DOWNLOAD_REPS (3), BENCH_BULK_BYTES (1000000000), BENCH_RATE_SECONDS (3), BENCH_CONC (32), BENCH_B_REPS (2 x BENCH_REPS: part B's rate rounds), BENCH_KEEP=1 keeps the temp dir,
 # BENCH_NET_DIR=DIR uses (and leaves running) a latency network already started with testnet.sh.
-# Part E: BENCH_E_NS ("10 50 200 500"), BENCH_E_REPS (1), BENCH_E_COLS ("alone of1 of2 of4"),
+# Part E: BENCH_E_NS ("10 50 200 500"), BENCH_E_REPS (1), BENCH_E_COLS ("alone of1 of2 of4 of4s2"),
 # BENCH_E_BASE_PORT (32000), BENCH_E_RELAYS (8: part E's network's relay count, testnet.sh's TESTNET_RELAYS),
 # BENCH_E_TIMEOUT (300 + 6 x N s per set-up), BENCH_E_IDLE_SECONDS (30), BENCH_E_WINDOW (30).
 
