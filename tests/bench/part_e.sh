@@ -401,10 +401,10 @@ e_cell() {
 }
 
 report_e() {
-	local n col x ok g cols=()
+	local n col x ok g nrel cols=()
 	for col in "${E_COLS[@]}"; do e_col_ok "$col" && cols+=("$col"); done
-	x=$(tail -n 1 "$RAW/e_relays.txt" 2> /dev/null)
-	echo "### Part E — many services: tor alone vs onionfront with one and several tors (issue 28; private network of 3 authorities + ${x:-?} relays, ${DELAY} ms per link and direction)"
+	nrel=$(tail -n 1 "$RAW/e_relays.txt" 2> /dev/null)
+	echo "### Part E — many services: tor alone vs onionfront with one and several tors (issue 28; private network of 3 authorities + ${nrel:-?} relays, ${DELAY} ms per link and direction)"
 	echo
 	echo "Medians in bold, (min–max), $E_REPS repetition(s) each; ratios are of medians from this run. Each set-up from scratch (fresh keys and DataDirectories), one after the other, every service one port to one backend. Publication = from the process start until every service has had two descriptor ids (current and next, or a later one) accepted (UPLOADED) by every HSDir they were sent to, from any of its tors (HS_DESC events of every service tor; the same rule for all). onionfront runs with default settings (end-to-end probe on). Without \`tors_per_service\` every one of K tors hosts every service, so it is published K times; \"each service on M\" sets \`tor.tors_per_service\` M (the service on M of the K tors, by rendezvous hashing of its name; only those tors' events count for it). Reload: one service added (torrc + SIGHUP for tor alone, config + SIGHUP for onionfront); \"others re-uploaded\" = services uploading a descriptor id they already had, in the ${E_WINDOW} s after the reload / in the ${E_WINDOW} s before (tor's own schedule). Idle: ${E_IDLE} s after publication + 10 s."
 	echo
@@ -500,6 +500,6 @@ report_e() {
 	[[ -n $missing ]] && echo "Not run in this run: N = $missing (\`BENCH_E_NS\`)." && echo
 	echo "onionfront refuses a config with more than 64 services (CONFIG_MAX_SERVICES in sidecar/config/config.h), so its columns are empty above N = 64 (the cell names the refusal when such an N ran); tor alone has no such limit."
 	echo
-	echo "Further up, each service tor is the limit before the network (tests/testnet/README.md, \"Many services on one tor\"): each of its uploads is a stream waiting for a circuit of its own, and each circuit that opens makes tor check every waiting stream against every circuit, so a tor's first burst (16 uploads per service) costs CPU that grows faster than the square of its service count. The network (3 authorities + ${x:-?} relays here, \`BENCH_E_RELAYS\`, all HSDirs on this machine) spreads 500 services on 4 tors, 32000 uploads per first publication and again every ~4-minute time period, over its HSDirs."
+	echo "Further up, each service tor is the limit before the network (tests/testnet/README.md, \"Many services on one tor\"): each of its uploads is a stream waiting for a circuit of its own, and each circuit that opens makes tor check every waiting stream against every circuit, so a tor's first burst (16 uploads per service) costs CPU that grows faster than the square of its service count. The network (3 authorities + ${nrel:-?} relays here, \`BENCH_E_RELAYS\`, all HSDirs on this machine) spreads 500 services on 4 tors, 32000 uploads per first publication and again every ~4-minute time period, over its HSDirs."
 	echo
 }
