@@ -4,15 +4,21 @@
 # of_stop_pid); nothing here asserts.
 #
 # A private network of its own (net_start: BENCH_DELAY_MS per link and direction; base port
-# BENCH_E_BASE_PORT, 32000; backend at base+60). For each N in BENCH_E_NS ("10 50 200 500"), each
-# repetition (BENCH_E_REPS, 1) and each set-up in BENCH_E_COLS ("alone of1 of2 of4"), one after the
+# BENCH_E_BASE_PORT, 32000; backend at base+60; BENCH_E_RELAYS relays, default testnet.sh's 8, relays past
+# the 8th on ports base+100 on). For each N in BENCH_E_NS ("10 50 200 500"), each
+# repetition (BENCH_E_REPS, 1) and each set-up in BENCH_E_COLS ("alone of1 of2 of4 of4s2"), one after the
 # other (the order rotated from one N or repetition to the next), each from scratch (fresh keys, fresh
 # DataDirectories, so every service's first publication):
 #   alone: tor alone, N single onion services in its torrc (HiddenServiceSingleHopMode), every service
 #          one port to the one local backend;
 #   ofK:   build/onionfront with default settings (probe on), the same N services, tor.instances K.
-#          onionfront has no sharding (no per-service tor placement in sidecar/config: every tor hosts
-#          every service, for failover), so with K tors each service is published K times.
+#          Without tors_per_service every tor hosts every service (for failover), so with K tors each
+#          service is published K times.
+#   ofKsM: the same with "tors_per_service": M (1 <= M <= K) in the tor section: each service on M of
+#          the K tors (onionfront picks them by rendezvous hashing of the service name), e.g. of4s2. The
+#          publication rule below is unchanged: a tor that does not host a service never uploads its
+#          descriptors, so only the hosting tors' events count for it. An onionfront that does not know
+#          the key refuses the config: the set-up ends at once and its cell says so.
 # Measured, per set-up:
 #  - publication: start (the tor / onionfront process launched) → every service on all responsible
 #    HSDirs, s. Read from the HS_DESC events of every service tor (build/tools/torctl on its control
@@ -42,22 +48,44 @@
 #
 # onionfront takes up to 512 services (CONFIG_MAX_SERVICES); a set-up it refuses ends at once and the
 # cell says why.
-# The network's limit: tests/testnet has 8 relays + 3 authorities (TN_RELAYS is fixed, no relay-count
-# knob), all 11 HSDirs, every descriptor goes to 8 of them, and every upload is a 4-hop circuit through
-# those 11 tors, all on this machine. At 500 services with 4 tors that is 500 × 2 × 8 × 4 = 32000
-# uploads (≈ 2900 per HSDir) per first publication and again every ~4-minute time period of the test
-# network; the report says which N were not run or did not finish.
+# The network: 3 authorities + BENCH_E_RELAYS relays, all HSDirs, every descriptor goes to 8 of them over
+# its own 4-hop circuit through those tors, all on this machine. At 500 services with 4 tors that is
+# 500 × 2 × 8 × 4 = 32000 uploads (≈ 2900 per HSDir with 11 HSDirs) per first publication and again every
+# ~4-minute time period of the test network; more relays spread them. The limit that comes first is on
+# the service side (tests/testnet/README.md, "Many services on one tor"): every upload is a stream
+# waiting for its own circuit, and each circuit that opens makes tor scan every waiting stream against
+# every circuit, so one tor's first burst costs CPU that grows faster than the square of its service
+# count (~100 ms per circuit at 800 waiting uploads, 50 services). The report says which N were not run
+# or did not finish.
 
 E_BASE=${BENCH_E_BASE_PORT:-32000}
+E_RELAYS=${BENCH_E_RELAYS:-}
 read -r -a E_NS <<< "${BENCH_E_NS:-10 50 200 500}"
-read -r -a E_COLS <<< "${BENCH_E_COLS:-alone of1 of2 of4}"
+read -r -a E_COLS <<< "${BENCH_E_COLS:-alone of1 of2 of4 of4s2}"
 E_REPS=${BENCH_E_REPS:-1}
 E_IDLE=${BENCH_E_IDLE_SECONDS:-30}
 E_WINDOW=${BENCH_E_WINDOW:-30}
 declare -A E_LABEL=([alone]="tor alone (torrc)" [of1]="onionfront, 1 tor" [of2]="onionfront, 2 tors" [of3]="onionfront, 3 tors"
-	[of4]="onionfront, 4 tors")
+	[of4]="onionfront, 4 tors" [of4s2]="onionfront, 4 tors, each service on 2")
 declare -A E_WATCH=() # control socket → PID of the torctl watching it
 E_DIR='' E_PID='' E_SOCKS=() E_T0=''
+
+# e_col_ok COL: succeed if COL is a set-up this part knows: alone, ofK or ofKsM (K 1..4, M 1..K).
+e_col_ok() { [[ $1 == alone ]] || { [[ $1 =~ ^of([1-4])(s([1-4]))?$ ]] && ((${BASH_REMATCH[3]:-1} <= BASH_REMATCH[1])); }; }
+# e_col_tors COL: K of ofK / ofKsM. e_col_share COL: M of ofKsM, empty for ofK (every tor hosts every service).
+e_col_tors() { local c=${1#of}; printf '%s' "${c%%s*}"; }
+e_col_share() { [[ $1 == of*s* ]] && printf '%s' "${1##*s}"; return 0; }
+# e_label COL: the column's heading; e_short COL: its name in the ratio columns.
+e_label() {
+	if [[ -n ${E_LABEL[$1]:-} ]]; then printf '%s' "${E_LABEL[$1]}"; else
+		printf 'onionfront, %s tors, each service on %s' "$(e_col_tors "$1")" "$(e_col_share "$1")"
+	fi
+}
+e_short() {
+	if [[ -n $(e_col_share "$1") ]]; then printf '%s tors, %s per service' "$(e_col_tors "$1")" "$(e_col_share "$1")"; else
+		printf '%s tor(s)' "$(e_col_tors "$1")"
+	fi
+}
 
 # e_svc_json N: onionfront's services s000 … s(N-1), each one port to the backend.
 e_svc_json() {
@@ -71,14 +99,15 @@ e_svc_json() {
 	printf ']'
 }
 
-# e_of_config N K: onionfront's config with N services and K tors in $E_DIR.
+# e_of_config N K [M]: onionfront's config with N services and K tors in $E_DIR; with M, each service on
+# M of them (tor.tors_per_service).
 e_of_config() {
 	cat > "$E_DIR/onionfront.json" <<EOF
 {
   "state_dir": "$E_DIR/state",
   "run_dir": "$E_DIR/run",
   "log_level": "info",
-  "tor": { "mode": "spawn", "bootstrap_timeout": 300, "instances": $2, "extra_torrc": $(extra_torrc_json) },
+  "tor": { "mode": "spawn", "bootstrap_timeout": 300, "instances": $2,${3:+ \"tors_per_service\": $3,} "extra_torrc": $(extra_torrc_json) },
   "services": $(e_svc_json "$1")
 }
 EOF
@@ -223,7 +252,7 @@ e_wait_pub() {
 
 # One set-up, one N, one repetition.
 e_run() {
-	local col=$1 n=$2 r=$3 tag=$1_$2 k=1 i limit addr t_r new c0 tp pp d st newaddr a b rot
+	local col=$1 n=$2 r=$3 tag=$1_$2 k=1 m='' i limit addr t_r new c0 tp pp d st newaddr a b rot
 	limit=$((SECONDS + ${BENCH_E_TIMEOUT:-$((300 + 6 * n))}))
 	E_DIR=$W/e/$col-$n-$r
 	rm -rf -- "$E_DIR"
@@ -238,8 +267,9 @@ e_run() {
 		E_PID=$!
 		E_SOCKS=("$E_DIR/control")
 	else
-		k=${col#of}
-		e_of_config "$n" "$k"
+		k=$(e_col_tors "$col")
+		m=$(e_col_share "$col")
+		e_of_config "$n" "$k" "$m"
 		E_T0=$(now)
 		"$OF" -c "$E_DIR/onionfront.json" run >> "$E_DIR/onionfront.log" 2>&1 &
 		E_PID=$!
@@ -293,7 +323,7 @@ e_run() {
 		for ((i = 0; i < 600; i++)); do [[ -s $E_DIR/hs/$new/hostname ]] && break; sleep 0.05; done
 		newaddr=$(tr -d ' \n' < "$E_DIR/hs/$new/hostname" 2> /dev/null)
 	else
-		e_of_config "$((n + 1))" "$k"
+		e_of_config "$((n + 1))" "$k" "$m"
 		kill -HUP "$E_PID" # onionfront reloads its config on SIGHUP
 		for ((i = 0; i < 120; i++)); do
 			newaddr=$(e_status | jq -r --arg s "$new" '.services[] | select(.name == $s) | .address // empty' 2> /dev/null)
@@ -337,7 +367,8 @@ e_run() {
 
 part_e() {
 	local n r col web round=0 order
-	net_start "$W/nete" "$E_BASE"
+	net_start "$W/nete" "$E_BASE" "" "$E_RELAYS"
+	record e_relays "$TESTNET_RELAY_COUNT"
 	E_WEB=$((E_BASE + 60))
 	"$BACKEND" http "127.0.0.1:$E_WEB" web > "$W/e_web.log" 2>&1 &
 	web=$!
@@ -349,7 +380,7 @@ part_e() {
 			order=("${E_COLS[@]:round % ${#E_COLS[@]}}" "${E_COLS[@]:0:round % ${#E_COLS[@]}}")
 			round=$((round + 1))
 			for col in "${order[@]}"; do
-				[[ $col == alone || $col =~ ^of[1-4]$ ]] || { say "part E: no set-up $col"; continue; }
+				e_col_ok "$col" || { say "part E: no set-up $col"; continue; }
 				say "part E: N=$n, repetition $r/$E_REPS, $col"
 				e_run "$col" "$n" "$r"
 			done
@@ -370,15 +401,16 @@ e_cell() {
 }
 
 report_e() {
-	local n col x ok g cols=()
-	for col in "${E_COLS[@]}"; do [[ $col == alone || $col =~ ^of[1-4]$ ]] && cols+=("$col"); done
-	echo "### Part E — many services: tor alone vs onionfront with one and several tors (issue 28; private network, ${DELAY} ms per link and direction)"
+	local n col x ok g nrel cols=()
+	for col in "${E_COLS[@]}"; do e_col_ok "$col" && cols+=("$col"); done
+	nrel=$(tail -n 1 "$RAW/e_relays.txt" 2> /dev/null)
+	echo "### Part E — many services: tor alone vs onionfront with one and several tors (issue 28; private network of 3 authorities + ${nrel:-?} relays, ${DELAY} ms per link and direction)"
 	echo
-	echo "Medians in bold, (min–max), $E_REPS repetition(s) each; ratios are of medians from this run. Each set-up from scratch (fresh keys and DataDirectories), one after the other, every service one port to one backend. Publication = from the process start until every service has had two descriptor ids (current and next, or a later one) accepted (UPLOADED) by every HSDir they were sent to, from any of its tors (HS_DESC events of every service tor; the same rule for all). onionfront runs with default settings (end-to-end probe on). **onionfront has no sharding** (no per-service tor placement in the config), so with K tors every service is published K times. Reload: one service added (torrc + SIGHUP for tor alone, config + SIGHUP for onionfront); \"others re-uploaded\" = services uploading a descriptor id they already had, in the ${E_WINDOW} s after the reload / in the ${E_WINDOW} s before (tor's own schedule). Idle: ${E_IDLE} s after publication + 10 s."
+	echo "Medians in bold, (min–max), $E_REPS repetition(s) each; ratios are of medians from this run. Each set-up from scratch (fresh keys and DataDirectories), one after the other, every service one port to one backend. Publication = from the process start until every service has had two descriptor ids (current and next, or a later one) accepted (UPLOADED) by every HSDir they were sent to, from any of its tors (HS_DESC events of every service tor; the same rule for all). onionfront runs with default settings (end-to-end probe on). Without \`tors_per_service\` every one of K tors hosts every service, so it is published K times; \"each service on M\" sets \`tor.tors_per_service\` M (the service on M of the K tors, by rendezvous hashing of its name; only those tors' events count for it). Reload: one service added (torrc + SIGHUP for tor alone, config + SIGHUP for onionfront); \"others re-uploaded\" = services uploading a descriptor id they already had, in the ${E_WINDOW} s after the reload / in the ${E_WINDOW} s before (tor's own schedule). Idle: ${E_IDLE} s after publication + 10 s."
 	echo
 	printf '| N | measure '
-	for col in "${cols[@]}"; do printf '| %s ' "${E_LABEL[$col]}"; done
-	for col in "${cols[@]}"; do [[ $col == alone ]] || printf '| %s / alone ' "${col#of} tor(s)"; done
+	for col in "${cols[@]}"; do printf '| %s ' "$(e_label "$col")"; done
+	for col in "${cols[@]}"; do [[ $col == alone ]] || printf '| %s / alone ' "$(e_short "$col")"; done
 	echo "| goal |"
 	printf '|---|---'
 	for col in "${cols[@]}"; do printf '|---'; done
@@ -466,6 +498,6 @@ report_e() {
 	local all=" ${E_NS[*]} " missing=""
 	for n in 10 50 200 500; do [[ $all == *" $n "* ]] || missing+="${missing:+, }$n"; done
 	[[ -n $missing ]] && echo "Not run in this run: N = $missing (\`BENCH_E_NS\`)." && echo
-	echo "The network is the limit further up: tests/testnet has 8 relays and 3 authorities (no relay-count knob), all 11 HSDirs on this machine; every descriptor goes to 8 of them over 4-hop circuits through the same 11 tors, so 500 services on 4 tors are 32000 uploads (≈ 2900 per HSDir) per first publication and again every ~4-minute time period of the test network. Sharding (each service on 2 of M tors) is not in onionfront yet, so the issue's \"500 services on 4 tors within tor alone's time for 125\" cannot be measured."
+	echo "Further up, each service tor is the limit before the network (tests/testnet/README.md, \"Many services on one tor\"): each of its uploads is a stream waiting for a circuit of its own, and each circuit that opens makes tor check every waiting stream against every circuit, so a tor's first burst (16 uploads per service) costs CPU that grows faster than the square of its service count; onionfront hands a starting tor its services in a window of 16 for that reason, tor alone gets them all at once. The network (3 authorities + ${nrel:-?} relays here, \`BENCH_E_RELAYS\`, all HSDirs on this machine) spreads 500 services on 4 tors, 32000 uploads per first publication and again every ~4-minute time period, over its HSDirs."
 	echo
 }

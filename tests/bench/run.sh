@@ -39,9 +39,9 @@
 # BENCH_BASE_PORT (30000: A uses base..base+99, B base+100.., D base+300..base+399), BENCH_DOWNLOAD_BYTES (50000000),
 # BENCH_DOWNLOAD_REPS (3), BENCH_BULK_BYTES (1000000000), BENCH_RATE_SECONDS (3), BENCH_CONC (32), BENCH_B_REPS (2 x BENCH_REPS: part B's rate rounds), BENCH_KEEP=1 keeps the temp dir,
 # BENCH_NET_DIR=DIR uses (and leaves running) a latency network already started with testnet.sh.
-# Part E: BENCH_E_NS ("10 50 200 500"), BENCH_E_REPS (1), BENCH_E_COLS ("alone of1 of2 of4"),
-# BENCH_E_BASE_PORT (32000), BENCH_E_TIMEOUT (300 + 6 x N s per set-up), BENCH_E_IDLE_SECONDS (30),
-# BENCH_E_WINDOW (30).
+# Part E: BENCH_E_NS ("10 50 200 500"), BENCH_E_REPS (1), BENCH_E_COLS ("alone of1 of2 of4 of4s2"),
+# BENCH_E_BASE_PORT (32000), BENCH_E_RELAYS (8: part E's network's relay count, testnet.sh's TESTNET_RELAYS),
+# BENCH_E_TIMEOUT (300 + 6 x N s per set-up), BENCH_E_IDLE_SECONDS (30), BENCH_E_WINDOW (30).
 
 set -u -o pipefail
 
@@ -344,9 +344,10 @@ newnym() {
 	return 1
 }
 
-# net_start DIR BASE_PORT [VOTING_INTERVAL]: start a private network with DELAY ms per link in DIR, or use
-# BENCH_NET_DIR (development: a latency network already running, left running; it must vote at
-# VOTING_INTERVAL when one is given); take its environment, DELAY and SERVERS (every HSDir, for HSFETCH).
+# net_start DIR BASE_PORT [VOTING_INTERVAL [RELAYS]]: start a private network with DELAY ms per link in
+# DIR (RELAYS relays when given, else testnet.sh's 8), or use BENCH_NET_DIR (development: a latency network
+# already running, left running; it must vote at VOTING_INTERVAL and have RELAYS relays when they are
+# given); take its environment, DELAY and SERVERS (every HSDir, for HSFETCH).
 net_start() {
 	if [[ -n ${BENCH_NET_DIR:-} ]]; then
 		NETDIR=$BENCH_NET_DIR
@@ -357,11 +358,12 @@ net_start() {
 		mkdir -p "$NETDIR"
 		NET_STARTED=1
 		env TESTNET_BASE_PORT="$2" TESTNET_DELAY_MS="$DELAY" ${3:+TESTNET_VOTING_INTERVAL="$3"} \
-			TESTNET_BOOTSTRAP_TIMEOUT="${BENCH_BOOTSTRAP_TIMEOUT:-300}" \
+			${4:+TESTNET_RELAYS="$4"} TESTNET_BOOTSTRAP_TIMEOUT="${BENCH_BOOTSTRAP_TIMEOUT:-300}" \
 			bash "$TESTNET" start "$NETDIR" >&2 || die "the private network did not start"
 	fi
 	eval "$(bash "$TESTNET" env "$NETDIR")"
 	[[ -z ${3:-} || $TESTNET_VOTING_INTERVAL == "$3" ]] || die "the network in $NETDIR votes every $TESTNET_VOTING_INTERVAL s, not $3 s"
+	[[ -z ${4:-} || $TESTNET_RELAY_COUNT == "$4" ]] || die "the network in $NETDIR has $TESTNET_RELAY_COUNT relays, not $4"
 	DELAY=$TESTNET_DELAY_MS
 	((DELAY > 0)) || say "warning: the network in $NETDIR has no link delay"
 	SERVERS=$(awk '{ printf "SERVER=$%s ", $3 }' "$TESTNET_RELAYS_FILE" "$TESTNET_AUTHORITIES_FILE")

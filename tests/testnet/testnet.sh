@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # tests/testnet/testnet.sh -- a private Tor network on 127.0.0.1 for integration
 # tests, `make demo` and benchmarks: 3 directory authorities, 8 relays (all voted
-# Guard, HSDir and Exit) and 1 client with a SocksPort, from Debian's unmodified
-# tor and tor-gencert.
+# Guard, HSDir and Exit; another count with TESTNET_RELAYS when the network is
+# created) and 1 client with a SocksPort, from Debian's unmodified tor and
+# tor-gencert.
 #
 # Owns: key and torrc generation in a state directory, starting/stopping those
 # tor processes by the PIDs they recorded, waiting for the client's bootstrap,
@@ -24,10 +25,14 @@ set -u -o pipefail
 
 readonly TN_NAME=testnet
 readonly TN_AUTHS=3
-readonly TN_RELAYS=8
+readonly TN_DEFAULT_RELAYS=8
+readonly TN_BLOCK_RELAYS=8                # relays whose ports lie in base .. base+49
+readonly TN_MAX_RELAYS=100
 readonly TN_FORMAT=1                      # bump when the on-disk layout changes
 readonly TN_DEFAULT_BASE_PORT=19000
-readonly TN_PORT_SPAN=50                  # base .. base+49 belong to one network
+# The relay count of the network being handled: recorded in DIR/testnet.conf at
+# creation (TESTNET_RELAYS, default 8); set by tn_load_base.
+TN_RELAYS=$TN_DEFAULT_RELAYS
 TN_BOOT_TIMEOUT=${TESTNET_BOOTSTRAP_TIMEOUT:-120}
 TN_STOP_TIMEOUT=${TESTNET_STOP_TIMEOUT:-5}
 TN_TOR=${TESTNET_TOR:-tor}
@@ -70,10 +75,13 @@ usage: testnet.sh COMMAND [ARGS]
                          exit with CMD's status
   env DIR                print shell-sourceable TESTNET_* variables
   status DIR             list the nodes and whether they run (exit 0 = all run)
-  stop-relay DIR N       stop relay N (1..8)
-  start-relay DIR N      start relay N (1..8)
+  stop-relay DIR N       stop relay N (1..8, or the network's relay count)
+  start-relay DIR N      start relay N
   selftest               run tests/integration/test_testnet.sh
-environment: TESTNET_BASE_PORT (default 19000; ports base..base+49 are used),
+environment: TESTNET_BASE_PORT (default 19000; ports base..base+49 are used, and
+  with more than 8 relays also base+100..base+99+2*(relays-8)),
+  TESTNET_RELAYS (creation of a network: its relay count, 4-100, default 8;
+  recorded in DIR, a different value for an existing DIR is refused),
   TESTNET_BOOTSTRAP_TIMEOUT (s, default 120), TESTNET_STOP_TIMEOUT (s, default 5),
   TESTNET_DELAY_MS (start: ms added per tor link and direction by a delayfwd in
   front of every ORPort; default 0 = none), TESTNET_DELAYFWD (its binary),
@@ -100,12 +108,12 @@ tn_nodes() {
 	printf 'client\n'
 }
 
-# Index of a node: auth1..3 -> 0..2, relay1..8 -> 3..10, client -> 11.
+# Index of an authority or of one of the first 8 relays, the nodes whose ports
+# lie in base .. base+49: auth1..3 -> 0..2, relay1..8 -> 3..10.
 tn_index() {
 	case $1 in
 	auth*) printf '%d' $(( ${1#auth} - 1 )) ;;
 	relay*) printf '%d' $(( TN_AUTHS + ${1#relay} - 1 )) ;;
-	client) printf '%d' $(( TN_AUTHS + TN_RELAYS )) ;;
 	esac
 }
 
@@ -117,21 +125,45 @@ tn_nick() {
 	esac
 }
 
-# Port plan (deterministic from the base port B; the README has the table):
+# Port plan (deterministic from the base port B and the relay count R; the
+# README has the table):
 #   B+0..B+10   ORPort of auth1..3, relay1..8
 #   B+20..B+22  DirPort of auth1..3
 #   B+30        client SocksPort
 #   B+31..B+41  latency mode only: the real (NoAdvertise) ORPort of auth1..3,
 #               relay1..8; delayfwd then listens on B+0..B+10 and forwards here
 #   B+42..B+49  reserved
+#   B+50..B+99  never used: callers put their own servers there (the benches'
+#               backends at B+60, the self-test's HTTP server at B+90)
+#   only with R > 8, E = R - 8 relays more:
+#   B+100..B+99+E      ORPort of relay9..R
+#   B+100+E..B+99+2E   latency mode only: their real (NoAdvertise) ORPorts
 # tn_orport is the advertised ORPort (in DirAuthority lines, relays.txt);
 # tn_listen_orport the port tor itself listens on.
-tn_orport() { printf '%d' $(( TN_BASE + $(tn_index "$1") )); }
-tn_listen_orport() {
-	if (( TN_DELAY > 0 )); then
-		printf '%d' $(( TN_BASE + 31 + $(tn_index "$1") ))
+tn_orport() {
+	local r=${1#relay}
+	if [[ $1 == relay* ]] && (( r > TN_BLOCK_RELAYS )); then
+		printf '%d' $(( TN_BASE + 100 + r - TN_BLOCK_RELAYS - 1 ))
 	else
+		printf '%d' $(( TN_BASE + $(tn_index "$1") ))
+	fi
+}
+tn_listen_orport() {
+	local r=${1#relay}
+	if (( TN_DELAY == 0 )); then
 		tn_orport "$1"
+	elif [[ $1 == relay* ]] && (( r > TN_BLOCK_RELAYS )); then
+		printf '%d' $(( TN_BASE + 100 + TN_RELAYS - TN_BLOCK_RELAYS + r - TN_BLOCK_RELAYS - 1 ))
+	else
+		printf '%d' $(( TN_BASE + 31 + $(tn_index "$1") ))
+	fi
+}
+# One past the highest port the network may use (in either mode).
+tn_port_end() {
+	if (( TN_RELAYS > TN_BLOCK_RELAYS )); then
+		printf '%d' $(( TN_BASE + 100 + 2 * (TN_RELAYS - TN_BLOCK_RELAYS) ))
+	else
+		printf '%d' $(( TN_BASE + 50 ))
 	fi
 }
 tn_dirport() { printf '%d' $(( TN_BASE + 20 + $(tn_index "$1") )); }
@@ -188,19 +220,34 @@ tn_set_dir() {
 	# torrc lines are not quoted: keep paths free of whitespace and quotes.
 	[[ $TN_DIR =~ ^[A-Za-z0-9_./+-]+$ ]] ||
 		tn_die "directory '$TN_DIR': use only letters, digits and _ . / + - in its path"
+}
+
+# Read the base port and the relay count from DIR/testnet.conf (existing
+# network) or the environment (new network) into TN_BASE and TN_RELAYS. With
+# $1 = strict (start), refuse a TESTNET_BASE_PORT or TESTNET_RELAYS that
+# differs from the recorded one; others use the record. A network recorded
+# without a relay count (made before the knob) has 8.
+tn_load_base() {
+	local conf="$TN_DIR/testnet.conf" recorded='' rec_relays=''
+	if [[ -r $conf ]]; then
+		recorded=$(sed -n 's/^base_port=//p' "$conf")
+		rec_relays=$(sed -n 's/^relays=//p' "$conf")
+		[[ -n $recorded && -z $rec_relays ]] && rec_relays=$TN_DEFAULT_RELAYS
+	fi
+	if [[ -n $rec_relays ]]; then
+		if [[ ${1:-} == strict && -n ${TESTNET_RELAYS:-} && $TESTNET_RELAYS != "$rec_relays" ]]; then
+			tn_die "$TN_DIR was created with $rec_relays relays, TESTNET_RELAYS=$TESTNET_RELAYS; unset it or use a new directory"
+		fi
+		TN_RELAYS=$rec_relays
+	else
+		TN_RELAYS=${TESTNET_RELAYS:-$TN_DEFAULT_RELAYS}
+	fi
+	[[ $TN_RELAYS =~ ^[0-9]{1,3}$ ]] && (( 10#$TN_RELAYS >= 4 && 10#$TN_RELAYS <= TN_MAX_RELAYS )) ||
+		tn_die "relay count '$TN_RELAYS' (TESTNET_RELAYS) must be a number in 4..$TN_MAX_RELAYS"
+	TN_RELAYS=$(( 10#$TN_RELAYS ))
 	local longest="$TN_DIR/relay$TN_RELAYS/control"
 	(( ${#longest} <= 107 )) ||
 		tn_die "directory '$TN_DIR' is too long: control socket path '$longest' exceeds 107 bytes"
-}
-
-# Read the base port from DIR/testnet.conf (existing network) or the
-# environment (new network) into TN_BASE. With $1 = strict (start), refuse a
-# TESTNET_BASE_PORT that differs from the recorded one; others use the record.
-tn_load_base() {
-	local conf="$TN_DIR/testnet.conf" recorded=
-	if [[ -r $conf ]]; then
-		recorded=$(sed -n 's/^base_port=//p' "$conf")
-	fi
 	if [[ -n $recorded ]]; then
 		if [[ ${1:-} == strict && -n ${TESTNET_BASE_PORT:-} && $TESTNET_BASE_PORT != "$recorded" ]]; then
 			tn_die "$TN_DIR was created with base port $recorded, TESTNET_BASE_PORT=$TESTNET_BASE_PORT; unset it or use a new directory"
@@ -209,8 +256,8 @@ tn_load_base() {
 	else
 		TN_BASE=${TESTNET_BASE_PORT:-$TN_DEFAULT_BASE_PORT}
 	fi
-	[[ $TN_BASE =~ ^[0-9]+$ ]] && (( TN_BASE >= 1024 && TN_BASE + TN_PORT_SPAN <= 65536 )) ||
-		tn_die "base port '$TN_BASE' must be a number in 1024..$((65536 - TN_PORT_SPAN))"
+	[[ $TN_BASE =~ ^[0-9]+$ ]] && (( TN_BASE >= 1024 && $(tn_port_end) <= 65536 )) ||
+		tn_die "base port '$TN_BASE' must be a number from 1024 that leaves its $TN_RELAYS relays' ports below 65536"
 }
 
 tn_is_complete() { grep -qx 'complete=1' "$TN_DIR/testnet.conf" 2>/dev/null; }
@@ -332,6 +379,26 @@ EOF
 	} > "$d/torrc.tmp" && mv -f "$d/torrc.tmp" "$d/torrc"
 }
 
+# Write $TESTNET_TORRC_EXTRA, the lines an extra tor needs to join.
+# TestingDirConnectionMaxStall: TestingTorNetwork lowers it from 5 minutes to
+# 30 s, and tor then drops, without any HS_DESC event and without a retry
+# before the descriptor changes, every descriptor upload whose directory
+# connection read nothing for that long. A tor publishing 35 services at once
+# (560 uploads) needs longer than 30 s on this machine (README.md, "Many
+# services on one tor"); the public network's value keeps that from being a
+# quirk of this network.
+tn_write_torrc_extra() {
+	{
+		printf '# torrc lines for an extra tor joining the testnet in %s.\n' "$TN_DIR"
+		printf '# Add your own DataDirectory, ports and services; this file sets no SocksPort.\n'
+		printf 'TestingTorNetwork 1\n'
+		printf 'PathsNeededToBuildCircuits 0.25\n'
+		printf '# the public network'"'"'s value (TestingTorNetwork sets 30 seconds)\n'
+		printf 'TestingDirConnectionMaxStall 5 minutes\n'
+		cat "$TN_DIR/dirauthorities"
+	} > "$TN_DIR/torrc-extra.tmp" && mv -f "$TN_DIR/torrc-extra.tmp" "$TN_DIR/torrc-extra"
+}
+
 # Generate identity keys for node $1 (and authority keys for authorities).
 tn_gen_node_keys() {
 	local node=$1 d nick
@@ -368,7 +435,7 @@ tn_generate() {
 	fi
 	command -v "$TN_TOR" > /dev/null || tn_die "'$TN_TOR' not found (apt-get install tor)"
 	command -v "$TN_GENCERT" > /dev/null || tn_die "'$TN_GENCERT' not found (apt-get install tor)"
-	printf 'format=%d\nbase_port=%d\ncomplete=0\n' "$TN_FORMAT" "$TN_BASE" > "$TN_DIR/testnet.conf"
+	printf 'format=%d\nbase_port=%d\nrelays=%d\ncomplete=0\n' "$TN_FORMAT" "$TN_BASE" "$TN_RELAYS" > "$TN_DIR/testnet.conf"
 	for node in $(tn_nodes); do
 		mkdir -p -m 700 "$(tn_node_dir "$node")" "$(tn_node_dir "$node")/data" || tn_die "mkdir $node"
 		chmod 700 "$(tn_node_dir "$node")" "$(tn_node_dir "$node")/data"
@@ -381,14 +448,7 @@ tn_generate() {
 
 	tn_dirauthority_lines > "$TN_DIR/dirauthorities"
 	for node in $(tn_nodes); do tn_write_torrc "$node"; done
-
-	{
-		printf '# torrc lines for an extra tor joining the testnet in %s.\n' "$TN_DIR"
-		printf '# Add your own DataDirectory, ports and services; this file sets no SocksPort.\n'
-		printf 'TestingTorNetwork 1\n'
-		printf 'PathsNeededToBuildCircuits 0.25\n'
-		cat "$TN_DIR/dirauthorities"
-	} > "$TN_DIR/torrc-extra"
+	tn_write_torrc_extra
 
 	# "N nickname fingerprint orport control-socket" per node.
 	for ((n = 1; n <= TN_RELAYS; n++)); do
@@ -809,6 +869,7 @@ cmd_start() {
 	# torrcs follow from the keys, the base port and the delay mode: rewrite
 	# them so that a newer testnet.sh applies to an old DIR. Running nodes keep theirs.
 	for node in "${nodes[@]}"; do tn_write_torrc "$node" || return 1; done
+	(( ${#nodes[@]} )) && { tn_write_torrc_extra || return 1; }
 	if (( all )) && tn_client_bootstrapped && tn_consensus_complete; then
 		tn_say "already running in $TN_DIR; client bootstrapped"
 		return 0
@@ -882,12 +943,13 @@ cmd_status() {
 		fi
 	done
 	if (( TN_DELAY > 0 )); then
+		ports="$TN_BASE-$((TN_BASE + TN_AUTHS + TN_BLOCK_RELAYS - 1))"
+		(( TN_RELAYS > TN_BLOCK_RELAYS )) &&
+			ports+=",$((TN_BASE + 100))-$((TN_BASE + 99 + TN_RELAYS - TN_BLOCK_RELAYS))"
 		if pid=$(tn_fwd_pid); then
-			printf '%-8s %-10s running  pid %-7s ports %d-%d (+%d ms each way)\n' delayfwd - "$pid" \
-				"$TN_BASE" $((TN_BASE + TN_AUTHS + TN_RELAYS - 1)) "$TN_DELAY"
+			printf '%-8s %-10s running  pid %-7s ports %s (+%d ms each way)\n' delayfwd - "$pid" "$ports" "$TN_DELAY"
 		else
-			printf '%-8s %-10s stopped  %-11s ports %d-%d (+%d ms each way)\n' delayfwd - "" \
-				"$TN_BASE" $((TN_BASE + TN_AUTHS + TN_RELAYS - 1)) "$TN_DELAY"
+			printf '%-8s %-10s stopped  %-11s ports %s (+%d ms each way)\n' delayfwd - "" "$ports" "$TN_DELAY"
 			all=0
 		fi
 	fi
@@ -906,10 +968,10 @@ tn_relay_arg() {
 
 cmd_stop_relay() {
 	tn_set_dir "${1:-}"
-	tn_relay_arg "${2:-}"
 	tn_lock
 	tn_load_base
 	tn_require_network
+	tn_relay_arg "${2:-}"
 	tn_node_running "relay$2" || { tn_say "relay$2 is not running"; return 0; }
 	tn_stop_nodes "relay$2" || return 1
 	tn_say "stopped relay$2 ($(tn_nick "relay$2"))"
@@ -917,10 +979,10 @@ cmd_stop_relay() {
 
 cmd_start_relay() {
 	tn_set_dir "${1:-}"
-	tn_relay_arg "${2:-}"
 	tn_lock
 	tn_load_base
 	tn_require_network
+	tn_relay_arg "${2:-}"
 	tn_node_running "relay$2" && { tn_say "relay$2 is already running"; return 0; }
 	tn_load_delay
 	tn_write_torrc "relay$2" || return 1
