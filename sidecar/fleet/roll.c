@@ -30,6 +30,7 @@ struct roll {
     size_t current;          /* valid unless idle */
     long survivor;           /* handing over: the tor that publishes anew, or -1 (one served already) */
     bool renewed;            /* handing over: the survivor was told to publish anew */
+    unsigned renews;         /* handing over: how often it was told (ROLL_RENEW_AGAIN_S) */
     double step_at;          /* ops->now() when the current step began: its deadline's origin */
     double stopped_at;       /* when the current tor was ended: its new descriptors are uploaded after */
     double started_at;
@@ -265,6 +266,7 @@ static void roll_next(struct roll *r)
     }
     r->survivor = -1;
     r->renewed = false;
+    r->renews = 0;
     for (r->current = 0; r->done[r->current]; r->current++)
         ;
     if (r->n == 1) {
@@ -298,6 +300,7 @@ static void roll_handover_tick(struct roll *r, double in_step)
             return;
         }
         r->renewed = true;
+        r->renews = 1;
         roll_enter(r, ROLL_HANDOVER);
         log_notice("restart-tor: tor %ld publishes new descriptors before tor %zu restarts", r->survivor + 1, k + 1);
         return;
@@ -305,6 +308,14 @@ static void roll_handover_tick(struct roll *r, double in_step)
     if (r->ops.serves(r->ops.arg, (size_t)r->survivor, k)) {
         log_info("restart-tor: tor %ld's new descriptors confirmed after %.1f s", r->survivor + 1, in_step);
         roll_drain_current(r);
+    } else if (in_step >= ROLL_RENEW_AGAIN_S * r->renews && in_step < ROLL_HANDOVER_S) {
+        /* tor drops an upload that waited too long without an answer or a retry (a loaded tor): ask again */
+        r->renews++;
+        log_notice("restart-tor: tor %ld's new descriptors not confirmed after %.0f s; it publishes anew",
+                   r->survivor + 1, in_step);
+        if (r->ops.renew(r->ops.arg, (size_t)r->survivor, k) < 0)
+            roll_finish(r, false, "aborted: tor %ld cannot publish new descriptors before tor %zu restarts",
+                        r->survivor + 1, k + 1);
     } else if (in_step >= ROLL_HANDOVER_S) {
         roll_finish(r, false, "aborted: tor %ld's new descriptors were not confirmed within %.0f s; tor %zu "
                     "was not stopped", r->survivor + 1, ROLL_HANDOVER_S, k + 1);

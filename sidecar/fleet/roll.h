@@ -9,7 +9,8 @@
  *               upload in progress to settle that; then one survivor builds and uploads new descriptors
  *               (worker_renew_descriptors: a PoW-parameter change; it keeps the survivor's introduction
  *               points but re-seeds its PoW puzzles) and the roll waits for the HSDirs' confirmations (HS_DESC UPLOADED, counted by
- *               descriptor.c);
+ *               descriptor.c), asking again every ROLL_RENEW_AGAIN_S while they are missing (a loaded
+ *               tor drops an upload that waited too long, with no answer and no retry);
  *   DRAINING    HSDirs serve a tor that stays up; k is wound down (worker_drain_start, circdrain.h): it
  *               uploads no descriptor any more, takes no new introduction (its introduction circuits are
  *               closed; a visitor whose cached descriptor names them fetches the other tor's), and each
@@ -48,6 +49,7 @@ struct roll;
 
 #define ROLL_SETTLE_S 20.0     /* an upload in progress may make a tor served before a hand-over */
 #define ROLL_HANDOVER_S 90.0   /* a survivor's new descriptors confirmed */
+#define ROLL_RENEW_AGAIN_S 30.0 /* not confirmed yet: the survivor publishes anew (at 30 s and 60 s) */
 /* Draining: the longest wait, by default, for the visitors' streams through the tor to be ended to finish
  * (circdrain.h closes each visitor's circuit right after its last stream). Web requests last well under
  * a second; a browser keeps an idle HTTP connection (one stream) open for up to 115 s (Firefox's and Tor
