@@ -719,19 +719,21 @@ static void cp_conn_bev_event_cb(struct bufferevent *bev, short what, void *arg)
 }
 
 /* The head's time is up: was tor busy rather than hung during its last period — it sent us something,
- * or the owner's check says so (cp_conn_set_busy_check)? Then give it one more period, at most
- * CP_CONN_MAX_EXTENSIONS times. Only on a ready connection (authentication has its own deadline). */
+ * or the owner's check says so (cp_conn_set_busy_check)? Then give it one more period. A period in which
+ * tor sent bytes is always given (its main loop runs: a tor with many services uploading can leave a
+ * command unanswered for minutes while it streams events); one that only the owner's check calls busy
+ * (it used CPU, say, which a spinning tor does too) at most CP_CONN_MAX_EXTENSIONS times. Only on a
+ * ready connection (authentication has its own deadline). */
 static bool cp_conn_busy(struct cp_conn *c)
 {
     struct cp_conn_cmd *h = c->head;
-    if (c->state != CP_CONN_READY || h->extensions >= CP_CONN_MAX_EXTENSIONS)
+    if (c->state != CP_CONN_READY)
         return false;
-    bool busy = c->last_rx_us > h->period_us;
-    if (!busy && c->busy_cb)
-        busy = c->busy_cb(c, c->busy_arg);
-    if (!busy)
-        return false;
-    h->extensions++;
+    if (c->last_rx_us <= h->period_us) {
+        if (h->extensions >= CP_CONN_MAX_EXTENSIONS || !c->busy_cb || !c->busy_cb(c, c->busy_arg))
+            return false;
+        h->extensions++;
+    }
     h->period_us = cp_conn_now_us();
     h->deadline_us = h->period_us + h->timeout_us;
     return true;
@@ -761,10 +763,11 @@ static void cp_conn_timer_cb(evutil_socket_t fd, short what, void *arg)
                      c->state == CP_CONN_CONNECTING ? "connect" : "authentication", secs);
     else if (c->head && now >= c->head->deadline_us && cp_conn_busy(c))
         cp_conn_arm_timer(c); /* tor is busy, not hung: another period */
-    else if (c->head && now >= c->head->deadline_us && c->head->extensions)
+    else if (c->head && now >= c->head->deadline_us && c->head->period_us > c->head->since_us)
         cp_conn_fail(c, "%s: no reply to a command within %.3f s (tor was busy for %.0f s before that: %u more "
-                     "period%s); connection closed", peer, secs, (double)(c->head->period_us - c->head->since_us) / 1e6,
-                     c->head->extensions, c->head->extensions == 1 ? "" : "s");
+                     "period%s by its CPU alone); connection closed", peer, secs,
+                     (double)(c->head->period_us - c->head->since_us) / 1e6, c->head->extensions,
+                     c->head->extensions == 1 ? "" : "s");
     else if (c->head && now >= c->head->deadline_us)
         /* Replies are positional: a reply that never came would be matched to the next command. */
         cp_conn_fail(c, "%s: no reply to a command within %.3f s; connection closed", peer, secs);

@@ -7,8 +7,9 @@
  * A command's timeout runs from when it becomes the oldest unanswered command: tor answers in order, so
  * a command waiting behind slow ones is not late. When the head's time is up, a tor that was busy rather
  * than hung during that time — it sent anything (events, other bytes), or the owner's check says so
- * (cp_conn_set_busy_check: its process used CPU, say) — gets another period, up to
- * CP_CONN_MAX_EXTENSIONS; a silent, idle one is hung and the connection closes. A command whose work
+ * (cp_conn_set_busy_check: its process used CPU, say) — gets another period: always while it sends
+ * bytes, up to CP_CONN_MAX_EXTENSIONS periods on the owner's check alone; a silent, idle one is hung and
+ * the connection closes. A command whose work
  * grows with its size gets its own time (cp_conn_send_timed).
  * It does not decide what to send (SETEVENTS is the caller's command) and never logs: errors reach the
  * caller through callbacks with a message. Secrets (cookie, AUTHENTICATE line, every sent command) are
@@ -98,7 +99,7 @@ int cp_conn_send(struct cp_conn *c, const char *cmd, cp_conn_reply_cb cb, void *
 int cp_conn_send_timed(struct cp_conn *c, const char *cmd, struct timeval timeout, cp_conn_reply_cb cb, void *arg,
                        char *err, size_t errlen);
 
-#define CP_CONN_MAX_EXTENSIONS 9 /* a busy tor's head waits at most 10 of its periods */
+#define CP_CONN_MAX_EXTENSIONS 9 /* a silent tor the busy check calls busy: the head waits at most 10 periods */
 
 /* Was tor busy (not hung) during the head command's last period, which ended unanswered? Return true to
  * give it another period. Called from the connection's timer; must not close or free the connection. */

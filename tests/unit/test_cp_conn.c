@@ -1165,6 +1165,35 @@ static void test_busy_tor_is_bounded(void **state)
     assert_int_equal(t->n_closed, 1);
 }
 
+/* A tor that keeps sending events is alive, however long the head waits: 20 periods of 50 ms with an event
+ * in each (twice CP_CONN_MAX_EXTENSIONS), then the answer; nothing closes and the busy check (which says
+ * idle) is never needed. */
+#define EVENT_EVERY_40MS { FAKE_CTL_PAUSE, NULL, 40 }, { FAKE_CTL_SEND, "650 BW 1 1\r\n", 0 }
+#define EVENTS_5 EVENT_EVERY_40MS, EVENT_EVERY_40MS, EVENT_EVERY_40MS, EVENT_EVERY_40MS, EVENT_EVERY_40MS
+static void test_events_keep_head_waiting(void **state)
+{
+    struct test *t = *state;
+    static const struct fake_ctl_step script[] = {
+        NULL_AUTH_STEPS,
+        { FAKE_CTL_EXPECT, "GETINFO slow", 0 },
+        EVENTS_5, EVENTS_5, EVENTS_5, EVENTS_5, EVENTS_5,
+        { FAKE_CTL_SEND, "250 OK\r\n", 0 },
+    };
+    struct rec recs[1] = { { 0 } };
+    struct until_recs u = { t, recs, 1 };
+
+    t->opts.cmd_timeout.tv_usec = 50000;
+    t->busy_answers = 0;
+    start(t, script, ARRAY_LEN(script));
+    run_until(t, is_ready, t);
+    cp_conn_set_busy_check(t->c, busy_check, t);
+    send_cmd(t, "GETINFO slow\r\n", &recs[0]);
+    run_until(t, recs_done, &u);
+    check_fake(t);
+    assert_int_equal(recs[0].status, 250);
+    assert_int_equal(t->n_closed, 0);
+}
+
 static void test_server_closes_mid_reply(void **state)
 {
     struct test *t = *state;
@@ -1419,6 +1448,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_timed_command, setup, teardown),
         cmocka_unit_test_setup_teardown(test_busy_tor_gets_more_time, setup, teardown),
         cmocka_unit_test_setup_teardown(test_busy_tor_is_bounded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_events_keep_head_waiting, setup, teardown),
         cmocka_unit_test_setup_teardown(test_server_closes_mid_reply, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unexpected_reply_closes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_line_cap_closes, setup, teardown),
