@@ -1165,25 +1165,27 @@ static void test_busy_tor_is_bounded(void **state)
     assert_int_equal(t->n_closed, 1);
 }
 
-/* A tor that keeps sending events is alive, however long the head waits: 20 periods of 50 ms with an event
- * in each (twice CP_CONN_MAX_EXTENSIONS), then the answer; nothing closes and the busy check (which says
- * idle) is never needed. */
+/* A tor that keeps sending events is alive, however long the head waits: 2 s of events every 40 ms with a
+ * 100 ms period (20 periods, twice CP_CONN_MAX_EXTENSIONS), then the answer; nothing closes. The busy
+ * check says busy CP_CONN_MAX_EXTENSIONS times, to cover periods a loaded machine leaves without an event,
+ * so the events must carry at least the other 11: the old rule (every extension counted) closes at ~1 s. */
 #define EVENT_EVERY_40MS { FAKE_CTL_PAUSE, NULL, 40 }, { FAKE_CTL_SEND, "650 BW 1 1\r\n", 0 }
 #define EVENTS_5 EVENT_EVERY_40MS, EVENT_EVERY_40MS, EVENT_EVERY_40MS, EVENT_EVERY_40MS, EVENT_EVERY_40MS
+#define EVENTS_25 EVENTS_5, EVENTS_5, EVENTS_5, EVENTS_5, EVENTS_5
 static void test_events_keep_head_waiting(void **state)
 {
     struct test *t = *state;
     static const struct fake_ctl_step script[] = {
         NULL_AUTH_STEPS,
         { FAKE_CTL_EXPECT, "GETINFO slow", 0 },
-        EVENTS_5, EVENTS_5, EVENTS_5, EVENTS_5, EVENTS_5,
+        EVENTS_25, EVENTS_25,
         { FAKE_CTL_SEND, "250 OK\r\n", 0 },
     };
     struct rec recs[1] = { { 0 } };
     struct until_recs u = { t, recs, 1 };
 
-    t->opts.cmd_timeout.tv_usec = 50000;
-    t->busy_answers = 0;
+    t->opts.cmd_timeout.tv_usec = 100000;
+    t->busy_answers = CP_CONN_MAX_EXTENSIONS;
     start(t, script, ARRAY_LEN(script));
     run_until(t, is_ready, t);
     cp_conn_set_busy_check(t->c, busy_check, t);
