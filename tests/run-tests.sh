@@ -320,7 +320,8 @@ done
 for n in $failures; do
   [ -f "$log_dir/$n.log" ] || continue
   echo "== $n: failed checks"
-  grep -E "$fail_re" "$log_dir/$n.log" | head -n 12 | cut -c1-300 | sed 's/^/    | /'
+  # Each with the two lines before it: what a test logs just before a check is often its measurement.
+  grep -E -B2 "$fail_re" "$log_dir/$n.log" | head -n 30 | cut -c1-300 | sed 's/^/    | /'
 done
 [ -n "$failures" ] && echo "failed:$failures (logs in $log_dir/)"
 echo "$passed passed, $failed failed"

@@ -239,16 +239,26 @@ of_address_from_log() {
 }
 
 # of_fetch URL OUTFILE [MAX_TIME] — one request through the private network's client.
+# OF_SOCKS_USER, when set, isolates the stream on circuits of its own (a SOCKS user name of its own).
 of_fetch() {
-  curl -sS --fail --max-time "${3:-30}" --socks5-hostname "127.0.0.1:$TESTNET_SOCKS_PORT" -o "$2" "$1"
+  curl -sS --fail --max-time "${3:-30}" --socks5-hostname "127.0.0.1:$TESTNET_SOCKS_PORT" \
+    ${OF_SOCKS_USER:+-U "$OF_SOCKS_USER:x"} -o "$2" "$1"
 }
 
 # of_fetch_until URL OUTFILE TIMEOUT_S — retry until a fetch works (the descriptor may not be up yet).
+# A retry goes on new circuits, as a user's "new circuit for this site" would: after the service's tor
+# is restarted, the client tor may hold a rendezvous circuit whose introduction an intro point still
+# acked for the old tor, and tor waits up to 3 circuit build timeouts (~3 min) before it gives up on
+# it, stalling every stream of that isolation behind it (seen in test_modes with the client at info
+# level: "pending-join circ ... already here, with intro ack. Stalling.").
 of_fetch_until() {
-  local url=$1 out=$2 limit=$3 start
+  local url=$1 out=$2 limit=$3 start try=0 user
   start=$(date +%s)
   while (($(date +%s) - start < limit)); do
-    of_fetch "$url" "$out" 20 2>/dev/null && return 0
+    user=${OF_SOCKS_USER:-}
+    ((try > 0)) && [[ -z $user ]] && user="retry-$$-$try-$RANDOM"
+    OF_SOCKS_USER=$user of_fetch "$url" "$out" 20 2>/dev/null && return 0
+    try=$((try + 1))
     if [[ -n ${OF_PID:-} ]] && ! kill -0 "$OF_PID" 2>/dev/null; then
       of_log "onionfront (pid $OF_PID) is not running any more"
       return 1

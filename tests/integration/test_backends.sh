@@ -206,17 +206,20 @@ mkdir -p "$slow_dir"
 slow_pids=()
 for i in 1 2 3 4 5 6 7 8 9; do
   (
-    out=$(curl -sS --max-time 60 --socks5-hostname "127.0.0.1:$TESTNET_SOCKS_PORT" -U "of$$:x" -D - -o /dev/null \
-      -w 'HTTPCODE %{http_code}\n' "http://$addr:81/" 2>/dev/null)
+    out=$(curl -sS --max-time 120 --socks5-hostname "127.0.0.1:$TESTNET_SOCKS_PORT" -U "of$$:x" -D - -o /dev/null \
+      -w 'HTTPCODE %{http_code} %{time_total}\n' "http://$addr:81/" 2>/dev/null)
     rc=$?
     backend=$(awk 'tolower($1) == "x-backend:" { sub(/\r$/, "", $2); print $2; exit }' <<<"$out")
-    echo "$rc $(awk '/^HTTPCODE/ { print $2 }' <<<"$out") ${backend:--}" >"$slow_dir/$i.tmp"
+    echo "$rc $(awk '/^HTTPCODE/ { print $2 }' <<<"$out") ${backend:--} $(awk '/^HTTPCODE/ { print $3 }' <<<"$out")" \
+      >"$slow_dir/$i.tmp"
     mv "$slow_dir/$i.tmp" "$slow_dir/$i"
   ) &
   slow_pids+=($!)
   of_track_pid "$!"
 done
-for ((i = 0; i < 600; i++)); do # until six have come back (or 60 s)
+# Until six have come back (or 90 s): well inside curl's 120 s, so web1's streams can still be answered
+# once it resumes on a slow machine.
+for ((i = 0; i < 900; i++)); do
   (($(ls "$slow_dir" | grep -vc tmp) >= 6)) && break
   sleep 0.1
 done
@@ -224,11 +227,11 @@ sleep 1 # anything else that was not held by web1 would be back by now too
 cat "$slow_dir"/[0-9] 2>/dev/null >"$OF_TMP/slow-early.txt"
 kill -CONT "${pid[web1]}"
 for p in "${slow_pids[@]}"; do
-  for ((i = 0; i < 600; i++)); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+  for ((i = 0; i < 1300; i++)); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
   wait "$p" 2>/dev/null
 done
 cat "$slow_dir"/[0-9] >"$OF_TMP/slow.txt"
-of_log "back while web1 was stopped: $(awk '{ printf "%s(%s) ", $3, $2 }' "$OF_TMP/slow-early.txt"); all: $(awk '{ printf "%s(%s) ", $3, $2 }' "$OF_TMP/slow.txt")"
+of_log "back while web1 was stopped: $(awk '{ printf "%s(%s %ss) ", $3, $2, $4 }' "$OF_TMP/slow-early.txt"); all (backend, HTTP code or curl exit code, seconds): $(awk '{ printf "%s(%s/%s %ss) ", $3, $2, $1, $4 }' "$OF_TMP/slow.txt")"
 early_ok=$(awk '$1 == 0 && $2 == 200 && ($3 == "web2" || $3 == "web3")' "$OF_TMP/slow-early.txt" | wc -l)
 early_web1=$(awk '$3 == "web1"' "$OF_TMP/slow-early.txt" | wc -l)
 held=$(awk '$1 == 0 && $2 == 200 && $3 == "web1"' "$OF_TMP/slow.txt" | wc -l)
