@@ -246,17 +246,20 @@ of_fetch() {
 }
 
 # of_fetch_until URL OUTFILE TIMEOUT_S — retry until a fetch works (the descriptor may not be up yet).
-# A retry goes on new circuits, as a user's "new circuit for this site" would: after the service's tor
-# is restarted, the client tor may hold a rendezvous circuit whose introduction an intro point still
-# acked for the old tor, and tor waits up to 3 circuit build timeouts (~3 min) before it gives up on
-# it, stalling every stream of that isolation behind it (seen in test_modes with the client at info
-# level: "pending-join circ ... already here, with intro ack. Stalling.").
+# With OF_FETCH_NEW_CIRCUITS=1 each retry goes on new circuits, as a user's "new circuit for this site"
+# would. For a fetch right after the service's tor was stopped and started again: the client tor may
+# then send its introduction, from the descriptor it cached, to an intro point that still holds the
+# old tor's circuit for a few seconds and acks it; tor then waits up to 3 circuit build timeouts
+# (~3 min) for a rendezvous that never comes, stalling every stream of that isolation behind it (seen
+# in test_modes with the client at info level: "pending-join circ ... already here, with intro ack.
+# Stalling."). Not by default: later fetches of a test (its client loops) rely on the circuit that the
+# first success leaves open for streams without a SOCKS user.
 of_fetch_until() {
   local url=$1 out=$2 limit=$3 start try=0 user
   start=$(date +%s)
   while (($(date +%s) - start < limit)); do
     user=${OF_SOCKS_USER:-}
-    ((try > 0)) && [[ -z $user ]] && user="retry-$$-$try-$RANDOM"
+    ((try > 0)) && [[ -z $user && ${OF_FETCH_NEW_CIRCUITS:-} == 1 ]] && user="retry-$$-$try-$RANDOM"
     OF_SOCKS_USER=$user of_fetch "$url" "$out" 20 2>/dev/null && return 0
     try=$((try + 1))
     if [[ -n ${OF_PID:-} ]] && ! kill -0 "$OF_PID" 2>/dev/null; then

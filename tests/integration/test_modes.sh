@@ -167,7 +167,9 @@ out=$(reload)
 of_log "reload adding hidden back: $out"
 of_check "the reload says tor changed" grep -q "services changed in tor" <<<"$out"
 of_check "the anonymous tor starts again" of_wait_secs 150 both_running
-of_check "hidden is fetchable again (same address)" of_fetch_until "http://$hid/" "$OF_TMP/hid3.html" 150
+# Right after its tor started again: the client's retries go on new circuits (lib.sh, of_fetch_until).
+OF_FETCH_NEW_CIRCUITS=1 of_check "hidden is fetchable again (same address)" \
+  of_fetch_until "http://$hid/" "$OF_TMP/hid3.html" 150
 of_check "web is fetchable" of_fetch_until "http://$web/" "$OF_TMP/web3.html" 60
 sleep 3
 kill "$hsdesc_pid" 2>/dev/null

@@ -194,13 +194,37 @@ of_check "tor 2 has its own services again" of_wait_secs 30 placement_holds cdn 
 # ---- a rolling restart over the three tors -----------------------------------------------------------
 roll() { of_roll_field "$config" "$@"; }
 roll_done() { [[ $(roll state) == idle && $(roll rolls) == 1 ]]; }
-sleep 20 # tor 2's own uploads settle (a roll is refused while a tor is not up)
+# Before the roll, tor 2's first uploads and the survivors' failover uploads settle: every service
+# served (HSFETCH, all responsible HSDirs answering with the same tor's descriptor) by a tor that is up
+# and hosts it. On a loaded machine the roll's hand-over otherwise competes with those uploads. Bounded:
+# the roll starts anyway after 180 s, and that is logged.
+settled() {
+  local n tor
+  for n in cdn static www mail; do
+    tor=$("$OF_BIN" -c "$config" status --json 2>/dev/null | python3 -c '
+import json, sys
+try:
+    s = next(s for s in json.load(sys.stdin)["services"] if s["name"] == sys.argv[1])["served"]
+    ok = s["source"] == "fetched" and s["hsdirs_answered"] > 0 and s["hsdirs_holding"] == s["hsdirs_answered"]
+    print(s["served_by"] if ok and s["served_by"] else "none")
+except Exception:
+    print("none")' "$n")
+    [[ $tor != none && " $(placed "$n") " == *" $tor "* && $(it_tor state "$tor") == running ]] || return 1
+  done
+}
+t_settle=$(date +%s)
+if of_wait_secs 180 settled; then
+  of_log "every service served by a tor that hosts it, $(($(date +%s) - t_settle)) s after tor 2 came back"
+else
+  of_log "not settled within 180 s (the roll starts anyway): $(for n in cdn static www mail; do printf '%s:%s ' "$n" "$(served_by "$n")"; done)"
+fi
 pids="$(it_tor pid 1) $(it_tor pid 2) $(it_tor pid 3)"
 out=$("$OF_BIN" -c "$config" restart-tor 2>&1)
 of_log "restart-tor: $out"
 of_check "restart-tor starts a rolling restart of 3 tors" grep -q "rolling restart of 3 tors started" <<<"$out"
 of_check "the roll ends" of_wait_secs 600 roll_done
 of_log "roll: $(roll last_result message)"
+of_log "served after the roll: $(for n in cdn static www mail; do printf '%s:%s ' "$n" "$(served_by "$n")"; done)"
 of_check "the roll restarted the three tors" test "$(roll last_result ok)" = true
 grep -E "restart-tor:|failover:" "$log" | sed 's/^/  /' >&2
 newpids="$(it_tor pid 1) $(it_tor pid 2) $(it_tor pid 3)"
