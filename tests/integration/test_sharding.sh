@@ -195,9 +195,10 @@ of_check "tor 2 has its own services again" of_wait_secs 30 placement_holds cdn 
 roll() { of_roll_field "$config" "$@"; }
 roll_done() { [[ $(roll state) == idle && $(roll rolls) == 1 ]]; }
 # Before the roll, tor 2's first uploads and the survivors' failover uploads settle: every service
-# served (HSFETCH, all responsible HSDirs answering with the same tor's descriptor) by a tor that is up
-# and hosts it. On a loaded machine the roll's hand-over otherwise competes with those uploads. Bounded:
-# the roll starts anyway after 180 s, and that is logged.
+# served, as the fetch probe found it (HSFETCH), by a tor that is up and hosts it. (Not "every HSDir
+# holds that tor's descriptor": with two tors publishing, some HSDirs keep the other one's for a while.)
+# On a loaded machine the roll's hand-over otherwise competes with those uploads. Bounded: the roll
+# starts anyway after 90 s, and that is logged.
 settled() {
   local n tor
   for n in cdn static www mail; do
@@ -205,7 +206,7 @@ settled() {
 import json, sys
 try:
     s = next(s for s in json.load(sys.stdin)["services"] if s["name"] == sys.argv[1])["served"]
-    ok = s["source"] == "fetched" and s["hsdirs_answered"] > 0 and s["hsdirs_holding"] == s["hsdirs_answered"]
+    ok = s["source"] == "fetched" and s["hsdirs_holding"] > 0
     print(s["served_by"] if ok and s["served_by"] else "none")
 except Exception:
     print("none")' "$n")
@@ -213,10 +214,11 @@ except Exception:
   done
 }
 t_settle=$(date +%s)
-if of_wait_secs 180 settled; then
+sleep 20 # at least as long as before this wait was added: tor 2's own first uploads
+if of_wait_secs 90 settled; then
   of_log "every service served by a tor that hosts it, $(($(date +%s) - t_settle)) s after tor 2 came back"
 else
-  of_log "not settled within 180 s (the roll starts anyway): $(for n in cdn static www mail; do printf '%s:%s ' "$n" "$(served_by "$n")"; done)"
+  of_log "not settled within 90 s (the roll starts anyway): $(for n in cdn static www mail; do printf '%s:%s ' "$n" "$(served_by "$n")"; done)"
 fi
 pids="$(it_tor pid 1) $(it_tor pid 2) $(it_tor pid 3)"
 out=$("$OF_BIN" -c "$config" restart-tor 2>&1)
