@@ -108,7 +108,9 @@ rt_loops_finish() {
   for kind in fresh long; do
     failed=$(rt_loop_report "$OF_TMP/$kind$1.txt" "$OF_TMP/events$1.txt" \
       "$2: client loop ($([[ $kind == fresh ]] && echo "fresh circuit per request" || echo "one long-lived circuit"))")
-    of_check "$2: the $kind loop made requests during the roll" test "$(wc -l <"$OF_TMP/$kind$1.txt")" -gt 20
+    # That the loop ran across the roll, not how fast: a fresh circuit per request on a loaded machine
+    # made 15 in one roll (two of them waited 28 and 41 s), where a quiet one makes 100 or more.
+    of_check "$2: the $kind loop made requests during the roll" test "$(wc -l <"$OF_TMP/$kind$1.txt")" -ge 5
     rt_check_failures "$2 ($kind loop)" "$failed"
   done
 }
