@@ -11,6 +11,11 @@ failed=0
 failures=""
 log_dir=build/test-logs
 mkdir -p "$log_dir"
+# Every bounded wait of the integration scripts (tests/integration/lib.sh, of_margin) appends how long it
+# took against its bound here; the end of the run prints the tightest ones.
+OF_MARGINS_FILE=$(pwd)/$log_dir/margins.tsv
+export OF_MARGINS_FILE
+: >"$OF_MARGINS_FILE"
 
 # The first base port B in 19000, 19100 ... 28900 such that no socket uses B..B+49 (the private
 # network's ports; the tests' own ports are below 19000, the kernel's ephemeral range above 32767).
@@ -323,6 +328,14 @@ for n in $failures; do
   # Each with the two lines before it: what a test logs just before a check is often its measurement.
   grep -E -B2 "$fail_re" "$log_dir/$n.log" | head -n 30 | cut -c1-300 | sed 's/^/    | /'
 done
+# Drift shows before it fails: the ten waits that used the largest share of their bounds (80 % or more is
+# a finding, tests/README.md "Margins").
+if [ -s "$OF_MARGINS_FILE" ]; then
+  echo "== the ten tightest margins (script, used s / bound s, share, check; all in $log_dir/margins.tsv)"
+  awk -F '\t' '$3 > 0 { printf "%.3f\t%s\t%s\t%s\t%s\n", $2 / $3, $1, $2, $3, $4 }' "$OF_MARGINS_FILE" |
+    sort -t "$(printf '\t')" -k1,1 -rn | head -n 10 |
+    awk -F '\t' '{ printf "    %-22s %7s / %-4s %4.0f %%%s  %s\n", $2, $3, $4, $1 * 100, ($1 >= 0.8 ? " !" : "  "), substr($5, 1, 90) }'
+fi
 [ -n "$failures" ] && echo "failed:$failures (logs in $log_dir/)"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
