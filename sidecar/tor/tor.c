@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -35,6 +36,7 @@
 #include "sidecar/core/proc.h"
 #include "sidecar/tor/single_onion.h"
 #include "sidecar/tor/torrc.h"
+#include "sidecar/tor/torwarn.h"
 #include "sidecar/identity/handover.h"
 
 /* Events onionfront uses; SETEVENTS replaces the whole set, so one module owns it. CONF_CHANGED and
@@ -629,53 +631,33 @@ static void tor_try_connect(struct tor_sup *t)
 
 /* ---- process ---- */
 
-enum log_level tor_line_level(const char *line)
+/* Does the config's extra torrc make this a private test network (TestingTorNetwork 1)? */
+static bool tor_testing_network(const struct config *conf)
 {
-    static const struct { const char *tag; enum log_level level; } tags[] = {
-        {"[err] ", LOG_LVL_ERROR},   {"[warn] ", LOG_LVL_WARN},   {"[notice] ", LOG_LVL_NOTICE},
-        {"[info] ", LOG_LVL_INFO},   {"[debug] ", LOG_LVL_DEBUG},
-    };
-    /* tor's log format (log.c, log_prefix_): a timestamp, then the severity in brackets. The first
-     * "[" decides: the message after it may quote anything. */
-    const char *b = strchr(line, '[');
-    for (size_t i = 0; b && i < sizeof(tags) / sizeof(tags[0]); i++)
-        if (strncmp(b, tags[i].tag, strlen(tags[i].tag)) == 0)
-            return tags[i].level;
-    return LOG_LVL_NOTICE;
-}
-
-/* tor 0.4.9's start-up warnings for a configuration onionfront chose (config.c, options_act in tor). */
-static const char *const tor_single_onion_warnings[] = {
-    "HiddenServiceNonAnonymousMode is set. Every hidden service on this tor instance is NON-ANONYMOUS. If the "
-    "HiddenServiceNonAnonymousMode option is changed, Tor will refuse to launch hidden services from the same "
-    "directories, to protect your anonymity against config errors. This setting is for experimental use only.",
-    "This copy of Tor was compiled or configured to run in a non-anonymous mode. It will provide NO ANONYMITY.",
-};
-static const char tor_root_warning[] = "You are running Tor as root. You don't need to, and you probably shouldn't.";
-
-enum log_level tor_line_relay_level(const char *line, bool single_onion, bool drops_root)
-{
-    enum log_level level = tor_line_level(line);
-    const char *text = level == LOG_LVL_WARN ? strstr(line, "[warn] ") : NULL;
-    if (!text)
-        return level;
-    text += strlen("[warn] ");
-    for (size_t i = 0; single_onion && i < sizeof(tor_single_onion_warnings) / sizeof(tor_single_onion_warnings[0]);
-         i++)
-        if (strcmp(text, tor_single_onion_warnings[i]) == 0)
-            return LOG_LVL_NOTICE;
-    return drops_root && strcmp(text, tor_root_warning) == 0 ? LOG_LVL_NOTICE : level;
+    for (size_t i = 0; i < conf->tor.n_extra_torrc; i++) {
+        const char *l = conf->tor.extra_torrc[i];
+        size_t n = strlen("TestingTorNetwork");
+        if (strncasecmp(l, "TestingTorNetwork", n) == 0 && (l[n] == ' ' || l[n] == '\t') && atoi(l + n + 1) == 1)
+            return true;
+    }
+    return false;
 }
 
 static void tor_line_cb(struct proc *p, const char *line, void *arg)
 {
     struct tor_sup *t = arg;
     (void)p;
-    /* tor's own log at its own level, so its warnings are warnings, except those it prints at every start
-     * for what onionfront set up on purpose (tor_line_relay_level): `journalctl -p warning` stays quiet
-     * on a healthy start but for onionfront's own single-onion warning. */
-    bool drops_root = t->conf->tor.user && !tor_client_name(t) && geteuid() == 0;
-    log_relay(tor_line_relay_level(line, t->role == TOR_ROLE_SERVICE, drops_root),
+    /* tor's own log at its own level, so its warnings are warnings, except those onionfront caused on
+     * purpose (torwarn.h): `journalctl -p warning` stays quiet on a healthy start but for onionfront's own
+     * single-onion warning. */
+    struct torwarn_ctx ctx = {
+        .single_onion = t->role == TOR_ROLE_SERVICE,
+        .hosts_services = t->role == TOR_ROLE_SERVICE || t->role == TOR_ROLE_ANONYMOUS,
+        .client = t->role == TOR_ROLE_PROBE_CLIENT || t->role == TOR_ROLE_OB_CLIENT,
+        .drops_root = t->conf->tor.user && !tor_client_name(t) && geteuid() == 0,
+        .testing_network = tor_testing_network(t->conf),
+    };
+    log_relay(tor_line_relay_level(line, &ctx),
               t->role == TOR_ROLE_PROBE_CLIENT ? "probe-tor"
               : t->role == TOR_ROLE_OB_CLIENT  ? "ob-tor"
                                                : t->label,

@@ -59,18 +59,6 @@ enum tor_role {
  * or -1 if it cannot be read. Pure. */
 int tor_stat_cpu_ticks(const char *stat, unsigned long long *ticks);
 
-/* The level of one line of tor's own log ("Dec 03 10:00:00.000 [warn] ..."): its "[err]", "[warn]",
- * "[notice]", "[info]" or "[debug]" tag; notice for a line without one. Pure. */
-enum log_level tor_line_level(const char *line);
-
-/* The level onionfront logs tor's `line` at: tor_line_level's, except the warnings tor prints at every
- * start of a tor that onionfront set up that way on purpose, matched exactly, which are notice: with
- * `single_onion`, "HiddenServiceNonAnonymousMode is set ..." and "This copy of Tor ... non-anonymous
- * mode ..." (onionfront's own start-up warning names the services that are not location-hidden); with
- * `drops_root` (tor started as root with User), "You are running Tor as root ...". Any other warning of
- * tor stays a warning. Pure. */
-enum log_level tor_line_relay_level(const char *line, bool single_onion, bool drops_root);
-
 struct tor_callbacks {
     /* The control connection is authenticated and tor verified as single-hop/non-anonymous: publish.
      * Called again after every restart or reconnect with the new connection. */

@@ -260,10 +260,10 @@ of_check "SIGTERM: on_change ran to its end for the emptied files before onionfr
        END { exit !(t && off && done > off && done > run) }' "$log"
 # nginx -s reload only signals the master, which then reloads on its own.
 of_check "SIGTERM: nginx no longer sends the header" wait_header / '^$' 5
-# Warnings: only the non-anonymity one, tor's loss, and tor's own deliberate ones (lib.sh).
+# Warnings: only the non-anonymity one, tor's loss, and tor run as root by the tests (lib.sh); tor's
+# expected ones are notice (torwarn.c).
 own_warnings=$(grep -E '^[0-9-]+ [0-9:.]+ \[(warn|error)\]' "$log" | grep -v -e 'NOT location-hidden' \
-  -e 'killed by signal 9; restarting tor' -e 'control connection lost' |
-  grep -Ev "\] (probe-)?tor: .* \[warn\] ($OF_TOR_EXPECTED_WARNINGS)")
+  -e 'killed by signal 9; restarting tor' -e 'control connection lost' -e "\\[warn\\] $OF_TOR_AS_ROOT_WARNING")
 of_check "no other warnings from onionfront" test -z "$own_warnings"
 [[ -z $own_warnings ]] || echo "$own_warnings" >&2
 

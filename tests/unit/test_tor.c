@@ -627,71 +627,6 @@ static void test_attach_stop_closes(void **state)
     assert_int_equal(tor_sup_restarts(x->tor), 0);
 }
 
-/* tor's log lines at their own level; its warnings are warnings. */
-static void test_line_level(void **state)
-{
-    (void)state;
-    static const struct {
-        const char *line;
-        enum log_level level;
-    } table[] = {
-        {"Dec 03 10:00:00.000 [err] Reading config failed", LOG_LVL_ERROR},
-        {"Dec 03 10:00:00.000 [warn] Your clock is skewed", LOG_LVL_WARN},
-        {"Dec 03 10:00:00.000 [warn] This copy of Tor was compiled or configured to run in a non-anonymous mode.",
-         LOG_LVL_WARN},
-        {"Dec 03 10:00:00.000 [notice] Bootstrapped 100% (done): Done", LOG_LVL_NOTICE},
-        {"Dec 03 10:00:00.000 [info] circuit_build: x", LOG_LVL_INFO},
-        {"Dec 03 10:00:00.000 [debug] conn: y", LOG_LVL_DEBUG},
-        {"Dec 03 10:00:00.000 [notice] quoting \"[err] \" in a notice", LOG_LVL_NOTICE},
-        {"Dec 03 10:00:00.000 [warning] not a tag", LOG_LVL_NOTICE},
-        {"Tor can't help you if you use it wrong!", LOG_LVL_NOTICE},
-        {"", LOG_LVL_NOTICE},
-    };
-    for (size_t i = 0; i < ARRAY_LEN(table); i++)
-        if (tor_line_level(table[i].line) != table[i].level)
-            fail_msg("\"%s\": level %d, want %d", table[i].line, tor_line_level(table[i].line), table[i].level);
-}
-
-/* tor's start-up warnings for what onionfront set up on purpose are notice, matched exactly and only
- * when they apply; any other warning stays a warning. */
-static void test_line_relay_level(void **state)
-{
-    (void)state;
-#define TS "Dec 05 15:20:12.000 "
-#define NONANON "HiddenServiceNonAnonymousMode is set. Every hidden service on this tor instance is NON-ANONYMOUS. " \
-    "If the HiddenServiceNonAnonymousMode option is changed, Tor will refuse to launch hidden services from the "  \
-    "same directories, to protect your anonymity against config errors. This setting is for experimental use only."
-#define NOANON "This copy of Tor was compiled or configured to run in a non-anonymous mode. It will provide NO ANONYMITY."
-#define ROOT "You are running Tor as root. You don't need to, and you probably shouldn't."
-    static const struct {
-        const char *line;
-        bool single_onion, drops_root;
-        enum log_level level;
-    } table[] = {
-        {TS "[warn] " NONANON, true, false, LOG_LVL_NOTICE},
-        {TS "[warn] " NOANON, true, false, LOG_LVL_NOTICE},
-        {TS "[warn] " NONANON, false, true, LOG_LVL_WARN}, /* an ordinary tor saying it: wrong, so a warning */
-        {TS "[warn] " NOANON, false, false, LOG_LVL_WARN},
-        {TS "[warn] " ROOT, true, true, LOG_LVL_NOTICE},
-        {TS "[warn] " ROOT, true, false, LOG_LVL_WARN}, /* root without User: tor stays root */
-        {TS "[warn] " NOANON " And more.", true, true, LOG_LVL_WARN}, /* exact lines only */
-        {TS "[warn] This copy of Tor was compiled", true, true, LOG_LVL_WARN},
-        {TS "[warn] Your clock is skewed", true, true, LOG_LVL_WARN},
-        {TS "[err] " NOANON, true, true, LOG_LVL_ERROR},
-        {TS "[notice] " NOANON, true, true, LOG_LVL_NOTICE},
-        {"", true, true, LOG_LVL_NOTICE},
-    };
-    for (size_t i = 0; i < ARRAY_LEN(table); i++) {
-        enum log_level got = tor_line_relay_level(table[i].line, table[i].single_onion, table[i].drops_root);
-        if (got != table[i].level)
-            fail_msg("row %zu \"%.60s\": level %d, want %d", i, table[i].line, got, table[i].level);
-    }
-#undef TS
-#undef NONANON
-#undef NOANON
-#undef ROOT
-}
-
 static void test_state_str(void **state)
 {
     (void)state;
@@ -710,8 +645,6 @@ static void test_state_str(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_line_level),
-        cmocka_unit_test(test_line_relay_level),
         cmocka_unit_test(test_state_str),
         cmocka_unit_test_setup_teardown(test_attach_good_tor, setup, teardown),
         cmocka_unit_test_setup_teardown(test_attach_tor_of_another_user, setup, teardown),
