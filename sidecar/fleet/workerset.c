@@ -98,6 +98,16 @@ bool workerset_served(const struct workerset *ws, const char *address, enum serv
     return true;
 }
 
+bool workerset_service_uploaded(const struct workerset *ws, size_t i)
+{
+    size_t n;
+    struct worker *const *all = workerset_list(ws, &n);
+    for (size_t k = 0; k < n; k++)
+        if (worker_hosts(all[k], i) && worker_service_uploaded(all[k], i))
+            return true;
+    return false;
+}
+
 /* The tor whose descriptor of `address` (the one clients fetch) the HSDirs serve by the acceptance
  * record, or NULL if that is not known or the single-onion tors do not publish it. */
 static struct worker *workerset_served_worker(const struct workerset *ws, const char *address)

@@ -54,6 +54,12 @@ struct worker *const *workerset_list(const struct workerset *ws, size_t *n);
 bool workerset_served(const struct workerset *ws, const char *address, enum served_basis basis,
                       struct served_result *out);
 
+/* Has a tor hosting service `i` (index in service_ids) confirmed an upload of it on its current
+ * connection? One such tor makes the service published. With tor.tors_per_service or tor.instances, a
+ * tor of the same key whose uploads the HSDirs refused (they hold the other tor's descriptor, encoded in a
+ * later second) is not missing anything: it stands by, and publishes anew at a failover. */
+bool workerset_service_uploaded(const struct workerset *ws, size_t i);
+
 /* After the keys are loaded: each worker's services (worker_sync_services) and its directories'
  * hand-over for `conf` (worker_hand_over), instance 0 first. Return 0, or -1 with a message. */
 int workerset_prepare(struct workerset *ws, const struct config *conf, char *err, size_t errlen);

@@ -115,9 +115,9 @@ static const char *report_tor_name(const struct worker *w)
 }
 
 /* The problems of one worker: its tor's state and mode, and each service's upload, HSDirs, probe and
- * verdict through it (a refused service is reported once, by report_status_json). Counts the services with a confirmed upload in *uploaded (if not NULL). */
-static void report_worker_problems(const struct report_src *r, const struct worker *w, json_t *problems,
-                                   size_t *uploaded)
+ * verdict through it (a refused service is reported once, by report_status_json). A service another of
+ * its tors has uploaded is not missing an upload here: this tor stands by (workerset_service_uploaded). */
+static void report_worker_problems(const struct report_src *r, const struct worker *w, json_t *problems)
 {
     enum tor_state ts = worker_tor_state(w);
     int boot = worker_bootstrap_progress(w);
@@ -137,10 +137,9 @@ static void report_worker_problems(const struct report_src *r, const struct work
         if (service_ids_at(r->ids, i)->conf->onionbalance.role == OB_ROLE_FRONTEND)
             continue; /* not on the tors: Onionbalance publishes it (ob_frontend_problems) */
         if (!worker_service_uploaded(w, i)) {
-            report_problem(problems, "service %s: no descriptor upload confirmed yet", name);
+            if (!workerset_service_uploaded(r->workerset, i))
+                report_problem(problems, "service %s: no descriptor upload confirmed yet", name);
         } else {
-            if (uploaded)
-                (*uploaded)++;
             if (worker_service_counts(w, address, &dc) == 0 && dc.hsdirs_failed > 0)
                 report_problem(problems, "service %s: descriptor upload failed on %u of %u HSDirs", name,
                                dc.hsdirs_failed, dc.hsdirs_total);
@@ -248,9 +247,14 @@ json_t *report_status_json(const struct report_src *r)
         if (refusal) /* whole: it says what to do */
             json_array_append_new(problems, json_string(refusal));
     }
+    for (size_t i = 0; i < service_ids_count(r->ids); i++) {
+        const struct service_id *id = service_ids_at(r->ids, i);
+        if (!service_id_refusal(id) && id->conf->onionbalance.role != OB_ROLE_FRONTEND &&
+            workerset_service_uploaded(r->workerset, i))
+            uploaded++; /* once each, whichever of its tors uploaded it */
+    }
     for (size_t k = 0; k < n_workers; k++) {
-        bool counts = k == 0 || worker_mode(workers[k]) == SERVICE_MODE_ANONYMOUS; /* each service once */
-        report_worker_problems(r, workers[k], problems, counts ? &uploaded : NULL);
+        report_worker_problems(r, workers[k], problems);
         usable = usable || report_tor_usable(worker_tor_state(workers[k]));
         json_array_append_new(tors, worker_tor_to_json(workers[k]));
     }
