@@ -251,9 +251,16 @@ of_check "metrics: alpha verified as a single onion" grep -q '^onionfront_servic
 of_check "metrics: one-hop intro circuits, four-hop HSDir circuits" \
   bash -c 'grep -Eq "^onionfront_circuits_total\{purpose=\"HS_SERVICE_INTRO\",hops=\"1\"\} [1-9]" <<<"$1" &&
            grep -Eq "^onionfront_circuits_total\{purpose=\"HS_SERVICE_HSDIR\",hops=\"4\"\} [1-9]" <<<"$1"' _ "$metrics"
-of_check "metrics: probe and HSDir gauges" \
-  bash -c 'grep -Eq "^onionfront_probe_success_total\{service=\"alpha\"\} [1-9]" <<<"$1" &&
-           grep -Eq "^onionfront_descriptor_hsdirs\{service=\"alpha\",slot=\"current\",state=\"confirmed\"\} [1-9]" <<<"$1"' _ "$metrics"
+# The gauges move with tor's descriptors: a new time period's descriptor is "current" with no confirmed
+# HSDir until its uploads are answered. Wait for the state the check is about, and show it on failure.
+probe_and_hsdir_gauges() {
+  local m
+  m=$("$OF_BIN" -c "$config" status metrics 2>/dev/null)
+  grep -Eq '^onionfront_probe_success_total\{service="alpha"\} [1-9]' <<<"$m" &&
+    grep -Eq '^onionfront_descriptor_hsdirs\{service="alpha",slot="current",state="confirmed"\} [1-9]' <<<"$m"
+}
+of_check "metrics: probe and HSDir gauges" of_wait_secs 60 probe_and_hsdir_gauges
+probe_and_hsdir_gauges || "$OF_BIN" -c "$config" status metrics 2>/dev/null | grep -E '^onionfront_(probe_success_total|descriptor_hsdirs)\{service="alpha"' >&2
 
 # --- shutdown ------------------------------------------------------------------------------------------------
 of_stop_pid "$ev_pid" 5
