@@ -45,6 +45,10 @@ struct proc_mgr *proc_mgr_new(struct event_base *base);
 /* Free the manager. Children still running are killed (SIGKILL) and reaped. NULL is a no-op. */
 void proc_mgr_free(struct proc_mgr *m);
 
+/* Every spawn below gives the child exactly three descriptors: stdin, stdout and stderr. Whatever else
+ * onionfront holds (backend connections, libcurl's sockets, listeners), close-on-exec or not, is closed
+ * in the child before exec, so a tor started during a roll never holds a connection open. */
+
 /* Spawn argv[0] (an absolute path) with stdin from /dev/null and stdout+stderr to a pipe read on the
  * loop. Return the new proc, or NULL with a message in err. */
 struct proc *proc_spawn(struct proc_mgr *m, const char *const argv[], proc_line_cb line_cb,
