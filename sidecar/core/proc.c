@@ -13,6 +13,7 @@
 #include <string.h>
 #include <grp.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -412,11 +413,22 @@ void proc_free(struct proc *p)
     free(p);
 }
 
+int proc_protect_secrets(void)
+{
+    if (prctl(PR_SET_DUMPABLE, 0) < 0)
+        return -1;
+    struct rlimit core;
+    if (getrlimit(RLIMIT_CORE, &core) < 0)
+        return -1;
+    core.rlim_cur = 0;
+    return setrlimit(RLIMIT_CORE, &core);
+}
+
 void proc_prepare_daemon(void)
 {
-    /* Keys pass through this process's memory: keep them out of core dumps and ptrace by other users. */
-    if (prctl(PR_SET_DUMPABLE, 0) < 0)
-        log_warn("onionfront: prctl(PR_SET_DUMPABLE)");
+    /* Keys pass through this process's memory. */
+    if (proc_protect_secrets() < 0)
+        log_warn("onionfront: keeping core dumps and ptrace away from its keys (prctl, setrlimit)");
     signal(SIGPIPE, SIG_IGN);
     /* A blocked mask survives exec: a parent that left SIGTERM or SIGHUP blocked would make the operator's
      * stop and reload wait forever, SIGCHLD blocked would leave tor's exit unreaped. */
