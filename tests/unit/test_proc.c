@@ -220,8 +220,9 @@ static void check_child_fds(struct ctx *c, const struct proc_user *user)
     for (int i = 0; i < 20 && c->n_lines < 3; i++)
         event_base_loop(c->base, EVLOOP_NONBLOCK);
     assert_int_equal(WEXITSTATUS(c->wstatus), 0);
+    static const char *const stdio[] = {"0", "1", "2"};
     for (int i = 0; i < c->n_lines; i++)
-        if (strcmp(c->lines[i], (const char[][2]){"0", "1", "2"}[i < 3 ? i : 0]) != 0 || i >= 3)
+        if (i >= 3 || strcmp(c->lines[i], stdio[i]) != 0)
             fail_msg("the child has descriptor %s open (only 0, 1 and 2 expected)", c->lines[i]);
     assert_int_equal(c->n_lines, 3);
 }
