@@ -415,6 +415,24 @@ enum cp_conn_state cp_conn_get_state(const struct cp_conn *c)
     return c->state;
 }
 
+int cp_conn_peer_uid(const struct cp_conn *c, uid_t *uid)
+{
+    if (!c->bev || (c->state != CP_CONN_AUTHENTICATING && c->state != CP_CONN_READY)) {
+        errno = ENOTCONN;
+        return -1;
+    }
+    if (c->addr.ss_family != AF_UNIX) {
+        errno = EPROTONOSUPPORT;
+        return -1;
+    }
+    struct ucred cred;
+    socklen_t len = sizeof cred;
+    if (getsockopt(bufferevent_getfd(c->bev), SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+        return -1;
+    *uid = cred.uid;
+    return 0;
+}
+
 enum cp_auth_method cp_conn_auth_method(const struct cp_conn *c)
 {
     return c->auth_used;

@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/time.h>
+#include <sys/types.h>
 
 #include "controlproto/cp_reply.h"
 
@@ -118,6 +119,12 @@ int cp_conn_subscribe(struct cp_conn *c, const char *event, cp_conn_event_cb cb,
 void cp_conn_unsubscribe(struct cp_conn *c, cp_conn_event_cb cb, void *arg);
 
 enum cp_conn_state cp_conn_get_state(const struct cp_conn *c);
+
+/* The user id of the process at the other end of the connection, as the kernel recorded it when a unix
+ * control socket connected (SO_PEERCRED), not as tor says it (GETINFO process/uid is tor's own word,
+ * which a process that answers on that socket could forge). Return 0 with *uid set, or -1 with errno:
+ * ENOTCONN when not connected, EPROTONOSUPPORT on a TCP connection, which carries no such proof. */
+int cp_conn_peer_uid(const struct cp_conn *c, uid_t *uid);
 
 /* The auth method that succeeded (valid once READY). */
 enum cp_auth_method cp_conn_auth_method(const struct cp_conn *c);

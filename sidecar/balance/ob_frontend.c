@@ -27,6 +27,7 @@
 #include "sidecar/config/ob_config.h"
 #include "sidecar/core/onion_address.h"
 #include "sidecar/core/proc.h"
+#include "sidecar/core/sockopen.h"
 #include "sidecar/identity/service_id.h"
 #include "sidecar/tor/tor.h"
 #include "sidecar/identity/handover.h"
@@ -269,7 +270,7 @@ static void ob_status_poll(struct ob_frontend *f)
     bufferevent_set_timeouts(f->status_bev, &(struct timeval){OB_STATUS_TIMEOUT_S, 0},
                              &(struct timeval){OB_STATUS_TIMEOUT_S, 0});
     bufferevent_enable(f->status_bev, EV_READ);
-    if (bufferevent_socket_connect(f->status_bev, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+    if (sockopen_bufferevent_connect(f->status_bev, (struct sockaddr *)&sa, sizeof(sa)) < 0)
         ob_status_done(f); /* not there yet: Onionbalance creates it after connecting to tor */
 }
 

@@ -54,12 +54,13 @@ static const struct cli_cmd {
      "write SERVICE's hs_ed25519_secret_key to a new 0600 FILE", 2, 2, cli_export_key_cmd},
     {"new-key", NULL, "[-c CONFIG] new-key SERVICE", "give SERVICE a new key and address on purpose", 1, 1,
      cli_new_key_cmd},
-    {"onion-csr", NULL, "[-c CONFIG] onion-csr SERVICE --ca-nonce NONCE [--wildcard] [--out FILE]",
+    {"onion-csr", NULL, "[-c CONFIG] onion-csr SERVICE --ca-nonce NONCE [--wildcard] [--out FILE] [--publish-address-in-ct-logs]",
      "a CSR signed with SERVICE's onion key for a CA's\n.onion validation (CA/B Forum, RFC 9799 onion-csr-01);\n"
      "NONCE as the CA gives it: an even number of hex digits\nis hex (HARICA), anything else base64 (ACME); a hex:\n"
-     "or base64: prefix says which",
+     "or base64: prefix says which; a client-auth or anonymous\nservice only with --publish-address-in-ct-logs "
+     "(the CA\npublishes the certificate, and the address, in CT logs)",
      1, INT_MAX, cli_onion_csr_cmd},
-    {"onion-caa", NULL, "[-c CONFIG] onion-caa SERVICE --caa RECORD [--caa RECORD ...] [--expiry SECONDS]",
+    {"onion-caa", NULL, "[-c CONFIG] onion-caa SERVICE --caa RECORD [--caa RECORD ...] [--expiry SECONDS] [--publish-address-in-ct-logs]",
      "RFC 9799 in-band CAA JSON signed with SERVICE's onion\nkey; RECORD e.g. 'issue \"harica.gr\"'; SECONDS <= 28800",
      1, INT_MAX, cli_onion_caa_cmd},
     {"client-auth", "add", "[-c CONFIG] client-auth add SERVICE NAME",

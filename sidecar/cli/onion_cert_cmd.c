@@ -12,6 +12,7 @@
 
 #include "sidecar/config/config.h"
 #include "sidecar/core/fsutil.h"
+#include "sidecar/core/proc.h"
 #include "sidecar/identity/keys.h"
 #include "sidecar/identity/onion_csr.h"
 
@@ -41,17 +42,39 @@ static int onion_cert_usage(const char *cmd, const char *why, const char *arg, F
 {
     fprintf(errf, "onionfront %s: %s%s%s\n", cmd, why, arg ? " " : "", arg ? arg : "");
     if (strcmp(cmd, "onion-csr") == 0)
-        fprintf(errf, "usage: onionfront [-c CONFIG] onion-csr SERVICE --ca-nonce NONCE [--wildcard] [--out FILE]\n");
+        fprintf(errf, "usage: onionfront [-c CONFIG] onion-csr SERVICE --ca-nonce NONCE [--wildcard] [--out FILE] "
+                      "[" ONION_CERT_PUBLISH_FLAG "]\n");
     else
         fprintf(errf, "usage: onionfront [-c CONFIG] onion-caa SERVICE --caa RECORD [--caa RECORD ...] "
-                      "[--expiry SECONDS]\n");
+                      "[--expiry SECONDS] [" ONION_CERT_PUBLISH_FLAG "]\n");
     return 2;
 }
 
-/* Load the config and SERVICE's key (secret included) into *key. Return 0, or -1 with the reason said on
- * errf; nothing is created or changed on the way to a refusal. */
-static int onion_cert_load_key(const char *cmd, const char *config_path, const char *service, struct onion_key *key,
-                               FILE *errf)
+/* A certificate is logged in public Certificate Transparency logs, and its name with it: for a service
+ * whose address is meant to stay unknown (client authorization, or a location-hidden service) that
+ * publishes the address, so only the operator's explicit word (ONION_CERT_PUBLISH_FLAG) makes it go on.
+ * Return true (said on errf) if `sc` is such a service and `publish` was not given. */
+static bool onion_cert_address_private(const char *cmd, const struct service_conf *sc, bool publish, FILE *errf)
+{
+    bool anonymous = sc->mode == SERVICE_MODE_ANONYMOUS, private = sc->n_clients > 0;
+    if (publish || (!anonymous && !private))
+        return false;
+    fprintf(errf,
+            "onionfront %s: refusing: service %s is %s; a certificate for it goes into public Certificate "
+            "Transparency logs, which publish its .onion address to everyone (the reason Onion-Location is off "
+            "for it). If the address may be public, say so with " ONION_CERT_PUBLISH_FLAG "\n",
+            cmd, sc->name,
+            private && anonymous ? "an anonymous service with client authorization"
+            : private            ? "a service with client authorization (its address is for its clients only)"
+                                 : "an anonymous (location-hidden) service");
+    return true;
+}
+
+/* Load the config and SERVICE's key (secret included) into *key; `publish`: ONION_CERT_PUBLISH_FLAG was
+ * given. Return 0, or -1 with the reason said on errf; nothing is created or changed on the way to a
+ * refusal. */
+static int onion_cert_load_key(const char *cmd, const char *config_path, const char *service, bool publish,
+                               struct onion_key *key, FILE *errf)
 {
     char err[2048], path[PATH_MAX];
     struct stat st;
@@ -73,6 +96,14 @@ static int onion_cert_load_key(const char *cmd, const char *config_path, const c
                 "for the Onionbalance frontend service that holds the master key (on the machine that runs it); "
                 "an instance's own address is never shown to visitors\n",
                 cmd, sc->name, sc->onionbalance.master_address);
+        goto done;
+    }
+    if (onion_cert_address_private(cmd, sc, publish, errf))
+        goto done;
+    /* The secret key is about to be in this process's memory. */
+    if (proc_protect_secrets() < 0) {
+        fprintf(errf, "onionfront %s: cannot keep core dumps and ptrace away from the key (prctl, setrlimit): %s\n",
+                cmd, strerror(errno));
         goto done;
     }
     /* Before the first start there is no key: say that plainly, not as a missing file in a message. */
@@ -113,7 +144,7 @@ int onion_cert_cmd_csr(const char *config_path, int argc, char **argv, FILE *out
     static const char cmd[] = "onion-csr";
     const char *service = NULL, *nonce_text = NULL, *file = NULL, *name = NULL, *v;
     char dir[PATH_MAX], err[1024];
-    bool wildcard = false;
+    bool wildcard = false, publish = false;
     struct onion_nonce ca, app;
     struct onion_key key;
     int o;
@@ -129,6 +160,8 @@ int onion_cert_cmd_csr(const char *config_path, int argc, char **argv, FILE *out
             file = v;
         } else if (strcmp(argv[i], "--wildcard") == 0) {
             wildcard = true;
+        } else if (strcmp(argv[i], ONION_CERT_PUBLISH_FLAG) == 0) {
+            publish = true;
         } else if (argv[i][0] == '-' || service) {
             return onion_cert_usage(cmd, argv[i][0] == '-' ? "unknown option" : "unexpected argument", argv[i],
                                     errf);
@@ -155,7 +188,7 @@ int onion_cert_cmd_csr(const char *config_path, int argc, char **argv, FILE *out
         fprintf(errf, "onionfront %s: no random bytes from OpenSSL for the applicant's nonce\n", cmd);
         return 1;
     }
-    if (onion_cert_load_key(cmd, config_path, service, &key, errf) < 0)
+    if (onion_cert_load_key(cmd, config_path, service, publish, &key, errf) < 0)
         return 1;
     char *pem = onion_csr_build(&key, &ca, &app, wildcard, err, sizeof err);
     if (!pem) {
@@ -202,6 +235,7 @@ int onion_cert_cmd_caa(const char *config_path, int argc, char **argv, time_t no
     const char *service = NULL, *expiry_text = NULL, *v;
     char records[ONION_CERT_CMD_MAX_CAA * (ONION_CAA_RECORD_MAX + 1)], rec[ONION_CAA_RECORD_MAX], err[1024];
     size_t n_records = 0, used = 0;
+    bool publish = false;
     struct onion_key key;
     int o;
 
@@ -225,6 +259,8 @@ int onion_cert_cmd_caa(const char *config_path, int argc, char **argv, time_t no
             if (o < 0 || expiry_text)
                 return o < 0 ? 2 : onion_cert_usage(cmd, "--expiry given twice", NULL, errf);
             expiry_text = v;
+        } else if (strcmp(argv[i], ONION_CERT_PUBLISH_FLAG) == 0) {
+            publish = true;
         } else if (argv[i][0] == '-' || service) {
             return onion_cert_usage(cmd, argv[i][0] == '-' ? "unknown option" : "unexpected argument", argv[i],
                                     errf);
@@ -242,7 +278,7 @@ int onion_cert_cmd_caa(const char *config_path, int argc, char **argv, time_t no
                 cmd, expiry_text, ONION_CAA_EXPIRY_MAX);
         return 1;
     }
-    if (onion_cert_load_key(cmd, config_path, service, &key, errf) < 0)
+    if (onion_cert_load_key(cmd, config_path, service, publish, &key, errf) < 0)
         return 1;
     int64_t expiry = (int64_t)now + seconds;
     json_t *obj = onion_caa_build(&key, records, expiry, err, sizeof err);

@@ -1405,7 +1405,7 @@ static void config_json_error(const json_error_t *je, const char *text, size_t l
 /* The bytes of `path` again, to explain a syntax error (NULL if it cannot be read; free it). */
 static char *config_slurp(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
+    FILE *f = fopen(path, "rbe");
     char *buf = NULL;
     size_t cap = 0;
     *len = 0;

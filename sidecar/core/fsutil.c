@@ -163,6 +163,63 @@ int fs_write_new(const char *dir, const char *name, const void *data, size_t len
     return fs_fsync_dir(dir, err, errlen);
 }
 
+int fs_ensure_dir(const char *path, mode_t mode, char *err, size_t errlen)
+{
+    char parent[4096];
+    size_t plen = path ? strlen(path) : 0;
+    if (plen == 0 || plen >= sizeof parent) {
+        snprintf(err, errlen, "%s: empty or too long a directory path", path ? path : "(null)");
+        return -1;
+    }
+    memcpy(parent, path, plen + 1);
+    while (plen > 1 && parent[plen - 1] == '/') /* "a/b/" -> "a/b" */
+        parent[--plen] = '\0';
+    char *slash = strrchr(parent, '/');
+    const char *name = slash ? slash + 1 : parent;
+    if (!*name || !strcmp(name, ".") || !strcmp(name, "..")) {
+        snprintf(err, errlen, "%s: not a directory name to create", path);
+        return -1;
+    }
+    const char *pdir = ".";
+    if (slash == parent) {
+        pdir = "/";
+    } else if (slash) {
+        *slash = '\0'; /* `name` stays intact after it */
+        pdir = parent;
+    }
+    int pfd = open(pdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (pfd < 0) {
+        snprintf(err, errlen, "%s: cannot open its parent directory: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    int rc = -1;
+    if (mkdirat(pfd, name, mode & 07777) < 0) {
+        if (errno != EEXIST)
+            snprintf(err, errlen, "%s: cannot create directory: %s", path, strerror(errno));
+        else if (fstatat(pfd, name, &st, 0) < 0 || !S_ISDIR(st.st_mode))
+            snprintf(err, errlen, "%s: exists and is not a directory", path);
+        else
+            rc = 0;
+        close(pfd);
+        return rc;
+    }
+    /* Ours, just made: its mode went through the umask; set it on what the descriptor names. */
+    int dfd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0)
+        snprintf(err, errlen, "%s: cannot open the new directory: %s", path,
+                 errno == ELOOP || errno == ENOTDIR ? "replaced by a symlink or another file; refusing to change it"
+                                                    : strerror(errno));
+    else if (fstat(dfd, &st) < 0 || ((st.st_mode & 07777) != (mode & 07777) && fchmod(dfd, mode & 07777) < 0))
+        snprintf(err, errlen, "%s: cannot set mode %04o: %s", path, (unsigned)(mode & 07777), strerror(errno));
+    else
+        rc = 0;
+    if (dfd >= 0)
+        close(dfd);
+    close(pfd);
+    return rc;
+}
+
 int fs_ensure_private_dir(const char *path, bool *created, char *err, size_t errlen)
 {
     if (created)

@@ -40,6 +40,13 @@ int fs_write_new(const char *dir, const char *name, const void *data, size_t len
  * a message in `err` naming the path. */
 int fs_ensure_private_dir(const char *path, bool *created, char *err, size_t errlen);
 
+/* Make sure `path` is a directory, creating it with exactly `mode` if it does not exist (its parent must
+ * exist). A new directory gets its mode through a descriptor (mkdirat in the parent, then openat with
+ * O_NOFOLLOW|O_DIRECTORY, fstat, fchmod), never by name: in a parent another user can write, a symlink
+ * swapped in after the mkdir is refused, not followed to a file of ours. An existing directory (or
+ * symlink to one) is left as it is. Return 0, or -1 with a message in `err` naming the path. */
+int fs_ensure_dir(const char *path, mode_t mode, char *err, size_t errlen);
+
 /* Check that the existing `path` (symlinks followed, as tor does) is a directory owned by this user
  * (any owner when running as root: root may prepare directories for tor's User) with no group/other
  * permission bit, except group search (0710: how root lets tor's User through a directory it owns to

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <grp.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -176,6 +177,8 @@ int proc_spawn_fd(const char *const argv[], int out_fd, pid_t *pid)
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
     posix_spawn_file_actions_adddup2(&fa, out_fd, 2);
+    /* After the dup2s: nothing of ours above stderr reaches the child (proc_child_close_fds). */
+    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
     posix_spawnattr_init(&attr);
     /* The child must not inherit our blocked/handled signal state (libevent's handlers are reset on
      * exec, but a blocked mask would be inherited). */
@@ -189,6 +192,15 @@ int proc_spawn_fd(const char *const argv[], int out_fd, pid_t *pid)
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
     return rc;
+}
+
+/* In the forked child, after stdin/stdout/stderr are in place: close every other descriptor, so a
+ * socket or file opened without O_CLOEXEC (by us or a library) never outlives us in tor. glibc's
+ * closefrom is close_range(3, ~0U, 0), or where the kernel lacks it a walk of /proc/self/fd. No child
+ * needs another descriptor; one that did would have to be moved below 3 before this. */
+static void proc_child_close_fds(void)
+{
+    closefrom(3);
 }
 
 /* Append `s` to the child's message in `buf` (async-signal-safe: no stdio after fork). */
@@ -251,6 +263,7 @@ static int proc_spawn_fd_as(const char *const argv[], int out_fd, const struct p
         int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
         if (null < 0 || dup2(null, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(out_fd, 2) < 0)
             proc_child_fail(argv[0], u, "redirecting stdin/stdout/stderr", errno);
+        proc_child_close_fds();
         if (setgroups(0, NULL) < 0)
             proc_child_fail(argv[0], u, "setgroups", errno);
         if (setresgid(u->gid, u->gid, u->gid) < 0)
@@ -400,11 +413,22 @@ void proc_free(struct proc *p)
     free(p);
 }
 
+int proc_protect_secrets(void)
+{
+    if (prctl(PR_SET_DUMPABLE, 0) < 0)
+        return -1;
+    struct rlimit core;
+    if (getrlimit(RLIMIT_CORE, &core) < 0)
+        return -1;
+    core.rlim_cur = 0;
+    return setrlimit(RLIMIT_CORE, &core);
+}
+
 void proc_prepare_daemon(void)
 {
-    /* Keys pass through this process's memory: keep them out of core dumps and ptrace by other users. */
-    if (prctl(PR_SET_DUMPABLE, 0) < 0)
-        log_warn("onionfront: prctl(PR_SET_DUMPABLE)");
+    /* Keys pass through this process's memory. */
+    if (proc_protect_secrets() < 0)
+        log_warn("onionfront: keeping core dumps and ptrace away from its keys (prctl, setrlimit)");
     signal(SIGPIPE, SIG_IGN);
     /* A blocked mask survives exec: a parent that left SIGTERM or SIGHUP blocked would make the operator's
      * stop and reload wait forever, SIGCHLD blocked would leave tor's exit unreaped. */

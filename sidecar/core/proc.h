@@ -32,8 +32,14 @@ typedef void (*proc_line_cb)(struct proc *p, const char *line, void *arg);
  * proc_free(). */
 typedef void (*proc_exit_cb)(struct proc *p, int wstatus, void *arg);
 
-/* Set up the daemon's process before anything else: not dumpable (keys pass through its memory: keep
- * them out of core dumps and ptrace by other users), SIGPIPE ignored, and SIGCHLD, SIGTERM, SIGINT and
+/* Keep this process's memory to itself, for any process that holds secret keys (the daemon, the
+ * commands that sign with a service's key): not dumpable (no core dump, no ptrace or /proc/PID/mem by
+ * other processes of the same user) and a core size limit of 0 (the soft limit; the hard one stays, so
+ * a child may raise it again). Return 0, or -1 with errno set. */
+int proc_protect_secrets(void);
+
+/* Set up the daemon's process before anything else: proc_protect_secrets (a failure is logged), SIGPIPE
+ * ignored, and SIGCHLD, SIGTERM, SIGINT and
  * SIGHUP unblocked (a mask a parent left blocked survives exec). */
 void proc_prepare_daemon(void);
 
@@ -44,6 +50,10 @@ void proc_raise_fd_limit(void);
 struct proc_mgr *proc_mgr_new(struct event_base *base);
 /* Free the manager. Children still running are killed (SIGKILL) and reaped. NULL is a no-op. */
 void proc_mgr_free(struct proc_mgr *m);
+
+/* Every spawn below gives the child exactly three descriptors: stdin, stdout and stderr. Whatever else
+ * onionfront holds (backend connections, libcurl's sockets, listeners), close-on-exec or not, is closed
+ * in the child before exec, so a tor started during a roll never holds a connection open. */
 
 /* Spawn argv[0] (an absolute path) with stdin from /dev/null and stdout+stderr to a pipe read on the
  * loop. Return the new proc, or NULL with a message in err. */

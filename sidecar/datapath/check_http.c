@@ -499,9 +499,24 @@ static struct check_http *check_http_alloc(struct check_http_loop *l, CURL *easy
 }
 
 /* Arm the deadline and hand the transfer to curl. Return 0, or -1 with a message (`c` is freed then). */
+/* CURLOPT_OPENSOCKETFUNCTION: libcurl's own socket() has no SOCK_CLOEXEC (sockopen.h says why it must). */
+static curl_socket_t check_http_open_cb(void *clientp, curlsocktype purpose, struct curl_sockaddr *a)
+{
+    (void)clientp;
+    (void)purpose;
+    int fd = socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+    return fd < 0 ? CURL_SOCKET_BAD : fd;
+}
+
 static int check_http_launch(struct check_http *c, const char *what, char *err, size_t errlen)
 {
     struct check_http_loop *l = c->loop;
+    /* Every transfer on the loop (checks, the probe, tor's metrics) goes through here. */
+    if (curl_easy_setopt(c->easy, CURLOPT_OPENSOCKETFUNCTION, check_http_open_cb) != CURLE_OK) {
+        snprintf(err, errlen, "check_http: %s: cannot set up the transfer", what);
+        check_http_release(c);
+        return -1;
+    }
     struct timeval tv = clock_until(c->deadline_ms);
     if (evtimer_add(c->deadline_ev, &tv) != 0) {
         snprintf(err, errlen, "check_http: %s: cannot add the deadline timer", what);

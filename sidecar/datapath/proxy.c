@@ -29,6 +29,7 @@
 #include "sidecar/core/fsutil.h"
 #include "sidecar/core/log.h"
 #include "sidecar/core/metrics.h"
+#include "sidecar/core/sockopen.h"
 #include "sidecar/datapath/backend.h"
 #include "sidecar/datapath/proxyproto.h"
 #include "sidecar/datapath/splice_pump.h"
@@ -262,6 +263,9 @@ static void stream_connect_event_cb(struct bufferevent *bev, short what, void *a
     struct proxy_stream *s = arg;
     char detail[128];
     if (what & BEV_EVENT_CONNECTED) {
+        /* A backend by host name: libevent opened this socket itself after resolving the name, without
+         * close-on-exec (proc.c closes it in every child anyway). */
+        evutil_make_socket_closeonexec(bufferevent_getfd(bev));
         stream_connected(s);
         return;
     }
@@ -335,7 +339,7 @@ static int stream_attempt(struct proxy_stream *s, struct backend *b)
     s->in_connect = true;
     errno = 0;
     if (kind == 0) {
-        rc = bufferevent_socket_connect(s->bev[SIDE_SERVER], (struct sockaddr *)&ss, sslen);
+        rc = sockopen_bufferevent_connect(s->bev[SIDE_SERVER], (struct sockaddr *)&ss, sslen);
     } else if (kind > 0) {
         if (!px->dns)
             px->dns = evdns_base_new(px->base, EVDNS_BASE_INITIALIZE_NAMESERVERS);

@@ -66,7 +66,8 @@ static void worker_tor_ready_cb(struct tor_sup *t, struct cp_conn *conn, void *a
 {
     struct worker *w = arg;
     /* Attach mode, onionfront as root, the attached tor another user: its key and proxy directories
-     * must be that user's before the services' SETCONF (known only now, from process/uid). */
+     * must be that user's before the services' SETCONF (known only now, from the control socket's peer
+     * credentials: tor.c). */
     char err[1024];
     /* A second tor's key copies are made again for each of its tors: from the one key, checked anew. */
     bool again = (w->conf->tor.mode != TOR_MODE_SPAWN || w->instance > 0) && w->mode == SERVICE_MODE_SINGLE;

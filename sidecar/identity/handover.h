@@ -39,7 +39,8 @@ struct config;
 struct service_conf;
 
 /* Which user tor runs as when it is not onionfront's own: tor.user in spawn mode; in attach mode
- * `attached_uid` (the attached tor's process/uid, -1 while unknown) when it is not root. Return 1 with
+ * `attached_uid` (the attached tor's uid from its control socket's peer credentials, tor_sup_uid; -1 while
+ * unknown) when it is not root. Return 1 with
  * uid/gid, 0 if there is nothing to hand over (no other user, or onionfront is not root in attach
  * mode), -1 with a message (tor.user without root, an unknown user). */
 int handover_tor_owner(const struct config *c, long attached_uid, uid_t *uid, gid_t *gid, char *err,

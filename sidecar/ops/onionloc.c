@@ -178,33 +178,6 @@ static void onionloc_note_error(struct onionloc *ol, const char *msg)
     }
 }
 
-/* Create the directory if missing (0755: the files are for a web server to read). */
-static int onionloc_ensure_dir(struct onionloc *ol, char *err, size_t errlen)
-{
-    struct stat st;
-    if (stat(ol->dir, &st) == 0) {
-        if (!S_ISDIR(st.st_mode)) {
-            snprintf(err, errlen, "%s: exists and is not a directory", ol->dir);
-            return -1;
-        }
-        return 0;
-    }
-    if (errno != ENOENT) {
-        snprintf(err, errlen, "%s: cannot stat: %s", ol->dir, strerror(errno));
-        return -1;
-    }
-    if (mkdir(ol->dir, 0755) < 0 && errno != EEXIST) {
-        snprintf(err, errlen, "%s: cannot create directory: %s", ol->dir, strerror(errno));
-        return -1;
-    }
-    /* mkdir's mode went through the umask (systemd's UMask=0077 would make it 0700). */
-    if (chmod(ol->dir, 0755) < 0) {
-        snprintf(err, errlen, "%s: cannot set mode 0755: %s", ol->dir, strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
 /* Make one file hold `want` (taken). Return 1 if it changed, 0 if not, -1 with err. */
 static int onionloc_put(struct onionloc *ol, struct onionloc_svc *s, enum onionloc_kind kind, char *want,
                         char *err, size_t errlen)
@@ -322,7 +295,10 @@ int onionloc_sync(struct onionloc *ol, const struct onionloc_entry *entries, siz
         return 0;
     char e1[512] = "";
     int changed = 0, failed = 0;
-    if (onionloc_ensure_dir(ol, e1, sizeof(e1)) < 0) {
+    /* Create the directory if missing, 0755 whatever the umask (systemd's UMask=0077 would make it 0700):
+     * the files are for a web server to read. Its parent may be one the web user can write: fs_ensure_dir
+     * never changes a mode by name. */
+    if (fs_ensure_dir(ol->dir, 0755, e1, sizeof(e1)) < 0) {
         onionloc_note_error(ol, e1);
         snprintf(err, errlen, "%s", e1);
         return -1;

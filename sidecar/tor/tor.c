@@ -35,6 +35,7 @@
 #include "sidecar/core/log.h"
 #include "sidecar/core/proc.h"
 #include "sidecar/tor/single_onion.h"
+#include "sidecar/tor/torowner.h"
 #include "sidecar/tor/torrc.h"
 #include "sidecar/tor/torwarn.h"
 #include "sidecar/identity/handover.h"
@@ -66,7 +67,7 @@ struct tor_sup {
     struct cp_conn *conn;
     int progress;
     char version[64];
-    long uid;                /* process/uid of the verified tor, -1 unknown */
+    long uid;                /* the verified tor's uid from its control socket's peer credentials, -1 unknown */
     long tor_pid;            /* process/pid of the verified tor, -1 unknown */
     unsigned long long cpu_ticks; /* its CPU time at the last look (tor_busy_cb) */
     bool cpu_known;               /* cpu_ticks was read from this tor */
@@ -362,22 +363,21 @@ static bool tor_check_mode(const struct tor_sup *t, const struct cp_info *conf, 
     return true;
 }
 
-/* Attach mode: tor only uses key directories its own user owns (measured: SETCONF HiddenServiceDir of
- * another user's directory is refused), and must reach the 0700 proxy directory's sockets. onionfront
- * can hand both over to tor's user only as root (main.c does); as another user it cannot, so say so
- * instead of letting the services' SETCONF fail later. Return true with a message if that is the case. */
-static bool tor_uid_problem(const struct tor_sup *t, char *out, size_t outlen)
+/* Set t->uid from the kernel's word for who is at the other end of the control socket (SO_PEERCRED), not
+ * tor's (`claimed`, GETINFO process/uid): as root, that uid gets every key directory, and whatever answers
+ * on the socket could claim any uid. A disagreement is logged, naming both. Without peer credentials the
+ * uid stays unknown (-1): torowner_problem refuses what would need it. */
+static void tor_set_uid(struct tor_sup *t, long claimed)
 {
-    if (t->uid < 0 || (uid_t)t->uid == geteuid() || geteuid() == 0)
-        return false;
-    const struct passwd *pw = getpwuid((uid_t)t->uid);
-    snprintf(out, outlen,
-             "the attached tor runs as uid %ld%s%s%s, onionfront as uid %lu: tor only accepts key directories "
-             "its own user owns and must reach onionfront's proxy sockets; run onionfront as that user "
-             "(systemd User=%s) or as root, which hands its directories over to tor's user",
-             t->uid, pw ? " (" : "", pw ? pw->pw_name : "", pw ? ")" : "", (unsigned long)geteuid(),
-             pw ? pw->pw_name : "...");
-    return true;
+    uid_t peer;
+    t->uid = -1;
+    if (cp_conn_peer_uid(t->conn, &peer) < 0)
+        return;
+    t->uid = (long)peer;
+    if (claimed >= 0 && claimed != t->uid)
+        log_warnx("%s: tor says it runs as uid %ld (GETINFO process/uid), but the process at the other end of "
+                  "its control socket runs as uid %ld (SO_PEERCRED): going by uid %ld", t->label, claimed, t->uid,
+                  t->uid);
 }
 
 static void tor_handover(struct tor_sup *t)
@@ -429,9 +429,10 @@ static void tor_verify_listeners_cb(struct cp_conn *c, const struct cp_reply *r,
         snprintf(t->version, sizeof(t->version), "%s", ver);
     const char *uid = cp_info_get(&info, "process/uid");
     char *end = NULL;
-    t->uid = uid ? strtol(uid, &end, 10) : -1;
-    if (!uid || end == uid || *end != '\0' || t->uid < 0)
-        t->uid = -1;
+    long claimed = uid ? strtol(uid, &end, 10) : -1;
+    if (!uid || end == uid || *end != '\0' || claimed < 0)
+        claimed = -1;
+    tor_set_uid(t, claimed);
     const char *pid = cp_info_get(&info, "process/pid");
     end = NULL;
     t->tor_pid = pid ? strtol(pid, &end, 10) : -1;
@@ -459,7 +460,7 @@ static void tor_verify_listeners_cb(struct cp_conn *c, const struct cp_reply *r,
         return;
     }
     char uid_problem[512];
-    if (!tor_is_spawn(t) && tor_uid_problem(t, uid_problem, sizeof(uid_problem))) {
+    if (!tor_is_spawn(t) && torowner_problem(t->uid, claimed, geteuid(), uid_problem, sizeof(uid_problem))) {
         tor_fail(t, uid_problem);
         return;
     }

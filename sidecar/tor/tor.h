@@ -104,7 +104,7 @@ const char *tor_sup_version(const struct tor_sup *t);    /* "" until known */
 unsigned tor_sup_restarts(const struct tor_sup *t);
 double tor_sup_uptime(const struct tor_sup *t);          /* seconds since this tor started, -1 unless it is up */
 long tor_sup_pid(const struct tor_sup *t);               /* spawn mode: tor's pid, else -1 */
-long tor_sup_uid(const struct tor_sup *t);               /* the verified tor's uid (process/uid), -1 unknown */
+long tor_sup_uid(const struct tor_sup *t); /* the verified tor's uid (its control socket's peer), -1 unknown */
 /* The control socket's path (set by tor_sup_start). */
 const char *tor_sup_control_socket(const struct tor_sup *t);
 /* TOR_ROLE_PROBE_CLIENT: the SocksPort's unix socket path (set by tor_sup_start); "" otherwise. */

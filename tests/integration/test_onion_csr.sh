@@ -15,7 +15,9 @@
 #    verify; the expiry is now + --expiry;
 #  - bad input (a nonce that is neither hex nor base64, a short one, an unknown service, a service with no
 #    key yet, an Onionbalance instance, a bad --caa or --expiry): each exits 1 with a message naming the
-#    problem, and writes nothing (no output file, no key directory).
+#    problem, and writes nothing (no output file, no key directory);
+#  - a service with client_auth and an anonymous one: both commands refuse them, saying that CT logs
+#    would publish the address and naming --publish-address-in-ct-logs; with that flag the CSR verifies.
 # Needs no network: the tor here never connects anywhere.
 set -u
 source "$(dirname "$0")/lib.sh"
@@ -59,7 +61,9 @@ svc() { echo "{ \"name\": \"$1\", \"ports\": [ { \"virtual\": 443, \"target\": \
 cat >"$config" <<EOF
 { "state_dir": "$OF_TMP/state", "run_dir": "$OF_TMP/run",
   "services": [ $(svc torkey ", \"key_dir\": \"$OF_TMP/torhs1\""), $(svc imported ""), $(svc fresh ""),
-    $(svc nokey ""), $(svc inst ", \"onionbalance\": { \"master_address\": \"$tor_addr1\" }") ] }
+    $(svc nokey ""), $(svc inst ", \"onionbalance\": { \"master_address\": \"$tor_addr1\" }"),
+    $(svc private ", \"client_auth\": [ { \"name\": \"alice\", \"public_key\": \"N2NU7BSRL6YODZCYPN4CREB54TYLKGIE2KYOQWLFYC23ZJVCE5DQ\" } ]"),
+    $(svc hidden ", \"mode\": \"anonymous\"") ] }
 EOF
 OF="$OF_BIN -c $config"
 
@@ -212,5 +216,21 @@ refused "onion-caa for an instance" "Onionbalance instance" onion-caa inst --caa
 refused "onion-caa with a bad record" "--caa issue harica.gr\"x: value" onion-caa torkey --caa 'issue harica.gr"x'
 refused "onion-caa with an expiry over 8 hours" "--expiry 28801: must be a number of seconds, 1-28800" \
   onion-caa torkey --caa 'issue "harica.gr"' --expiry 28801
+
+# --- a private or anonymous service's address would be published in CT logs: only on the operator's word ---
+of_log "=== client-auth and anonymous services"
+for s in private hidden; do
+  $OF new-key "$s" >"$OF_TMP/$s.newkey" 2>&1
+  of_check "new-key $s exits 0" test $? -eq 0
+  s_addr=$(grep -Eo '[a-z2-7]{56}\.onion' "$OF_TMP/$s.newkey" | tail -n 1)
+  refused "onion-csr for $s without the flag" "Certificate Transparency logs, which publish its .onion address" \
+    onion-csr "$s" --ca-nonce "$ca_hex" --out "$OF_TMP/r.out"
+  of_check "... and the message names the flag" grep -q -- "--publish-address-in-ct-logs" "$OF_TMP/r.err"
+  refused "onion-caa for $s without the flag" "--publish-address-in-ct-logs" onion-caa "$s" --caa 'issue "harica.gr"'
+  $OF onion-csr "$s" --ca-nonce "$ca_hex" --publish-address-in-ct-logs --out "$OF_TMP/$s.csr" >"$OF_TMP/$s.out" 2>&1
+  of_check "onion-csr $s --publish-address-in-ct-logs exits 0" test $? -eq 0
+  of_check "$s: cryptography finds the key of $s_addr, both nonces and the name" \
+    check_csr "$OF_TMP/$s.csr" "$s_addr" "$ca_hex" 0
+done
 
 of_summary

@@ -6,9 +6,10 @@
  * commands written before any reply, replies split mid-line), an event between a command and its reply,
  * command and authentication timeouts (counted from when a command is the oldest unanswered one; a
  * command's own time with cp_conn_send_timed), tor closing mid-reply, unexpected replies and garbage, freeing and
- * closing from inside callbacks, reconnecting, option checks. Each test runs the loop until its done
+ * closing from inside callbacks, reconnecting, option checks, the peer's uid (SO_PEERCRED; none over TCP). Each test runs the loop until its done
  * condition holds, bounded by a timer; the fake's script must have run completely and without mismatch.
  * What tor itself does is tested against real tor in tests/integration/test_cp_real_tor.c. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -642,6 +644,45 @@ static void test_auth_null_over_tcp(void **state)
     run_until(t, is_ready, t);
     assert_int_equal(t->n_ready, 1);
     assert_int_equal(cp_conn_auth_method(t->c), CP_AUTH_NONE);
+    check_fake(t);
+}
+
+/* The peer's uid comes from the kernel (SO_PEERCRED) on a unix socket: here the fake is this process,
+ * so it is our own uid. Not before connecting; never over TCP, which carries no credentials. */
+static void test_peer_uid(void **state)
+{
+    struct test *t = *state;
+    static const struct fake_ctl_step script[] = { NULL_AUTH_STEPS };
+    char err[256];
+    uid_t uid = (uid_t)-1;
+
+    start_fake(t, false, script, ARRAY_LEN(script));
+    t->opts.unix_path = fake_ctl_unix_path(t->fake);
+    t->c = cp_conn_new(t->base, &t->opts, state_cb, t, err, sizeof err);
+    assert_non_null(t->c);
+    assert_int_equal(cp_conn_peer_uid(t->c, &uid), -1);
+    assert_int_equal(errno, ENOTCONN);
+    assert_int_equal(cp_conn_connect(t->c, err, sizeof err), 0);
+    run_until(t, is_ready, t);
+    assert_int_equal(t->n_ready, 1);
+    assert_int_equal(cp_conn_peer_uid(t->c, &uid), 0);
+    assert_int_equal(uid, geteuid());
+    check_fake(t);
+}
+
+static void test_peer_uid_tcp_has_none(void **state)
+{
+    struct test *t = *state;
+    static const struct fake_ctl_step script[] = { NULL_AUTH_STEPS };
+    uid_t uid = 12345;
+
+    start_fake(t, true, script, ARRAY_LEN(script));
+    connect_conn(t);
+    run_until(t, is_ready, t);
+    assert_int_equal(t->n_ready, 1);
+    assert_int_equal(cp_conn_peer_uid(t->c, &uid), -1);
+    assert_int_equal(errno, EPROTONOSUPPORT);
+    assert_int_equal(uid, 12345);
     check_fake(t);
 }
 
@@ -1437,6 +1478,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_auth_cookie_file_missing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_auth_password, setup, teardown),
         cmocka_unit_test_setup_teardown(test_auth_null_over_tcp, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_peer_uid, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_peer_uid_tcp_has_none, setup, teardown),
         cmocka_unit_test_setup_teardown(test_auth_failures_table, setup, teardown),
         cmocka_unit_test_setup_teardown(test_auth_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_send_refused_unless_ready, setup, teardown),

@@ -569,6 +569,35 @@ static void test_chown_tree_refuses_hard_link(void **state)
     assert_int_equal(st.st_uid, 0);
 }
 
+/* fs_ensure_dir: exactly the mode asked for whatever the umask; an existing directory is left alone; a
+ * file of that name, or a missing parent, is an error naming the path. */
+static void test_ensure_dir(void **state)
+{
+    struct fs_state *s = *state;
+    char dir[256], file[256], err[512] = "";
+    struct stat st;
+    snprintf(dir, sizeof dir, "%s/www", s->dir);
+    mode_t old = umask(077);
+    int rc = fs_ensure_dir(dir, 0755, err, sizeof err);
+    umask(old);
+    assert_int_equal(rc, 0);
+    assert_int_equal(stat(dir, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0755);
+    assert_int_equal(chmod(dir, 0750), 0);
+    assert_int_equal(fs_ensure_dir(dir, 0755, err, sizeof err), 0);
+    assert_int_equal(stat(dir, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0750); /* the operator's, untouched */
+    snprintf(file, sizeof file, "%s/plain", s->dir);
+    FILE *f = fopen(file, "w");
+    assert_non_null(f);
+    fclose(f);
+    assert_int_equal(fs_ensure_dir(file, 0755, err, sizeof err), -1);
+    assert_non_null(strstr(err, "exists and is not a directory"));
+    snprintf(dir, sizeof dir, "%s/no/such", s->dir);
+    assert_int_equal(fs_ensure_dir(dir, 0755, err, sizeof err), -1);
+    assert_non_null(strstr(err, dir));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -589,6 +618,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_read_small_at_refuses_plants, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bind_and_dir_modes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_chown_tree_refuses_hard_link, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ensure_dir, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,7 +11,10 @@
  * or short nonce, a bad --out each exit 1 with a clear message and write nothing (no state directory
  * created, no file); usage errors exit 2; onion-caa's JSON (records in descriptor form joined by "\n",
  * expiry now + 8 h by default or --expiry, a signature OpenSSL verifies over "onion-caa|expiry|caa"); its
- * bad --caa, --expiry and count; no key bytes in any output. */
+ * bad --caa, --expiry and count; no key bytes in any output. A service with client authorization or an
+ * anonymous one is refused by both commands, saying why (Certificate Transparency publishes the address)
+ * and which flag says otherwise, and served with --publish-address-in-ct-logs; a command that read a key
+ * leaves its process undumpable with a core limit of 0. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -23,6 +26,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -65,7 +70,11 @@ static int setup(void **state)
             "{\"name\": \"fresh\", \"ports\": [{\"virtual\": 80, \"target\": \"127.0.0.1:8080\"}]},"
             "{\"name\": \"inst\", \"ports\": [{\"virtual\": 80, \"target\": \"127.0.0.1:8080\"}],"
             " \"onionbalance\": {\"master_address\": \"" MASTER ".onion\"}},"
-            "{\"name\": \"front\", \"onionbalance\": {\"frontend\": true, \"instances\": [\"" MASTER "\"]}}]}",
+            "{\"name\": \"front\", \"onionbalance\": {\"frontend\": true, \"instances\": [\"" MASTER "\"]}},"
+            "{\"name\": \"priv\", \"ports\": [{\"virtual\": 80, \"target\": \"127.0.0.1:8080\"}],"
+            " \"client_auth\": [{\"name\": \"alice\", \"public_key\": \"N2NU7BSRL6YODZCYPN4CREB54TYLKGIE2KYOQWLFYC23ZJVCE5DQ\"}]},"
+            "{\"name\": \"anon\", \"mode\": \"anonymous\","
+            " \"ports\": [{\"virtual\": 80, \"target\": \"127.0.0.1:8080\"}]}]}",
             s->state, s->dir);
     fclose(f);
     s->out = tmpfile();
@@ -106,8 +115,8 @@ static void assert_has(const char *text, const char *want)
         fail_msg("\"%s\" lacks \"%s\"", text, want);
 }
 
-/* Give service `name` a key the way onionfront does at first start. */
-static void make_key(struct st *s, const char *name, struct onion_key *k)
+/* Give service `name` (of `mode`) a key the way onionfront does at first start. */
+static void make_key_mode(struct st *s, const char *name, enum service_mode mode, struct onion_key *k)
 {
     char keys[192], dir[256], err[1024];
     bool created;
@@ -115,8 +124,13 @@ static void make_key(struct st *s, const char *name, struct onion_key *k)
     snprintf(dir, sizeof dir, "%s/%s", keys, name);
     if (fs_ensure_private_dir(s->state, NULL, err, sizeof err) < 0 ||
         fs_ensure_private_dir(keys, NULL, err, sizeof err) < 0 ||
-        keys_load_or_create(dir, k, &created, err, sizeof err) < 0)
+        keys_load_or_create_mode(dir, mode, k, &created, err, sizeof err) < 0)
         fail_msg("%s", err);
+}
+
+static void make_key(struct st *s, const char *name, struct onion_key *k)
+{
+    make_key_mode(s, name, SERVICE_MODE_SINGLE, k);
 }
 
 static int run_csr(struct st *s, int argc, const char *const *argv)
@@ -262,6 +276,55 @@ static void test_csr_frontend_served_instance_refused(void **state)
     assert_string_equal(drain(s->out), "");
     assert_has(drain(s->err), "Onionbalance instance");
     onion_key_clear(&k);
+}
+
+/* A certificate is published in CT logs with its name: a private or anonymous service's address only with
+ * the operator's explicit flag. */
+static void test_private_services_need_the_flag(void **state)
+{
+    struct st *s = *state;
+    struct onion_key k;
+    unsigned char app[16];
+    static const char *const names[] = {"priv", "anon"};
+    static const char *const kinds[] = {"client authorization", "anonymous (location-hidden)"};
+    for (size_t i = 0; i < 2; i++) {
+        make_key_mode(s, names[i], i == 0 ? SERVICE_MODE_SINGLE : SERVICE_MODE_ANONYMOUS, &k);
+        const char *argv[] = {names[i], "--ca-nonce", "0011223344556677"};
+        assert_int_equal(run_csr(s, 3, argv), 1);
+        assert_string_equal(drain(s->out), "");
+        const char *e = drain(s->err);
+        assert_has(e, "refusing: service ");
+        assert_has(e, kinds[i]);
+        assert_has(e, "Certificate Transparency logs, which publish its .onion address");
+        assert_has(e, "--publish-address-in-ct-logs");
+        const char *caa[] = {names[i], "--caa", "issue \"harica.gr\""};
+        assert_int_equal(run_caa(s, 3, caa), 1);
+        assert_string_equal(drain(s->out), "");
+        assert_has(drain(s->err), "--publish-address-in-ct-logs");
+
+        const char *ok[] = {names[i], "--ca-nonce", "0011223344556677", "--publish-address-in-ct-logs"};
+        if (run_csr(s, 4, ok) != 0)
+            fail_msg("onion-csr %s with the flag: %s", names[i], drain(s->err));
+        check_csr(drain(s->out), &k, "\x00\x11\x22\x33\x44\x55\x66\x77", 8, false, app);
+        const char *caa_ok[] = {"--publish-address-in-ct-logs", names[i], "--caa", "issue \"harica.gr\""};
+        assert_int_equal(run_caa(s, 4, caa_ok), 0);
+        assert_has(drain(s->out), "\"signature\"");
+        drain(s->err);
+        onion_key_clear(&k);
+    }
+}
+
+/* Having held a secret key, the process can neither dump core nor be read by ptrace (as the daemon). */
+static void test_key_commands_protect_memory(void **state)
+{
+    struct st *s = *state;
+    make_key(s, "web", &s->key);
+    const char *argv[] = {"web", "--ca-nonce", "0011223344556677"};
+    assert_int_equal(run_csr(s, 3, argv), 0);
+    assert_int_equal(prctl(PR_GET_DUMPABLE), 0);
+    struct rlimit core;
+    assert_int_equal(getrlimit(RLIMIT_CORE, &core), 0);
+    assert_int_equal(core.rlim_cur, 0);
 }
 
 /* Refusals: exit 1, a message naming what is wrong, nothing written anywhere. */
@@ -428,6 +491,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_usage_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_caa, setup, teardown),
         cmocka_unit_test_setup_teardown(test_caa_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_private_services_need_the_flag, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_key_commands_protect_memory, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,9 @@
  * reachable, empty otherwise, exact text), writes only on change (also across a restart over the same
  * directory), removed services emptied, bad addresses never written, the directory created, the
  * on_change command run once per batch and coalesced while it runs, reload of the settings, and the
- * shutdown flush. Real files in a temporary directory, a real /bin/sh child on the real event loop. */
+ * shutdown flush; a symlink swapped in for the new directory right after its mkdir (this binary's own
+ * mkdir/mkdirat, see below) is refused and the file it points to keeps its mode. Real files in a temporary
+ * directory, a real /bin/sh child on the real event loop. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,10 +12,12 @@
 #include <cmocka.h>
 
 #include <event2/event.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "sidecar/config/config.h"
@@ -53,6 +57,37 @@ static struct config *make_config(const char *dir, const char *cmd)
     if (!c)
         fail_msg("config: %s", err);
     return c;
+}
+
+/* The race of a parent directory another user can write, made certain: this binary's mkdir and mkdirat
+ * (the product's calls resolve to them) do the real call, and when it created `swap.name` they replace
+ * the new directory with a symlink to `swap.target` before returning, as an attacker would. */
+static struct {
+    const char *name;   /* the last component to swap, or NULL */
+    const char *target; /* what the symlink points to */
+    bool done;
+} swap;
+
+static void swap_in_symlink(int dfd, const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!swap.name || strcmp(slash ? slash + 1 : path, swap.name) != 0)
+        return;
+    swap.done = unlinkat(dfd, path, AT_REMOVEDIR) == 0 && symlinkat(swap.target, dfd, path) == 0;
+    swap.name = NULL;
+}
+
+int mkdirat(int dfd, const char *path, mode_t mode)
+{
+    int rc = (int)syscall(SYS_mkdirat, dfd, path, mode);
+    if (rc == 0)
+        swap_in_symlink(dfd, path);
+    return rc;
+}
+
+int mkdir(const char *path, mode_t mode)
+{
+    return mkdirat(AT_FDCWD, path, mode);
 }
 
 static int setup(void **state)
@@ -303,6 +338,33 @@ static void test_missing_parent_is_an_error(void **state)
     config_free(conf);
 }
 
+/* The directory is swapped for a symlink to a file of ours between its creation and the setting of its
+ * mode: the file's mode stays as it was, and the error names the directory. */
+static void test_symlink_swapped_after_mkdir(void **state)
+{
+    struct ctx *c = *state;
+    char victim[128], err[512] = "";
+    snprintf(victim, sizeof(victim), "%s/secret", c->tmp);
+    FILE *f = fopen(victim, "w");
+    assert_non_null(f);
+    fclose(f);
+    assert_int_equal(chmod(victim, 0600), 0);
+    swap.name = "onion-location";
+    swap.target = victim;
+    swap.done = false;
+    struct onionloc_entry e[3];
+    entries_for(c, e, true, true, true);
+    int rc = onionloc_sync(c->ol, e, 3, err, sizeof(err));
+    swap.name = NULL;
+    assert_true(swap.done); /* the swap did happen */
+    struct stat st;
+    assert_int_equal(stat(victim, &st), 0);
+    if ((st.st_mode & 07777) != 0600)
+        fail_msg("the symlink's target was changed to mode %04o", (unsigned)(st.st_mode & 07777));
+    assert_int_equal(rc, -1);
+    assert_non_null(strstr(err, c->dir));
+}
+
 static void test_runs_coalesce_while_running(void **state)
 {
     struct ctx *c = *state;
@@ -442,6 +504,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reload_moves_directory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_flush_when_idle_is_immediate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_onionbalance_advertises_master, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_symlink_swapped_after_mkdir, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

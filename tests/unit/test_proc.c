@@ -6,8 +6,10 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <event2/event.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -198,6 +200,47 @@ static void test_spawn_as_missing_program(void **state)
     assert_non_null(strstr(err, "/nonexistent/onionbalance"));
 }
 
+/* The child holds stdin, stdout and stderr and nothing else of ours: a socket and a file opened
+ * without close-on-exec (as libevent's bufferevent_socket_connect and libcurl open theirs) stay behind.
+ * `ls` runs as the shell's child and lists the shell's descriptors, so its own directory handle is not
+ * among them. Through `user` (NULL: posix_spawn) or the fork path of proc_spawn_as. */
+static void check_child_fds(struct ctx *c, const struct proc_user *user)
+{
+    char err[256];
+    int file = open("/dev/null", O_RDONLY); /* no O_CLOEXEC, on purpose */
+    int sock = socket(AF_UNIX, SOCK_STREAM, 0);
+    assert_true(file > 2 && sock > 2);
+    const char *argv[] = {"/bin/sh", "-c", "ls /proc/$$/fd; exit 0", NULL};
+    struct proc *p = proc_spawn_as(c->mgr, argv, user, line_cb, exit_cb, c, err, sizeof(err));
+    assert_non_null(p);
+    run_loop(c, 10);
+    close(file);
+    close(sock);
+    assert_true(c->exited);
+    for (int i = 0; i < 20 && c->n_lines < 3; i++)
+        event_base_loop(c->base, EVLOOP_NONBLOCK);
+    assert_int_equal(WEXITSTATUS(c->wstatus), 0);
+    static const char *const stdio[] = {"0", "1", "2"};
+    for (int i = 0; i < c->n_lines; i++)
+        if (i >= 3 || strcmp(c->lines[i], stdio[i]) != 0)
+            fail_msg("the child has descriptor %s open (only 0, 1 and 2 expected)", c->lines[i]);
+    assert_int_equal(c->n_lines, 3);
+}
+
+static void test_child_gets_only_stdio(void **state)
+{
+    check_child_fds(*state, NULL);
+}
+
+/* The same through the fork path (a child that switches users; here to our own, which needs root). */
+static void test_child_as_user_gets_only_stdio(void **state)
+{
+    if (geteuid() != 0)
+        skip();
+    const struct proc_user self = {0, 0};
+    check_child_fds(*state, &self);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -208,6 +251,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_free_kills_running_child, setup, teardown),
         cmocka_unit_test_setup_teardown(test_spawn_as_other_user, setup, teardown),
         cmocka_unit_test_setup_teardown(test_spawn_as_missing_program, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_child_gets_only_stdio, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_child_as_user_gets_only_stdio, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
