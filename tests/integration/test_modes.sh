@@ -79,6 +79,13 @@ of_check "hidden's key directory is not" test ! -e "$OF_TMP/state/keys/hidden/on
 
 of_check "web (single) is fetchable" of_fetch_until "http://$web/" "$OF_TMP/web.html" 150
 of_check "hidden (anonymous) is fetchable" of_fetch_until "http://$hid/" "$OF_TMP/hid.html" 150
+# A returning visitor: a client tor of this test's own, at info level, that fetches hidden now and so holds
+# its descriptor when hidden's tor is stopped and started again below.
+of_start_client_tor returning "Log info file $OF_TMP/returning/info.log" || { of_summary; exit 1; }
+returning_socks=$OF_CLIENT_SOCKS
+# fetch_via SOCKS_PORT URL OUT LIMIT — of_fetch_until through another client tor's SOCKS port.
+fetch_via() { local TESTNET_SOCKS_PORT=$1; shift; of_fetch_until "$@"; }
+of_check "the returning visitor fetches hidden" fetch_via "$returning_socks" "http://$hid/" "$OF_TMP/hid-ret.html" 150
 
 # --- circuits: one hop for the single onion, multi-hop for the anonymous one ------------------------
 of_torctl "$ctl" -e CIRC -t 30 >"$OF_TMP/circ-single.txt" 2>&1 &
@@ -162,14 +169,28 @@ anon_gone() { [[ -z $(status_field "[t for t in d['status']['tors'] if t['kind']
 of_check "the anonymous tor stops with the last anonymous service" of_wait_secs 30 anon_gone
 of_check "its stop is logged" grep -q "anonymous tor: stopped" "$log"
 
+uploads_before=$(grep -c "service hidden: descriptor uploaded to HSDir" "$log")
 write "$svc_web, $svc_hid"
 out=$(reload)
 of_log "reload adding hidden back: $out"
 of_check "the reload says tor changed" grep -q "services changed in tor" <<<"$out"
 of_check "the anonymous tor starts again" of_wait_secs 150 both_running
-# Right after its tor started again: the client's retries go on new circuits (lib.sh, of_fetch_until).
-OF_FETCH_NEW_CIRCUITS=1 of_check "hidden is fetchable again (same address)" \
-  of_fetch_until "http://$hid/" "$OF_TMP/hid3.html" 150
+# What the product says when a visitor can find the new descriptor: its first confirmed upload.
+hidden_uploaded_again() { (($(grep -c "service hidden: descriptor uploaded to HSDir" "$log") > uploads_before)); }
+of_check "onionfront confirms hidden's new descriptor on an HSDir" of_wait_secs 150 hidden_uploaded_again
+# A new visitor (a client tor started now, nothing cached) reaches it at once.
+of_start_client_tor visitor || { of_summary; exit 1; }
+visitor_socks=$OF_CLIENT_SOCKS
+of_check "a new visitor fetches hidden again (same address)" \
+  fetch_via "$visitor_socks" "http://$hid/" "$OF_TMP/hid-visitor.html" 60
+# The returning visitor still holds the old descriptor; each retry goes on new circuits, as "new circuit
+# for this site" would (lib.sh). Its info log shows what its tor did if this fails.
+if ! OF_FETCH_NEW_CIRCUITS=1 fetch_via "$returning_socks" "http://$hid/" "$OF_TMP/hid3.html" 150; then
+  of_fail "the returning visitor fetches hidden again (same address)"
+  grep -iE "intro|rend|descriptor|stalling|${hid%.onion}" "$OF_TMP/returning/info.log" | tail -n 40 | cut -c1-240 >&2
+else
+  of_pass "the returning visitor fetches hidden again (same address)"
+fi
 of_check "web is fetchable" of_fetch_until "http://$web/" "$OF_TMP/web3.html" 60
 sleep 3
 kill "$hsdesc_pid" 2>/dev/null
