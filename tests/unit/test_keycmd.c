@@ -267,6 +267,10 @@ static void test_refusals(void **state)
     snprintf(p, sizeof(p), "%s/missing", s->dir);
     assert_int_equal(keycmd_import_key(s->conf, "web", p, s->out, s->err), 1);
     assert_has(drain(s->err), p);
+    /* a failed import made nothing */
+    snprintf(p, sizeof(p), "%s/state", s->dir);
+    assert_int_equal(access(p, F_OK), -1);
+    assert_int_equal(mkdir(p, 0700), 0);
     /* a corrupt record: refused before any key is touched */
     snprintf(p, sizeof(p), "%s/state/%s", s->dir, ADDRBOOK_FILE);
     f = fopen(p, "w");
