@@ -4,6 +4,10 @@
  * changed at its next reload (SIGHUP, or `onionfront status reload`), and the record says the change
  * was made on purpose, so the reload takes it instead of refusing the service.
  *
+ * new-key and import-key also work before the first start: as root they make a missing state directory
+ * as the systemd unit would (its StateDirectory= for its User=) and then write as the state directory's
+ * owner; as another user that cannot make it, they print the one command that does.
+ *
  * Owns the commands' flow and messages only; keys.c owns the key formats, addrbook.c the record. Each
  * function loads the config at `config_path`, prints its result on `out` and errors on `errf`, and
  * returns the process exit status (0, or 1 with the reason printed). Key bytes are never printed. */

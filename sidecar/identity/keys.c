@@ -55,6 +55,10 @@
  *    which no longer marks) creates the marker by hand, as with old tor.
  *  - A directory without the marker that tor never used (keys only: mkp224o output, a fresh copy) is
  *    accepted and marked on first use.
+ *  - An import source (import-key) may come with the operator's evidence of how it ran, since tor >= 0.4.6
+ *    leaves no mark (keys.h, enum keys_evidence): the torrc it ran under, or the operator's word. Shown
+ *    single, it is accepted for a single onion (and its copy marked); shown anonymous, it is refused for
+ *    one even with the marker. The source itself is never written to: the copy carries the rule on.
  *  Anonymous services (per-service modes, config.h) take the opposite side of the same rule:
  *  - A directory with the marker was a single onion's: its key is tied to this server's location, so it
  *    never serves an anonymous service (refused: the service needs a new key). tor 0.4.9 would accept it
