@@ -107,8 +107,8 @@ static int keycmd_become_owner(struct keycmd *k, FILE *out, FILE *errf)
             return -1;
         }
         const struct passwd *pw = getpwuid(uid);
-        fprintf(out, "%s: made %s (owner %s, mode 0700, as the systemd unit's StateDirectory= would)\n", k->name,
-                k->conf->state_dir, pw ? pw->pw_name : "root");
+        fprintf(out, "%s: made %s (owner %s, mode 0700%s)\n", k->name, k->conf->state_dir, pw ? pw->pw_name : "root",
+                uid != 0 ? ", as the systemd unit's StateDirectory= would" : "");
     }
     if (uid == 0)
         return 0;
