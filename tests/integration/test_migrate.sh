@@ -153,7 +153,9 @@ of_check "... with the old address" test "$(cat /var/lib/onionfront/keys/web/hos
 # ============================ C. import-torrc and the refusals ============================
 for n in web hidden; do
   "$OF_BIN" import-torrc "$old/$n.torrc" >"$OF_TMP/$n.json" 2>"$OF_TMP/$n.notes"
-  of_check "import-torrc $n.torrc: exit 0, a JSON config" bash -c "jq -e . '$OF_TMP/$n.json' >/dev/null"
+  rc=$?
+  of_check "import-torrc $n.torrc: exit 0, a JSON config with services" \
+    bash -c "test $rc = 0 && jq -e '.services | length == 1' '$OF_TMP/$n.json' >/dev/null"
 done
 of_check "the single onion's torrc gives a single service web with its intro points" \
   test "$(jq -c '.services' "$OF_TMP/web.json")" = \
