@@ -129,7 +129,7 @@ of_check "... and says the one command that makes the state directory" \
   test "$fix" = "  install -d -o onionfront -g onionfront -m 0700 /var/lib/onionfront"
 [[ $rc == 1 && -n $fix ]] || cat "$OF_TMP/ru1.err" >&2
 of_check "... having made nothing" test ! -e /var/lib/onionfront
-of_check "that command, as root, makes it" bash -c "$fix"
+of_check "that command, as root, makes it" bash -c '[[ -n $1 ]] && eval "$1"' _ "$fix"
 of_check "then new-key as onionfront works" runuser -u onionfront -- "$OF_BIN" -c "$fresh" new-key web
 of_check "... and the key is onionfront's, 0700/0600" \
   test "$(stat -c '%U %a' /var/lib/onionfront/keys/web /var/lib/onionfront/keys/web/hs_ed25519_secret_key)" = \
