@@ -423,6 +423,10 @@ int keycmd_import_key_opts(const char *config_path, const char *service, const c
         fprintf(errf, "import-key: %s\n", err);
         rc = -1;
     }
+    if (rc == 0 && o->vouch_single && !o->torrc && k.sc->mode == SERVICE_MODE_SINGLE)
+        fprintf(errf, "import-key: on your word (--i-know-it-was-a-single-onion), %s.onion is now a single onion "
+                "service: if it was ever an ordinary hidden service, its server's location shows from its first "
+                "publication\n", key.address);
     if (rc == 0 && (rc = keycmd_record(&k, key.address, ADDRBOOK_IMPORTED, out, errf)) == 0) {
         fprintf(out, "imported %s into %s: %s.onion (%s service; %s left as it was)\n", src, k.sc->key_dir,
                 key.address, service_mode_str(k.sc->mode), src);

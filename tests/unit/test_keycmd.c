@@ -332,6 +332,7 @@ static void test_import_evidence(void **state)
     write_conf(conf3, s->dir, "state3");
     o = (struct keycmd_import_opts){.vouch_single = true};
     assert_int_equal(keycmd_import_key_opts(conf3, "web", tor, &o, s->out, s->err), 0);
+    assert_has(drain(s->err), "on your word (--i-know-it-was-a-single-onion)");
     drain(s->out);
 }
 
