@@ -14,6 +14,7 @@
 #include "sidecar/config/config.h"
 #include "sidecar/cli/keycmd.h"
 #include "sidecar/cli/onion_cert_cmd.h"
+#include "sidecar/cli/torrc_cmd.h"
 #include "sidecar/ops/status_client.h"
 #include "sidecar/tor/torcaps.h"
 #include "sidecar/core/version.h"
@@ -24,6 +25,7 @@
 static int cli_check_config_cmd(const char *config_path, int argc, char **argv);
 static int cli_import_key_cmd(const char *config_path, int argc, char **argv);
 static int cli_export_key_cmd(const char *config_path, int argc, char **argv);
+static int cli_import_torrc_cmd(const char *config_path, int argc, char **argv);
 static int cli_new_key_cmd(const char *config_path, int argc, char **argv);
 static int cli_onion_csr_cmd(const char *config_path, int argc, char **argv);
 static int cli_onion_caa_cmd(const char *config_path, int argc, char **argv);
@@ -47,9 +49,13 @@ static const struct cli_cmd {
     {"check-config", NULL, "check-config [CONFIG]",
      "check a config and what it refers to (tor, tor.user, keys,\ndirectories); creates nothing", 0, 1,
      cli_check_config_cmd},
-    {"import-key", NULL, "[-c CONFIG] import-key SERVICE DIRECTORY|FILE",
-     "make a tor HiddenServiceDir or hs_ed25519_secret_key\nfile SERVICE's key (recorded as deliberate)", 2, 2,
-     cli_import_key_cmd},
+    {"import-key", NULL,
+     "[-c CONFIG] import-key SERVICE DIRECTORY|FILE [--torrc TORRC] [--i-know-it-was-a-single-onion]",
+     "make a tor HiddenServiceDir or hs_ed25519_secret_key\nfile SERVICE's key (recorded as deliberate); TORRC:\n"
+     "the torrc the directory ran under, which shows its mode", 2, 5, cli_import_key_cmd},
+    {"import-torrc", NULL, "import-torrc [TORRC]",
+     "print the config for a torrc's onion services (default\n" TORRC_CMD_DEFAULT ") and the import-key commands",
+     0, 1, cli_import_torrc_cmd},
     {"export-key", NULL, "[-c CONFIG] export-key SERVICE FILE|-",
      "write SERVICE's hs_ed25519_secret_key to a new 0600 FILE", 2, 2, cli_export_key_cmd},
     {"new-key", NULL, "[-c CONFIG] new-key SERVICE", "give SERVICE a new key and address on purpose", 1, 1,
@@ -315,8 +321,35 @@ static int cli_check_config_cmd(const char *config_path, int argc, char **argv)
 /* The key commands (keycmd.h): SERVICE and a file or directory, or SERVICE alone. */
 static int cli_import_key_cmd(const char *config_path, int argc, char **argv)
 {
-    (void)argc;
-    return keycmd_import_key(config_path, argv[0], argv[1], stdout, stderr);
+    struct keycmd_import_opts o = {0};
+    const char *words[2];
+    int n = 0;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--torrc") == 0) {
+            if (i + 1 >= argc)
+                return cli_usage_error("import-key", "option --torrc needs the torrc the directory ran under");
+            o.torrc = argv[++i];
+        } else if (strcmp(argv[i], "--i-know-it-was-a-single-onion") == 0) {
+            o.vouch_single = true;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return cli_usage_error("import-key", "unknown option '%s'", argv[i]);
+        } else if (n < 2) {
+            words[n++] = argv[i];
+        } else {
+            return cli_usage_error("import-key", "too many arguments ('%s'); usage: onionfront import-key SERVICE "
+                                   "DIRECTORY|FILE [--torrc TORRC] [--i-know-it-was-a-single-onion]", argv[i]);
+        }
+    }
+    if (n < 2)
+        return cli_usage_error("import-key", "missing argument; usage: onionfront import-key SERVICE DIRECTORY|FILE");
+    return keycmd_import_key_opts(config_path, words[0], words[1], &o, stdout, stderr);
+}
+
+/* `onionfront import-torrc [TORRC]` (torrc_cmd.h): needs no config. */
+static int cli_import_torrc_cmd(const char *config_path, int argc, char **argv)
+{
+    (void)config_path;
+    return torrc_cmd_import(argc == 1 ? argv[0] : TORRC_CMD_DEFAULT, stdout, stderr);
 }
 
 static int cli_export_key_cmd(const char *config_path, int argc, char **argv)

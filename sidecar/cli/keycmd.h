@@ -4,12 +4,17 @@
  * changed at its next reload (SIGHUP, or `onionfront status reload`), and the record says the change
  * was made on purpose, so the reload takes it instead of refusing the service.
  *
+ * new-key and import-key also work before the first start: as root they make a missing state directory
+ * as the systemd unit would (its StateDirectory= for its User=) and then write as the state directory's
+ * owner; as another user that cannot make it, they print the one command that does.
+ *
  * Owns the commands' flow and messages only; keys.c owns the key formats, addrbook.c the record. Each
  * function loads the config at `config_path`, prints its result on `out` and errors on `errf`, and
  * returns the process exit status (0, or 1 with the reason printed). Key bytes are never printed. */
 #ifndef ONIONFRONT_KEYCMD_H
 #define ONIONFRONT_KEYCMD_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 /* Give SERVICE a new key, on purpose: the old key directory (if any) is kept, renamed to
@@ -26,5 +31,18 @@ int keycmd_export_key(const char *config_path, const char *service, const char *
  * hs_ed25519_secret_key file (as export-key writes it). Refused if key_dir holds another key. The
  * address is put into the address record as imported on purpose (a change of address if it differs). */
 int keycmd_import_key(const char *config_path, const char *service, const char *src, FILE *out, FILE *errf);
+
+/* What the operator shows about how an imported HiddenServiceDir ran (a v3 directory carries no mark of
+ * its mode: keys.h, enum keys_evidence). */
+struct keycmd_import_opts {
+    const char *torrc; /* --torrc FILE: the torrc it ran under; must list it as a HiddenServiceDir */
+    bool vouch_single; /* --i-know-it-was-a-single-onion: the operator's word that it ran as a single onion */
+};
+
+/* keycmd_import_key with that evidence. As root (the source is tor's user's, 0700) the source is read as
+ * root and never changed; the copy and the record are written as the state directory's owner (the unit's
+ * user for a state directory it makes before the first start). */
+int keycmd_import_key_opts(const char *config_path, const char *service, const char *src,
+                           const struct keycmd_import_opts *o, FILE *out, FILE *errf);
 
 #endif

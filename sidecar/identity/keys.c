@@ -55,6 +55,10 @@
  *    which no longer marks) creates the marker by hand, as with old tor.
  *  - A directory without the marker that tor never used (keys only: mkp224o output, a fresh copy) is
  *    accepted and marked on first use.
+ *  - An import source (import-key) may come with the operator's evidence of how it ran, since tor >= 0.4.6
+ *    leaves no mark (keys.h, enum keys_evidence): the torrc it ran under, or the operator's word. Shown
+ *    single, it is accepted for a single onion (and its copy marked); shown anonymous, it is refused for
+ *    one even with the marker. The source itself is never written to: the copy carries the rule on.
  *  Anonymous services (per-service modes, config.h) take the opposite side of the same rule:
  *  - A directory with the marker was a single onion's: its key is tied to this server's location, so it
  *    never serves an anonymous service (refused: the service needs a new key). tor 0.4.9 would accept it
@@ -667,29 +671,70 @@ int keys_import(const char *src, const char *dst, char *address_out, char *err, 
     return keys_import_mode(src, dst, SERVICE_MODE_SINGLE, address_out, err, errlen);
 }
 
+/* The anonymity rule for an import source (keys_import_read); keys_check_rule's for `ev` NONE, except
+ * that the reasons name the evidence. */
+static int keys_check_import_rule(const char *src, enum keys_dir_use use, const char *address,
+                                  enum service_mode mode, enum keys_evidence ev, char *err, size_t errlen)
+{
+    if (mode == SERVICE_MODE_ANONYMOUS && ev == KEYS_EVIDENCE_SINGLE) {
+        snprintf(err, errlen,
+                 "%s: refusing to use %s.onion as an anonymous service: it ran as a single onion service, so its "
+                 "key is tied to that server's location. An anonymous service needs a key that was never a single "
+                 "onion's: give it a new key (onionfront new-key SERVICE)",
+                 src, address);
+        return -1;
+    }
+    if (mode == SERVICE_MODE_ANONYMOUS)
+        return keys_check_rule(src, use, address, mode, err, errlen); /* refuses the marker */
+    if (ev == KEYS_EVIDENCE_SINGLE || (ev == KEYS_EVIDENCE_NONE && use != KEYS_DIR_USED_UNMARKED))
+        return 0; /* shown to be a single onion's, or marked, or never used */
+    /* A hidden service's key as a single onion's: the address stays, the hiding ends. */
+    snprintf(err, errlen,
+             "%s: refusing to make %s.onion a single onion service: %s, and running an ordinary (anonymous) "
+             "hidden service as a single onion would show where that hidden service is: its server's location. "
+             "Two ways forward: keep it hidden, with \"mode\": \"anonymous\" for this service in onionfront's "
+             "config; or give this service a new address as a single onion (onionfront new-key SERVICE)%s",
+             src, address,
+             ev == KEYS_EVIDENCE_ANONYMOUS
+                 ? "the torrc it ran under ran it as an ordinary (anonymous) hidden service"
+                 : "nothing shows that it ran as one (since 0.4.6 tor leaves no mark of the mode in the directory, "
+                   "so an ordinary hidden service's directory looks the same)",
+             ev == KEYS_EVIDENCE_ANONYMOUS
+                 ? ""
+                 : ". If it did run as a single onion, show it: --torrc FILE (the torrc it ran under, with "
+                   "HiddenServiceNonAnonymousMode 1), or --i-know-it-was-a-single-onion");
+    return -1;
+}
+
+int keys_import_read(const char *src, enum service_mode mode, enum keys_evidence ev, struct onion_key *out,
+                     char *err, size_t errlen)
+{
+    enum keys_dir_use use;
+    bool empty;
+
+    if (keys_read_dir(src, false, out, &empty, err, errlen) < 0)
+        return -1;
+    if (empty) {
+        snprintf(err, errlen, "%s/%s: no such file: %s holds no onion service key", src, KEYS_SECRET_FILE, src);
+        return -1;
+    }
+    if (keys_dir_use_get(src, &use, err, errlen) < 0 ||
+        keys_check_import_rule(src, use, out->address, mode, ev, err, errlen) < 0) {
+        onion_key_clear(out);
+        return -1;
+    }
+    return 0;
+}
+
 int keys_import_mode(const char *src, const char *dst, enum service_mode mode, char *address_out, char *err,
                      size_t errlen)
 {
     struct onion_key s;
-    enum keys_dir_use use;
-    bool empty;
-    int ret = -1;
-
-    if (keys_read_dir(src, false, &s, &empty, err, errlen) < 0)
+    if (keys_import_read(src, mode, KEYS_EVIDENCE_NONE, &s, err, errlen) < 0)
         return -1;
-    if (empty) {
-        snprintf(err, errlen, "%s/%s: no such file: %s holds no onion service key", src,
-                 KEYS_SECRET_FILE, src);
-        goto done;
-    }
-    if (keys_dir_use_get(src, &use, err, errlen) < 0 || keys_check_rule(src, use, s.address, mode, err, errlen) < 0)
-        goto done;
-    if (keys_install_mode(&s, dst, mode, err, errlen) < 0)
-        goto done;
-    if (address_out)
+    int ret = keys_install_mode(&s, dst, mode, err, errlen);
+    if (ret == 0 && address_out)
         memcpy(address_out, s.address, ONION_ADDRESS_SIZE);
-    ret = 0;
-done:
     onion_key_clear(&s);
     return ret;
 }

@@ -64,6 +64,23 @@ int keys_install_mode(const struct onion_key *k, const char *dst, enum service_m
 int keys_import_mode(const char *src, const char *dst, enum service_mode mode, char *address_out, char *err,
                      size_t errlen);
 
+/* What shows how an import source ran, besides its own marker: a v3 directory carries no mark of its
+ * mode (keys.c, top comment), so it is the operator's to show. */
+enum keys_evidence {
+    KEYS_EVIDENCE_NONE,      /* only the directory: the marker, or the traces tor leaves */
+    KEYS_EVIDENCE_SINGLE,    /* it ran as a single onion: the torrc it ran under, or the operator's word */
+    KEYS_EVIDENCE_ANONYMOUS, /* it ran as an ordinary hidden service: the torrc it ran under */
+};
+
+/* Read the import source `src` (a HiddenServiceDir another user may own: read through descriptors, no
+ * link followed, nothing changed in it; its permissions are not checked) into `out` for a service of
+ * `mode`, applying the anonymity rule with `ev`: a single onion service takes a directory with the
+ * marker, one tor never used, or one `ev` shows ran single, never one `ev` shows ran anonymous; an
+ * anonymous service never takes one that has the marker or that `ev` shows ran single. Return 0, or -1
+ * with a message in `err` that says why and the ways forward (never key material). */
+int keys_import_read(const char *src, enum service_mode mode, enum keys_evidence ev, struct onion_key *out,
+                     char *err, size_t errlen);
+
 /* Look at the key directory `dir` as keys_load_or_create_mode would for a service of `mode`, but change
  * nothing: no directory, key or marker is created (onionfront check-config, preflight.h). Return 1 with
  * the address (no ".onion") in `address` (ONION_ADDRESS_SIZE bytes) if it holds a usable key; 0 if it does

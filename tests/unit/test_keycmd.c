@@ -244,6 +244,98 @@ static void test_export_to_stdout(void **state)
     close(master);
 }
 
+/* Copy `name` from directory `from` to `to` (tor's layout, without onionfront's marker). */
+static void copy_file(const char *from, const char *to, const char *name)
+{
+    char a[256], b[256], buf[256];
+    snprintf(a, sizeof(a), "%s/%s", from, name);
+    snprintf(b, sizeof(b), "%s/%s", to, name);
+    FILE *in = fopen(a, "rb"), *out = fopen(b, "wb");
+    assert_non_null(in);
+    assert_non_null(out);
+    size_t n = fread(buf, 1, sizeof(buf), in);
+    assert_int_equal(fwrite(buf, 1, n, out), n);
+    fclose(in);
+    fclose(out);
+    assert_int_equal(chmod(b, 0600), 0);
+}
+
+/* import-key of a directory tor used (authorized_clients/, no marker: a v3 directory never has one):
+ * the torrc it ran under decides; the operator's word counts, but never against that torrc. */
+static void test_import_evidence(void **state)
+{
+    struct st *s = *state;
+    char key[128], tor[128], torrc[160], other[160], a[ONION_ADDRESS_SIZE], r[ONION_ADDRESS_SIZE];
+    assert_int_equal(keycmd_new_key(s->conf, "web", s->out, s->err), 0);
+    key_address(s, "state", a);
+    snprintf(key, sizeof(key), "%s/state/keys/web", s->dir);
+    snprintf(tor, sizeof(tor), "%s/tor-web", s->dir);
+    assert_int_equal(mkdir(tor, 0700), 0);
+    copy_file(key, tor, "hs_ed25519_secret_key");
+    copy_file(key, tor, "hs_ed25519_public_key");
+    copy_file(key, tor, "hostname");
+    char ac[160];
+    snprintf(ac, sizeof(ac), "%s/authorized_clients", tor);
+    assert_int_equal(mkdir(ac, 0700), 0);
+    drain(s->out);
+
+    /* no evidence: refused, with the ways forward */
+    assert_int_equal(keycmd_import_key(s->conf2, "web", tor, s->out, s->err), 1);
+    const char *e = drain(s->err);
+    assert_has(e, "nothing shows that it ran as one");
+    assert_has(e, "\"mode\": \"anonymous\"");
+    assert_has(e, "new-key");
+    assert_has(e, "--torrc");
+
+    /* the torrc of an ordinary hidden service: refused, saying so */
+    snprintf(torrc, sizeof(torrc), "%s/anon.torrc", s->dir);
+    FILE *f = fopen(torrc, "w");
+    fprintf(f, "HiddenServiceDir %s/\nHiddenServicePort 80\n", tor);
+    fclose(f);
+    struct keycmd_import_opts o = {.torrc = torrc};
+    assert_int_equal(keycmd_import_key_opts(s->conf2, "web", tor, &o, s->out, s->err), 1);
+    assert_has(drain(s->err), "the torrc it ran under ran it as an ordinary (anonymous) hidden service");
+    o.vouch_single = true; /* the operator's word does not beat the torrc */
+    assert_int_equal(keycmd_import_key_opts(s->conf2, "web", tor, &o, s->out, s->err), 1);
+    assert_has(drain(s->err), "would show where that hidden service is");
+
+    /* a torrc that does not list the directory shows nothing */
+    snprintf(other, sizeof(other), "%s/other.torrc", s->dir);
+    f = fopen(other, "w");
+    fprintf(f, "HiddenServiceNonAnonymousMode 1\nHiddenServiceSingleHopMode 1\nHiddenServiceDir /elsewhere\n"
+               "HiddenServicePort 80\n");
+    fclose(f);
+    o = (struct keycmd_import_opts){.torrc = other};
+    assert_int_equal(keycmd_import_key_opts(s->conf2, "web", tor, &o, s->out, s->err), 1);
+    assert_has(drain(s->err), "has no HiddenServiceDir");
+    char st2[128];
+    snprintf(st2, sizeof(st2), "%s/state2/keys/web", s->dir);
+    assert_int_equal(access(st2, F_OK), -1);
+
+    /* the torrc of a single onion: imported, recorded, the source untouched */
+    f = fopen(torrc, "w");
+    fprintf(f, "HiddenServiceSingleHopMode 1\nHiddenServiceNonAnonymousMode 1\nHiddenServiceDir %s\n"
+               "HiddenServicePort 80\n", tor);
+    fclose(f);
+    o = (struct keycmd_import_opts){.torrc = torrc};
+    assert_int_equal(keycmd_import_key_opts(s->conf2, "web", tor, &o, s->out, s->err), 0);
+    assert_has(drain(s->out), a);
+    recorded(s, "state2", r, NULL);
+    assert_string_equal(r, a);
+    char marker[192];
+    snprintf(marker, sizeof(marker), "%s/onion_service_non_anonymous", tor);
+    assert_int_equal(access(marker, F_OK), -1);
+
+    /* the operator's word alone: into a third state */
+    char conf3[160];
+    snprintf(conf3, sizeof(conf3), "%s/c.json", s->dir);
+    write_conf(conf3, s->dir, "state3");
+    o = (struct keycmd_import_opts){.vouch_single = true};
+    assert_int_equal(keycmd_import_key_opts(conf3, "web", tor, &o, s->out, s->err), 0);
+    assert_has(drain(s->err), "on your word (--i-know-it-was-a-single-onion)");
+    drain(s->out);
+}
+
 static void test_refusals(void **state)
 {
     struct st *s = *state;
@@ -267,6 +359,10 @@ static void test_refusals(void **state)
     snprintf(p, sizeof(p), "%s/missing", s->dir);
     assert_int_equal(keycmd_import_key(s->conf, "web", p, s->out, s->err), 1);
     assert_has(drain(s->err), p);
+    /* a failed import made nothing */
+    snprintf(p, sizeof(p), "%s/state", s->dir);
+    assert_int_equal(access(p, F_OK), -1);
+    assert_int_equal(mkdir(p, 0700), 0);
     /* a corrupt record: refused before any key is touched */
     snprintf(p, sizeof(p), "%s/state/%s", s->dir, ADDRBOOK_FILE);
     f = fopen(p, "w");
@@ -286,6 +382,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_export_import_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_export_to_stdout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_import_evidence, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

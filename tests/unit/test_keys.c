@@ -691,7 +691,9 @@ static void test_import_refuses(void **state)
     snprintf(path, sizeof path, "%s/authorized_clients", src);
     assert_int_equal(mkdir(path, 0700), 0);
     assert_int_equal(keys_import(src, s->dir, NULL, err, sizeof err), -1);
-    assert_err_has(err, src, "touch");
+    assert_err_has(err, src, "would show where that hidden service is");
+    assert_err_has(err, "\"mode\": \"anonymous\"", "onionfront new-key");
+    assert_err_has(err, "--torrc", "--i-know-it-was-a-single-onion");
     assert_false(file_exists(s->base, "svc"));
     /* With the marker: accepted. */
     put_file(src, "onion_service_non_anonymous", "", 0, 0600);
@@ -715,6 +717,103 @@ static void test_import_refuses(void **state)
     assert_int_equal(keys_import(src, dst2, NULL, err, sizeof err), -1);
     assert_err_has(err, src, NULL);
     assert_false(file_exists(s->base, "svc2"));
+}
+
+/* A listing of `dir` (names, modes, sizes and a checksum of each file's bytes) to show it unchanged. */
+static void dir_fingerprint(const char *dir, char *out, size_t cap)
+{
+    static const char *const names[] = {"hs_ed25519_secret_key", "hs_ed25519_public_key", "hostname",
+                                        "authorized_clients", "onion_service_non_anonymous"};
+    struct stat st;
+    char path[512];
+    size_t n = 0;
+    assert_int_equal(stat(dir, &st), 0);
+    n += (size_t)snprintf(out + n, cap - n, "%o;", (unsigned)st.st_mode);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        if (lstat(path, &st) < 0) {
+            n += (size_t)snprintf(out + n, cap - n, "%s:-;", names[i]);
+            continue;
+        }
+        unsigned sum = 0;
+        if (S_ISREG(st.st_mode)) {
+            unsigned char buf[256];
+            size_t len = get_file(dir, names[i], buf, sizeof buf);
+            for (size_t k = 0; k < len; k++)
+                sum = sum * 31 + buf[k];
+        }
+        n += (size_t)snprintf(out + n, cap - n, "%s:%o:%lld:%u:%lld;", names[i], (unsigned)st.st_mode,
+                              (long long)st.st_size, sum, (long long)st.st_mtime);
+    }
+}
+
+/* import-key's evidence (keys_import_read): a v3 directory carries no mark of its mode, so the torrc it
+ * ran under or the operator's word decide; an anonymous key never becomes a single onion's by accident,
+ * a single onion's never an anonymous service's. The source is never changed. */
+static void test_import_evidence(void **state)
+{
+    enum dir_kind { TOR_USED, MARKED, UNUSED };
+    static const struct {
+        enum dir_kind kind;
+        enum service_mode mode;
+        enum keys_evidence ev;
+        int want;
+        const char *why; /* in the refusal */
+    } cases[] = {
+        /* single onion services */
+        {TOR_USED, SERVICE_MODE_SINGLE, KEYS_EVIDENCE_NONE, -1, "nothing shows that it ran as one"},
+        {TOR_USED, SERVICE_MODE_SINGLE, KEYS_EVIDENCE_SINGLE, 0, NULL},
+        {TOR_USED, SERVICE_MODE_SINGLE, KEYS_EVIDENCE_ANONYMOUS, -1, "ran it as an ordinary (anonymous) hidden"},
+        {MARKED, SERVICE_MODE_SINGLE, KEYS_EVIDENCE_NONE, 0, NULL},
+        {MARKED, SERVICE_MODE_SINGLE, KEYS_EVIDENCE_ANONYMOUS, -1, "would show where that hidden service is"},
+        {UNUSED, SERVICE_MODE_SINGLE, KEYS_EVIDENCE_NONE, 0, NULL},
+        {UNUSED, SERVICE_MODE_SINGLE, KEYS_EVIDENCE_ANONYMOUS, -1, "would show where that hidden service is"},
+        /* anonymous services */
+        {TOR_USED, SERVICE_MODE_ANONYMOUS, KEYS_EVIDENCE_NONE, 0, NULL},
+        {TOR_USED, SERVICE_MODE_ANONYMOUS, KEYS_EVIDENCE_ANONYMOUS, 0, NULL},
+        {TOR_USED, SERVICE_MODE_ANONYMOUS, KEYS_EVIDENCE_SINGLE, -1, "it ran as a single onion service"},
+        {MARKED, SERVICE_MODE_ANONYMOUS, KEYS_EVIDENCE_NONE, -1, "was a single onion service's"},
+        {UNUSED, SERVICE_MODE_ANONYMOUS, KEYS_EVIDENCE_NONE, 0, NULL},
+    };
+    struct keys_state *s = *state;
+    char err[2048], src[192], dst[192], path[256], before[1024], after[1024];
+    struct onion_key k;
+
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(src, sizeof src, "%s/ev%zu", s->base, i);
+        snprintf(dst, sizeof dst, "%s/evdst%zu", s->base, i);
+        make_tor_dir(src);
+        if (cases[i].kind == TOR_USED) {
+            snprintf(path, sizeof path, "%s/authorized_clients", src);
+            assert_int_equal(mkdir(path, 0700), 0);
+        } else if (cases[i].kind == MARKED) {
+            put_file(src, "onion_service_non_anonymous", "", 0, 0600);
+        }
+        dir_fingerprint(src, before, sizeof before);
+        err[0] = '\0';
+        int rc = keys_import_read(src, cases[i].mode, cases[i].ev, &k, err, sizeof err);
+        if (rc != cases[i].want)
+            fail_msg("case %zu: rc %d: %s", i, rc, err);
+        if (rc == 0) {
+            assert_string_equal(k.address, TOR_KEY_ADDR);
+            /* the copy carries the mode: the marker for a single onion, authorized_clients/ otherwise */
+            assert_int_equal(keys_install_mode(&k, dst, cases[i].mode, err, sizeof err), 0);
+            assert_true(file_exists(dst, "onion_service_non_anonymous") == (cases[i].mode == SERVICE_MODE_SINGLE));
+            assert_true(file_exists(dst, "authorized_clients") == (cases[i].mode == SERVICE_MODE_ANONYMOUS));
+            struct stat st;
+            snprintf(path, sizeof path, "%s/hs_ed25519_secret_key", dst);
+            assert_int_equal(stat(path, &st), 0);
+            assert_int_equal(st.st_mode & 0777, 0600);
+            onion_key_clear(&k);
+        } else {
+            assert_err_has(err, src, cases[i].why);
+            assert_no_secret_in(err);
+            if (cases[i].mode == SERVICE_MODE_SINGLE)
+                assert_err_has(err, "\"mode\": \"anonymous\"", "new-key");
+        }
+        dir_fingerprint(src, after, sizeof after);
+        assert_string_equal(before, after);
+    }
 }
 
 /* tor's secret key file on its own (export-key / import-key FILE): the public key computed from the
@@ -819,6 +918,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_create_in_used_empty_dir, setup, teardown),
         cmocka_unit_test_setup_teardown(test_import, setup, teardown),
         cmocka_unit_test_setup_teardown(test_import_refuses, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_import_evidence, setup, teardown),
         cmocka_unit_test_setup_teardown(test_secret_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_clear, setup, teardown),
     };
