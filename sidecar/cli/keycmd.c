@@ -17,6 +17,7 @@
 #include "sidecar/identity/addrbook.h"
 #include "sidecar/config/config.h"
 #include "sidecar/core/fsutil.h"
+#include "sidecar/core/proc.h"
 #include "sidecar/identity/keys.h"
 #include "sidecar/cli/torrc_cmd.h"
 
@@ -53,6 +54,13 @@ static int keycmd_begin(struct keycmd *k, const char *name, const char *config_p
     }
     if (!(k->sc = config_find_service(k->conf, service))) {
         fprintf(errf, "%s: no service named \"%s\" in %s\n", name, service, config_path);
+        keycmd_done(k);
+        return -1;
+    }
+    /* Every key command is about to hold a secret key in memory: no core file, no ptrace, as the daemon. */
+    if (proc_protect_secrets() < 0) {
+        fprintf(errf, "%s: cannot keep core dumps and ptrace away from the key (prctl, setrlimit): %s\n", name,
+                strerror(errno));
         keycmd_done(k);
         return -1;
     }

@@ -20,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -114,6 +116,33 @@ static void key_address(const struct st *s, const char *state, char *out)
         fail_msg("%s", err);
     memcpy(out, k.address, ONION_ADDRESS_SIZE);
     onion_key_clear(&k);
+}
+
+/* The key commands hold the secret key in memory: each makes itself undumpable with no core file first,
+ * as the daemon does (proc_protect_secrets). The process is made dumpable again before each command. */
+static void test_key_commands_protect_memory(void **state)
+{
+    struct st *s = *state;
+    char file[160];
+    snprintf(file, sizeof(file), "%s/web.key", s->dir);
+    for (int cmd = 0; cmd < 3; cmd++) {
+        struct rlimit core;
+        assert_int_equal(getrlimit(RLIMIT_CORE, &core), 0);
+        core.rlim_cur = core.rlim_max;
+        assert_int_equal(setrlimit(RLIMIT_CORE, &core), 0);
+        assert_int_equal(prctl(PR_SET_DUMPABLE, 1), 0);
+        int rc = cmd == 0   ? keycmd_new_key(s->conf, "web", s->out, s->err)
+                 : cmd == 1 ? keycmd_export_key(s->conf, "web", file, s->out, s->err)
+                            : keycmd_new_key(s->conf, "nope", s->out, s->err);
+        assert_int_equal(rc, cmd == 2 ? 1 : 0);
+        drain(s->out);
+        drain(s->err);
+        if (cmd == 2)
+            continue; /* an unknown service: refused before any key is read */
+        assert_int_equal(prctl(PR_GET_DUMPABLE), 0);
+        assert_int_equal(getrlimit(RLIMIT_CORE, &core), 0);
+        assert_int_equal(core.rlim_cur, 0);
+    }
 }
 
 static void test_new_key(void **state)
@@ -379,6 +408,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_new_key, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_key_commands_protect_memory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_export_import_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_export_to_stdout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
