@@ -268,6 +268,18 @@ lane_run() {
   rm -rf "$lane_dir"
 }
 
+# How many tors run at once, and the load, sampled every 5 s for the whole run (printed at the end): what
+# the suite asks of a 2-core machine.
+load_sampler() {
+  while :; do
+    printf '%s %s\n' "$(ps -e -o comm= | grep -c '^tor$')" "$(cut -d ' ' -f 1 /proc/loadavg)"
+    sleep 5
+  done
+}
+load_sampler >"$log_dir/load.txt" 2>/dev/null &
+sampler_pid=$!
+trap 'kill "$sampler_pid" 2>/dev/null' EXIT
+
 if [ "$what" = all ] || [ "$what" = unit ]; then
   echo "== unit tests"
   # First and alone: test_health and test_proxy each take a loopback port nobody listens on (bind to port
@@ -328,6 +340,11 @@ for n in $failures; do
   # Each with the two lines before it: what a test logs just before a check is often its measurement.
   grep -E -B2 "$fail_re" "$log_dir/$n.log" | head -n 30 | cut -c1-300 | sed 's/^/    | /'
 done
+kill "$sampler_pid" 2>/dev/null
+if [ -s "$log_dir/load.txt" ]; then
+  awk '{ t += $1; if ($1 > m) m = $1; l += $2; if ($2 > ml) ml = $2; n++ }
+       END { if (n) printf "== tors running at once: %.0f on average, %d at most; load average %.1f on average, %.1f at most (%d samples, %s)\n", t / n, m, l / n, ml, n, "'"$log_dir/load.txt"'" }' "$log_dir/load.txt"
+fi
 # Drift shows before it fails: the ten waits that used the largest share of their bounds (80 % or more is
 # a finding, tests/README.md "Margins").
 if [ -s "$OF_MARGINS_FILE" ]; then
