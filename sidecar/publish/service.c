@@ -118,6 +118,14 @@ bool service_mgr_hosts(const struct service_mgr *m, size_t i)
     return i < m->n && service_conf_here(m, service_id_at(m, i)->conf);
 }
 
+bool service_mgr_all_public(const struct service_mgr *m, const struct config *conf)
+{
+    for (size_t i = 0; m->mode == SERVICE_MODE_SINGLE && i < conf->n_services; i++)
+        if (service_conf_here(m, &conf->services[i]) && conf->services[i].n_clients > 0)
+            return false;
+    return m->mode == SERVICE_MODE_SINGLE;
+}
+
 /* Is the i-th service to be handed to tor (hosted here, not refused), admitted or not? */
 static bool service_for_tor(const struct service_mgr *m, size_t i)
 {
