@@ -333,11 +333,87 @@ static int service_dos_items(const struct service_conf *sc, bool pow, struct cp_
 
 #define SERVICE_SKIP_NONE ((size_t)-1)
 
-/* Build the SETCONF that sets the complete HiddenService* group: the attached tor's own services first,
- * then ours (all of them but the `skip`-th, or none with `ours` false; PoW on for those with
- * renew_pow). Returns a new command, or NULL with err. */
-static char *service_setconf_cmd(const struct service_mgr *m, bool ours, size_t skip, char *err, size_t errlen)
+/* Which of our services a SETCONF of the group carries (service_setconf_cmd). */
+enum service_group {
+    SERVICE_GROUP_NONE,       /* none: only the attached tor's own (service_readd, unpublish) */
+    SERVICE_GROUP_CONFIGURED, /* every handed-over service as configured, waiting ones admitted first */
+    SERVICE_GROUP_RENEW,      /* the same, PoW on for those configured without it (service_mgr_renew) */
+    SERVICE_GROUP_HANDED,     /* the handed-over services as they are (but `skip`): service_mgr_renew_one */
+};
+
+/* An Onionbalance instance's ob_config must be in the directory this tor uses before the SETCONF. */
+static void service_ob_prepare(struct service_mgr *m, size_t i)
 {
+    const struct service_id *id = service_id_at(m, i);
+    char dir[PATH_MAX], err[PATH_MAX + 256];
+    bool was_bad = m->services[i].ob_bad;
+    m->services[i].ob_bad = false;
+    if (id->conf->onionbalance.role != OB_ROLE_INSTANCE || service_id_refusal(id))
+        return;
+    if (instance_key_dir(m->conf, id->conf, m->instance, dir, sizeof(dir)) < 0) {
+        snprintf(err, sizeof(err), "its key directory's path is too long");
+        m->services[i].ob_bad = true;
+    } else if (ob_instance_prepare(dir, id->address, &id->conf->onionbalance, err, sizeof(err)) < 0) {
+        m->services[i].ob_bad = true;
+    }
+    if (m->services[i].ob_bad && !was_bad)
+        log_error("services: service %s left out: Onionbalance instance: %s", id->conf->name, err);
+}
+
+/* Check each hosted service's key (and its copy on this tor, with the copy's authorized_clients) and
+ * prepare its Onionbalance file: a service that fails is left out of the SETCONF. tor re-reads every
+ * service's authorized_clients/ on any SETCONF, so no SETCONF that carries our services skips this. */
+static void service_verify(struct service_mgr *m)
+{
+    for (size_t i = 0; i < m->n; i++) {
+        char copy[PATH_MAX];
+        m->services[i].copy_bad = false;
+        if (!service_mgr_hosts(m, i))
+            continue; /* another tor's */
+        if (!service_ids_verify_key(m->ids, i))
+            m->services[i].uploaded = false;
+        else if (m->instance > 0 && service_id_at(m, i)->conf->onionbalance.role != OB_ROLE_FRONTEND)
+            m->services[i].copy_bad =
+                instance_key_dir(m->conf, service_id_at(m, i)->conf, m->instance, copy, sizeof(copy)) < 0 ||
+                !service_ids_verify_copy(m->ids, i, copy);
+        service_ob_prepare(m, i);
+    }
+}
+
+/* Admit waiting services into the window (logged when some wait, and when none waits any more) and
+ * mark the services a renewal turns PoW on for (`renew`), or none. */
+static void service_admit_and_mark(struct service_mgr *m, bool renew)
+{
+    size_t waiting = service_admit(m);
+    if (waiting > 0 && !m->admit_said) {
+        log_info("services: %zu service%s wait%s to be handed to this tor: at most %d at a time whose first "
+                 "uploads are unanswered (tor drops uploads when too many start at once)",
+                 waiting, waiting == 1 ? "" : "s", waiting == 1 ? "s" : "", SERVICE_ADMIT_WINDOW);
+        m->admit_said = true;
+    } else if (waiting == 0 && m->admit_said) {
+        log_info("services: every service is handed to this tor");
+        m->admit_said = false;
+    }
+    m->renew_armed = false;
+    m->renew_waiting = 0;
+    for (size_t i = 0; i < m->n; i++) {
+        m->services[i].renew_pow = renew && service_in_tor(m, i) && !service_id_at(m, i)->conf->dos.pow_enabled;
+        m->renew_waiting += m->services[i].renew_pow;
+    }
+}
+
+/* Build the SETCONF that sets the complete HiddenService* group: the attached tor's own services first,
+ * then ours as `group` says (every one verified first: service_verify; the `skip`-th left out; PoW on for
+ * those with renew_pow). The one builder of the group: every path that sends it comes here. Returns a
+ * new command, or NULL with err. */
+static char *service_setconf_cmd(struct service_mgr *m, enum service_group group, size_t skip, char *err,
+                                 size_t errlen)
+{
+    bool ours = group != SERVICE_GROUP_NONE;
+    if (ours)
+        service_verify(m);
+    if (group == SERVICE_GROUP_CONFIGURED || group == SERVICE_GROUP_RENEW)
+        service_admit_and_mark(m, group == SERVICE_GROUP_RENEW);
     size_t cap = m->foreign.n + 1;
     for (size_t i = 0; ours && i < m->n; i++)
         cap += 3 + SERVICE_DOS_ITEMS_MAX + service_id_at(m, i)->conf->n_ports; /* Dir, ports, dos, OB, ExportCircuitID */
@@ -441,63 +517,16 @@ static void service_setconf_cb(struct cp_conn *c, const struct cp_reply *r, cons
     log_info("services: %zu service%s handed to tor", in, in == 1 ? "" : "s");
 }
 
-/* An Onionbalance instance's ob_config must be in the directory this tor uses before the SETCONF. */
-static void service_ob_prepare(struct service_mgr *m, size_t i)
-{
-    const struct service_id *id = service_id_at(m, i);
-    char dir[PATH_MAX], err[PATH_MAX + 256];
-    bool was_bad = m->services[i].ob_bad;
-    m->services[i].ob_bad = false;
-    if (id->conf->onionbalance.role != OB_ROLE_INSTANCE || service_id_refusal(id))
-        return;
-    if (instance_key_dir(m->conf, id->conf, m->instance, dir, sizeof(dir)) < 0) {
-        snprintf(err, sizeof(err), "its key directory's path is too long");
-        m->services[i].ob_bad = true;
-    } else if (ob_instance_prepare(dir, id->address, &id->conf->onionbalance, err, sizeof(err)) < 0) {
-        m->services[i].ob_bad = true;
-    }
-    if (m->services[i].ob_bad && !was_bad)
-        log_error("services: service %s left out: Onionbalance instance: %s", id->conf->name, err);
-}
-
 static void service_renew_cb(struct cp_conn *c, const struct cp_reply *r, const char *err, void *arg);
 
-/* Send the complete group (service_setconf_cmd), each service's key (and its copy on this tor) verified
- * first. With `renew` (service_mgr_renew), PoW is on in it for every handed-over service configured
- * without it; otherwise it is exactly the configured group, and a renewal under way ends. */
+/* Send the complete group (service_setconf_cmd): with `renew` (service_mgr_renew), PoW on in it for every
+ * handed-over service configured without it; otherwise exactly the configured group, and a renewal under
+ * way ends. */
 static int service_send(struct service_mgr *m, bool renew)
 {
     char err[512];
-    for (size_t i = 0; i < m->n; i++) {
-        char copy[PATH_MAX];
-        m->services[i].copy_bad = false;
-        if (!service_mgr_hosts(m, i))
-            continue; /* another tor's */
-        if (!service_ids_verify_key(m->ids, i))
-            m->services[i].uploaded = false;
-        else if (m->instance > 0 && service_id_at(m, i)->conf->onionbalance.role != OB_ROLE_FRONTEND)
-            m->services[i].copy_bad =
-                instance_key_dir(m->conf, service_id_at(m, i)->conf, m->instance, copy, sizeof(copy)) < 0 ||
-                !service_ids_verify_copy(m->ids, i, copy);
-        service_ob_prepare(m, i);
-    }
-    size_t waiting = service_admit(m);
-    if (waiting > 0 && !m->admit_said) {
-        log_info("services: %zu service%s wait%s to be handed to this tor: at most %d at a time whose first "
-                 "uploads are unanswered (tor drops uploads when too many start at once)",
-                 waiting, waiting == 1 ? "" : "s", waiting == 1 ? "s" : "", SERVICE_ADMIT_WINDOW);
-        m->admit_said = true;
-    } else if (waiting == 0 && m->admit_said) {
-        log_info("services: every service is handed to this tor");
-        m->admit_said = false;
-    }
-    m->renew_armed = false;
-    m->renew_waiting = 0;
-    for (size_t i = 0; i < m->n; i++) {
-        m->services[i].renew_pow = renew && service_in_tor(m, i) && !service_id_at(m, i)->conf->dos.pow_enabled;
-        m->renew_waiting += m->services[i].renew_pow;
-    }
-    char *cmd = service_setconf_cmd(m, true, SERVICE_SKIP_NONE, err, sizeof(err));
+    char *cmd = service_setconf_cmd(m, renew ? SERVICE_GROUP_RENEW : SERVICE_GROUP_CONFIGURED, SERVICE_SKIP_NONE,
+                                    err, sizeof(err));
     clock_gettime(CLOCK_MONOTONIC, &m->published_at);
     m->setconfs++;
     int rc = 0;
@@ -846,7 +875,7 @@ void service_mgr_unpublish(struct service_mgr *m, void (*done)(void *arg), void 
     char *cmd = NULL;
     /* Without the tor's own services known nothing of ours was handed over on this connection, and a
      * SETCONF would remove theirs. */
-    if (!m->conn || !m->foreign_known || !u || !(cmd = service_setconf_cmd(m, false, SERVICE_SKIP_NONE, err, sizeof(err)))) {
+    if (!m->conn || !m->foreign_known || !u || !(cmd = service_setconf_cmd(m, SERVICE_GROUP_NONE, SERVICE_SKIP_NONE, err, sizeof(err)))) {
         free(u);
         done(arg);
         return;
@@ -885,7 +914,7 @@ int service_mgr_republish(struct service_mgr *m)
 static int service_readd(struct service_mgr *m)
 {
     char err[256];
-    char *cmd = service_setconf_cmd(m, false, SERVICE_SKIP_NONE, err, sizeof(err));
+    char *cmd = service_setconf_cmd(m, SERVICE_GROUP_NONE, SERVICE_SKIP_NONE, err, sizeof(err));
     if (!cmd)
         return -1;
     /* Two SETCONFs in a row. The CONF_CHANGED of the first one triggers a check, which tor answers after
@@ -917,7 +946,7 @@ int service_mgr_renew_one(struct service_mgr *m, const char *address)
     }
     /* Without it, then with it: tor drops the service (its descriptors and introduction circuits) and
      * builds it anew with the same key; only its lines change, so the others keep their descriptors. */
-    if (!(cmd = service_setconf_cmd(m, true, i, err, sizeof(err))))
+    if (!(cmd = service_setconf_cmd(m, SERVICE_GROUP_HANDED, i, err, sizeof(err))))
         return -1;
     m->setconfs++;
     int rc = service_send_setconf(m, cmd, service_setconf_cb, m, err, sizeof(err));
