@@ -1,7 +1,9 @@
-/* service.c — SETCONF publication of onionfront's services on one tor (see service.h). One job despite
- * its length: every path here (publish, renew, re-add, foreign services, a tor that lost ours,
- * unpublish) builds or checks the one SETCONF of the service_mgr's HiddenService* lines on one tor. */
+/* service.c — SETCONF publication of onionfront's services on one tor (see service.h): every path here
+ * (publish, renew, re-add, foreign services, a tor that lost ours, unpublish) builds or checks the one
+ * SETCONF of the service_mgr's HiddenService* lines on one tor. Which waiting services it admits is
+ * service_admit.c's (the state both share: service_int.h). */
 #include "sidecar/publish/service.h"
+#include "sidecar/publish/service_int.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -23,60 +25,6 @@
 #include "sidecar/identity/service_id.h"
 
 #define SERVICE_SETCONF_S_PER_SERVICE 1 /* a SETCONF's time to answer, per service, beyond command_timeout */
-/* Handing many services to a tor at once makes it start every service's uploads at once (16 each: two
- * descriptors, eight HSDirs), and tor 0.4.9 then spends its CPU re-matching every waiting upload stream to
- * every new circuit; uploads left waiting past SocksTimeout or the directory stall limit are dropped with
- * no HS_DESC FAILED and no retry until the next descriptor (tests/testnet/README.md, "Many services on one
- * tor": from ~35 services on a 2-core machine). So services are admitted to a tor in a window: at most
- * SERVICE_ADMIT_WINDOW at a time whose first uploads tor has not all answered, each counted for at most
- * SERVICE_ADMIT_WAIT_S; more go in one SETCONF once at least SERVICE_ADMIT_STEP slots are free (or all
- * that wait fit). Services with PoW on wait for the last step and go in together, since every SETCONF
- * re-uploads each PoW service already in tor (TOR-FACTS). */
-#define SERVICE_ADMIT_WINDOW 16
-#define SERVICE_ADMIT_STEP 8
-#define SERVICE_ADMIT_WAIT_S 60.0
-
-/* What this tor did with one service (its identity is service_ids' entry at the same index). */
-struct service {
-    bool uploaded;                   /* first HS_DESC UPLOADED seen on this connection */
-    unsigned uploads;
-    bool in_tor;                     /* listed in tor's last GETCONF HiddenServiceOptions answer */
-    unsigned reapplied;              /* times tor dropped it (a reload) and it was handed back */
-    bool copy_bad;                   /* instance >= 1: its key copy is not the service's key; left out */
-    bool ob_bad;                     /* its Onionbalance ob_config could not be written; left out */
-    bool renew_pow;                  /* service_mgr_renew: PoW on for now (configured off), until tor
-                                        uploads with it; then the configured group goes out */
-    bool admitted;                   /* in this tor's window (see SERVICE_ADMIT_WINDOW): handed over */
-    double admitted_at;              /* monotonic seconds */
-    unsigned up_sent, up_answered;   /* HS_DESC UPLOAD, and UPLOADED or FAILED, on this connection */
-};
-
-struct service_mgr {
-    const struct config *conf;
-    struct service_ids *ids;   /* the services' identities, in config order (borrowed) */
-    struct service *services;  /* parallel to ids */
-    size_t n;
-    struct cp_conn *conn;
-    unsigned instance;      /* which tor (instance.h): its copies of the key directories */
-    enum service_mode mode; /* this tor hosts only the services of this mode (workerset.h) */
-    struct cp_info foreign; /* the attached tor's own HiddenService* lines, kept in every SETCONF */
-    bool foreign_known;     /* `foreign` is this connection's answer: until then no SETCONF may be sent,
-                               since it would replace (remove) the tor's own services */
-    struct timespec published_at;
-    /* Watching for a tor that lost our services (a reload re-reads its torrc and drops every SETCONF'd
-     * service; see service_watch_*). */
-    unsigned long setconfs; /* SETCONFs sent on this connection: an answer to an older check is stale */
-    bool check_pending;     /* a GETCONF of the check is on its way; later triggers are covered by it */
-    bool reload_seen;       /* tor reported SIGNAL RELOAD since the last check */
-    bool unpublishing;      /* our services were removed on purpose: never re-apply them */
-    unsigned long check_setconfs; /* `setconfs` when the pending check was sent */
-    /* service_mgr_renew's first SETCONF (PoW on for services configured without it) was accepted: the next
-     * HS_DESC UPLOAD of each such service is a descriptor with PoW parameters, so the configured group
-     * (PoW off) makes tor upload again (service_renew_uploading). */
-    bool renew_armed;
-    size_t renew_waiting; /* services with renew_pow set */
-    bool admit_said;      /* services wait for the window (logged once until all are in) */
-};
 
 static double service_since(const struct timespec *t0)
 {
@@ -101,8 +49,7 @@ struct service_mgr *service_mgr_new(const struct config *conf, struct service_id
     return m;
 }
 
-/* The i-th service's identity. */
-static const struct service_id *service_id_at(const struct service_mgr *m, size_t i)
+const struct service_id *service_id_at(const struct service_mgr *m, size_t i)
 {
     return service_ids_at(m->ids, i);
 }
@@ -126,83 +73,16 @@ bool service_mgr_all_public(const struct service_mgr *m, const struct config *co
     return m->mode == SERVICE_MODE_SINGLE;
 }
 
-/* Is the i-th service to be handed to tor (hosted here, not refused), admitted or not? */
-static bool service_for_tor(const struct service_mgr *m, size_t i)
+bool service_for_tor(const struct service_mgr *m, size_t i)
 {
     /* An Onionbalance frontend's key is the master key: Onionbalance publishes it, never a tor. */
     return service_mgr_hosts(m, i) && !service_id_refusal(service_id_at(m, i)) && !m->services[i].copy_bad &&
            !m->services[i].ob_bad && service_id_at(m, i)->conf->onionbalance.role != OB_ROLE_FRONTEND;
 }
 
-/* Is the i-th service handed to tor: to be, and admitted (service_admit)? */
-static bool service_in_tor(const struct service_mgr *m, size_t i)
+bool service_in_tor(const struct service_mgr *m, size_t i)
 {
     return service_for_tor(m, i) && m->services[i].admitted;
-}
-
-/* Is the admitted i-th service still in its first uploads (it holds a slot of the window)? */
-static bool service_admitting(const struct service_mgr *m, size_t i, double now)
-{
-    const struct service *s = &m->services[i];
-    bool answered = s->up_sent > 0 && s->up_answered >= s->up_sent;
-    return s->admitted && !answered && now - s->admitted_at < SERVICE_ADMIT_WAIT_S;
-}
-
-/* The window's state: slots taken, services waiting to be admitted (those with PoW on apart). */
-struct service_window {
-    size_t busy, waiting, waiting_pow;
-};
-
-static struct service_window service_window_of(const struct service_mgr *m, double now)
-{
-    struct service_window win = {0};
-    for (size_t i = 0; i < m->n; i++) {
-        if (!service_for_tor(m, i))
-            continue;
-        if (m->services[i].admitted)
-            win.busy += service_admitting(m, i, now);
-        else if (service_id_at(m, i)->conf->dos.pow_enabled)
-            win.waiting_pow++;
-        else
-            win.waiting++;
-    }
-    return win;
-}
-
-/* Would a SETCONF now admit a worthwhile step (see SERVICE_ADMIT_STEP)? */
-static bool service_admit_due(const struct service_mgr *m, double now)
-{
-    struct service_window win = service_window_of(m, now);
-    size_t free_slots = win.busy < SERVICE_ADMIT_WINDOW ? SERVICE_ADMIT_WINDOW - win.busy : 0;
-    if (win.waiting > 0)
-        return free_slots >= SERVICE_ADMIT_STEP || free_slots >= win.waiting;
-    return win.waiting_pow > 0; /* the last step: every PoW service at once */
-}
-
-/* Admit waiting services into the window before a SETCONF: plain ones while slots are free, in config
- * order; the PoW ones all together once no plain one waits. Return how many still wait. */
-static size_t service_admit(struct service_mgr *m)
-{
-    double now = (double)clock_now_ms() / 1e3;
-    struct service_window win = service_window_of(m, now);
-    for (int pow = 0; pow < 2; pow++)
-        for (size_t i = 0; i < m->n; i++) {
-            struct service *s = &m->services[i];
-            if (s->admitted || !service_for_tor(m, i) || service_id_at(m, i)->conf->dos.pow_enabled != (pow == 1))
-                continue;
-            if (pow ? win.waiting > 0 : win.busy >= SERVICE_ADMIT_WINDOW)
-                continue;
-            s->admitted = true;
-            s->admitted_at = now;
-            s->up_sent = s->up_answered = 0;
-            if (pow) {
-                win.waiting_pow--;
-            } else {
-                win.busy++;
-                win.waiting--;
-            }
-        }
-    return win.waiting + win.waiting_pow;
 }
 
 void service_mgr_free(struct service_mgr *m)
@@ -377,28 +257,6 @@ static void service_verify(struct service_mgr *m)
                 instance_key_dir(m->conf, service_id_at(m, i)->conf, m->instance, copy, sizeof(copy)) < 0 ||
                 !service_ids_verify_copy(m->ids, i, copy);
         service_ob_prepare(m, i);
-    }
-}
-
-/* Admit waiting services into the window (logged when some wait, and when none waits any more) and
- * mark the services a renewal turns PoW on for (`renew`), or none. */
-static void service_admit_and_mark(struct service_mgr *m, bool renew)
-{
-    size_t waiting = service_admit(m);
-    if (waiting > 0 && !m->admit_said) {
-        log_info("services: %zu service%s wait%s to be handed to this tor: at most %d at a time whose first "
-                 "uploads are unanswered (tor drops uploads when too many start at once)",
-                 waiting, waiting == 1 ? "" : "s", waiting == 1 ? "s" : "", SERVICE_ADMIT_WINDOW);
-        m->admit_said = true;
-    } else if (waiting == 0 && m->admit_said) {
-        log_info("services: every service is handed to this tor");
-        m->admit_said = false;
-    }
-    m->renew_armed = false;
-    m->renew_waiting = 0;
-    for (size_t i = 0; i < m->n; i++) {
-        m->services[i].renew_pow = renew && service_in_tor(m, i) && !service_id_at(m, i)->conf->dos.pow_enabled;
-        m->renew_waiting += m->services[i].renew_pow;
     }
 }
 
