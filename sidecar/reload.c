@@ -32,6 +32,16 @@ static int reload_refused(char *msg, size_t msglen, const char *fmt, ...)
     return -1;
 }
 
+/* A reload refused after the key hand-over: hand over again for the running config, so its key directories,
+ * tor instances' key copies and their authorized_clients (tor re-reads them on any SETCONF, whoever sends
+ * it) are what they were before the refused config was read. */
+static void reload_hand_back(const struct reload_parts *p, const struct config *running)
+{
+    char err[1024];
+    if (workerset_hand_over(p->workerset, running, err, sizeof(err)) < 0)
+        log_error("reload: cannot restore the running config's key directories: %s", err);
+}
+
 void reload_set_log_level(const struct config *c)
 {
     log_configure(config_log_level_str(c->log_level), config_log_format_str(c->log_format));
@@ -54,13 +64,17 @@ int reload_apply(const struct reload_parts *p, const char *path, struct config *
         config_free(nc);
         return reload_refused(msg, msglen, "%s", err);
     }
+    /* The keys for tor (new services' copies, the clients in each copy's authorized_clients) before any
+     * tor hears of them; undone by reload_hand_back if the reload is refused from here on. */
     if (workerset_hand_over(p->workerset, nc, err, sizeof(err)) < 0) {
+        reload_hand_back(p, *conf);
         config_free(nc);
         return reload_refused(msg, msglen, "%s", err);
     }
     /* The data path first: sockets for new ports must exist before tor is told about them. Backend
      * changes end here and never reach tor (service_conf_tor_equal ignores them). */
     if (proxy_update(p->proxy, nc, err, sizeof(err)) < 0) {
+        reload_hand_back(p, *conf);
         config_free(nc);
         return reload_refused(msg, msglen, "%s", err);
     }
@@ -79,6 +93,7 @@ int reload_apply(const struct reload_parts *p, const char *path, struct config *
         reload_refused(msg, msglen, "%s", err);
         if (ids_switched && service_ids_reconfigure(p->ids, *conf, rerr, sizeof(rerr)) < 0)
             log_error("reload: cannot restore the services of the running config: %s", rerr);
+        reload_hand_back(p, *conf);
         workerset_rollback(p->workerset, *conf);
         if (proxy_update(p->proxy, *conf, rerr, sizeof(rerr)) < 0)
             log_error("reload: cannot restore the data path of the running config: %s", rerr);

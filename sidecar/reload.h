@@ -7,7 +7,9 @@
  * one SETCONF per tor if its view changed; reload.c never loops over workers itself), the anonymous
  * services' tor started or stopped (workerset_apply_modes), Onion-Location, the status socket's ACL, the
  * log level and format; a new tor.binary then starts a rolling restart onto it
- * (workerset_binary_reloaded). A refused or failed reload leaves the running config in place.
+ * (workerset_binary_reloaded). A refused or failed reload leaves the running config in place; one refused
+ * after the hand-over hands over again for the running config, so no key copy or authorized_clients file
+ * keeps what the refused config wanted (tor re-reads them on any SETCONF).
  *
  * Owns nothing: the parts are borrowed for one call. Not the decision when to reload (main.c). */
 #ifndef ONIONFRONT_RELOAD_H

@@ -66,3 +66,10 @@ bool onion_address_equal(const char *a, const char *b)
     size_t n = onion_address_len(a);
     return n == onion_address_len(b) && strncasecmp(a, b, n) == 0;
 }
+
+int onion_address_cmp(const char *a, const char *b)
+{
+    size_t na = onion_address_len(a), nb = onion_address_len(b);
+    int r = strncasecmp(a, b, na < nb ? na : nb);
+    return r ? r : (na > nb) - (na < nb);
+}

@@ -25,6 +25,10 @@ int onion_address_from_pubkey(const unsigned char pk[32], char out[ONION_ADDRESS
  * here. */
 bool onion_address_equal(const char *a, const char *b);
 
+/* Order `a` and `b` (each with or without ".onion", base32 case-insensitive) for sorted look-ups: <0, 0 or
+ * >0 as strcmp; 0 exactly when onion_address_equal. */
+int onion_address_cmp(const char *a, const char *b);
+
 /* RFC 4648 base32 of `len` bytes of `in` into `out` (len * 8 / 5 rounded up, plus the NUL), lowercase, no
  * padding; unused low bits of the last character are zero (35 bytes -> 56 chars, 32 -> 52). */
 void onion_address_base32(const unsigned char *in, size_t len, char *out);

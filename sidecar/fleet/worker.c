@@ -286,6 +286,7 @@ int worker_start(struct worker *w, char *err, size_t errlen)
         return -1;
     }
     w->stopping = false; /* a worker may be started again after worker_stop (the anonymous services' tor) */
+    tor_sup_allow_metrics_port(w->tor, service_mgr_all_public(w->services, w->conf));
     if (tor_sup_start(w->tor, terr, sizeof(terr)) < 0) {
         snprintf(err, errlen, "cannot start tor: %s", terr);
         return -1;
@@ -307,8 +308,17 @@ void worker_stop(struct worker *w)
 
 int worker_reconfigure(struct worker *w, const struct config *conf, bool *tor_changed, char *err, size_t errlen)
 {
+    /* Closed before the services' SETCONF: a service whose address is secret never shows on a MetricsPort.
+     * Allowed again only once the new services are taken (from this tor's next start). */
+    bool all_public = service_mgr_all_public(w->services, conf);
+    if (!all_public) {
+        tor_sup_allow_metrics_port(w->tor, false);
+        torscrape_set_port(w->scrape, 0);
+    }
     if (service_mgr_reconfigure(w->services, conf, tor_changed, err, errlen) < 0)
         return -1;
+    if (all_public)
+        tor_sup_allow_metrics_port(w->tor, true);
     tor_sup_set_config(w->tor, conf);
     w->conf = conf;
     worker_sync_services(w);

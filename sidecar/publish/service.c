@@ -1,7 +1,9 @@
-/* service.c — SETCONF publication of onionfront's services on one tor (see service.h). One job despite
- * its length: every path here (publish, renew, re-add, foreign services, a tor that lost ours,
- * unpublish) builds or checks the one SETCONF of the service_mgr's HiddenService* lines on one tor. */
+/* service.c — SETCONF publication of onionfront's services on one tor (see service.h): every path here
+ * (publish, renew, re-add, foreign services, a tor that lost ours, unpublish) builds or checks the one
+ * SETCONF of the service_mgr's HiddenService* lines on one tor. Which waiting services it admits is
+ * service_admit.c's (the state both share: service_int.h). */
 #include "sidecar/publish/service.h"
+#include "sidecar/publish/service_int.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -23,60 +25,6 @@
 #include "sidecar/identity/service_id.h"
 
 #define SERVICE_SETCONF_S_PER_SERVICE 1 /* a SETCONF's time to answer, per service, beyond command_timeout */
-/* Handing many services to a tor at once makes it start every service's uploads at once (16 each: two
- * descriptors, eight HSDirs), and tor 0.4.9 then spends its CPU re-matching every waiting upload stream to
- * every new circuit; uploads left waiting past SocksTimeout or the directory stall limit are dropped with
- * no HS_DESC FAILED and no retry until the next descriptor (tests/testnet/README.md, "Many services on one
- * tor": from ~35 services on a 2-core machine). So services are admitted to a tor in a window: at most
- * SERVICE_ADMIT_WINDOW at a time whose first uploads tor has not all answered, each counted for at most
- * SERVICE_ADMIT_WAIT_S; more go in one SETCONF once at least SERVICE_ADMIT_STEP slots are free (or all
- * that wait fit). Services with PoW on wait for the last step and go in together, since every SETCONF
- * re-uploads each PoW service already in tor (TOR-FACTS). */
-#define SERVICE_ADMIT_WINDOW 16
-#define SERVICE_ADMIT_STEP 8
-#define SERVICE_ADMIT_WAIT_S 60.0
-
-/* What this tor did with one service (its identity is service_ids' entry at the same index). */
-struct service {
-    bool uploaded;                   /* first HS_DESC UPLOADED seen on this connection */
-    unsigned uploads;
-    bool in_tor;                     /* listed in tor's last GETCONF HiddenServiceOptions answer */
-    unsigned reapplied;              /* times tor dropped it (a reload) and it was handed back */
-    bool copy_bad;                   /* instance >= 1: its key copy is not the service's key; left out */
-    bool ob_bad;                     /* its Onionbalance ob_config could not be written; left out */
-    bool renew_pow;                  /* service_mgr_renew: PoW on for now (configured off), until tor
-                                        uploads with it; then the configured group goes out */
-    bool admitted;                   /* in this tor's window (see SERVICE_ADMIT_WINDOW): handed over */
-    double admitted_at;              /* monotonic seconds */
-    unsigned up_sent, up_answered;   /* HS_DESC UPLOAD, and UPLOADED or FAILED, on this connection */
-};
-
-struct service_mgr {
-    const struct config *conf;
-    struct service_ids *ids;   /* the services' identities, in config order (borrowed) */
-    struct service *services;  /* parallel to ids */
-    size_t n;
-    struct cp_conn *conn;
-    unsigned instance;      /* which tor (instance.h): its copies of the key directories */
-    enum service_mode mode; /* this tor hosts only the services of this mode (workerset.h) */
-    struct cp_info foreign; /* the attached tor's own HiddenService* lines, kept in every SETCONF */
-    bool foreign_known;     /* `foreign` is this connection's answer: until then no SETCONF may be sent,
-                               since it would replace (remove) the tor's own services */
-    struct timespec published_at;
-    /* Watching for a tor that lost our services (a reload re-reads its torrc and drops every SETCONF'd
-     * service; see service_watch_*). */
-    unsigned long setconfs; /* SETCONFs sent on this connection: an answer to an older check is stale */
-    bool check_pending;     /* a GETCONF of the check is on its way; later triggers are covered by it */
-    bool reload_seen;       /* tor reported SIGNAL RELOAD since the last check */
-    bool unpublishing;      /* our services were removed on purpose: never re-apply them */
-    unsigned long check_setconfs; /* `setconfs` when the pending check was sent */
-    /* service_mgr_renew's first SETCONF (PoW on for services configured without it) was accepted: the next
-     * HS_DESC UPLOAD of each such service is a descriptor with PoW parameters, so the configured group
-     * (PoW off) makes tor upload again (service_renew_uploading). */
-    bool renew_armed;
-    size_t renew_waiting; /* services with renew_pow set */
-    bool admit_said;      /* services wait for the window (logged once until all are in) */
-};
 
 static double service_since(const struct timespec *t0)
 {
@@ -101,8 +49,7 @@ struct service_mgr *service_mgr_new(const struct config *conf, struct service_id
     return m;
 }
 
-/* The i-th service's identity. */
-static const struct service_id *service_id_at(const struct service_mgr *m, size_t i)
+const struct service_id *service_id_at(const struct service_mgr *m, size_t i)
 {
     return service_ids_at(m->ids, i);
 }
@@ -118,83 +65,24 @@ bool service_mgr_hosts(const struct service_mgr *m, size_t i)
     return i < m->n && service_conf_here(m, service_id_at(m, i)->conf);
 }
 
-/* Is the i-th service to be handed to tor (hosted here, not refused), admitted or not? */
-static bool service_for_tor(const struct service_mgr *m, size_t i)
+bool service_mgr_all_public(const struct service_mgr *m, const struct config *conf)
+{
+    for (size_t i = 0; m->mode == SERVICE_MODE_SINGLE && i < conf->n_services; i++)
+        if (service_conf_here(m, &conf->services[i]) && conf->services[i].n_clients > 0)
+            return false;
+    return m->mode == SERVICE_MODE_SINGLE;
+}
+
+bool service_for_tor(const struct service_mgr *m, size_t i)
 {
     /* An Onionbalance frontend's key is the master key: Onionbalance publishes it, never a tor. */
     return service_mgr_hosts(m, i) && !service_id_refusal(service_id_at(m, i)) && !m->services[i].copy_bad &&
            !m->services[i].ob_bad && service_id_at(m, i)->conf->onionbalance.role != OB_ROLE_FRONTEND;
 }
 
-/* Is the i-th service handed to tor: to be, and admitted (service_admit)? */
-static bool service_in_tor(const struct service_mgr *m, size_t i)
+bool service_in_tor(const struct service_mgr *m, size_t i)
 {
     return service_for_tor(m, i) && m->services[i].admitted;
-}
-
-/* Is the admitted i-th service still in its first uploads (it holds a slot of the window)? */
-static bool service_admitting(const struct service_mgr *m, size_t i, double now)
-{
-    const struct service *s = &m->services[i];
-    bool answered = s->up_sent > 0 && s->up_answered >= s->up_sent;
-    return s->admitted && !answered && now - s->admitted_at < SERVICE_ADMIT_WAIT_S;
-}
-
-/* The window's state: slots taken, services waiting to be admitted (those with PoW on apart). */
-struct service_window {
-    size_t busy, waiting, waiting_pow;
-};
-
-static struct service_window service_window_of(const struct service_mgr *m, double now)
-{
-    struct service_window win = {0};
-    for (size_t i = 0; i < m->n; i++) {
-        if (!service_for_tor(m, i))
-            continue;
-        if (m->services[i].admitted)
-            win.busy += service_admitting(m, i, now);
-        else if (service_id_at(m, i)->conf->dos.pow_enabled)
-            win.waiting_pow++;
-        else
-            win.waiting++;
-    }
-    return win;
-}
-
-/* Would a SETCONF now admit a worthwhile step (see SERVICE_ADMIT_STEP)? */
-static bool service_admit_due(const struct service_mgr *m, double now)
-{
-    struct service_window win = service_window_of(m, now);
-    size_t free_slots = win.busy < SERVICE_ADMIT_WINDOW ? SERVICE_ADMIT_WINDOW - win.busy : 0;
-    if (win.waiting > 0)
-        return free_slots >= SERVICE_ADMIT_STEP || free_slots >= win.waiting;
-    return win.waiting_pow > 0; /* the last step: every PoW service at once */
-}
-
-/* Admit waiting services into the window before a SETCONF: plain ones while slots are free, in config
- * order; the PoW ones all together once no plain one waits. Return how many still wait. */
-static size_t service_admit(struct service_mgr *m)
-{
-    double now = (double)clock_now_ms() / 1e3;
-    struct service_window win = service_window_of(m, now);
-    for (int pow = 0; pow < 2; pow++)
-        for (size_t i = 0; i < m->n; i++) {
-            struct service *s = &m->services[i];
-            if (s->admitted || !service_for_tor(m, i) || service_id_at(m, i)->conf->dos.pow_enabled != (pow == 1))
-                continue;
-            if (pow ? win.waiting > 0 : win.busy >= SERVICE_ADMIT_WINDOW)
-                continue;
-            s->admitted = true;
-            s->admitted_at = now;
-            s->up_sent = s->up_answered = 0;
-            if (pow) {
-                win.waiting_pow--;
-            } else {
-                win.busy++;
-                win.waiting--;
-            }
-        }
-    return win.waiting + win.waiting_pow;
 }
 
 void service_mgr_free(struct service_mgr *m)
@@ -325,11 +213,65 @@ static int service_dos_items(const struct service_conf *sc, bool pow, struct cp_
 
 #define SERVICE_SKIP_NONE ((size_t)-1)
 
-/* Build the SETCONF that sets the complete HiddenService* group: the attached tor's own services first,
- * then ours (all of them but the `skip`-th, or none with `ours` false; PoW on for those with
- * renew_pow). Returns a new command, or NULL with err. */
-static char *service_setconf_cmd(const struct service_mgr *m, bool ours, size_t skip, char *err, size_t errlen)
+/* Which of our services a SETCONF of the group carries (service_setconf_cmd). */
+enum service_group {
+    SERVICE_GROUP_NONE,       /* none: only the attached tor's own (service_readd, unpublish) */
+    SERVICE_GROUP_CONFIGURED, /* every handed-over service as configured, waiting ones admitted first */
+    SERVICE_GROUP_RENEW,      /* the same, PoW on for those configured without it (service_mgr_renew) */
+    SERVICE_GROUP_HANDED,     /* the handed-over services as they are (but `skip`): service_mgr_renew_one */
+};
+
+/* An Onionbalance instance's ob_config must be in the directory this tor uses before the SETCONF. */
+static void service_ob_prepare(struct service_mgr *m, size_t i)
 {
+    const struct service_id *id = service_id_at(m, i);
+    char dir[PATH_MAX], err[PATH_MAX + 256];
+    bool was_bad = m->services[i].ob_bad;
+    m->services[i].ob_bad = false;
+    if (id->conf->onionbalance.role != OB_ROLE_INSTANCE || service_id_refusal(id))
+        return;
+    if (instance_key_dir(m->conf, id->conf, m->instance, dir, sizeof(dir)) < 0) {
+        snprintf(err, sizeof(err), "its key directory's path is too long");
+        m->services[i].ob_bad = true;
+    } else if (ob_instance_prepare(dir, id->address, &id->conf->onionbalance, err, sizeof(err)) < 0) {
+        m->services[i].ob_bad = true;
+    }
+    if (m->services[i].ob_bad && !was_bad)
+        log_error("services: service %s left out: Onionbalance instance: %s", id->conf->name, err);
+}
+
+/* Check each hosted service's key (and its copy on this tor, with the copy's authorized_clients) and
+ * prepare its Onionbalance file: a service that fails is left out of the SETCONF. tor re-reads every
+ * service's authorized_clients/ on any SETCONF, so no SETCONF that carries our services skips this. */
+static void service_verify(struct service_mgr *m)
+{
+    for (size_t i = 0; i < m->n; i++) {
+        char copy[PATH_MAX];
+        m->services[i].copy_bad = false;
+        if (!service_mgr_hosts(m, i))
+            continue; /* another tor's */
+        if (!service_ids_verify_key(m->ids, i))
+            m->services[i].uploaded = false;
+        else if (m->instance > 0 && service_id_at(m, i)->conf->onionbalance.role != OB_ROLE_FRONTEND)
+            m->services[i].copy_bad =
+                instance_key_dir(m->conf, service_id_at(m, i)->conf, m->instance, copy, sizeof(copy)) < 0 ||
+                !service_ids_verify_copy(m->ids, i, copy);
+        service_ob_prepare(m, i);
+    }
+}
+
+/* Build the SETCONF that sets the complete HiddenService* group: the attached tor's own services first,
+ * then ours as `group` says (every one verified first: service_verify; the `skip`-th left out; PoW on for
+ * those with renew_pow). The one builder of the group: every path that sends it comes here. Returns a
+ * new command, or NULL with err. */
+static char *service_setconf_cmd(struct service_mgr *m, enum service_group group, size_t skip, char *err,
+                                 size_t errlen)
+{
+    bool ours = group != SERVICE_GROUP_NONE;
+    if (ours)
+        service_verify(m);
+    if (group == SERVICE_GROUP_CONFIGURED || group == SERVICE_GROUP_RENEW)
+        service_admit_and_mark(m, group == SERVICE_GROUP_RENEW);
     size_t cap = m->foreign.n + 1;
     for (size_t i = 0; ours && i < m->n; i++)
         cap += 3 + SERVICE_DOS_ITEMS_MAX + service_id_at(m, i)->conf->n_ports; /* Dir, ports, dos, OB, ExportCircuitID */
@@ -433,63 +375,16 @@ static void service_setconf_cb(struct cp_conn *c, const struct cp_reply *r, cons
     log_info("services: %zu service%s handed to tor", in, in == 1 ? "" : "s");
 }
 
-/* An Onionbalance instance's ob_config must be in the directory this tor uses before the SETCONF. */
-static void service_ob_prepare(struct service_mgr *m, size_t i)
-{
-    const struct service_id *id = service_id_at(m, i);
-    char dir[PATH_MAX], err[PATH_MAX + 256];
-    bool was_bad = m->services[i].ob_bad;
-    m->services[i].ob_bad = false;
-    if (id->conf->onionbalance.role != OB_ROLE_INSTANCE || service_id_refusal(id))
-        return;
-    if (instance_key_dir(m->conf, id->conf, m->instance, dir, sizeof(dir)) < 0) {
-        snprintf(err, sizeof(err), "its key directory's path is too long");
-        m->services[i].ob_bad = true;
-    } else if (ob_instance_prepare(dir, id->address, &id->conf->onionbalance, err, sizeof(err)) < 0) {
-        m->services[i].ob_bad = true;
-    }
-    if (m->services[i].ob_bad && !was_bad)
-        log_error("services: service %s left out: Onionbalance instance: %s", id->conf->name, err);
-}
-
 static void service_renew_cb(struct cp_conn *c, const struct cp_reply *r, const char *err, void *arg);
 
-/* Send the complete group (service_setconf_cmd), each service's key (and its copy on this tor) verified
- * first. With `renew` (service_mgr_renew), PoW is on in it for every handed-over service configured
- * without it; otherwise it is exactly the configured group, and a renewal under way ends. */
+/* Send the complete group (service_setconf_cmd): with `renew` (service_mgr_renew), PoW on in it for every
+ * handed-over service configured without it; otherwise exactly the configured group, and a renewal under
+ * way ends. */
 static int service_send(struct service_mgr *m, bool renew)
 {
     char err[512];
-    for (size_t i = 0; i < m->n; i++) {
-        char copy[PATH_MAX];
-        m->services[i].copy_bad = false;
-        if (!service_mgr_hosts(m, i))
-            continue; /* another tor's */
-        if (!service_ids_verify_key(m->ids, i))
-            m->services[i].uploaded = false;
-        else if (m->instance > 0 && service_id_at(m, i)->conf->onionbalance.role != OB_ROLE_FRONTEND)
-            m->services[i].copy_bad =
-                instance_key_dir(m->conf, service_id_at(m, i)->conf, m->instance, copy, sizeof(copy)) < 0 ||
-                !service_ids_verify_copy(m->ids, i, copy);
-        service_ob_prepare(m, i);
-    }
-    size_t waiting = service_admit(m);
-    if (waiting > 0 && !m->admit_said) {
-        log_info("services: %zu service%s wait%s to be handed to this tor: at most %d at a time whose first "
-                 "uploads are unanswered (tor drops uploads when too many start at once)",
-                 waiting, waiting == 1 ? "" : "s", waiting == 1 ? "s" : "", SERVICE_ADMIT_WINDOW);
-        m->admit_said = true;
-    } else if (waiting == 0 && m->admit_said) {
-        log_info("services: every service is handed to this tor");
-        m->admit_said = false;
-    }
-    m->renew_armed = false;
-    m->renew_waiting = 0;
-    for (size_t i = 0; i < m->n; i++) {
-        m->services[i].renew_pow = renew && service_in_tor(m, i) && !service_id_at(m, i)->conf->dos.pow_enabled;
-        m->renew_waiting += m->services[i].renew_pow;
-    }
-    char *cmd = service_setconf_cmd(m, true, SERVICE_SKIP_NONE, err, sizeof(err));
+    char *cmd = service_setconf_cmd(m, renew ? SERVICE_GROUP_RENEW : SERVICE_GROUP_CONFIGURED, SERVICE_SKIP_NONE,
+                                    err, sizeof(err));
     clock_gettime(CLOCK_MONOTONIC, &m->published_at);
     m->setconfs++;
     int rc = 0;
@@ -838,7 +733,7 @@ void service_mgr_unpublish(struct service_mgr *m, void (*done)(void *arg), void 
     char *cmd = NULL;
     /* Without the tor's own services known nothing of ours was handed over on this connection, and a
      * SETCONF would remove theirs. */
-    if (!m->conn || !m->foreign_known || !u || !(cmd = service_setconf_cmd(m, false, SERVICE_SKIP_NONE, err, sizeof(err)))) {
+    if (!m->conn || !m->foreign_known || !u || !(cmd = service_setconf_cmd(m, SERVICE_GROUP_NONE, SERVICE_SKIP_NONE, err, sizeof(err)))) {
         free(u);
         done(arg);
         return;
@@ -877,7 +772,7 @@ int service_mgr_republish(struct service_mgr *m)
 static int service_readd(struct service_mgr *m)
 {
     char err[256];
-    char *cmd = service_setconf_cmd(m, false, SERVICE_SKIP_NONE, err, sizeof(err));
+    char *cmd = service_setconf_cmd(m, SERVICE_GROUP_NONE, SERVICE_SKIP_NONE, err, sizeof(err));
     if (!cmd)
         return -1;
     /* Two SETCONFs in a row. The CONF_CHANGED of the first one triggers a check, which tor answers after
@@ -909,7 +804,7 @@ int service_mgr_renew_one(struct service_mgr *m, const char *address)
     }
     /* Without it, then with it: tor drops the service (its descriptors and introduction circuits) and
      * builds it anew with the same key; only its lines change, so the others keep their descriptors. */
-    if (!(cmd = service_setconf_cmd(m, true, i, err, sizeof(err))))
+    if (!(cmd = service_setconf_cmd(m, SERVICE_GROUP_HANDED, i, err, sizeof(err))))
         return -1;
     m->setconfs++;
     int rc = service_send_setconf(m, cmd, service_setconf_cb, m, err, sizeof(err));

@@ -70,6 +70,10 @@ void service_mgr_set_mode(struct service_mgr *m, enum service_mode mode);
 /* Does this manager's tor host the i-th service (its mode)? */
 bool service_mgr_hosts(const struct service_mgr *m, size_t i);
 
+/* Is every service `conf` gives this tor public: single onions (not location-hidden) without client
+ * authorization, whose addresses are no secret? False for the anonymous services' tor. */
+bool service_mgr_all_public(const struct service_mgr *m, const struct config *conf);
+
 /* Make tor build and upload new descriptors of our services now, keeping their introduction points and
  * circuits (a standby taking over: rend-spec-v3's revision counter comes from the time a descriptor is
  * built, and HSDirs keep the highest, so re-posting the old one would be refused — TOR-FACTS). tor uploads

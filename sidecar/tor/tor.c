@@ -87,7 +87,9 @@ struct tor_sup {
     char control_socket[PATH_MAX];
     char torrc_path[PATH_MAX];
     char socks_socket[PATH_MAX]; /* TOR_ROLE_PROBE_CLIENT: its SocksPort */
-    unsigned metrics_port;       /* spawned service tor: its MetricsPort on 127.0.0.1, picked at each launch */
+    unsigned metrics_port;       /* spawned service tor: its MetricsPort on 127.0.0.1, picked at each launch;
+                                  * 0 for none (not allowed, or closed on the running tor) */
+    bool metrics_allowed;        /* tor_sup_allow_metrics_port: every service it hosts is public */
 
     struct event *retry_ev;     /* connect retry while STARTING, and restart after BACKOFF */
     struct event *deadline_ev;  /* bootstrap deadline */
@@ -518,6 +520,21 @@ static void tor_setup_cmd_cb(struct cp_conn *c, const struct cp_reply *r, const 
     }
 }
 
+/* Close the running tor's MetricsPort (it came from the torrc, before a service whose address must not
+ * leak was given to this tor). On a connection not ready yet tor_configure does it; a refusal restarts
+ * tor, whose new torrc has none. */
+static void tor_close_metrics_port(struct tor_sup *t)
+{
+    char err[256];
+    if (!t->metrics_port || !t->conn || cp_conn_get_state(t->conn) != CP_CONN_READY)
+        return;
+    t->metrics_port = 0;
+    log_info("%s: closing its MetricsPort: it hosts a service whose address other local users must not read",
+             t->label);
+    if (cp_conn_send(t->conn, "SETCONF MetricsPort=\"\"\r\n", tor_setup_cmd_cb, t, err, sizeof(err)) < 0)
+        tor_restart_later(t, err);
+}
+
 static void tor_configure(struct tor_sup *t)
 {
     char err[256];
@@ -535,6 +552,8 @@ static void tor_configure(struct tor_sup *t)
                          sizeof(err)) < 0)
             goto fail;
     }
+    if (!t->metrics_allowed)
+        tor_close_metrics_port(t); /* before any service is handed over */
     char *cmd = cp_cmd_setevents(tor_events, sizeof(tor_events) / sizeof(tor_events[0]), err, sizeof(err));
     if (!cmd || cp_conn_send(t->conn, cmd, tor_setup_cmd_cb, t, err, sizeof(err)) < 0) {
         free(cmd);
@@ -933,7 +952,9 @@ static int tor_write_torrc(struct tor_sup *t, char *err, size_t errlen)
     const char *client = tor_client_name(t);
     char name[16];
     snprintf(name, sizeof(name), "%s%storrc", client ? client : "", client ? "-" : "");
-    if (!client && !(p.metrics_port = t->metrics_port = tor_pick_loopback_port(err, errlen)))
+    t->metrics_port = 0;
+    if (!client && t->role == TOR_ROLE_SERVICE && t->metrics_allowed &&
+        !(p.metrics_port = t->metrics_port = tor_pick_loopback_port(err, errlen)))
         return -1;
     const char *tmpl = client ? torrc_client_template
                        : t->role == TOR_ROLE_ANONYMOUS ? torrc_anonymous_template
@@ -1147,6 +1168,13 @@ const char *tor_sup_socks_socket(const struct tor_sup *t)
 unsigned tor_sup_metrics_port(const struct tor_sup *t)
 {
     return tor_is_spawn(t) && t->role == TOR_ROLE_SERVICE ? t->metrics_port : 0;
+}
+
+void tor_sup_allow_metrics_port(struct tor_sup *t, bool allowed)
+{
+    t->metrics_allowed = allowed;
+    if (!allowed)
+        tor_close_metrics_port(t);
 }
 
 void tor_sup_restart(struct tor_sup *t, const char *why)

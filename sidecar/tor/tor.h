@@ -110,8 +110,15 @@ const char *tor_sup_control_socket(const struct tor_sup *t);
 /* TOR_ROLE_PROBE_CLIENT: the SocksPort's unix socket path (set by tor_sup_start); "" otherwise. */
 const char *tor_sup_socks_socket(const struct tor_sup *t);
 /* A spawned service tor: its MetricsPort on 127.0.0.1 (torrc: MetricsPortPolicy accept 127.0.0.1), picked
- * at each launch; 0 otherwise (attach mode: the operator's tor, whose MetricsPort is not ours to set). */
+ * at each launch; 0 otherwise (attach mode: the operator's tor, whose MetricsPort is not ours to set; the
+ * anonymous services' tor; a tor not allowed one). */
 unsigned tor_sup_metrics_port(const struct tor_sup *t);
+
+/* May this service tor have a MetricsPort (default: no)? tor 0.4.9 serves it on TCP only, so every local
+ * user can read it, and it names each service's onion address: allow it only while every service the tor
+ * hosts is public. Taken at each start; `allowed` false also closes the running tor's port at once
+ * (SETCONF, queued before anything sent after this call). A port is never opened on a running tor. */
+void tor_sup_allow_metrics_port(struct tor_sup *t, bool allowed);
 
 /* Give up on the current tor as if it had hung: kill (spawn) or disconnect (attach), then start again
  * with the usual backoff (logged once at warning with `why`). Nothing while stopping or in backoff. */

@@ -226,12 +226,34 @@ static bool tormetrics_is_onion(const char *s)
     return true;
 }
 
-/* The service `onion` in `m`, added if new; NULL at the cap or out of memory. */
+/* Where `address` is, or would go, in m->by_onion: the first position whose service does not sort before
+ * it. *found tells whether that service is `address`. */
+static size_t tormetrics_search(const struct tormetrics *m, const char *address, bool *found)
+{
+    size_t lo = 0, hi = m->n;
+    *found = false;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int r = onion_address_cmp(m->svc[m->by_onion[mid]].onion, address);
+        if (r == 0) {
+            *found = true;
+            return mid;
+        }
+        if (r < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The service `onion` in `m`, added if new (and indexed); NULL at the cap or out of memory. */
 static struct tormetrics_service *tormetrics_service(struct tormetrics *m, const char *onion, size_t *cap)
 {
-    for (size_t i = 0; i < m->n; i++)
-        if (strcmp(m->svc[i].onion, onion) == 0)
-            return &m->svc[i];
+    bool found;
+    size_t pos = tormetrics_search(m, onion, &found);
+    if (found)
+        return &m->svc[m->by_onion[pos]];
     if (m->n == TORMETRICS_SERVICES_MAX)
         return NULL;
     if (m->n == *cap) {
@@ -240,8 +262,14 @@ static struct tormetrics_service *tormetrics_service(struct tormetrics *m, const
         if (!s)
             return NULL;
         m->svc = s;
+        size_t *idx = realloc(m->by_onion, nc * sizeof(*idx));
+        if (!idx)
+            return NULL;
+        m->by_onion = idx;
         *cap = nc;
     }
+    memmove(&m->by_onion[pos + 1], &m->by_onion[pos], (m->n - pos) * sizeof(*m->by_onion));
+    m->by_onion[pos] = m->n;
     struct tormetrics_service *s = &m->svc[m->n++];
     memset(s, 0, sizeof(*s));
     snprintf(s->onion, sizeof(s->onion), "%s", onion);
@@ -312,13 +340,13 @@ void tormetrics_free(struct tormetrics *m)
     if (!m)
         return;
     free(m->svc);
+    free(m->by_onion);
     free(m);
 }
 
 const struct tormetrics_service *tormetrics_find(const struct tormetrics *m, const char *address)
 {
-    for (size_t i = 0; m && address && i < m->n; i++)
-        if (onion_address_equal(m->svc[i].onion, address))
-            return &m->svc[i];
-    return NULL;
+    bool found = false;
+    size_t pos = m && address ? tormetrics_search(m, address, &found) : 0;
+    return found ? &m->svc[m->by_onion[pos]] : NULL;
 }

@@ -41,8 +41,10 @@ struct tormetrics_service {
 };
 
 struct tormetrics {
-    struct tormetrics_service *svc;
+    struct tormetrics_service *svc; /* in the order tor first named them */
     size_t n;
+    size_t *by_onion;               /* indices into svc sorted by onion (onion_address_cmp): the look-ups'
+                                       index, built while parsing, so finding a service is O(log n) */
 };
 
 /* Parse `len` bytes of `text`. Return a new struct (free with tormetrics_free), or NULL with `err`
@@ -51,7 +53,8 @@ struct tormetrics *tormetrics_parse(const char *text, size_t len, char *err, siz
 
 void tormetrics_free(struct tormetrics *m);
 
-/* The service with onion address `address` (56 characters, with or without ".onion"), or NULL. */
+/* The service with onion address `address` (56 characters, with or without ".onion"), or NULL. A binary
+ * search of the index: a render of many services on several tors calls this once per service and tor. */
 const struct tormetrics_service *tormetrics_find(const struct tormetrics *m, const char *address);
 
 /* Add `one`'s values to `sum`: one service's figures from several tors (tor.instances), as an operator

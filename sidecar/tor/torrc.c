@@ -41,9 +41,8 @@ const char torrc_anonymous_template[] =
     "DNSPort 0\n"
     "## Layer-2 guards for its onion-service circuits (guard discovery), whatever the consensus says.\n"
     "VanguardsLiteEnabled 1\n"
-    "## tor's metrics (per service), read by onionfront; loopback only, a free port picked at each start.\n"
-    "MetricsPort 127.0.0.1:@METRICS_PORT@\n"
-    "MetricsPortPolicy accept 127.0.0.1\n"
+    "## No MetricsPort: tor serves it on TCP only, readable by every local user, and it names each\n"
+    "## service's onion address, which for a location-hidden service must not leak.\n"
     TORRC_OWNED_TOR
     "@USER_LINE@\n"
     "@EXTRA_TORRC@\n";
@@ -99,12 +98,15 @@ static int torrc_expand(struct evbuffer *out, const char *name, size_t name_len,
             return -1;
         return evbuffer_add_printf(out, " IsolateSOCKSAuth ExtendedErrors") < 0 ? -1 : 0;
     }
-    if (IS("METRICS_PORT")) {
-        if (p->metrics_port < 1 || p->metrics_port > 65535) {
+    if (IS("METRICS_LINES")) {
+        if (!p->metrics_port)
+            return evbuffer_add_printf(out, "## (none on this tor)") < 0 ? -1 : 0;
+        if (p->metrics_port > 65535) {
             snprintf(err, errlen, "torrc: MetricsPort %u is not a port (1-65535)", p->metrics_port);
             return -1;
         }
-        return evbuffer_add_printf(out, "%u", p->metrics_port) < 0 ? -1 : 0;
+        return evbuffer_add_printf(out, "MetricsPort 127.0.0.1:%u\nMetricsPortPolicy accept 127.0.0.1",
+                                   p->metrics_port) < 0 ? -1 : 0;
     }
     if (IS("CONTROLLER_PID"))
         return evbuffer_add_printf(out, "%ld", (long)p->controller_pid) < 0 ? -1 : 0;

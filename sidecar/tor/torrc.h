@@ -18,7 +18,7 @@ struct torrc_params {
     size_t n_extra;
     const char *socks_socket;   /* torrc_client_template only: the SocksPort's absolute unix socket path, or
                                    NULL for none ("SocksPort 0": Onionbalance's tor) */
-    unsigned metrics_port;      /* torrc_template: tor's MetricsPort on 127.0.0.1, 1-65535 */
+    unsigned metrics_port;      /* torrc_template: tor's MetricsPort on 127.0.0.1, 1-65535; 0 for none */
 };
 
 /* The built-in template (templates/torrc.in). */
@@ -30,7 +30,7 @@ extern const char torrc_template[];
 extern const char torrc_client_template[];
 
 /* The anonymous services' tor's template (tor.h's TOR_ROLE_ANONYMOUS): an ordinary tor (no single-hop
- * options), no client ports, vanguards-lite on, otherwise like the service tor. */
+ * options), no client ports, vanguards-lite on, no MetricsPort, otherwise like the service tor. */
 extern const char torrc_anonymous_template[];
 
 /* Render `tmpl` with `p`. Return a new NUL-terminated string, or NULL with a message in `err` naming the

@@ -206,28 +206,40 @@ int torscrape_metrics(const struct torscrape *const *s, const char *const *insta
                       const char *const *names, const char *const *addresses, size_t n, struct metrics *m)
 {
     char name[96], help[200];
+    int rc = -1;
+    /* Each service looked up once per tor, then every family reads the table: the families are printed
+     * one after the other, and a render must not cost fields x tors x services searches. */
+    const struct tormetrics_service **found = calloc(n_tors * n + 1, sizeof(*found));
+    if (!found)
+        return -1;
+    for (size_t k = 0; k < n_tors; k++)
+        for (size_t i = 0; torscrape_latest(s[k]) && i < n; i++)
+            found[k * n + i] = tormetrics_find(torscrape_latest(s[k]), addresses[i]);
     if (metrics_family(m, "onionfront_tor_metrics_up", METRICS_GAUGE,
                        "1 if the last read of the tor's MetricsPort worked, else 0 (no tor_hs samples then)."))
-        return -1;
+        goto done;
     for (size_t k = 0; k < n_tors; k++)
         if (metrics_sample(m, "onionfront_tor_metrics_up", (const char *const[]){"instance", instances[k], NULL},
                            torscrape_latest(s[k]) ? 1 : 0))
-            return -1;
+            goto done;
     for (int f = 0; f < TORMETRICS_N; f++) {
         bool counter = tormetrics_field_is_counter(f);
         snprintf(name, sizeof(name), "onionfront_tor_hs_%s%s", tormetrics_field_str(f), counter ? "_total" : "");
         snprintf(help, sizeof(help), "tor's %s for the service, as read from each tor's MetricsPort (instance); "
                  "absent if tor does not export it.", tormetrics_field_family(f));
         if (metrics_family(m, name, counter ? METRICS_COUNTER : METRICS_GAUGE, help))
-            return -1;
+            goto done;
         for (size_t k = 0; k < n_tors; k++)
             for (size_t i = 0; i < n; i++) {
-                const struct tormetrics_service *ts = tormetrics_find(torscrape_latest(s[k]), addresses[i]);
+                const struct tormetrics_service *ts = found[k * n + i];
                 if (ts && ts->has[f] &&
                     metrics_sample(m, name, (const char *const[]){"service", names[i], "instance", instances[k], NULL},
                                    ts->value[f]))
-                    return -1;
+                    goto done;
             }
     }
-    return 0;
+    rc = 0;
+done:
+    free(found);
+    return rc;
 }

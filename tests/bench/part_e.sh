@@ -37,6 +37,9 @@
 #    seconds per minute; RSS of onionfront, of its service tors (summed) and of its probe client tor;
 #    tor alone's RSS and CPU likewise.
 #  - `status --json` size in bytes and `status` text lines, after publication.
+#  - rendering `metrics` (onionfront's /metrics text, every tor's figures for every service): BENCH_E_RENDERS
+#    (20) requests one after the other on one connection to the status socket, mean ms from a request
+#    to its whole reply (the daemon renders on its event loop: time the data path waits).
 #  - a reload adding one service (tor alone: a HiddenService group appended to its torrc, SIGHUP;
 #    onionfront: the config with the service added, `onionfront reload`): time from the reload to the
 #    new service on all responsible HSDirs (same rule), and how many of the N others uploaded a
@@ -65,6 +68,7 @@ read -r -a E_COLS <<< "${BENCH_E_COLS:-alone of1 of2 of4 of4s2}"
 E_REPS=${BENCH_E_REPS:-1}
 E_IDLE=${BENCH_E_IDLE_SECONDS:-30}
 E_WINDOW=${BENCH_E_WINDOW:-30}
+E_RENDERS=${BENCH_E_RENDERS:-20}
 declare -A E_LABEL=([alone]="tor alone (torrc)" [of1]="onionfront, 1 tor" [of2]="onionfront, 2 tors" [of3]="onionfront, 3 tors"
 	[of4]="onionfront, 4 tors" [of4s2]="onionfront, 4 tors, each service on 2")
 declare -A E_WATCH=() # control socket → PID of the torctl watching it
@@ -128,6 +132,26 @@ e_torrc() {
 }
 
 e_of() { "$OF" -c "$E_DIR/onionfront.json" "$@"; }
+
+# e_render_ms SOCKET R: R "metrics" requests one after the other on one connection to the status socket
+# (each reply read whole before the next request); prints the mean ms per request, or nothing if a reply
+# was not a good one.
+e_render_ms() {
+	python3 - "$1" "$2" <<'PY' 2> /dev/null
+import socket, sys, time
+path, n = sys.argv[1], int(sys.argv[2])
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(120)
+s.connect(path)
+f = s.makefile("rb")
+t0 = time.monotonic()
+for _ in range(n):
+    s.sendall(b"metrics\n")
+    if not f.readline().startswith(b'{"ok":true'):
+        sys.exit(1)
+print("%.2f" % ((time.monotonic() - t0) * 1000 / n))
+PY
+}
 e_status() { e_of status --json 2> /dev/null; } # exits 1/2 while a service is degraded or down
 
 # Start a watcher on each of E_SOCKS that exists and has none running; HS_DESC events, one file per
@@ -308,6 +332,7 @@ e_run() {
 		[[ -n $pp ]] && record "e_rssprobe_$tag" "$(e_rss "$pp")"
 		record "e_json_$tag" "$(e_status | wc -c)"
 		record "e_text_$tag" "$(e_of status 2> /dev/null | wc -l)"
+		record "e_render_$tag" "$(e_render_ms "$E_DIR/run/status.sock" "$E_RENDERS")"
 	fi
 	# shellcheck disable=SC2086
 	record "e_cputor_$tag" "$(awk -v a="$d" -v b="$(cpu_of $tp)" -v t="$(since "$st")" 'BEGIN { printf "%.3f", (b - a) / t * 60 }')"
@@ -467,6 +492,13 @@ report_e() {
 		printf '| %s | `status --json` bytes; `status` text lines ' "$n"
 		for col in "${cols[@]}"; do
 			if [[ $col == alone ]]; then printf '| — '; else printf '| %s; %s ' "$(e_cell json %.0f "$col" "$n")" "$(e_cell text %.0f "$col" "$n")"; fi
+		done
+		for col in "${cols[@]}"; do [[ $col == alone ]] || printf '| — '; done
+		echo "| report |"
+		# shellcheck disable=SC2016 # markdown code, not an expansion
+		printf '| %s | `metrics` over the status socket, ms per request (mean of %s) ' "$n" "$E_RENDERS"
+		for col in "${cols[@]}"; do
+			if [[ $col == alone ]]; then printf '| — '; else printf '| %s ' "$(e_cell render %.2f "$col" "$n")"; fi
 		done
 		for col in "${cols[@]}"; do [[ $col == alone ]] || printf '| — '; done
 		echo "| report |"

@@ -41,7 +41,7 @@
 # BENCH_NET_DIR=DIR uses (and leaves running) a latency network already started with testnet.sh.
 # Part E: BENCH_E_NS ("10 50 200 500"), BENCH_E_REPS (1), BENCH_E_COLS ("alone of1 of2 of4 of4s2"),
 # BENCH_E_BASE_PORT (32000), BENCH_E_RELAYS (8: part E's network's relay count, testnet.sh's TESTNET_RELAYS),
-# BENCH_E_TIMEOUT (300 + 6 x N s per set-up), BENCH_E_IDLE_SECONDS (30), BENCH_E_WINDOW (30).
+# BENCH_E_TIMEOUT (300 + 6 x N s per set-up), BENCH_E_IDLE_SECONDS (30), BENCH_E_WINDOW (30), BENCH_E_RENDERS (20).
 
 set -u -o pipefail
 

@@ -11,7 +11,8 @@
  * replaced, the worker given the new service with its key and the proxy listening on its port; a reload
  * over Onionbalance's limit of 8 instances in all is refused with the identities restored; a reload
  * whose listeners and health checks do not fit under RLIMIT_NOFILE's hard limit is refused, naming the
- * numbers, with nothing applied. */
+ * numbers, with nothing applied; a reload refused after the key hand-over leaves the key directories and
+ * tor 2's copies byte for byte as they were. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -23,6 +24,7 @@
 
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <event2/event.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -63,6 +65,7 @@ struct test {
     struct reload_parts parts;
     char dir[64], path[128];
     char msg[1200];
+    const char *tor_json; /* the config's "tor" (' for "), NULL: attach to <dir>/control */
 };
 
 static void on_worker(struct worker *w, void *arg)
@@ -81,12 +84,12 @@ static void on_worker_why(struct worker *w, const char *why, void *arg)
 /* Write the config file with `services` (' for ") and tor's control socket (NULL: <dir>/control). */
 static void write_conf(struct test *x, const char *control, const char *services)
 {
-    char json[2048], def[128];
+    char json[4096], def[128], tor[256];
     snprintf(def, sizeof(def), "%s/control", x->dir);
+    snprintf(tor, sizeof(tor), "{'mode':'attach','control_socket':'%s'}", control ? control : def);
     snprintf(json, sizeof(json),
-             "{'state_dir':'%s/state','run_dir':'%s/run','log_level':'error',"
-             "'tor':{'mode':'attach','control_socket':'%s'},'services':[%s]}",
-             x->dir, x->dir, control ? control : def, services);
+             "{'state_dir':'%s/state','run_dir':'%s/run','log_level':'error','tor':%s,'services':[%s]}",
+             x->dir, x->dir, x->tor_json ? x->tor_json : tor, services);
     for (char *q = json; *q; q++)
         *q = *q == '\'' ? '"' : *q;
     FILE *f = fopen(x->path, "w");
@@ -95,7 +98,8 @@ static void write_conf(struct test *x, const char *control, const char *services
     fclose(f);
 }
 
-static int setup(void **state)
+/* The parts for `services` under tor `tor_json` (NULL: attach), keys loaded and handed over. */
+static int setup_with(void **state, const char *tor_json, const char *services)
 {
     struct test *x = calloc(1, sizeof(*x));
     static const struct worker_callbacks cbs = {on_worker, on_worker, on_worker_why, on_worker_why, on_worker};
@@ -111,7 +115,8 @@ static int setup(void **state)
     assert_int_equal(mkdir(keys, 0700), 0);
     snprintf(keys, sizeof(keys), "%s/state/keys", x->dir);
     assert_int_equal(mkdir(keys, 0700), 0);
-    write_conf(x, NULL, SVC_A);
+    x->tor_json = tor_json;
+    write_conf(x, NULL, services);
     x->conf = config_load_file(x->path, err, sizeof(err));
     if (!x->conf)
         fail_msg("config: %s", err);
@@ -121,7 +126,7 @@ static int setup(void **state)
     assert_non_null(x->ws);
     size_t n_tors;
     x->w = workerset_list(x->ws, &n_tors)[0];
-    assert_int_equal(n_tors, 1);
+    assert_int_equal(n_tors, x->conf->tor.instances);
     if (service_ids_load_keys(x->ids, err, sizeof(err)) < 0)
         fail_msg("keys: %s", err);
     if (workerset_prepare(x->ws, x->conf, err, sizeof(err)) < 0)
@@ -138,6 +143,24 @@ static int setup(void **state)
         .ids = x->ids, .workerset = x->ws, .proxy = x->proxy, .onionloc = x->onionloc, .status = x->status};
     *state = x;
     return 0;
+}
+
+static int setup(void **state)
+{
+    return setup_with(state, NULL, SVC_A);
+}
+
+/* Two spawned tors (not started): tor 2 has copies of the keys (state/instances/2/keys). */
+#define SVC_P_ALICE                                                                                         \
+    "{'name':'p','client_auth':[{'name':'alice','public_key':'N2NU7BSRL6YODZCYPN4CREB54TYLKGIE2KYOQWLFYC23ZJVCE5DQ'}]," \
+    "'ports':[{'virtual':83,'target':'127.0.0.1:8083'}]}"
+#define SVC_P_BOB                                                                                           \
+    "{'name':'p','client_auth':[{'name':'bob','public_key':'C57RGU33J43HHULB3MQAFWL2JCXU6WKKHBBIJVXQVSGLD2B246IA'}]," \
+    "'ports':[{'virtual':83,'target':'127.0.0.1:8083'}]}"
+
+static int setup_two_tors(void **state)
+{
+    return setup_with(state, "{'mode':'spawn','instances':2}", SVC_P_ALICE "," FRONT8);
 }
 
 static int teardown(void **state)
@@ -268,6 +291,66 @@ static void test_fd_limit_refused(void **state)
     assert_non_null(proxy_find_pool(x->proxy, "c", 10));
 }
 
+/* Append every regular file under `dir` (sorted by name, recursively) as "path\n<content>\n" to `out`, the
+ * content's bytes outside printable ASCII as \xNN (keys are binary). */
+static void tree_text(const char *dir, char *out, size_t cap)
+{
+    struct dirent **names;
+    int n = scandir(dir, &names, NULL, alphasort);
+    assert_true(n >= 0);
+    for (int i = 0; i < n; i++) {
+        char path[512];
+        struct stat st;
+        snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
+        bool dot = strcmp(names[i]->d_name, ".") == 0 || strcmp(names[i]->d_name, "..") == 0;
+        free(names[i]);
+        if (dot || lstat(path, &st) < 0)
+            continue;
+        if (S_ISDIR(st.st_mode)) {
+            tree_text(path, out, cap);
+            continue;
+        }
+        size_t len = strlen(out);
+        snprintf(out + len, cap - len, "%s\n", path);
+        FILE *f = fopen(path, "r");
+        assert_non_null(f);
+        for (int ch; (ch = fgetc(f)) != EOF;) {
+            len = strlen(out);
+            snprintf(out + len, cap - len, ch == '\n' || (ch >= ' ' && ch < 0x7f) ? "%c" : "\\x%02x", ch);
+        }
+        fclose(f);
+        assert_true(strlen(out) + 1 < cap);
+    }
+    free(names);
+}
+
+/* A reload refused after the key hand-over (Onionbalance's limit, checked once the new identities are
+ * known) leaves tor 2's copy of p's key directory and p's key_dir byte for byte as they were: the copy's
+ * authorized_clients still names alice, not the refused config's bob (tor re-reads it on any SETCONF). */
+static void test_refused_reload_keeps_key_copies(void **state)
+{
+    struct test *x = *state;
+    static char before[32768], after[32768], copy[256], key_dir[256];
+    char services[2048];
+    snprintf(copy, sizeof(copy), "%s/state/instances/2/keys/p", x->dir);
+    snprintf(key_dir, sizeof(key_dir), "%s/state/keys/p", x->dir);
+    before[0] = after[0] = '\0';
+    tree_text(copy, before, sizeof(before));
+    tree_text(key_dir, before, sizeof(before));
+    assert_non_null(strstr(before, "/authorized_clients/alice.auth\n"));
+    const char *master = service_ids_at(x->ids, 1)->address;
+    snprintf(services, sizeof(services),
+             SVC_P_BOB "," FRONT8 ",{'name':'inst','ports':[{'virtual':82,'target':'127.0.0.1:8082'}],"
+                       "'onionbalance':{'master_address':'%s'}}",
+             master);
+    write_conf(x, NULL, services);
+    assert_refused(x, "service front: 9 Onionbalance instances (remote and local); at most 8");
+    tree_text(copy, after, sizeof(after));
+    tree_text(key_dir, after, sizeof(after));
+    if (strcmp(before, after) != 0)
+        fail_msg("the refused reload changed the key directories:\n--- before\n%s--- after\n%s", before, after);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -275,6 +358,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_applied, setup, teardown),
         cmocka_unit_test_setup_teardown(test_too_many_instances_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fd_limit_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refused_reload_keeps_key_copies, setup_two_tors, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

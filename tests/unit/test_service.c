@@ -15,7 +15,8 @@
  * tor's own services first, a leftover directory of ours replaced, then HiddenServiceDir/Port/MaxStreams/
  * the dos lines/ExportCircuitID per service, a reload changing only the dos settings re-sending the group), HS_DESC UPLOADED counted per service and kept across reloads; a SETCONF
  * after a reload only when tor's view changed; the probe's repair of one service (service_mgr_renew_one:
- * the group without it, then with it; one unchanged SETCONF for a PoW service); a SETCONF's time to
+ * the group without it, then with it; one unchanged SETCONF for a PoW service; every other service's
+ * authorized_clients checked first, as the full publish does); a SETCONF's time to
  * answer sized to its services; unpublish (the tor's own services kept; done() after tor's
  * answer, a refusal or a closed connection, at once without a connection); detach; and no SETCONF at all
  * while the tor's own services are unknown (GETCONF refused or not answered yet); a tor reload that dropped
@@ -1179,6 +1180,47 @@ static void test_republish_one_service(void **state)
     check_fake(c);
 }
 
+/* The probe's repair of one service re-reads every other service's authorized_clients in tor (tor does on
+ * any SETCONF), so it checks them as the full publish does: a file planted in api's authorized_clients
+ * (mallory.auth) after api was handed over leaves api out of renew_one's first SETCONF (the group without
+ * web and without api: nothing of ours) and out of the one that adds web back, never handed to tor open
+ * to mallory. */
+#define API_PRIV                                                                                             \
+    "{'name':'api','client_auth':[{'name':'alice','public_key':'N2NU7BSRL6YODZCYPN4CREB54TYLKGIE2KYOQWLFYC23ZJVCE5DQ'}]," \
+    "'ports':[{'virtual':8000,'target':'127.0.0.1:9000'}]}"
+
+static void test_renew_one_checks_client_auth(void **state)
+{
+    struct ctx *c = *state;
+    const char *d = c->dir;
+    char web[ONION_ADDRESS_SIZE], path[256];
+    start_mgr(c, WEB "," API_PRIV);
+    address_of(c, "web", web);
+    script_attach(c);
+    step(c, FAKE_CTL_SEND, 0, NO_HS_GETCONF);
+    step(c, FAKE_CTL_EXPECT, 0, "SETCONF " WEB_TOR " " API_TOR, d, d, d, d, d);
+    step(c, FAKE_CTL_SEND, 0, "250 OK\r\n650 HS_DESC UPLOADED %s UNKNOWN $" FP1 "~relay1\r\n", web);
+    script_sync(c);
+    step(c, FAKE_CTL_EXPECT, 0, "SETCONF HiddenServiceDir");
+    step(c, FAKE_CTL_SEND, 0, "250 OK\r\n");
+    step(c, FAKE_CTL_EXPECT, 0, "SETCONF " WEB_TOR, d, d, d);
+    step(c, FAKE_CTL_SEND, 0, "250 OK\r\n");
+    script_sync(c);
+    attach_fake(c);
+    assert_int_equal(fake_ctl_run_until(c->base, web_uploaded, c, LOOP_BOUND_MS), 0);
+    sync_fake(c);
+    snprintf(path, sizeof(path), "%s/state/keys/api/authorized_clients/mallory.auth", d);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("descriptor:x25519:N2NU7BSRL6YODZCYPN4CREB54TYLKGIE2KYOQWLFYC23ZJVCE5DQ\n", f);
+    fclose(f);
+    assert_int_equal(service_mgr_renew_one(c->m, web), 0);
+    sync_fake(c);
+    assert_int_equal(fake_ctl_run_until(c->base, fake_finished, c, LOOP_BOUND_MS), 0);
+    check_fake(c);
+    assert_non_null(refusal(c, find(c, "api")));
+}
+
 /* A SETCONF of the group gets time in proportion to the services (tor.command_timeout + 1 s each): tor
  * answering the SETCONF of two services after 1.5 s, beyond the connection's usual 1 s, is a busy tor,
  * not a hung one, and the connection stays; the command after it gets the usual time again. */
@@ -1641,6 +1683,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_tor_reload_reapplies, setup, teardown),
         cmocka_unit_test_setup_teardown(test_check_answer_older_than_setconf_ignored, setup, teardown),
         cmocka_unit_test_setup_teardown(test_republish_one_service, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_renew_one_checks_client_auth, setup, teardown),
         cmocka_unit_test_setup_teardown(test_setconf_time_sized_to_services, setup, teardown),
         cmocka_unit_test_setup_teardown(test_onionbalance_roles, setup, teardown),
     };

@@ -112,8 +112,22 @@ static void test_anonymous_template(void **state)
     assert_int_equal(count_lines_equal(t, "ControlPort unix:/run/onionfront/control-anonymous/control.sock"), 1);
     assert_int_equal(count_lines_equal(t, "User debian-tor"), 1);
     assert_int_equal(count_lines_equal(t, "TestingTorNetwork 1"), 1);
-    assert_int_equal(count_lines_equal(t, "MetricsPort 127.0.0.1:9053"), 1);
-    assert_int_equal(count_lines_equal(t, "MetricsPortPolicy accept 127.0.0.1"), 1);
+    /* no MetricsPort: every local user could read the location-hidden services' addresses there */
+    assert_null(strstr(t, "\nMetricsPort"));
+    assert_null(strstr(t, "@"));
+    free(t);
+}
+
+/* metrics_port 0 (a tor hosting a service with client authorization): no MetricsPort line at all. */
+static void test_no_metrics_port(void **state)
+{
+    (void)state;
+    struct torrc_params p = {"/d", "/c/s", 1, NULL, NULL, 0, NULL, 0};
+    char err[256] = "";
+    char *t = torrc_render(torrc_template, &p, err, sizeof(err));
+    assert_non_null(t);
+    assert_null(strstr(t, "\nMetricsPort"));
+    assert_int_equal(count_lines_equal(t, "HiddenServiceSingleHopMode 1"), 1);
     assert_null(strstr(t, "@"));
     free(t);
 }
@@ -146,7 +160,7 @@ static void test_refusals(void **state)
         {"@USER_LINE@\n", {"/d", "/c", 1, "bad user", NULL, 0, NULL, 0}, "user name"},
         {"@EXTRA_TORRC@\n", {"/d", "/c", 1, NULL, nl_extra, 1, NULL, 0}, "extra line 0 contains a line break"},
         {"@NOPE@\n", {"/d", "/c", 1, NULL, NULL, 0, NULL, 0}, "unknown placeholder @NOPE@"},
-        {"MetricsPort 127.0.0.1:@METRICS_PORT@\n", {"/d", "/c", 1, NULL, NULL, 0, NULL, 0}, "MetricsPort 0 is not a port"},
+        {"@METRICS_LINES@\n", {"/d", "/c", 1, NULL, NULL, 0, NULL, 70000}, "MetricsPort 70000 is not a port"},
         {"x @DATA_DIR\n", {"/d", "/c", 1, NULL, NULL, 0, NULL, 0}, "unterminated placeholder"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -163,6 +177,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_builtin_template_is_single_onion),
+        cmocka_unit_test(test_no_metrics_port),
         cmocka_unit_test(test_user_line),
         cmocka_unit_test(test_client_template),
         cmocka_unit_test(test_client_without_socks),

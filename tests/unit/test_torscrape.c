@@ -8,7 +8,8 @@
  * as JSON (only fields tor exported) and as onionfront_tor_hs_* samples for the named services (not for
  * a service tor does not list); a malformed answer, an HTTP error and port 0 forget the values
  * (onionfront_tor_metrics_up 0, no samples); several tors: samples labelled instance in one family each,
- * and the status sum over them. */
+ * and the status sum over them; 512 services on 4 tors parsed, rendered and summed with O(log n) address
+ * comparisons per look-up (counted through link-time wraps). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,8 +27,27 @@
 #include <sys/socket.h>
 
 #include "sidecar/core/metrics.h"
+#include "sidecar/core/onion_address.h"
 #include "sidecar/tor/tormetrics.h"
 #include "sidecar/tor/torscrape.h"
+
+/* Comparisons of onion addresses, counted: the Makefile links this test with --wrap for both (its
+ * TEST_LDFLAGS_test_torscrape), so every call from torscrape.c and tormetrics.c comes through here. */
+static unsigned long address_compares;
+int __real_onion_address_cmp(const char *a, const char *b);
+bool __real_onion_address_equal(const char *a, const char *b);
+int __wrap_onion_address_cmp(const char *a, const char *b);
+bool __wrap_onion_address_equal(const char *a, const char *b);
+int __wrap_onion_address_cmp(const char *a, const char *b)
+{
+    address_compares++;
+    return __real_onion_address_cmp(a, b);
+}
+bool __wrap_onion_address_equal(const char *a, const char *b)
+{
+    address_compares++;
+    return __real_onion_address_equal(a, b);
+}
 
 #define SAMPLE "tests/unit/data/tor-0.4.9.11-metrics.txt"
 #define PRIV_POW "n34y7dymsnjidn7r2vphpr7gkm7nknwnfvndx5e5j5umngt2llxjt2ad"
@@ -204,11 +224,94 @@ static void test_two_tors(void **state)
     torscrape_free(s3);
 }
 
+#define MANY_SERVICES 512
+#define MANY_TORS 4
+
+/* 512 services on each of 4 tors: parsing an answer and rendering /metrics look each service up through
+ * the index (O(log n) comparisons each), never by walking the list (fields x tors x services x n/2). */
+static void test_many_services_indexed(void **state)
+{
+    struct ctx *c = *state;
+    static char onions[MANY_SERVICES][ONION_ADDRESS_SIZE], names_buf[MANY_SERVICES][16];
+    const char *names[MANY_SERVICES], *addrs[MANY_SERVICES];
+    struct evbuffer *body = evbuffer_new();
+    for (size_t i = 0; i < MANY_SERVICES; i++) {
+        unsigned char raw[35];
+        for (size_t b = 0; b < sizeof(raw); b++)
+            raw[b] = (unsigned char)(i * 131 + b * 7 + (i >> 3) * b); /* distinct per i */
+        raw[0] = (unsigned char)i;
+        raw[1] = (unsigned char)(i >> 8);
+        onion_address_base32(raw, sizeof(raw), onions[i]);
+        snprintf(names_buf[i], sizeof(names_buf[i]), "s%zu", i);
+        names[i] = names_buf[i];
+        addrs[i] = onions[i];
+    }
+    /* tor lists the services family by family, in its own order (here reversed) */
+    for (int f = 0; f < TORMETRICS_N; f++)
+        for (size_t i = MANY_SERVICES; i-- > 0;)
+            evbuffer_add_printf(body, "%s{onion=\"%s\"} %zu\n", tormetrics_field_family(f), onions[i], i);
+    size_t len = evbuffer_get_length(body);
+    char *text = malloc(len + 1);
+    assert_non_null(text);
+    evbuffer_remove(body, text, len);
+    text[len] = '\0';
+    evbuffer_free(body);
+    c->body = text;
+
+    struct torscrape *s[MANY_TORS];
+    const char *inst[MANY_TORS] = {"1", "2", "3", "4"};
+    address_compares = 0;
+    for (int k = 0; k < MANY_TORS; k++) {
+        s[k] = torscrape_new(c->base, inst[k]);
+        torscrape_set_port(s[k], c->port);
+    }
+    run_until(c, MANY_TORS);
+    for (int k = 0; k < MANY_TORS; k++) {
+        assert_non_null(torscrape_latest(s[k]));
+        assert_int_equal(torscrape_latest(s[k])->n, MANY_SERVICES);
+    }
+    /* parsing: a binary search per sample line (10 comparisons for 512), not a walk of the list */
+    unsigned long lines = (unsigned long)TORMETRICS_N * MANY_SERVICES * MANY_TORS;
+    if (address_compares > lines * 10)
+        fail_msg("parsing %d answers took %lu address comparisons (at most %lu)", MANY_TORS, address_compares,
+                 lines * 10);
+
+    struct metrics *m = metrics_new();
+    address_compares = 0;
+    assert_int_equal(torscrape_metrics((const struct torscrape *const *)s, inst, MANY_TORS, names, addrs,
+                                       MANY_SERVICES, m), 0);
+    /* rendering: each service found once per tor, each search at most 10 comparisons (log2 512 + 1) */
+    unsigned long bound = (unsigned long)MANY_TORS * MANY_SERVICES * 10;
+    if (address_compares > bound)
+        fail_msg("rendering %d services x %d tors took %lu address comparisons (at most %lu)", MANY_SERVICES,
+                 MANY_TORS, address_compares, bound);
+    const char *t = metrics_text(m, NULL);
+    assert_non_null(strstr(t, "onionfront_tor_hs_intro_circuits{service=\"s511\",instance=\"4\"} 511\n"));
+    assert_non_null(strstr(t, "onionfront_tor_hs_rendezvous_errors_total{service=\"s0\",instance=\"1\"} 0\n"));
+    metrics_free(m);
+
+    /* the status look-ups too */
+    address_compares = 0;
+    for (size_t i = 0; i < MANY_SERVICES; i++) {
+        json_t *sum = torscrape_sum_to_json((const struct torscrape *const *)s, MANY_TORS, addrs[i]);
+        assert_non_null(sum);
+        assert_true(json_real_value(json_object_get(sum, "introductions_received")) == (double)i * MANY_TORS);
+        json_decref(sum);
+    }
+    if (address_compares > bound)
+        fail_msg("summing %d services over %d tors took %lu address comparisons (at most %lu)", MANY_SERVICES,
+                 MANY_TORS, address_compares, bound);
+    for (int k = 0; k < MANY_TORS; k++)
+        torscrape_free(s[k]);
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_scrape, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_tors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_many_services_indexed, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
