@@ -417,6 +417,17 @@ fail:
     return -1;
 }
 
+bool cp_event_hs_desc_failed_fetch(const struct cp_event_hs_desc *e)
+{
+    static const char *const fetch_reasons[] = {"NOT_FOUND", "QUERY_REJECTED", "BAD_DESC", "QUERY_NO_HSDIR",
+                                                "QUERY_RATE_LIMITED"};
+    for (size_t i = 0; e->action == CP_HS_DESC_FAILED && e->reason && i < sizeof(fetch_reasons) / sizeof(fetch_reasons[0]);
+         i++)
+        if (strcmp(e->reason, fetch_reasons[i]) == 0)
+            return true;
+    return false;
+}
+
 void cp_event_hs_desc_clear(struct cp_event_hs_desc *e)
 {
     if (e == NULL)

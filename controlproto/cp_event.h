@@ -91,6 +91,11 @@ int cp_event_hs_desc_parse(const struct cp_reply *r, struct cp_event_hs_desc *ou
                            size_t errlen);
 void cp_event_hs_desc_clear(struct cp_event_hs_desc *e);
 
+/* Is `e` a FAILED answer to a descriptor fetch (HSFETCH, or a client's own), not to an upload? Both come as
+ * "HS_DESC FAILED"; control-spec 4.1.25 gives fetches the reasons NOT_FOUND, QUERY_REJECTED, BAD_DESC,
+ * QUERY_NO_HSDIR and QUERY_RATE_LIMITED, and uploads UPLOAD_REJECTED. Pure. */
+bool cp_event_hs_desc_failed_fetch(const struct cp_event_hs_desc *e);
+
 struct cp_event_hs_desc_content {
     char *address;
     char *desc_id;

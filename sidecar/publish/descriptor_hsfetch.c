@@ -335,16 +335,6 @@ static void own_desc_read(struct descriptor_tracker *t, struct desc_service *s)
     free(cmd);
 }
 
-static bool is_fetch_reason(const char *r)
-{
-    static const char *const reasons[] = {"NOT_FOUND", "QUERY_REJECTED", "BAD_DESC", "QUERY_NO_HSDIR",
-                                          "QUERY_RATE_LIMITED"};
-    for (size_t i = 0; r && i < sizeof(reasons) / sizeof(reasons[0]); i++)
-        if (strcmp(r, reasons[i]) == 0)
-            return true;
-    return false;
-}
-
 void hsfetch_event(struct descriptor_tracker *t, struct desc_service *s, const struct cp_event_hs_desc *e,
                         double now)
 {
@@ -404,7 +394,7 @@ bool hsfetch_claims(const struct desc_service *s, const struct cp_event_hs_desc 
             if (strcmp(s->fetch.dirs[i].fp, e->hsdir_fp) == 0 && s->fetch.dirs[i].result == FETCH_WAIT)
                 return true;
     }
-    return is_fetch_reason(r); /* a stray fetch answer (after a timeout, or another controller's) */
+    return cp_event_hs_desc_failed_fetch(e); /* a stray fetch answer (after a timeout, or another controller's) */
 }
 
 /* ---- republishing ------------------------------------------------------------------------------------- */

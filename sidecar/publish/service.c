@@ -649,7 +649,10 @@ static void service_hs_desc_cb(struct cp_conn *c, const struct cp_reply *ev, voi
         s->up_sent++;
         service_renew_uploading(m, i);
     }
-    if (s && (e.action == CP_HS_DESC_UPLOADED || e.action == CP_HS_DESC_FAILED))
+    /* A fetch's FAILED (the probe's HSFETCH) says nothing of an upload: it must not free an admission
+     * slot nor read as an upload failure. */
+    bool upload_failed = e.action == CP_HS_DESC_FAILED && !cp_event_hs_desc_failed_fetch(&e);
+    if (s && (e.action == CP_HS_DESC_UPLOADED || upload_failed))
         s->up_answered++;
     if (s && e.action == CP_HS_DESC_UPLOADED) {
         s->uploads++;
@@ -661,7 +664,7 @@ static void service_hs_desc_cb(struct cp_conn *c, const struct cp_reply *ev, voi
                        "reachable",
                        id->conf->name, e.hsdir_fp, e.hsdir_nick, service_since(&m->published_at), id->address);
         }
-    } else if (s && e.action == CP_HS_DESC_FAILED) {
+    } else if (s && upload_failed) {
         log_debug_f(LOG_SERVICE(id->conf->name), "service %s: descriptor upload to $%s failed: %s", id->conf->name,
                     e.hsdir_fp, e.reason ? e.reason : "unknown reason");
     }

@@ -501,6 +501,29 @@ static void test_hs_desc(void **state)
 
 /* ---- HS_DESC_CONTENT ---- */
 
+/* A FAILED answer is a fetch's by its reason (control-spec 4.1.25); an upload's reason, no reason, or
+ * another action is not. */
+static void test_hs_desc_failed_fetch(void **state)
+{
+    (void)state;
+    static const struct {
+        enum cp_hs_desc_action action;
+        const char *reason;
+        bool fetch;
+    } rows[] = {
+        {CP_HS_DESC_FAILED, "NOT_FOUND", true},          {CP_HS_DESC_FAILED, "QUERY_REJECTED", true},
+        {CP_HS_DESC_FAILED, "BAD_DESC", true},           {CP_HS_DESC_FAILED, "QUERY_NO_HSDIR", true},
+        {CP_HS_DESC_FAILED, "QUERY_RATE_LIMITED", true}, {CP_HS_DESC_FAILED, "UPLOAD_REJECTED", false},
+        {CP_HS_DESC_FAILED, "UNEXPECTED", false},        {CP_HS_DESC_FAILED, NULL, false},
+        {CP_HS_DESC_UPLOADED, "NOT_FOUND", false},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        struct cp_event_hs_desc e = {.action = rows[i].action, .reason = (char *)rows[i].reason};
+        if (cp_event_hs_desc_failed_fetch(&e) != rows[i].fetch)
+            fail_msg("row %zu (%s): want %d", i, rows[i].reason ? rows[i].reason : "no reason", rows[i].fetch);
+    }
+}
+
 static void test_hs_desc_content(void **state)
 {
     static const struct dec_case t[] = {
@@ -959,6 +982,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_add_onion_reply_key_not_in_error, setup, teardown),
         cmocka_unit_test_setup_teardown(test_event_name, setup, teardown),
         cmocka_unit_test(test_enum_strings),
+        cmocka_unit_test(test_hs_desc_failed_fetch),
         cmocka_unit_test(test_clear_zeroed),
         cmocka_unit_test(test_null_and_empty),
     };

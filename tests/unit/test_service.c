@@ -1022,6 +1022,56 @@ static void test_admission_window(void **state)
     check_fake(c);
 }
 
+/* The probe's fetches answer FAILED too (NOT_FOUND from an HSDir without the descriptor): those say
+ * nothing of an upload, so 8 services whose uploads got only such answers free no slot of the window and
+ * no second SETCONF goes out (the script has none: the fake would fail on it). */
+static bool first_handed(void *arg)
+{
+    struct ctx *c = arg;
+    return handed(c, "s00") || fake_ctl_failure(c->fake);
+}
+
+static void test_admission_ignores_fetch_failures(void **state)
+{
+    struct ctx *c = *state;
+    char services[4096], name[16], addr[ONION_ADDRESS_SIZE];
+    size_t used = 0;
+    for (int i = 0; i < 30; i++)
+        used += (size_t)snprintf(services + used, sizeof(services) - used,
+                                 "%s{'name':'s%02d','ports':[{'virtual':80,'target':'127.0.0.1:%d'}]}", i ? "," : "",
+                                 i, 8000 + i);
+    start_mgr(c, services);
+    script_attach(c);
+    step(c, FAKE_CTL_SEND, 0, NO_HS_GETCONF);
+    step(c, FAKE_CTL_EXPECT_PREFIX, 0, "SETCONF HiddenServiceDir=");
+    step(c, FAKE_CTL_SEND, 0, "250 OK\r\n");
+    script_sync(c);
+    step(c, FAKE_CTL_PAUSE, 200, NULL);
+    for (int i = 0; i < 8; i++) {
+        snprintf(name, sizeof(name), "s%02d", i);
+        address_of(c, name, addr);
+        step(c, FAKE_CTL_SEND, 0,
+             "650 HS_DESC UPLOAD %s UNKNOWN $" FP1 "~relay1 kuO9sjs6h5s1HevfyKFLcLq78UyStWmQikgpm48sSsU\r\n"
+             "650 HS_DESC FAILED %s NO_AUTH $" FP1 "~relay1 kuO9sjs6h5s1HevfyKFLcLq78UyStWmQikgpm48sSsU "
+             "REASON=NOT_FOUND\r\n",
+             addr, addr);
+    }
+    script_sync(c);
+    step(c, FAKE_CTL_PAUSE, 300, NULL);
+    script_sync(c);
+    attach_fake(c);
+    handed_wanted = 1;
+    assert_int_equal(fake_ctl_run_until(c->base, first_handed, c, LOOP_BOUND_MS), 0);
+    sync_fake(c); /* after tor's answer to the first SETCONF */
+    sync_fake(c); /* after s00..s07's events: a second SETCONF would have come before this answer */
+    sync_fake(c); /* after the pause */
+    assert_true(handed(c, "s15"));
+    assert_false(handed(c, "s16"));
+    assert_int_equal(fake_ctl_run_until(c->base, fake_finished, c, LOOP_BOUND_MS), 0);
+    check_fake(c);
+    assert_false(handed(c, "s16"));
+}
+
 static void test_attach_publishes_complete_group(void **state)
 {
     struct ctx *c = *state;
@@ -1673,6 +1723,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_metrics_pending, setup, teardown),
         cmocka_unit_test_setup_teardown(test_attach_publishes_complete_group, setup, teardown),
         cmocka_unit_test_setup_teardown(test_admission_window, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_admission_ignores_fetch_failures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mode_hosts_only_its_services, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dos_reload_resends_group, setup, teardown),
         cmocka_unit_test_setup_teardown(test_renew_pow_trigger, setup, teardown),
