@@ -176,11 +176,11 @@ static const struct row {
      false, PREP_NONE, {"check-config", "@C@"}, 1, {"tor.binary: @D@/nothing does not exist: install tor"}, {NULL}},
     /* the key and client commands */
     {"import-key from a v2 directory", PORT("'target':'127.0.0.1:80'"), false, PREP_V2, {"import-key", "web", "@D@/v2"},
-     1, {"import-key: @D@/v2 is a v2 onion service's key directory", "nothing onionfront can import"},
+     1, {"import-key: service web: @D@/v2 is a v2 onion service's key directory", "nothing onionfront can import"},
      {"remove", "hs_ed25519_public_key"}},
     {"import-key from a foreign directory", PORT("'target':'127.0.0.1:80'"), false, PREP_FOREIGN,
      {"import-key", "web", "@D@/foreign"}, 1,
-     {"import-key: @D@/foreign holds no hs_ed25519_secret_key (only hostname)", "or that file itself"},
+     {"import-key: service web: @D@/foreign holds no hs_ed25519_secret_key (only hostname)", "or that file itself"},
      {"remove", "hs_ed25519_public_key"}},
     {"export-key before the first start", PORT("'target':'127.0.0.1:80'"), false, PREP_NONE,
      {"export-key", "web", "@D@/out.key"}, 1,
