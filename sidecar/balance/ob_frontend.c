@@ -143,7 +143,8 @@ static void ob_exit_cb(struct proc *p, int wstatus, void *arg)
         return;
     }
     /* A kill of ours was logged with its reason already. */
-    log_msg(f->child_killed ? LOG_LVL_INFO : LOG_LVL_WARN, "onionbalance: %s; restarting it in %u s", how, f->backoff_s);
+    log_msg(f->child_killed ? LOG_LVL_INFO : LOG_LVL_WARN, "onionbalance: %s; restarting it in %u s", how,
+            f->backoff_s);
     ob_schedule_restart(f);
 }
 
