@@ -38,7 +38,8 @@ static int64_t ob_stamp_seconds(const char *s)
 {
     int y, mo, d, h, mi, se, n = 0;
     if (!s || sscanf(s, "%4d-%2d-%2d %2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &se, &n) != 6 || s[n] != '\0' ||
-        mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60 || y < 1970)
+        mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 || mi > 59 || se < 0 || se > 60 ||
+        y < 1970)
         return -1;
     y -= mo <= 2;
     int64_t era = y / 400, yoe = y - era * 400;
