@@ -25,6 +25,7 @@
 #include "sidecar/reload.h"
 #include "sidecar/ops/report.h"
 #include "sidecar/ops/sdnotify.h"
+#include "sidecar/core/onion_address.h"
 #include "sidecar/identity/service_id.h"
 #include "sidecar/tor/single_onion.h"
 #include "sidecar/ops/status.h"
@@ -92,6 +93,17 @@ static void daemon_update_status(struct daemon *d, const char *prefix)
     struct report_src r = daemon_report_src(d);
     report_status_line(&r, d->last_reachable, text, sizeof(text));
     sdnotify_update(d->notify, prefix, "%s", text);
+}
+
+/* An Onionbalance instance is live here when a tor of ours hosts it and confirmed an upload of it
+ * (ob_frontend_set_instance_live). */
+static bool daemon_ob_instance_live_cb(const char *address, void *arg)
+{
+    struct daemon *d = arg;
+    for (size_t i = 0; i < service_ids_count(d->ids); i++)
+        if (onion_address_equal(service_ids_at(d->ids, i)->address, address))
+            return workerset_service_uploaded(d->workers, i);
+    return false;
 }
 
 /* Bring the Onion-Location files in line with each service's reachability through any worker (onionloc
@@ -330,6 +342,8 @@ static int daemon_create(struct daemon *d)
     d->probe = probe_new(d->base, d->procs, d->conf, d->ids, &actions);
     workerset_set_probe(d->workers, d->probe);
     d->ob = ob_frontend_new(d->base, d->procs, d->conf, d->ids);
+    if (d->ob)
+        ob_frontend_set_instance_live(d->ob, daemon_ob_instance_live_cb, d);
     clock_gettime(CLOCK_MONOTONIC, &d->started);
     d->started_wall = time(NULL);
     d->status = status_server_new(d->base, &providers);

@@ -19,6 +19,7 @@
 #include "controlproto/cp_cmd.h"
 #include "controlproto/cp_conn.h"
 #include "controlproto/cp_event.h"
+#include "sidecar/balance/ob_watch.h"
 #include "sidecar/core/clock.h"
 #include "sidecar/config/config.h"
 #include "sidecar/core/fsutil.h"
@@ -45,6 +46,7 @@ struct ob_frontend {
     struct cp_conn *conn; /* that tor's connection while it is up */
     bool tor_up;          /* bootstrapped since it was last lost */
     struct proc *child;   /* Onionbalance, while it runs */
+    bool child_killed;    /* onionfront killed it (and logged why) */
     bool started;         /* ob_frontend_start ran for a frontend */
     bool tor_started;     /* its tor was started (not while the config is unusable) */
     enum ob_frontend_state state;
@@ -60,7 +62,7 @@ struct ob_frontend {
     bool testnet;
     unsigned deadline_s;
     /* Counters and times (monotonic ms; wall time only for status). */
-    unsigned spawns, restarts, stalls;
+    unsigned spawns, restarts, stalls, repairs;
     unsigned backoff_s;
     uint64_t child_started_ms, last_confirmed_ms;
     time_t last_confirmed_wall;
@@ -74,6 +76,10 @@ struct ob_frontend {
     struct bufferevent *status_bev;
     struct ob_status status;
     bool status_known;
+    /* A live local instance left out of the master (ob_watch.h); which instances are live is the caller's. */
+    struct ob_watch watch;
+    bool (*instance_live)(const char *address, void *arg);
+    void *instance_live_arg;
 };
 
 const char *ob_frontend_state_str(enum ob_frontend_state s)
@@ -136,7 +142,9 @@ static void ob_exit_cb(struct proc *p, int wstatus, void *arg)
         ob_set_state(f, OB_FE_WAITING);
         return;
     }
-    log_warnx("onionbalance: %s; restarting it in %u s", how, f->backoff_s);
+    /* A kill of ours was logged with its reason already. */
+    log_msg(f->child_killed ? LOG_LVL_INFO : LOG_LVL_WARN, "onionbalance: %s; restarting it in %u s", how,
+            f->backoff_s);
     ob_schedule_restart(f);
 }
 
@@ -184,6 +192,8 @@ static void ob_spawn(struct ob_frontend *f)
     if (f->spawns++ > 0)
         f->restarts++;
     f->status_known = false;
+    f->child_killed = false;
+    ob_watch_reset(&f->watch);
     log_info("onionbalance: started %s for %s.onion with %zu instance%s (pid %ld, uid %lu)", OB_FRONTEND_BINARY,
              f->master, f->n_instances, f->n_instances == 1 ? "" : "s", (long)proc_pid(f->child),
              (unsigned long)(f->run_as.as_tor_user ? f->run_as.uid : geteuid()));
@@ -208,10 +218,29 @@ static void ob_kill(struct ob_frontend *f, const char *why)
     if (!f->child || !proc_is_running(f->child))
         return;
     log_warnx("onionbalance: killing pid %ld: %s", (long)proc_pid(f->child), why);
+    f->child_killed = true;
     proc_kill(f->child);
 }
 
 /* ---- the status socket ---------------------------------------------------------------------------- */
+
+/* A live local instance left out of the master for longer than the bound (ob_watch.h): Onionbalance
+ * would keep it out until its own descriptor's lifetime ends (an hour), and its SIGHUP only re-runs its
+ * start-up inside a signal handler, so restart it (never an instance's tor): a new process fetches every
+ * instance and publishes again when one's first descriptor arrives. */
+static void ob_watch_instances(struct ob_frontend *f)
+{
+    const struct ob_watch_params p = ob_watch_params_for(f->testnet);
+    char why[400];
+    for (size_t i = 0; f->instance_live && f->child && i < f->n_instances; i++) {
+        bool live = f->instance_live(f->instances[i], f->instance_live_arg);
+        if (!ob_watch_check(&f->watch, &f->status, f->instances[i], live, clock_now_ms(), &p, why, sizeof(why)))
+            continue;
+        f->repairs++;
+        ob_kill(f, why);
+        return;
+    }
+}
 
 static void ob_status_done(struct ob_frontend *f)
 {
@@ -240,9 +269,10 @@ static void ob_status_event_cb(struct bufferevent *bev, short what, void *arg)
         size_t len = evbuffer_get_length(in);
         char err[200];
         const char *json = (const char *)evbuffer_pullup(in, -1);
-        if (json && len <= OB_STATUS_MAX && ob_status_parse(json, len, f->master, &f->status, err, sizeof(err)) == 0)
+        if (json && len <= OB_STATUS_MAX && ob_status_parse(json, len, f->master, &f->status, err, sizeof(err)) == 0) {
             f->status_known = true;
-        else
+            ob_watch_instances(f);
+        } else
             log_debug("onionbalance: status socket: %s", json ? err : "empty answer");
     }
     ob_status_done(f);
@@ -610,6 +640,12 @@ void ob_frontend_set_config(struct ob_frontend *f, const struct config *conf)
         ob_spawn(f);
 }
 
+void ob_frontend_set_instance_live(struct ob_frontend *f, bool (*live)(const char *address, void *arg), void *arg)
+{
+    f->instance_live = live;
+    f->instance_live_arg = arg;
+}
+
 void ob_frontend_free(struct ob_frontend *f)
 {
     if (!f)
@@ -702,6 +738,11 @@ json_t *ob_frontend_service_json(const struct ob_frontend *f, const struct confi
                      (json_int_t)sc->onionbalance.publish_deadline, "pid",
                      f && f->child ? json_integer(proc_pid(f->child)) : json_null(), "instances", insts,
                      "intro_points", f && f->status_known ? json_integer(intro_points) : json_null());
+    /* Restarts because a live local instance was left out of the master (ob_watch.h). */
+    if (o && json_object_set_new(o, "repairs", json_integer(f ? f->repairs : 0)) < 0) {
+        json_decref(o);
+        return NULL;
+    }
     /* The master fetched back from an HSDir by its tor (served, not only accepted). */
     if (o && json_object_set_new(o, "fetches", json_pack("{s:I, s:I, s:o}", "ok", (json_int_t)(f ? f->fetches_ok : 0),
                                                          "failed", (json_int_t)(f ? f->fetches_failed : 0), "last_ok",
@@ -728,6 +769,10 @@ int ob_frontend_metrics(const struct ob_frontend *f, struct metrics *m)
         metrics_family(m, "onionfront_onionbalance_stalls_total", METRICS_COUNTER,
                        "Times Onionbalance was killed for no confirmed master upload within publish_deadline.") < 0 ||
         metrics_sample(m, "onionfront_onionbalance_stalls_total", labels, f->stalls) < 0 ||
+        metrics_family(m, "onionfront_onionbalance_repairs_total", METRICS_COUNTER,
+                       "Times Onionbalance was restarted because the master it publishes left out a live local "
+                       "instance for longer than a few of its fetch rounds.") < 0 ||
+        metrics_sample(m, "onionfront_onionbalance_repairs_total", labels, f->repairs) < 0 ||
         metrics_family(m, "onionfront_onionbalance_uploads_total", METRICS_COUNTER,
                        "Master descriptor uploads reported by HSDirs, by result.") < 0 ||
         metrics_sample(m, "onionfront_onionbalance_uploads_total",

@@ -25,7 +25,10 @@
  *     accepted (counted in status);
  *   - its status socket (ONIONBALANCE_STATUS_SOCKET_LOCATION, <run_dir>/ob/status.sock) is read every
  *     OB_FRONTEND_TICK_S seconds: instances with a descriptor, their intro points — only when the peer
- *     (SO_PEERCRED) is the Onionbalance child itself, since that directory is its user's.
+ *     (SO_PEERCRED) is the Onionbalance child itself, since that directory is its user's;
+ *   - a live local instance (the caller says which: ob_frontend_set_instance_live) that the status shows
+ *     left out of the master for longer than a few of Onionbalance's fetch rounds (ob_watch.h) makes
+ *     onionfront restart Onionbalance (counted as a repair; the instances' tors are left alone).
  * Not the instances' side (ob_instance.h), not the master key (service_id.c records it like any key). */
 #ifndef ONIONFRONT_OB_FRONTEND_H
 #define ONIONFRONT_OB_FRONTEND_H
@@ -74,6 +77,10 @@ void ob_frontend_set_config(struct ob_frontend *f, const struct config *conf);
  * without a frontend), or -1 with a message naming the service. */
 int ob_frontend_check(const struct service_ids *ids, char *err, size_t errlen);
 
+/* Tell which instances are live: `live(address, arg)` (no ".onion") is true when a tor of this onionfront
+ * hosts that instance service, is up and confirmed an upload of it. Without it no instance is watched. */
+void ob_frontend_set_instance_live(struct ob_frontend *f, bool (*live)(const char *address, void *arg), void *arg);
+
 /* Free: the child and its tor are killed. NULL is a no-op. */
 void ob_frontend_free(struct ob_frontend *f);
 
@@ -84,7 +91,7 @@ enum ob_frontend_state ob_frontend_state(const struct ob_frontend *f);
 void ob_frontend_problems(const struct ob_frontend *f, json_t *problems);
 
 /* The service `name`'s "onionbalance" object for status: its role, and for the frontend the state,
- * restarts, confirmed uploads, the last one, instances and intro points from the status socket; for an
+ * restarts, repairs (restarts for a live instance left out), confirmed uploads, the last one, instances and intro points from the status socket; for an
  * instance its master. Returns a new reference, or NULL if the service has no role. */
 json_t *ob_frontend_service_json(const struct ob_frontend *f, const struct config *conf, const char *name,
                                  const char *address);

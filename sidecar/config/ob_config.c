@@ -261,6 +261,7 @@ int ob_status_parse(const char *json, size_t len, const char *master, struct ob_
             if (!r)
                 r = json_object_get(in, "received");
             si->received = json_is_string(r);
+            snprintf(si->received_at, sizeof(si->received_at), "%s", si->received ? json_string_value(r) : "");
             /* Onionbalance writes len(intro_set) of a descriptor tor built: 0-20 (tor refuses more), and
              * leaves the field out before the first descriptor. Anything else did not come from it. */
             si->intro_points = -1;

@@ -73,10 +73,11 @@ struct ob_status_instance {
     char address[OB_ADDRESS_LEN + 1];
     bool received;    /* a descriptor of this instance was received */
     int intro_points; /* in its last descriptor, -1 unknown */
+    char received_at[32]; /* when that descriptor was received, Onionbalance's "YYYY-MM-DD HH:MM:SS" (UTC) */
 };
 struct ob_status {
     bool attempted;   /* a publish attempt of either descriptor is recorded */
-    char attempt_first[32], attempt_second[32]; /* Onionbalance's local-time stamps, "" if none */
+    char attempt_first[32], attempt_second[32]; /* Onionbalance's UTC stamps (as received_at), "" if none */
     struct ob_status_instance instances[OB_MAX_INSTANCES * 2];
     size_t n_instances;
 };

@@ -3,11 +3,14 @@
  *
  * Must never crash, leak or overflow; on success every instance listed is a valid v3 address, their
  * number within the array, intro points -1 (unknown) or 0-20 (tor's most per descriptor); on failure the error is a non-empty string within its
- * buffer — what ob_frontend.c relies on when it shows the answer in status. */
+ * buffer — what ob_frontend.c relies on when it shows the answer in status. A parsed answer then goes
+ * through ob_watch_check (sidecar/balance/ob_watch.c, the stamps' parser) for each instance, twice, with
+ * a why that must end within its buffer. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "sidecar/balance/ob_watch.h"
 #include "sidecar/config/config.h"
 #include "sidecar/config/ob_config.h"
 
@@ -34,7 +37,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         __builtin_trap();
     for (size_t i = 0; i < st.n_instances; i++)
         if (!ob_address_parse(st.instances[i].address, strlen(st.instances[i].address), NULL) ||
-            st.instances[i].intro_points < -1 || st.instances[i].intro_points > CONFIG_MAX_INTRO_POINTS)
+            st.instances[i].intro_points < -1 || st.instances[i].intro_points > CONFIG_MAX_INTRO_POINTS ||
+            !memchr(st.instances[i].received_at, '\0', sizeof(st.instances[i].received_at)))
             __builtin_trap();
+    struct ob_watch w;
+    const struct ob_watch_params p = {.too_old_s = 20, .bound_s = 0};
+    ob_watch_reset(&w);
+    for (int round = 1; round <= 2; round++)
+        for (size_t i = 0; i < st.n_instances; i++) {
+            char why[64];
+            memset(why, 'x', sizeof(why));
+            if (ob_watch_check(&w, &st, st.instances[i].address, true, (uint64_t)round * 1000, &p, why,
+                               sizeof(why) - 1) &&
+                (why[sizeof(why) - 1] != 'x' || !memchr(why, '\0', sizeof(why) - 1)))
+                __builtin_trap();
+        }
     return 0;
 }

@@ -20,6 +20,8 @@
 #   - Onionbalance's tor SIGKILLed: Onionbalance killed and restarted once the tor is back, publishing again;
 #   - Onionbalance stopped (SIGSTOP: a hang): after publish_deadline (60 s) a stall is counted, it is
 #     killed and restarted, publishing again;
+#   - the master on the HSDirs names A's current intro points (bounded wait); a restart of Onionbalance
+#     for a live instance left out (a repair), if one happened, is counted and its log line names it;
 #   - B's tor SIGKILLed (onionfront B restarts it), then B stopped altogether: requests through M.onion
 #     (new circuits each) keep succeeding — failures are counted and printed, at least one success is
 #     required of each series.
@@ -317,6 +319,17 @@ master_names_a() {
 }
 of_check "before B's tor is killed, the master on the HSDirs names A's current introduction points" \
   of_wait_secs 240 master_names_a
+# onionfront restarts Onionbalance when its status shows the live local instance left out of the master
+# for a few fetch rounds (ob_watch.h). Whether that happened in this run is not the test's to force; when
+# it did, the restart is counted and its log line says why.
+repairs=$(ob repairs)
+of_log "Onionbalance repairs (restarts for a live instance left out of the master): ${repairs:-?}"
+of_check "status counts Onionbalance's repairs" test -n "$repairs"
+if [[ ${repairs:-0} -gt 0 ]]; then
+  of_check "... and each repair's log line names the instance left out" \
+    test "$(grep -c "onionbalance: killing pid [0-9]*: the live instance .*\.onion has been left out of the master" \
+      "$OF_TMP/A.log")" -ge "$repairs"
+fi
 tor_b=$(cat "$OF_TMP/stateB/tor/tor.pid" 2>/dev/null)
 if [[ -n $tor_b ]] && kill -KILL "$tor_b"; then
   requests 8 "B's tor SIGKILLed"

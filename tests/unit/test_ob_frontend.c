@@ -206,6 +206,8 @@ static void test_yaml_and_json(void **state)
     assert_string_equal(json_string_value(json_object_get(o, "state")), "waiting_for_tor");
     assert_int_equal(json_array_size(json_object_get(o, "instances")), 2);
     assert_int_equal(json_integer_value(json_object_get(o, "publish_deadline_seconds")), 300);
+    assert_true(json_is_integer(json_object_get(o, "repairs")));
+    assert_int_equal(json_integer_value(json_object_get(o, "repairs")), 0);
     assert_true(json_is_null(json_object_get(o, "last_confirmed_upload")));
     json_decref(o);
     o = ob_frontend_service_json(c->f, c->conf, "inst", inst);
