@@ -31,6 +31,7 @@ static int cli_client_auth_cmd(const char *config_path, int argc, char **argv);
 static int cli_check_cmd(const char *config_path, int argc, char **argv);
 static int cli_log_level_cmd(const char *config_path, int argc, char **argv);
 static int cli_restart_tor_cmd(const char *config_path, int argc, char **argv);
+static int cli_reload_cmd(const char *config_path, int argc, char **argv);
 static int cli_help_cmd(const char *config_path, int argc, char **argv);
 
 /* The commands: dispatch, argument counts, --help and onionfront(1)'s SYNOPSIS (tests/unit/test_cli.c
@@ -78,6 +79,10 @@ static const struct cli_cmd {
     {"log-level", NULL, "[-c CONFIG] log-level [-s SOCKET] LEVEL [SECONDS]",
      "log at LEVEL (debug ... error) for SECONDS or until\nchanged; LEVEL config: back to the config's level", -1,
      -1, cli_log_level_cmd},
+    {"reload", NULL, "[-c CONFIG] reload [-s SOCKET]",
+     "have the running daemon reload CONFIG and wait for its\nverdict: exit 1 with the reason if it refused (the\n"
+     "unit's ExecReload=, so `systemctl reload` fails too)",
+     -1, -1, cli_reload_cmd},
     {"restart-tor", NULL, "[-c CONFIG] restart-tor [-s SOCKET]",
      "restart the tors one at a time (with tor.instances\n>= 2 visitors see no outage); `status` shows progress",
      -1, -1, cli_restart_tor_cmd},
@@ -254,6 +259,29 @@ static int cli_restart_tor_cmd(const char *config_path, int argc, char **argv)
     struct cli_sock_args a = {0};
     int rc = cli_sock_parse("restart-tor", argc, argv, false, 0, &a);
     return rc ? rc : cli_send("restart-tor", config_path, &a, "restart-tor", NULL, 0);
+}
+
+/* `onionfront reload [-s SOCKET]`: the status socket's reload, which answers only when the daemon has
+ * applied or refused the config. A config this command cannot read is refused here, and the daemon is
+ * not asked: it would read the same file and refuse it for the same reason (and without the file there
+ * is no status.socket to ask). */
+static int cli_reload_cmd(const char *config_path, int argc, char **argv)
+{
+    struct cli_sock_args a = {0};
+    int rc = cli_sock_parse("reload", argc, argv, false, 0, &a);
+    if (rc)
+        return rc;
+    if (!a.socket) {
+        struct config *c = NULL;
+        char err[2048];
+        const char *path = a.config ? a.config : config_path;
+        if (!(c = config_load_file(path, err, sizeof(err)))) {
+            fprintf(stderr, "onionfront reload: %s: %s; refused, the running config stays\n", path, err);
+            return 1;
+        }
+        config_free(c);
+    }
+    return cli_send("reload", config_path, &a, "reload", NULL, 0);
 }
 
 /* `onionfront check [-s SOCKET]`: one Nagios line; a config it cannot read is UNKNOWN. */

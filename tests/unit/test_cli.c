@@ -228,7 +228,7 @@ static void test_client_auth(void **state)
     }
 }
 
-/* status, check, log-level and restart-tor: their options, and the exit status table. */
+/* status, check, log-level, reload and restart-tor: their options, and the exit status table. */
 static void test_status(void **state)
 {
     struct ctx *c = *state;
@@ -260,6 +260,12 @@ static void test_status(void **state)
         {"log-level", {"-s", nosock, "debug"}, 3, 1, "err", "onionfront log-level: onionfront is not running"},
         {"restart-tor", {"-s", nosock}, 2, 1, "err", "onionfront restart-tor: onionfront is not running"},
         {"status", {"-s", nosock, "reload"}, 3, 1, "err", "onionfront status: onionfront is not running"},
+        /* reload (the unit's ExecReload=): a config it cannot read is refused, exit 1, the daemon not asked */
+        {"reload", {"-c", noconf}, 2, 1, "err", "onionfront reload: "},
+        {"reload", {"-c", noconf}, 2, 1, "err", "; refused, the running config stays"},
+        {"reload", {"-s", nosock}, 2, 1, "err", "onionfront reload: onionfront is not running"},
+        {"reload", {NULL}, 0, 1, "err", "onionfront reload: onionfront is not running"},
+        {"reload", {"now"}, 1, 2, "err", "@onionfront reload: unexpected argument 'now'"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char *args[4] = {cases[i].args[0], cases[i].args[1], cases[i].args[2], cases[i].args[3]};
