@@ -113,7 +113,8 @@ void cli_usage(FILE *f)
             "\nexit status: 0 success; 1 failure (an invalid config, a problem found at start, a command that\n"
             "failed); 2 wrong usage. `status` without COMMAND and `check`: %d ok, %d degraded, %d down or not\n"
             "running, %d unknown (the config cannot be read, the status socket refused this user or gave no\n"
-            "answer).\n",
+            "answer). Within tor.bootstrap_timeout of the start `check` reads OK \"starting\" (`status`: 1);\n"
+            "past it a tor not bootstrapped is down.\n",
             STATUS_EXIT_OK, STATUS_EXIT_DEGRADED, STATUS_EXIT_DOWN, STATUS_EXIT_UNKNOWN);
 }
 

@@ -681,13 +681,18 @@ int status_client_check(const char *path, FILE *out)
         fprintf(out, "ONIONFRONT %s - %s\n", words[rc], err);
         return rc;
     }
-    int rc = status_client_exit_code(st);
+    /* Start-up is not an alarm (a "starting" daemon is within tor.bootstrap_timeout of its start); to
+     * `status` it is not ready yet (1), so that a script waiting for exit 0 waits for "ok". */
+    const char *state = jstr(st, "state");
+    bool starting = state && strcmp(state, "starting") == 0;
+    int rc = starting ? STATUS_EXIT_OK : status_client_exit_code(st);
     json_t *problems = json_object_get(st, "problems");
     const json_t *services = json_object_get(st, "services");
     const char *first = json_string_value(json_array_get(problems, 0));
     /* Nagios plugin output: one line, "STATUS - text | perfdata". */
-    fprintf(out, "ONIONFRONT %s - %s%s | problems=%zu", words[rc], first ? first : "all services up",
-            json_array_size(problems) > 1 ? " (and more)" : "", json_array_size(problems));
+    fprintf(out, "ONIONFRONT %s - %s%s%s | problems=%zu", words[rc], starting ? "starting: " : "",
+            first ? first : "all services up", json_array_size(problems) > 1 ? " (and more)" : "",
+            json_array_size(problems));
     if (jint(services, "total") >= 0) /* perfdata the daemon reports */
         fprintf(out, " services=%lld uploaded=%lld", jint(services, "total"), jint(services, "uploaded"));
     fputc('\n', out);

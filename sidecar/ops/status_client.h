@@ -47,9 +47,11 @@ char *status_client_summary(const json_t *status, const json_t *services, const 
 
 /* `onionfront status` (without a command) and `check` exit codes, Nagios/monit style (the table in
  * onionfront(1) and --help). */
-#define STATUS_EXIT_OK 0       /* "state": "ok" */
-#define STATUS_EXIT_DEGRADED 1 /* "degraded": something is listed under "problems" */
-#define STATUS_EXIT_DOWN 2     /* "down" (no usable tor, a service down end to end), or not running */
+#define STATUS_EXIT_OK 0       /* "state": "ok" (and, for `check` only, "starting": within tor.bootstrap_timeout
+                                  of the start) */
+#define STATUS_EXIT_DEGRADED 1 /* "degraded": something is listed under "problems"; for `status`, "starting" */
+#define STATUS_EXIT_DOWN 2     /* "down" (no usable tor, no tor bootstrapped after tor.bootstrap_timeout, a
+                                  service down end to end), or not running */
 #define STATUS_EXIT_UNKNOWN 3  /* cannot tell: the config cannot be read, the socket refused this user, no
                                   usable answer */
 
@@ -57,7 +59,8 @@ char *status_client_summary(const json_t *status, const json_t *services, const 
 int status_client_exit_code(const json_t *status);
 
 /* `onionfront check`: one Nagios-plugin line on `out`, "ONIONFRONT OK|WARNING|CRITICAL|UNKNOWN - <the
- * first problem, or all services up> | problems=N services=N uploaded=N"; returns the exit code as above
+ * first problem ("starting: " before it while starting), or all services up> | problems=N services=N
+ * uploaded=N"; returns the exit code as above ("starting" is OK)
  * (CRITICAL with the reason when onionfront is not running, UNKNOWN when it cannot tell). */
 int status_client_check(const char *path, FILE *out);
 
