@@ -12,6 +12,7 @@
 
 #include "sidecar/cli/clientauth_cmd.h"
 #include "sidecar/config/config.h"
+#include "sidecar/config/config_errors.h"
 #include "sidecar/cli/keycmd.h"
 #include "sidecar/cli/onion_cert_cmd.h"
 #include "sidecar/ops/status_client.h"
@@ -308,10 +309,18 @@ static int cli_check_cmd(const char *config_path, int argc, char **argv)
 
 int cli_check_config(const char *path)
 {
-    char err[1024];
-    struct config *c = config_load_file(path, err, sizeof(err));
+    /* Every mistake in one run (config_errors.h), as `haproxy -c` does. */
+    struct config_errors errs = {0};
+    struct config *c = config_load_file_errors(path, &errs);
     if (!c) {
-        fprintf(stderr, "%s: %s\n", path, err);
+        for (size_t i = 0; i < errs.n; i++)
+            fprintf(stderr, "%s: %s\n", path, errs.msg[i]);
+        size_t total = config_errors_count(&errs);
+        if (errs.dropped)
+            fprintf(stderr, "%s: ... and %zu more\n", path, errs.dropped);
+        if (total > 1)
+            fprintf(stderr, "%s: %zu errors\n", path, total);
+        config_errors_clear(&errs);
         return 1;
     }
     /* What the file refers to (preflight.h): read only, nothing is made. */

@@ -257,13 +257,22 @@ struct config {
     struct onion_location_conf onion_location;
 };
 
+struct config_errors;
+
 /* Read and validate the JSON config at `path`. Return a new config (free with config_free), or NULL with
  * a message in `err`: "line L, column C: ..." for JSON syntax errors (duplicate keys included), "<field
- * path>: ..." (e.g. "services[1].ports[0].target: port must be 1-65535") for everything else. */
+ * path>: ..." (e.g. "services[1].ports[0].virtual: invalid port \"70000\" (must be 1-65535)") for
+ * everything else — the first error, and how many more there were (config_errors_summary). */
 struct config *config_load_file(const char *path, char *err, size_t errlen);
 
 /* As config_load_file, from `len` bytes at `json` (need not be NUL-terminated). */
 struct config *config_load_string(const char *json, size_t len, char *err, size_t errlen);
+
+/* As config_load_file and config_load_string, with every error in `errs` (config_errors.h; the caller
+ * clears it): the parse goes on past a bad value (the field keeps its default) and stops only at a
+ * structural error (not JSON, a section of the wrong type, a required field missing). */
+struct config *config_load_file_errors(const char *path, struct config_errors *errs);
+struct config *config_load_string_errors(const char *json, size_t len, struct config_errors *errs);
 
 /* Free `cfg` and everything it holds. NULL is a no-op. */
 void config_free(struct config *cfg);

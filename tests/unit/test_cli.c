@@ -4,7 +4,7 @@
  * Why: operators run these by hand and from scripts; the exit code and the first line are what they see.
  *
  * Covers: check-config prints "PATH: OK (N services, tor MODE)" and returns 0, and names the file and
- * the problem (returning 1) for a bad one, and each problem of what a valid file refers to (preflight.h:
+ * the problem (returning 1) for a bad one, every problem of a file with several (field, value, count), and each problem of what a valid file refers to (preflight.h:
  * a missing tor.binary and an unknown tor.user at once), making nothing; the key commands (import-key, export-key, new-key) reach
  * keycmd.c with their arguments, which names a service the config does not have; client-auth add, list
  * and remove reach clientauth_cmd.c, which names the command and the unknown service, and any other
@@ -140,6 +140,24 @@ static void test_check_config(void **state)
     assert_int_equal(rc, 1);
     assert_non_null(strstr(buf, bad));
     assert_non_null(strstr(buf, "state_dir: is required"));
+
+    /* Three mistakes: all three in one run, each with its field and value, then how many (haproxy -c). */
+    write_file(bad, "{\"state_dir\":\"/var/lib/of\",\"run_dir\":\"/run/of\",\"log_level\":\"loud\","
+                    "\"services\":[{\"name\":\"web\",\"colour\":1,\"ports\":[{\"virtual\":70000,"
+                    "\"target\":\"127.0.0.1:8080\"}]}]}");
+    capture_begin(c);
+    rc = cli_check_config(bad);
+    capture_end(c, "err", buf, sizeof(buf));
+    assert_int_equal(rc, 1);
+    snprintf(want, sizeof(want),
+             "%s: log_level: must be one of \"debug\", \"info\", \"notice\", \"warn\", \"error\", not \"loud\"\n"
+             "%s: services[0].colour: unknown key; valid here: ",
+             bad, bad);
+    if (strncmp(buf, want, strlen(want)) != 0)
+        fail_msg("got:\n%s", buf);
+    snprintf(want, sizeof(want), "\n%s: services[0].ports[0].virtual: invalid port \"70000\" (must be 1-65535)\n%s: 3 errors\n",
+             bad, bad);
+    assert_non_null(strstr(buf, want));
 
     /* A valid file that refers to what is not there: every problem, one line each, and nothing made. */
     snprintf(bad, sizeof(bad), "%s/refers.json", c->dir);
