@@ -34,6 +34,7 @@ static int cli_log_level_cmd(const char *config_path, int argc, char **argv);
 static int cli_restart_tor_cmd(const char *config_path, int argc, char **argv);
 static int cli_reload_cmd(const char *config_path, int argc, char **argv);
 static int cli_help_cmd(const char *config_path, int argc, char **argv);
+static int cli_version_cmd(const char *config_path, int argc, char **argv);
 
 /* The commands: dispatch, argument counts, --help and onionfront(1)'s SYNOPSIS (tests/unit/test_cli.c
  * compares the two) all come from these rows. A new command is a row. */
@@ -87,6 +88,9 @@ static const struct cli_cmd {
     {"restart-tor", NULL, "[-c CONFIG] restart-tor [-s SOCKET]",
      "restart the tors one at a time (with tor.instances\n>= 2 visitors see no outage); `status` shows progress",
      -1, -1, cli_restart_tor_cmd},
+    {"version", NULL, "[-c CONFIG] version",
+     "onionfront's version and that of the config's tor.binary\n(exit 1 if that tor does not answer)", 0, 0,
+     cli_version_cmd},
     {"help", NULL, "--version | --help | help", "the version, or this text", 0, 0, cli_help_cmd},
 };
 #define CLI_N_CMDS (sizeof(cli_cmds) / sizeof(cli_cmds[0]))
@@ -399,6 +403,28 @@ static int cli_help_cmd(const char *config_path, int argc, char **argv)
     (void)argv;
     cli_usage(stdout);
     return 0;
+}
+
+/* `onionfront version`: ours, and the version of the tor a start would run (the config's tor.binary, or
+ * tor's default path when the config cannot be read: said so). */
+static int cli_version_cmd(const char *config_path, int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    char err[1024];
+    struct torcaps caps;
+    struct config *c = config_load_file(config_path, err, sizeof(err));
+    const char *binary = c && c->tor.binary ? c->tor.binary : CONFIG_DEFAULT_TOR_BINARY;
+    printf("onionfront %s\n", ONIONFRONT_VERSION);
+    if (!c)
+        fprintf(stderr, "onionfront version: %s: %s; asking %s\n", config_path, err, binary);
+    int rc = torcaps_probe_version(binary, &caps, err, sizeof(err));
+    if (rc == 0)
+        printf("tor %s (%s)\n", caps.version_text, binary);
+    else
+        fprintf(stderr, "onionfront version: tor (%s): %s\n", binary, err);
+    config_free(c);
+    return rc == 0 ? 0 : 1;
 }
 
 int cli_command(const char *config_path, const char *cmd, int argc, char **argv)

@@ -387,7 +387,7 @@ static int config_parse_tor(struct config_ctx *c, json_t *o, struct config *cfg)
                 goto out;
             }
         }
-        t->binary = strdup("/usr/bin/tor");
+        t->binary = strdup(CONFIG_DEFAULT_TOR_BINARY);
         if (!t->binary) {
             config_oom(c, "tor.binary");
             goto out;

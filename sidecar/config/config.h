@@ -25,6 +25,7 @@
 #define CONFIG_MAX_PORTS 64         /* per service */
 #define CONFIG_MAX_BACKENDS 64      /* per port */
 #define CONFIG_MAX_LIST 64          /* allowed_uids, allowed_gids, on_change, extra_torrc entries */
+#define CONFIG_DEFAULT_TOR_BINARY "/usr/bin/tor" /* tor.binary in spawn mode, unless set */
 #define CONFIG_MAX_EXPECT_STATUS 32 /* health.expect_status entries */
 #define CONFIG_PATH_MAX 4095      /* any file system path */
 #define CONFIG_RUN_DIR_MAX 56     /* leaves room for run_dir/proxy/<service>-<port>.sock in sun_path */

@@ -644,7 +644,12 @@ static int status_client_one(int fd, const char *prog, const char *cmd, char *co
         fprintf(errf, "onionfront %s: %s%s%s\n", prog, named ? "" : cmd, named ? "" : ": ", msg);
         return 1;
     }
-    if (!json && json_is_string(r)) {
+    bool services = strcmp(cmd, "services") == 0 || strcmp(cmd, "services-detail") == 0;
+    char *text = !json && services ? status_client_summary(NULL, r, NULL) : NULL;
+    if (text) {
+        fputs(text, out); /* each service as `status` shows it */
+        free(text);
+    } else if (!json && json_is_string(r)) {
         fputs(json_string_value(r), out); /* metrics: the text itself */
     } else if (!json && strcmp(cmd, "reload") == 0) {
         const char *m = jstr(r, "message");

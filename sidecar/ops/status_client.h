@@ -69,7 +69,7 @@ int status_client_check(const char *path, FILE *out);
  * `json`, one object {"status", "services", "backends", "circuits"}, where a command the daemon could not
  * answer is null); with a command, send only that one with its `nargs` arguments (log-level LEVEL
  * [SECONDS]; others take none) and print its result (metrics as text, reload and log-level as a line,
- * others as JSON); with a word that is not one of the daemon's commands (its "help" list), show the
+ * services and services-detail as the summary's service views, others as JSON; `json`: the JSON); with a word that is not one of the daemon's commands (its "help" list), show the
  * service of that name in full (status SERVICE; with `json` its object, with the per-HSDir detail).
  * Errors go to `errf`, prefixed "onionfront <prog>: " (the command word
  * the user typed: "status", "log-level", "restart-tor"). Returns the exit code: without a command, and for a service,

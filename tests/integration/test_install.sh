@@ -1,7 +1,8 @@
 #!/bin/bash
 # `make install` and the README's production path (issues: reliability/security/deployment; 27):
 #  A. PREFIX=/usr DESTDIR=tmp puts the binary, both man pages, the templates, web-server snippets and alert
-#     rules, the documentation (README.md and docs/ in share/doc/onionfront), the systemd units (in
+#     rules, the documentation (README.md, docs/ and the other pages it links, in share/doc/onionfront with
+#     the source tree's layout, every relative link resolving there), the systemd units (in
 #     /usr/lib/systemd/system, ExecStart=/usr/bin/onionfront) and the sysusers.d entry under tmp, with the
 #     right modes; PREFIX=/usr/local moves all of it, the units' ExecStart= included; the installed binary
 #     runs and accepts every installed example config; the man pages render with `groff -man -ww -z`
@@ -73,7 +74,7 @@ if ! install_to "$dest" /usr; then
 fi
 of_check "nothing is installed outside DESTDIR" test -z "$(find "$dest" -mindepth 1 -maxdepth 1 ! -name usr)"
 of_check "binary /usr/bin/onionfront, mode 755" test "$(mode_of "$dest/usr/bin/onionfront")" = 755
-docs=$(cd "$OF_ROOT" && ls docs/*.md | sed 's|^docs/|share/doc/onionfront/|')
+docs=$(cd "$OF_ROOT" && ls docs/*.md systemd/README.md docker/README.md tests/bench/RESULTS.md | sed 's|^|share/doc/onionfront/|')
 for f in share/man/man1/onionfront.1 share/man/man5/onionfront.json.5 lib/systemd/system/onionfront.service \
   lib/systemd/system/onionfront-onion-location.path lib/systemd/system/onionfront-onion-location.service \
   lib/sysusers.d/onionfront.conf share/onionfront/onionfront.example.json \
@@ -82,8 +83,22 @@ for f in share/man/man1/onionfront.1 share/man/man5/onionfront.json.5 lib/system
   share/onionfront/prometheus-alerts.yml share/doc/onionfront/README.md $docs; do
   of_check "/usr/$f, mode 644" test "$(mode_of "$dest/usr/$f")" = 644
 done
-of_check "the configuration reference is installed as share/doc/onionfront/configuration.md" \
-  cmp -s "$OF_ROOT/docs/configuration.md" "$dest/usr/share/doc/onionfront/configuration.md"
+of_check "the configuration reference is installed as share/doc/onionfront/docs/configuration.md" \
+  cmp -s "$OF_ROOT/docs/configuration.md" "$dest/usr/share/doc/onionfront/docs/configuration.md"
+# The installed documentation keeps the source tree's layout: every relative link in every installed page
+# (the README's to docs/, systemd/, docker/ and tests/bench/, the pages' to ../README.md) names an installed file.
+inst_broken=""
+while IFS= read -r md; do
+  while IFS= read -r target; do
+    target=${target%%#*}
+    [[ -z $target || $target == *://* || $target == mailto:* ]] && continue
+    [[ -e $(dirname "$md")/$target ]] || inst_broken="$inst_broken ${md#"$dest/usr/share/doc/onionfront/"}->$target"
+  done < <(grep -o '](\([^)]*\))' "$md" | sed 's/^](\(.*\))$/\1/')
+done < <(find "$dest/usr/share/doc/onionfront" -name '*.md')
+of_check "every relative link of the installed documentation resolves${inst_broken:+ (broken:$inst_broken)}" \
+  test -z "$inst_broken"
+of_check "... the README's nine docs/ links among them" \
+  test "$(grep -o '](docs/[^)]*)' "$dest/usr/share/doc/onionfront/README.md" | sort -u | wc -l)" -ge 9
 of_check "the unit runs /usr/bin/onionfront" \
   grep -qx 'ExecStart=/usr/bin/onionfront -c /etc/onionfront/onionfront.json run' "$dest/usr/lib/systemd/system/onionfront.service"
 
@@ -112,7 +127,8 @@ if command -v man >/dev/null; then
     "EXIT STATUS" "SEE ALSO"; do
     of_check "onionfront(1) has the section $section" grep -qx "$section" "$OF_TMP/onionfront.txt"
   done
-  for word in check-config import-key status SIGHUP SIGTERM READY=1 WATCHDOG=1 tor.user; do
+  for word in check-config import-key status SIGHUP SIGTERM READY=1 WATCHDOG=1 tor.user docs/https.md \
+    tor.drain_timeout; do
     of_check "onionfront(1) mentions $word" grep -qF -- "$word" "$OF_TMP/onionfront.txt"
   done
   MANWIDTH=100 man -l "$man5" 2>>"$OF_TMP/man.err" >"$OF_TMP/config.txt"
@@ -134,7 +150,7 @@ if install_to "$dest2" /usr/local; then
     "$dest2/usr/local/lib/systemd/system/onionfront.service"
   of_check "PREFIX=/usr/local: man page in /usr/local/share/man" test -f "$dest2/usr/local/share/man/man5/onionfront.json.5"
   of_check "PREFIX=/usr/local: documentation in /usr/local/share/doc/onionfront" \
-    test -f "$dest2/usr/local/share/doc/onionfront/configuration.md"
+    test -f "$dest2/usr/local/share/doc/onionfront/docs/configuration.md"
   of_check "PREFIX=/usr/local: nothing under /usr/bin" test ! -e "$dest2/usr/bin"
 else
   of_fail "make install DESTDIR=$dest2 PREFIX=/usr/local"
@@ -153,6 +169,13 @@ for md in "$readme" "$OF_ROOT"/docs/*.md "$OF_ROOT"/systemd/README.md "$OF_ROOT"
   done < <(grep -o '](\([^)]*\))' "$md" | sed 's/^](\(.*\))$/\1/')
 done
 of_check "every relative link of the documentation names a file${broken:+ (broken:$broken)}" test -z "$broken"
+of_check "README links every page of docs/" \
+  bash -c 'for f in "$1"/docs/*.md; do grep -q "](docs/${f##*/})" "$1/README.md" || exit 1; done' _ "$OF_ROOT"
+# troubleshooting.md names the probe's repair steps as the code logs them, in the code's order.
+steps=$(grep -o 'repair step [0-9]: [a-z-]*' "$OF_ROOT/sidecar/probe/probe.c" | uniq)
+doc_steps=$(grep -o 'repair step [0-9]: [a-z-]*' "$OF_ROOT/docs/troubleshooting.md" | uniq)
+of_check "troubleshooting.md's repair steps are the code's, in its order ($(echo $steps | tr '\n' ' '))" \
+  test -n "$steps" -a "$steps" = "$doc_steps"
 
 # ======================================== C. the production path ========================================
 # README blocks: the fenced block after the marker comment whose first line starts with $1.

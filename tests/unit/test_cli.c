@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "sidecar/cli/cli.h"
+#include "sidecar/core/version.h"
 #include "tests/fake/tmpdir.h"
 
 struct ctx {
@@ -324,7 +325,7 @@ static void test_command(void **state)
                {"new-key", 2, "onionfront new-key: too many arguments"},
                {"frobnicate", 0, "onionfront: unknown command 'frobnicate'"},
                {"stop", 0, "onionfront: unknown command 'stop'"},
-               {"version", 0, "onionfront: unknown command 'version'"},
+               {"version", 1, "onionfront version: too many arguments"},
                {"run", 1, "onionfront run: too many arguments"},
                {"help", 1, "onionfront help: too many arguments"}};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -334,6 +335,13 @@ static void test_command(void **state)
         assert_int_equal(rc, 2);
         assert_usage_error(buf, bad[i].why);
     }
+    /* version: onionfront's and the config's tor.binary's (a script answering as tor 0.4.9.11) */
+    capture_begin(c);
+    rc = cli_command(c->conf, "version", 0, args);
+    capture_end(c, "out", buf, sizeof(buf));
+    assert_int_equal(rc, 0);
+    snprintf(want, sizeof(want), "onionfront " ONIONFRONT_VERSION "\ntor 0.4.9.11 (%s/tor)\n", c->dir);
+    assert_string_equal(buf, want);
     /* help: the usage text on stdout, exit 0, with the exit status table */
     capture_begin(c);
     rc = cli_command(c->conf, "help", 0, args);

@@ -550,6 +550,21 @@ static void test_run_against_server(void **state)
     free(out);
     free(err);
 
+    /* services: text, each service as the summary shows it; --json: the daemon's JSON */
+    out = run(s->path, "services", false, &rc, &err);
+    assert_int_equal(rc, 0);
+    const char *first = "\nservice alpha: abc.onion\n  port 80      -> 127.0.0.1:8080";
+    if (strncmp(out, first, strlen(first)) != 0)
+        fail_msg("services as text:\n%s", out);
+    assert_non_null(strstr(out, "\nservice beta: def.onion\n"));
+    free(out);
+    free(err);
+    out = run(s->path, "services", true, &rc, &err);
+    assert_int_equal(rc, 0);
+    assert_int_equal(out[0], '[');
+    free(out);
+    free(err);
+
     out = run(s->path, "metrics", false, &rc, &err);
     assert_int_equal(rc, 0);
     assert_string_equal(out, "# HELP onionfront_x A.\n# TYPE onionfront_x gauge\nonionfront_x 1\n");
