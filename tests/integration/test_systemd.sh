@@ -77,7 +77,7 @@ of_check "the unsandboxed unit fails the same threshold" test $? -ne 0
 for setting in Type=notify NotifyAccess=main WatchdogSec=30s Restart=on-failure \
   "ExecReload=$prefix/bin/onionfront -c /etc/onionfront/onionfront.json reload" \
   User=onionfront StateDirectory=onionfront StateDirectoryMode=0700 RuntimeDirectory=onionfront \
-  RuntimeDirectoryMode=0700 ConfigurationDirectory=onionfront CapabilityBoundingSet= UMask=0077 LimitCORE=0; do
+  RuntimeDirectoryMode=0710 PrivateUsers=yes ConfigurationDirectory=onionfront CapabilityBoundingSet= UMask=0077 LimitCORE=0; do
   of_check "onionfront.service has $setting" grep -qxF "$setting" "$units/onionfront.service"
 done
 
