@@ -2,6 +2,7 @@
 #include "sidecar/cli/cli.h"
 
 #include <limits.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -335,7 +336,15 @@ int cli_check_config(const char *path)
         return 1;
     }
     signal(SIGPIPE, SIG_IGN); /* cp_conn.h: talking to an attached tor */
-    size_t n = preflight_run(c, &(struct preflight_opts){.scope = PREFLIGHT_ALL, .euid = geteuid()}, pf);
+    struct preflight_opts o = {.scope = PREFLIGHT_ALL, .euid = geteuid()};
+    /* root checking a config for the shipped unit (its user exists, tor.user unset): the unit runs
+     * onionfront as that user, so what exists must be that user's */
+    const struct passwd *unit_user = o.euid == 0 && !c->tor.user ? getpwnam(PREFLIGHT_UNIT_USER) : NULL;
+    if (unit_user) {
+        o.check_owner = true;
+        o.owner = unit_user->pw_uid;
+    }
+    size_t n = preflight_run(c, &o, pf);
     for (size_t i = 0; i < n && i < PREFLIGHT_MAX_PROBLEMS; i++)
         fprintf(stderr, "%s: %s\n", path, pf->problems[i]);
     if (n > PREFLIGHT_MAX_PROBLEMS)
