@@ -4,7 +4,8 @@
  * cross-field checks, the defaults (resolved here, once), config_free and the enum stringers. The rules
  * for single values (names, paths, addresses, torrc lines, keys) are config_value.c's; this file says
  * where each applies and names the field. The lookups and the comparisons reload uses are
- * config_compare.c's. Every error names its field path ("services[1].ports[0].target: port must be
+ * config_compare.c's; reading the file or buffer and explaining a syntax error, config_load.c's; the
+ * list of errors, config_errors.c's. Every error names its field path ("services[1].ports[0].target: port must be
  * 1-65535"); JSON syntax errors name line and column.
  * Does not: create or inspect directories, resolve host names, talk to tor, or log; the only file it
  * looks at besides the config is each health.ca_file (a readable regular file, not parsed here).
@@ -26,6 +27,7 @@
 #include "sidecar/config/placement.h"
 #include "sidecar/config/config_hint.h"
 #include "sidecar/config/config_errors.h"
+#include "sidecar/config/config_load.h"
 
 #define FIELD_PATH_LEN 256 /* "services[63].ports[63].backends[63].address" and an escaped unknown key */
 
@@ -1407,8 +1409,7 @@ static int config_parse_root(struct config_ctx *c, json_t *root, struct config *
     return 0;
 }
 
-/* Build a config from `root` (borrowed); every error goes to `errs`. */
-static struct config *config_from_json(json_t *root, struct config_errors *errs)
+struct config *config_from_json(json_t *root, struct config_errors *errs)
 {
     struct config_ctx c = {errs};
     struct config *cfg = calloc(1, sizeof *cfg);
@@ -1420,94 +1421,6 @@ static struct config *config_from_json(json_t *root, struct config_errors *errs)
         config_free(cfg);
         return NULL;
     }
-    return cfg;
-}
-
-/* A JSON syntax error, with its likely cause (config_hint.h) when `text` (the file's bytes) is known. */
-static void config_json_error(const json_error_t *je, const char *text, size_t len, struct config_errors *errs)
-{
-    char msg[1024];
-    config_hint_json_error(text, len, je->text, je->line, je->column, (size_t)je->position, msg, sizeof msg);
-    config_errors_add(errs, msg);
-}
-
-/* The bytes of `path` again, to explain a syntax error (NULL if it cannot be read; free it). */
-static char *config_slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    char *buf = NULL;
-    size_t cap = 0;
-    *len = 0;
-    if (!f)
-        return NULL;
-    for (;;) {
-        if (*len == cap) {
-            char *nb = cap < (64u << 20) ? realloc(buf, cap ? cap * 2 : 65536) : NULL;
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            buf = nb;
-            cap = cap ? cap * 2 : 65536;
-        }
-        size_t n = fread(buf + *len, 1, cap - *len, f);
-        *len += n;
-        if (n == 0)
-            break;
-    }
-    fclose(f);
-    return buf;
-}
-
-struct config *config_load_file_errors(const char *path, struct config_errors *errs)
-{
-    json_error_t je;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-    if (!root) {
-        /* jansson's own text for a file it cannot open; the cause for one it cannot parse */
-        size_t len = 0;
-        char *text = json_error_code(&je) != json_error_cannot_open_file ? config_slurp(path, &len) : NULL;
-        config_json_error(&je, text, len, errs);
-        free(text);
-        return NULL;
-    }
-    struct config *cfg = config_from_json(root, errs);
-    json_decref(root);
-    return cfg;
-}
-
-struct config *config_load_string_errors(const char *json, size_t len, struct config_errors *errs)
-{
-    json_error_t je;
-    json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
-    if (!root) {
-        config_json_error(&je, json, len, errs);
-        return NULL;
-    }
-    struct config *cfg = config_from_json(root, errs);
-    json_decref(root);
-    return cfg;
-}
-
-/* The one-line forms: the first error and how many more (config_errors_summary). */
-struct config *config_load_file(const char *path, char *err, size_t errlen)
-{
-    struct config_errors errs = {0};
-    struct config *cfg = config_load_file_errors(path, &errs);
-    if (!cfg && err)
-        config_errors_summary(&errs, err, errlen);
-    config_errors_clear(&errs);
-    return cfg;
-}
-
-struct config *config_load_string(const char *json, size_t len, char *err, size_t errlen)
-{
-    struct config_errors errs = {0};
-    struct config *cfg = config_load_string_errors(json, len, &errs);
-    if (!cfg && err)
-        config_errors_summary(&errs, err, errlen);
-    config_errors_clear(&errs);
     return cfg;
 }
 
