@@ -27,7 +27,6 @@
 #include "sidecar/config/placement.h"
 #include "sidecar/config/config_hint.h"
 #include "sidecar/config/config_errors.h"
-#include "sidecar/config/config_load.h"
 
 #define FIELD_PATH_LEN 256 /* "services[63].ports[63].backends[63].address" and an escaped unknown key */
 

@@ -275,6 +275,11 @@ struct config *config_load_string(const char *json, size_t len, char *err, size_
 struct config *config_load_file_errors(const char *path, struct config_errors *errs);
 struct config *config_load_string_errors(const char *json, size_t len, struct config_errors *errs);
 
+/* The schema on a parsed document `root` (borrowed, a jansson json_t): a new config, or NULL with every
+ * error in `errs`. The loaders' (config_load.c) entry into config.c; others use the loaders above. */
+struct json_t;
+struct config *config_from_json(struct json_t *root, struct config_errors *errs);
+
 /* Free `cfg` and everything it holds. NULL is a no-op. */
 void config_free(struct config *cfg);
 

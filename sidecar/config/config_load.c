@@ -8,7 +8,6 @@
 #include "sidecar/config/config.h"
 #include "sidecar/config/config_errors.h"
 #include "sidecar/config/config_hint.h"
-#include "sidecar/config/config_load.h"
 
 /* A JSON syntax error, with its likely cause (config_hint.h) when `text` (the file's bytes) is known. */
 static void config_json_error(const json_error_t *je, const char *text, size_t len, struct config_errors *errs)
