@@ -111,6 +111,24 @@ for cfg in "$dest"/usr/share/onionfront/onionfront*.json; do
   of_check "installed $(basename "$cfg") passes check-config" "$dest/usr/bin/onionfront" check-config "$cfg"
 done
 
+# check-config like haproxy -c: three mistakes, three lines (field and value each), then the count.
+printf '%s\n' '{"state_dir": "/var/lib/x", "run_dir": "/run/x", "log_level": "loud",' \
+  ' "services": [{"name": "web", "colour": 1, "ports": [{"virtual": 70000, "target": "127.0.0.1:8080"}]}]}' \
+  >"$OF_TMP/three.json"
+"$dest/usr/bin/onionfront" check-config "$OF_TMP/three.json" 2>"$OF_TMP/three.err"
+rc=$?
+of_log "check-config with three mistakes: exit $rc: $(cat "$OF_TMP/three.err")"
+of_check "check-config reports three mistakes in one run, each with field and value, and exits 1" \
+  bash -c '[[ $1 -eq 1 ]] && grep -q "log_level: must be one of .*, not \"loud\"" "$2" &&
+    grep -q "services\[0\]\.colour: unknown key; valid here: name, " "$2" &&
+    grep -q "services\[0\]\.ports\[0\]\.virtual: invalid port \"70000\" (must be 1-65535)" "$2" &&
+    grep -q ": 3 errors$" "$2"' _ "$rc" "$OF_TMP/three.err"
+printf '# my onion\n{}\n' >"$OF_TMP/hash.json"
+of_check "check-config names a '#' comment" \
+  bash -c '"$1" check-config "$2" 2>&1 | grep -q "line 1: .#. comments are not JSON"' _ "$dest/usr/bin/onionfront" "$OF_TMP/hash.json"
+of_check "the installed binary's version command names tor's version too" \
+  bash -c '"$1" -c /nonexistent version 2>/dev/null | grep -Eq "^tor [0-9]+\.[0-9]+"' _ "$dest/usr/bin/onionfront"
+
 man1=$dest/usr/share/man/man1/onionfront.1
 man5=$dest/usr/share/man/man5/onionfront.json.5
 if command -v groff >/dev/null; then
