@@ -223,7 +223,7 @@ soak: deps
 	@bash tests/soak/run.sh
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the daemon, man pages, templates, the operator documentation
-# (README.md and docs/), systemd units (their ExecStart follows BINDIR) and the sysusers.d entry for the
+# (DOC_FILES), systemd units (their ExecStart follows BINDIR) and the sysusers.d entry for the
 # unit's user. tests/integration/test_install.sh checks the result and follows the README's production
 # install.
 BINDIR ?= $(PREFIX)/bin
@@ -232,13 +232,18 @@ MANDIR ?= $(PREFIX)/share/man
 DOCDIR ?= $(PREFIX)/share/doc/onionfront
 SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+# The operator documentation, installed under DOCDIR with the source tree's layout so that the README's
+# and the pages' relative links resolve there: the README, docs/ and every other page they link
+# (test_install.sh checks every relative link of the installed tree).
+DOC_FILES := README.md $(sort $(wildcard docs/*.md)) systemd/README.md docker/README.md tests/bench/RESULTS.md tests/bench/README.md \
+  tests/testnet/README.md
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR) $(DESTDIR)$(DOCDIR) $(DESTDIR)$(MANDIR)/man1 \
 	  $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSUSERSDIR)
 	install -m 0755 build/onionfront $(DESTDIR)$(BINDIR)/onionfront
 	install -m 0644 templates/torrc.in templates/*.json templates/*.conf templates/*.yml $(DESTDIR)$(DATADIR)/
-	install -m 0644 README.md docs/*.md $(DESTDIR)$(DOCDIR)/
+	for f in $(DOC_FILES); do install -D -m 0644 "$$f" "$(DESTDIR)$(DOCDIR)/$$f" || exit 1; done
 	install -m 0644 sidecar/onionfront.1 $(DESTDIR)$(MANDIR)/man1/onionfront.1
 	install -m 0644 sidecar/onionfront.json.5 $(DESTDIR)$(MANDIR)/man5/onionfront.json.5
 	for u in systemd/*.service systemd/*.path; do \

@@ -2,6 +2,7 @@
 #include "sidecar/cli/cli.h"
 
 #include <limits.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -12,6 +13,7 @@
 
 #include "sidecar/cli/clientauth_cmd.h"
 #include "sidecar/config/config.h"
+#include "sidecar/config/config_errors.h"
 #include "sidecar/cli/keycmd.h"
 #include "sidecar/cli/onion_cert_cmd.h"
 #include "sidecar/cli/torrc_cmd.h"
@@ -33,7 +35,9 @@ static int cli_client_auth_cmd(const char *config_path, int argc, char **argv);
 static int cli_check_cmd(const char *config_path, int argc, char **argv);
 static int cli_log_level_cmd(const char *config_path, int argc, char **argv);
 static int cli_restart_tor_cmd(const char *config_path, int argc, char **argv);
+static int cli_reload_cmd(const char *config_path, int argc, char **argv);
 static int cli_help_cmd(const char *config_path, int argc, char **argv);
+static int cli_version_cmd(const char *config_path, int argc, char **argv);
 
 /* The commands: dispatch, argument counts, --help and onionfront(1)'s SYNOPSIS (tests/unit/test_cli.c
  * compares the two) all come from these rows. A new command is a row. */
@@ -85,9 +89,16 @@ static const struct cli_cmd {
     {"log-level", NULL, "[-c CONFIG] log-level [-s SOCKET] LEVEL [SECONDS]",
      "log at LEVEL (debug ... error) for SECONDS or until\nchanged; LEVEL config: back to the config's level", -1,
      -1, cli_log_level_cmd},
+    {"reload", NULL, "[-c CONFIG] reload [-s SOCKET]",
+     "have the running daemon reload CONFIG and wait for its\nverdict: exit 1 with the reason if it refused (the\n"
+     "unit's ExecReload=, so `systemctl reload` fails too)",
+     -1, -1, cli_reload_cmd},
     {"restart-tor", NULL, "[-c CONFIG] restart-tor [-s SOCKET]",
      "restart the tors one at a time (with tor.instances\n>= 2 visitors see no outage); `status` shows progress",
      -1, -1, cli_restart_tor_cmd},
+    {"version", NULL, "[-c CONFIG] version",
+     "onionfront's version and that of the config's tor.binary\n(exit 1 if that tor does not answer)", 0, 0,
+     cli_version_cmd},
     {"help", NULL, "--version | --help | help", "the version, or this text", 0, 0, cli_help_cmd},
 };
 #define CLI_N_CMDS (sizeof(cli_cmds) / sizeof(cli_cmds[0]))
@@ -115,7 +126,8 @@ void cli_usage(FILE *f)
             "\nexit status: 0 success; 1 failure (an invalid config, a problem found at start, a command that\n"
             "failed); 2 wrong usage. `status` without COMMAND and `check`: %d ok, %d degraded, %d down or not\n"
             "running, %d unknown (the config cannot be read, the status socket refused this user or gave no\n"
-            "answer).\n",
+            "answer). Within tor.bootstrap_timeout of the start `check` reads OK \"starting\" (`status`: 1);\n"
+            "past it a tor not bootstrapped is down.\n",
             STATUS_EXIT_OK, STATUS_EXIT_DEGRADED, STATUS_EXIT_DOWN, STATUS_EXIT_UNKNOWN);
 }
 
@@ -263,6 +275,29 @@ static int cli_restart_tor_cmd(const char *config_path, int argc, char **argv)
     return rc ? rc : cli_send("restart-tor", config_path, &a, "restart-tor", NULL, 0);
 }
 
+/* `onionfront reload [-s SOCKET]`: the status socket's reload, which answers only when the daemon has
+ * applied or refused the config. A config this command cannot read is refused here, and the daemon is
+ * not asked: it would read the same file and refuse it for the same reason (and without the file there
+ * is no status.socket to ask). */
+static int cli_reload_cmd(const char *config_path, int argc, char **argv)
+{
+    struct cli_sock_args a = {0};
+    int rc = cli_sock_parse("reload", argc, argv, false, 0, &a);
+    if (rc)
+        return rc;
+    if (!a.socket) {
+        struct config *c = NULL;
+        char err[2048];
+        const char *path = a.config ? a.config : config_path;
+        if (!(c = config_load_file(path, err, sizeof(err)))) {
+            fprintf(stderr, "onionfront reload: %s: %s; refused, the running config stays\n", path, err);
+            return 1;
+        }
+        config_free(c);
+    }
+    return cli_send("reload", config_path, &a, "reload", NULL, 0);
+}
+
 /* `onionfront check [-s SOCKET]`: one Nagios line; a config it cannot read is UNKNOWN. */
 static int cli_check_cmd(const char *config_path, int argc, char **argv)
 {
@@ -286,10 +321,18 @@ static int cli_check_cmd(const char *config_path, int argc, char **argv)
 
 int cli_check_config(const char *path)
 {
-    char err[1024];
-    struct config *c = config_load_file(path, err, sizeof(err));
+    /* Every mistake in one run (config_errors.h), as `haproxy -c` does. */
+    struct config_errors errs = {0};
+    struct config *c = config_load_file_errors(path, &errs);
     if (!c) {
-        fprintf(stderr, "%s: %s\n", path, err);
+        for (size_t i = 0; i < errs.n; i++)
+            fprintf(stderr, "%s: %s\n", path, errs.msg[i]);
+        size_t total = config_errors_count(&errs);
+        if (errs.dropped)
+            fprintf(stderr, "%s: ... and %zu more\n", path, errs.dropped);
+        if (total > 1)
+            fprintf(stderr, "%s: %zu errors\n", path, total);
+        config_errors_clear(&errs);
         return 1;
     }
     /* What the file refers to (preflight.h): read only, nothing is made. */
@@ -300,7 +343,15 @@ int cli_check_config(const char *path)
         return 1;
     }
     signal(SIGPIPE, SIG_IGN); /* cp_conn.h: talking to an attached tor */
-    size_t n = preflight_run(c, &(struct preflight_opts){.scope = PREFLIGHT_ALL, .euid = geteuid()}, pf);
+    struct preflight_opts o = {.scope = PREFLIGHT_ALL, .euid = geteuid()};
+    /* root checking a config for the shipped unit (its user exists, tor.user unset): the unit runs
+     * onionfront as that user, so what exists must be that user's */
+    const struct passwd *unit_user = o.euid == 0 && !c->tor.user ? getpwnam(PREFLIGHT_UNIT_USER) : NULL;
+    if (unit_user) {
+        o.check_owner = true;
+        o.owner = unit_user->pw_uid;
+    }
+    size_t n = preflight_run(c, &o, pf);
     for (size_t i = 0; i < n && i < PREFLIGHT_MAX_PROBLEMS; i++)
         fprintf(stderr, "%s: %s\n", path, pf->problems[i]);
     if (n > PREFLIGHT_MAX_PROBLEMS)
@@ -395,6 +446,28 @@ static int cli_help_cmd(const char *config_path, int argc, char **argv)
     (void)argv;
     cli_usage(stdout);
     return 0;
+}
+
+/* `onionfront version`: ours, and the version of the tor a start would run (the config's tor.binary, or
+ * tor's default path when the config cannot be read: said so). */
+static int cli_version_cmd(const char *config_path, int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    char err[1024];
+    struct torcaps caps;
+    struct config *c = config_load_file(config_path, err, sizeof(err));
+    const char *binary = c && c->tor.binary ? c->tor.binary : CONFIG_DEFAULT_TOR_BINARY;
+    printf("onionfront %s\n", ONIONFRONT_VERSION);
+    if (!c)
+        fprintf(stderr, "onionfront version: %s: %s; asking %s\n", config_path, err, binary);
+    int rc = torcaps_probe_version(binary, &caps, err, sizeof(err));
+    if (rc == 0)
+        printf("tor %s (%s)\n", caps.version_text, binary);
+    else
+        fprintf(stderr, "onionfront version: tor (%s): %s\n", binary, err);
+    config_free(c);
+    return rc == 0 ? 0 : 1;
 }
 
 int cli_command(const char *config_path, const char *cmd, int argc, char **argv)

@@ -228,6 +228,12 @@ static bool pf_creatable(struct pf *p, const char *field, const char *path)
     pf_parent(path, parent, sizeof(parent));
     if (pf_is_made(p, parent))
         return true;
+    /* check-config as the service user before the first start: systemd's StateDirectory= and
+     * RuntimeDirectory= make these (the daemon's own start still needs them there). */
+    bool systemd_makes = (strcmp(field, "state_dir") == 0 && strcmp(parent, "/var/lib") == 0) ||
+                         (strcmp(field, "run_dir") == 0 && strcmp(parent, "/run") == 0);
+    if (pf_all(p) && systemd_makes)
+        return true;
     int e = stat(parent, &st) < 0 ? errno : 0;
     if (e || !S_ISDIR(st.st_mode)) {
         pf_problem(p, field, "%s does not exist, and cannot be made: its parent %s %s", path, parent,
@@ -243,6 +249,19 @@ static bool pf_creatable(struct pf *p, const char *field, const char *path)
     return true;
 }
 
+/* With check_owner: is what `path` names (stat `st`) the daemon's user's? A problem if not. */
+static bool pf_owned(struct pf *p, const char *field, const char *path, const struct stat *st)
+{
+    char owner[96], want[96];
+    if (!p->o->check_owner || st->st_uid == p->o->owner)
+        return true;
+    pf_user(st->st_uid, owner, sizeof(owner));
+    pf_user(p->o->owner, want, sizeof(want));
+    pf_problem(p, field, "%s is owned by %s, not by %s, the user the systemd unit runs onionfront as (chown %lu: %s)",
+               path, owner, want, (unsigned long)p->o->owner, path);
+    return false;
+}
+
 /* A directory onionfront keeps private (fs_ensure_private_dir): an existing one must pass
  * fs_check_private_dir, a missing one be creatable. Noted as made when it will be there. */
 static void pf_private_dir(struct pf *p, const char *field, const char *path)
@@ -254,6 +273,7 @@ static void pf_private_dir(struct pf *p, const char *field, const char *path)
         ok = fs_check_private_dir(path, why, sizeof(why)) == 0;
         if (!ok)
             pf_problem(p, field, "%s", why);
+        pf_owned(p, field, path, &st); /* it exists: what is under it is checked too */
     } else if (errno == ENOENT) {
         ok = pf_creatable(p, field, path);
     } else {
@@ -315,6 +335,12 @@ static void pf_keys(struct pf *p)
             pf_problem(p, field, "%s", why);
         if (rc == 1 && stat(sc->key_dir, &st) < 0 && errno == ENOENT && pf_creatable(p, field, sc->key_dir))
             pf_made(p, sc->key_dir);
+        char key[PATH_MAX];
+        snprintf(key, sizeof(key), "%s/hs_ed25519_secret_key", sc->key_dir);
+        if (stat(sc->key_dir, &st) == 0)
+            pf_owned(p, field, sc->key_dir, &st);
+        if (lstat(key, &st) == 0)
+            pf_owned(p, field, key, &st);
     }
 }
 

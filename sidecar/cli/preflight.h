@@ -12,7 +12,10 @@
  *    record (service_id_check_key: a v2 or incomplete directory, the anonymity rule, a known service whose
  *    key is missing or another one);
  *  - the directories onionfront makes (state_dir and its keys/, run_dir, missing key directories, the
- *    status socket's and onion_location.dir) are as onionfront needs them, or can be made by this user;
+ *    status socket's and onion_location.dir) are as onionfront needs them, or can be made by this user —
+ *    for check-config, a missing state_dir in /var/lib or run_dir in /run counts as made: the systemd
+ *    unit's StateDirectory=/RuntimeDirectory= make them at start; with check_owner, existing ones and the
+ *    key directories and keys are the daemon's user's (root running check-config for the unit);
  *  - the listening sockets and health checks of the services' ports fit under RLIMIT_NOFILE's hard limit
  *    with onionfront's other descriptors (proxy_check_fd_limit; check-config sees its own limit, which
  *    may differ from the unit's LimitNOFILE=);
@@ -24,6 +27,7 @@
 #ifndef ONIONFRONT_PREFLIGHT_H
 #define ONIONFRONT_PREFLIGHT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/resource.h>
 #include <sys/types.h>
@@ -47,7 +51,14 @@ struct preflight_opts {
     unsigned control_timeout_ms; /* that connection's deadline (connect and authenticate); 0: 5 s */
     rlim_t nofile_hard;          /* RLIMIT_NOFILE's hard limit to check against; 0: the process's (tests
                                     pretend) */
+    bool check_owner;            /* run by root for a daemon that runs as `owner` (the systemd unit's
+                                    user): existing directories and key files must be `owner`'s */
+    uid_t owner;
 };
+
+/* systemd/onionfront.service's User=: check-config run by root checks ownership against it (when that
+ * user exists and tor.user is unset, as under the shipped unit). */
+#define PREFLIGHT_UNIT_USER "onionfront"
 
 #define PREFLIGHT_MAX_PROBLEMS 32
 #define PREFLIGHT_PROBLEM_MAX 1400

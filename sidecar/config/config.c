@@ -4,7 +4,8 @@
  * cross-field checks, the defaults (resolved here, once), config_free and the enum stringers. The rules
  * for single values (names, paths, addresses, torrc lines, keys) are config_value.c's; this file says
  * where each applies and names the field. The lookups and the comparisons reload uses are
- * config_compare.c's. Every error names its field path ("services[1].ports[0].target: port must be
+ * config_compare.c's; reading the file or buffer and explaining a syntax error, config_load.c's; the
+ * list of errors, config_errors.c's. Every error names its field path ("services[1].ports[0].target: port must be
  * 1-65535"); JSON syntax errors name line and column.
  * Does not: create or inspect directories, resolve host names, talk to tor, or log; the only file it
  * looks at besides the config is each health.ca_file (a readable regular file, not parsed here).
@@ -25,32 +26,49 @@
 #include "sidecar/config/config_value.h"
 #include "sidecar/config/placement.h"
 #include "sidecar/config/config_hint.h"
+#include "sidecar/config/config_errors.h"
 
 #define FIELD_PATH_LEN 256 /* "services[63].ports[63].backends[63].address" and an escaped unknown key */
 
 struct config_ctx {
-    char *err;
-    size_t errlen;
+    struct config_errors *errs; /* every error, in order (config_errors.h) */
 };
 
 /* ---- messages ---------------------------------------------------------------------------------- */
 
+static void config_vadd(struct config_ctx *c, const char *path, const char *fmt, va_list ap)
+{
+    char msg[2048];
+    int n = snprintf(msg, sizeof msg, "%s: ", path);
+    if (n >= 0 && (size_t)n < sizeof msg)
+        vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+    config_errors_add(c->errs, msg);
+}
+
 static int config_fail(struct config_ctx *c, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+static int config_bad_value(struct config_ctx *c, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
-/* Write "<path>: <message>" to the caller's buffer. Always returns -1. */
+/* Add "<path>: <message>" to the errors; the parse of this part stops. Always returns -1. */
 static int config_fail(struct config_ctx *c, const char *path, const char *fmt, ...)
 {
-    if (!c->err || c->errlen == 0)
-        return -1;
-    int n = snprintf(c->err, c->errlen, "%s: ", path);
-    if (n >= 0 && (size_t)n < c->errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    config_vadd(c, path, fmt, ap);
+    va_end(ap);
     return -1;
+}
+
+/* As config_fail for a bad value of an optional or scalar field: the field keeps its default and the
+ * parse goes on, so that one run reports every such mistake (the load still fails). Returns 0. */
+static int config_bad_value(struct config_ctx *c, const char *path, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    config_vadd(c, path, fmt, ap);
+    va_end(ap);
+    return 0;
 }
 
 /* Field path of `key` inside the object at `obj` ("" is the top level). */
@@ -94,9 +112,11 @@ static int config_check_keys(struct config_ctx *c, const char *obj, json_t *o, c
             config_msg_text(shown, sizeof shown, key, strlen(key), 64);
             config_sub(p, obj, shown);
             const char *near = config_hint_nearest(key, allowed);
+            char valid[600];
             if (near)
-                return config_fail(c, p, "unknown key; did you mean \"%s\"?", near);
-            return config_fail(c, p, "unknown key");
+                config_bad_value(c, p, "unknown key; did you mean \"%s\"?", near);
+            else
+                config_bad_value(c, p, "unknown key; valid here: %s", config_errors_list(allowed, valid, sizeof valid));
         }
     }
     return 0;
@@ -124,11 +144,12 @@ static int config_get_int(struct config_ctx *c, const char *obj, json_t *o, cons
     config_sub(p, obj, key);
     if (!v)
         return required ? config_fail(c, p, "is required") : 0;
+    char shown[64];
     if (!json_is_integer(v))
-        return config_fail(c, p, "must be an integer");
+        return config_bad_value(c, p, "must be an integer, not %s", config_errors_shown(v, shown, sizeof shown));
     long long x = json_integer_value(v);
     if (x < min || x > max)
-        return config_fail(c, p, "must be %lld-%lld", min, max);
+        return config_bad_value(c, p, "invalid %s \"%lld\" (must be %lld-%lld)", config_errors_noun(key), x, min, max);
     *out = x;
     return 0;
 }
@@ -150,8 +171,9 @@ static int config_get_bool(struct config_ctx *c, const char *obj, json_t *o, con
     if (!v)
         return 0;
     config_sub(p, obj, key);
+    char shown[64];
     if (!json_is_boolean(v))
-        return config_fail(c, p, "must be true or false");
+        return config_bad_value(c, p, "must be true or false, not %s", config_errors_shown(v, shown, sizeof shown));
     *out = json_is_true(v);
     return 0;
 }
@@ -165,8 +187,11 @@ static int config_get_str(struct config_ctx *c, const char *obj, json_t *o, cons
     config_sub(p, obj, key);
     if (!v)
         return required ? config_fail(c, p, "is required") : 0;
+    char shown[64];
+    if (!json_is_string(v) && !required)
+        return config_bad_value(c, p, "must be a string, not %s", config_errors_shown(v, shown, sizeof shown));
     if (!json_is_string(v))
-        return config_fail(c, p, "must be a string");
+        return config_fail(c, p, "must be a string, not %s", config_errors_shown(v, shown, sizeof shown));
     *out = json_string_value(v);
     *len = json_string_length(v);
     return 0;
@@ -188,7 +213,7 @@ static int config_get_enum(struct config_ctx *c, const char *obj, json_t *o, con
             }
         }
     }
-    char list[200] = "";
+    char list[200] = "", shown[64];
     size_t o_len = 0;
     for (int i = 0; names[i] && o_len < sizeof list; i++) {
         int n = snprintf(list + o_len, sizeof list - o_len, "%s\"%s\"", i ? ", " : "", names[i]);
@@ -197,7 +222,7 @@ static int config_get_enum(struct config_ctx *c, const char *obj, json_t *o, con
         o_len += (size_t)n;
     }
     config_sub(p, obj, key);
-    return config_fail(c, p, "must be one of %s", list);
+    return config_bad_value(c, p, "must be one of %s, not %s", list, config_errors_shown(v, shown, sizeof shown));
 }
 
 /* An absolute path of at most `max` bytes (after normalisation), as a new string in *out (the old value
@@ -363,7 +388,7 @@ static int config_parse_tor(struct config_ctx *c, json_t *o, struct config *cfg)
                 goto out;
             }
         }
-        t->binary = strdup("/usr/bin/tor");
+        t->binary = strdup(CONFIG_DEFAULT_TOR_BINARY);
         if (!t->binary) {
             config_oom(c, "tor.binary");
             goto out;
@@ -691,7 +716,7 @@ static int config_parse_port(struct config_ctx *c, const char *obj, json_t *o, s
     if (config_get_uint(c, obj, o, "virtual", true, 1, 65535, &virt) < 0)
         return -1;
     pc->virtual_port = (uint16_t)virt;
-    for (size_t j = 0; j < idx; j++) {
+    for (size_t j = 0; j < idx && virt; j++) { /* 0: its error is reported already */
         if (svc->ports[j].virtual_port == pc->virtual_port) {
             config_sub(p, obj, "virtual");
             return config_fail(c, p, "duplicate virtual port %u", virt);
@@ -1055,8 +1080,12 @@ static int config_parse_service(struct config_ctx *c, const char *obj, json_t *o
         svc->onion_location = false;
     }
     config_sub(p, obj, "onionbalance");
-    if (ob_conf_parse(json_object_get(o, "onionbalance"), p, svc->dos.pow_enabled, &svc->onionbalance, c->err, c->errlen) < 0)
+    char oberr[1024];
+    if (ob_conf_parse(json_object_get(o, "onionbalance"), p, svc->dos.pow_enabled, &svc->onionbalance, oberr,
+                      sizeof oberr) < 0) {
+        config_errors_add(c->errs, oberr); /* it names the field path itself */
         return -1;
+    }
     /* Instances run on the single-onion tors (their keys are copied per tor, ob_config beside them). */
     if (svc->onionbalance.role != OB_ROLE_NONE && svc->mode != SERVICE_MODE_SINGLE)
         return config_fail(c, p, "only for a service with mode \"single\": onionfront runs Onionbalance instances "
@@ -1379,85 +1408,18 @@ static int config_parse_root(struct config_ctx *c, json_t *root, struct config *
     return 0;
 }
 
-/* Build a config from `root` (borrowed). */
-static struct config *config_from_json(json_t *root, char *err, size_t errlen)
+struct config *config_from_json(json_t *root, struct config_errors *errs)
 {
-    struct config_ctx c = {err, errlen};
+    struct config_ctx c = {errs};
     struct config *cfg = calloc(1, sizeof *cfg);
     if (!cfg) {
         config_oom(&c, "config");
         return NULL;
     }
-    if (config_parse_root(&c, root, cfg) < 0) {
+    if (config_parse_root(&c, root, cfg) < 0 || config_errors_count(errs) > 0) {
         config_free(cfg);
         return NULL;
     }
-    return cfg;
-}
-
-/* A JSON syntax error, with its likely cause (config_hint.h) when `text` (the file's bytes) is known. */
-static void config_json_error(const json_error_t *je, const char *text, size_t len, char *err, size_t errlen)
-{
-    if (err && errlen > 0)
-        config_hint_json_error(text, len, je->text, je->line, je->column, (size_t)je->position, err, errlen);
-}
-
-/* The bytes of `path` again, to explain a syntax error (NULL if it cannot be read; free it). */
-static char *config_slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rbe");
-    char *buf = NULL;
-    size_t cap = 0;
-    *len = 0;
-    if (!f)
-        return NULL;
-    for (;;) {
-        if (*len == cap) {
-            char *nb = cap < (64u << 20) ? realloc(buf, cap ? cap * 2 : 65536) : NULL;
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            buf = nb;
-            cap = cap ? cap * 2 : 65536;
-        }
-        size_t n = fread(buf + *len, 1, cap - *len, f);
-        *len += n;
-        if (n == 0)
-            break;
-    }
-    fclose(f);
-    return buf;
-}
-
-struct config *config_load_file(const char *path, char *err, size_t errlen)
-{
-    json_error_t je;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-    if (!root) {
-        /* jansson's own text for a file it cannot open; the cause for one it cannot parse */
-        size_t len = 0;
-        char *text = json_error_code(&je) != json_error_cannot_open_file ? config_slurp(path, &len) : NULL;
-        config_json_error(&je, text, len, err, errlen);
-        free(text);
-        return NULL;
-    }
-    struct config *cfg = config_from_json(root, err, errlen);
-    json_decref(root);
-    return cfg;
-}
-
-struct config *config_load_string(const char *json, size_t len, char *err, size_t errlen)
-{
-    json_error_t je;
-    json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
-    if (!root) {
-        config_json_error(&je, json, len, err, errlen);
-        return NULL;
-    }
-    struct config *cfg = config_from_json(root, err, errlen);
-    json_decref(root);
     return cfg;
 }
 

@@ -25,6 +25,7 @@
 #define CONFIG_MAX_PORTS 64         /* per service */
 #define CONFIG_MAX_BACKENDS 64      /* per port */
 #define CONFIG_MAX_LIST 64          /* allowed_uids, allowed_gids, on_change, extra_torrc entries */
+#define CONFIG_DEFAULT_TOR_BINARY "/usr/bin/tor" /* tor.binary in spawn mode, unless set */
 #define CONFIG_MAX_EXPECT_STATUS 32 /* health.expect_status entries */
 #define CONFIG_PATH_MAX 4095      /* any file system path */
 #define CONFIG_RUN_DIR_MAX 56     /* leaves room for run_dir/proxy/<service>-<port>.sock in sun_path */
@@ -257,13 +258,27 @@ struct config {
     struct onion_location_conf onion_location;
 };
 
+struct config_errors;
+
 /* Read and validate the JSON config at `path`. Return a new config (free with config_free), or NULL with
  * a message in `err`: "line L, column C: ..." for JSON syntax errors (duplicate keys included), "<field
- * path>: ..." (e.g. "services[1].ports[0].target: port must be 1-65535") for everything else. */
+ * path>: ..." (e.g. "services[1].ports[0].virtual: invalid port \"70000\" (must be 1-65535)") for
+ * everything else — the first error, and how many more there were (config_errors_summary). */
 struct config *config_load_file(const char *path, char *err, size_t errlen);
 
 /* As config_load_file, from `len` bytes at `json` (need not be NUL-terminated). */
 struct config *config_load_string(const char *json, size_t len, char *err, size_t errlen);
+
+/* As config_load_file and config_load_string, with every error in `errs` (config_errors.h; the caller
+ * clears it): the parse goes on past a bad value (the field keeps its default) and stops only at a
+ * structural error (not JSON, a section of the wrong type, a required field missing). */
+struct config *config_load_file_errors(const char *path, struct config_errors *errs);
+struct config *config_load_string_errors(const char *json, size_t len, struct config_errors *errs);
+
+/* The schema on a parsed document `root` (borrowed, a jansson json_t): a new config, or NULL with every
+ * error in `errs`. The loaders' (config_load.c) entry into config.c; others use the loaders above. */
+struct json_t;
+struct config *config_from_json(struct json_t *root, struct config_errors *errs);
 
 /* Free `cfg` and everything it holds. NULL is a no-op. */
 void config_free(struct config *cfg);

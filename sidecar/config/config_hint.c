@@ -11,6 +11,7 @@
 enum hint_kind {
     HINT_NONE,
     HINT_COMMENT,        /* "//" or a block comment */
+    HINT_HASH_COMMENT,   /* "#" (shell, torrc and YAML comments) */
     HINT_TRAILING_COMMA, /* "," then only white space before "}" or "]" */
     HINT_SINGLE_QUOTE,   /* 'a string' */
 };
@@ -38,6 +39,8 @@ static enum hint_kind hint_scan(const char *text, size_t len, size_t *at)
             in_string = true;
         } else if (ch == '/' && i + 1 < len && (text[i + 1] == '/' || text[i + 1] == '*')) {
             return HINT_COMMENT;
+        } else if (ch == '#') {
+            return HINT_HASH_COMMENT;
         } else if (ch == '\'') {
             return HINT_SINGLE_QUOTE;
         } else if (ch == ',') {
@@ -86,7 +89,10 @@ void config_hint_json_error(const char *text, size_t len, const char *jtext, int
         if (kind != HINT_NONE && at <= position) {
             int l, c;
             hint_line_col(text, at, &l, &c);
-            if (kind == HINT_COMMENT)
+            if (kind == HINT_HASH_COMMENT)
+                snprintf(err, errlen, "line %d: '#' comments are not JSON (JSON has no comments): remove the comment",
+                         l);
+            else if (kind == HINT_COMMENT)
                 snprintf(err, errlen, "line %d, column %d: a comment, but JSON has no comments (// or /* */): remove "
                          "it", l, c);
             else if (kind == HINT_TRAILING_COMMA)

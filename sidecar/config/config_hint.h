@@ -1,5 +1,5 @@
 /* config_hint.h — the likely cause behind a config file's mistake, for people: why jansson could not
- * parse the file (comments, a trailing comma, single quotes, an empty file, a UTF-8 byte order mark),
+ * parse the file (comments, '#' ones included, a trailing comma, single quotes, an empty file, a UTF-8 byte order mark),
  * and which valid key an unknown one was probably meant to be.
  *
  * Exists so that config.c's messages say what to do, not only where the parser stopped (jansson gives

@@ -27,9 +27,25 @@
 #include "sidecar/fleet/workerset.h"
 #include "sidecar/identity/instance.h"
 
-static bool report_tor_usable(enum tor_state ts)
+/* A tor on its way up: started, being configured, or bootstrapping. */
+static bool report_tor_coming_up(enum tor_state ts)
 {
-    return ts == TOR_CONFIGURING || ts == TOR_BOOTSTRAPPING || ts == TOR_RUNNING;
+    return ts == TOR_STARTING || ts == TOR_CONFIGURING || ts == TOR_BOOTSTRAPPING;
+}
+
+/* Start-up is not an alarm, and a tor that never bootstraps is: within tor.bootstrap_timeout of
+ * onionfront's start (`late` false) a tor coming up is usable and only "starting"; past it only a
+ * bootstrapped tor serves anything (tor.c gives up on a bootstrap at that deadline and starts tor
+ * again, so a tor that cannot bootstrap would otherwise look merely degraded for ever). */
+static bool report_tor_usable(enum tor_state ts, bool late)
+{
+    return ts == TOR_RUNNING || (!late && report_tor_coming_up(ts));
+}
+
+/* Is onionfront past its start-up window (tor.bootstrap_timeout since it started)? */
+static bool report_past_startup(const struct report_src *r, const struct timespec *now)
+{
+    return now->tv_sec - r->started.tv_sec >= (time_t)r->conf->tor.bootstrap_timeout;
 }
 
 /* Append one formatted problem to the "problems" array of "status". */
@@ -116,17 +132,29 @@ static const char *report_tor_name(const struct worker *w)
 
 /* The problems of one worker: its tor's state and mode, and each service's upload, HSDirs, probe and
  * verdict through it (a refused service is reported once, by report_status_json). A service another of
- * its tors has uploaded is not missing an upload here: this tor stands by (workerset_service_uploaded). */
-static void report_worker_problems(const struct report_src *r, const struct worker *w, json_t *problems)
+ * its tors has uploaded is not missing an upload here: this tor stands by (workerset_service_uploaded).
+ * Counts in *startup the problems that only say it is still starting (its tor coming up, a service's first
+ * upload not confirmed yet). `late`: past the start-up window, where a tor that is not bootstrapped says so. */
+static void report_worker_problems(const struct report_src *r, const struct worker *w, bool late,
+                                   json_t *problems, size_t *startup)
 {
     enum tor_state ts = worker_tor_state(w);
     int boot = worker_bootstrap_progress(w);
     const char *violation = worker_mode_violation(w);
+    bool coming_up = report_tor_coming_up(ts);
     /* while shutting down, report_status_json says so once instead */
-    if (!r->shutting_down && ts == TOR_BOOTSTRAPPING && boot >= 0)
-        report_problem(problems, "%s is bootstrapping (%d %%)", report_tor_name(w), boot);
+    char pct[16] = "";
+    if (boot >= 0)
+        snprintf(pct, sizeof(pct), " (%d %%)", boot);
+    if (!r->shutting_down && coming_up && late)
+        report_problem(problems, "%s is %s%s, not bootstrapped within tor.bootstrap_timeout (%u s) of the start",
+                       report_tor_name(w), tor_state_str(ts), pct, r->conf->tor.bootstrap_timeout);
+    else if (!r->shutting_down && ts == TOR_BOOTSTRAPPING && boot >= 0)
+        report_problem(problems, "%s is bootstrapping%s", report_tor_name(w), pct);
     else if (!r->shutting_down && ts != TOR_RUNNING)
         report_problem(problems, "%s is %s", report_tor_name(w), tor_state_str(ts));
+    if (!r->shutting_down && coming_up)
+        (*startup)++;
     if (violation)
         report_problem(problems, "%s", violation);
     for (size_t i = 0; i < worker_service_count(w); i++) {
@@ -137,8 +165,10 @@ static void report_worker_problems(const struct report_src *r, const struct work
         if (service_ids_at(r->ids, i)->conf->onionbalance.role == OB_ROLE_FRONTEND)
             continue; /* not on the tors: Onionbalance publishes it (ob_frontend_problems) */
         if (!worker_service_uploaded(w, i)) {
-            if (!workerset_service_uploaded(r->workerset, i))
+            if (!workerset_service_uploaded(r->workerset, i)) {
                 report_problem(problems, "service %s: no descriptor upload confirmed yet", name);
+                (*startup)++;
+            }
         } else {
             if (worker_service_counts(w, address, &dc) == 0 && dc.hsdirs_failed > 0)
                 report_problem(problems, "service %s: descriptor upload failed on %u of %u HSDirs", name,
@@ -234,12 +264,13 @@ json_t *report_status_json(const struct report_src *r)
     size_t n_workers;
     struct worker *const *workers = workerset_list(r->workerset, &n_workers);
     const struct worker *w0 = workers[0];
-    size_t n = worker_service_count(w0), uploaded = 0;
+    size_t n = worker_service_count(w0), uploaded = 0, startup = 0;
     bool usable = false;
     json_t *problems = json_array(), *tors = json_array();
     const struct roll *roll = workerset_roll(r->workerset);
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
+    bool late = report_past_startup(r, &now);
     if (r->shutting_down)
         report_problem(problems, "onionfront is shutting down");
     for (size_t i = 0; i < service_ids_count(r->ids); i++) {
@@ -254,16 +285,18 @@ json_t *report_status_json(const struct report_src *r)
             uploaded++; /* once each, whichever of its tors uploaded it */
     }
     for (size_t k = 0; k < n_workers; k++) {
-        report_worker_problems(r, workers[k], problems);
-        usable = usable || report_tor_usable(worker_tor_state(workers[k]));
+        report_worker_problems(r, workers[k], late, problems, &startup);
+        usable = usable || report_tor_usable(worker_tor_state(workers[k]), late);
         json_array_append_new(tors, worker_tor_to_json(workers[k]));
     }
     report_pool_problems(r, problems);
     ob_frontend_problems(r->ob, problems);
     bool probe_down = report_probe_problems(r, problems);
-    const char *state = r->shutting_down || !usable || probe_down ? "down"
-                        : json_array_size(problems) ? "degraded"
-                                                    : "ok";
+    /* "starting" when every problem is one of start-up, within its window (report_tor_usable). */
+    const char *state = r->shutting_down || !usable || probe_down     ? "down"
+                        : json_array_size(problems) == 0               ? "ok"
+                        : !late && json_array_size(problems) == startup ? "starting"
+                                                                        : "degraded";
     /* "tor": the first tor's row (as with one tor), "tors": every tor's. */
     json_t *tor = worker_tor_to_json(w0);
     json_object_del(tor, "instance");

@@ -41,11 +41,13 @@ struct report_src {
     const struct ob_frontend *ob; /* Onionbalance's frontend (ob_frontend.h); NULL: none */
 };
 
-/* "status": the overall state — down (no usable tor, or shutting down), degraded (something listed in
- * "problems": tor not bootstrapped, a tor mode violation, a refused service (its key is missing or not
- * the recorded one), a service without a confirmed upload, with failed HSDirs, not found by the
- * periodic HSFETCH (hsfetch) or not single onion, a port without a backend up or with
- * some of its backends down, each named), ok —
+/* "status": the overall state — down (no usable tor: none coming up or bootstrapped, or, from
+ * tor.bootstrap_timeout after onionfront's start, none bootstrapped; or shutting down), starting (within
+ * tor.bootstrap_timeout of the start, every problem is one of start-up: a tor coming up, a service's
+ * first upload not confirmed yet), degraded (something listed in "problems": tor not bootstrapped, a
+ * tor mode violation, a refused service (its key is missing or not the recorded one), a service without
+ * a confirmed upload, with failed HSDirs, not found by the periodic HSFETCH (hsfetch) or not single
+ * onion, a port without a backend up or with some of its backends down, each named), ok —
  * with tor's state, each tor's row and the rolling restart ("roll": roll_to_json). Returns a new
  * reference. */
 json_t *report_status_json(const struct report_src *r);

@@ -644,7 +644,12 @@ static int status_client_one(int fd, const char *prog, const char *cmd, char *co
         fprintf(errf, "onionfront %s: %s%s%s\n", prog, named ? "" : cmd, named ? "" : ": ", msg);
         return 1;
     }
-    if (!json && json_is_string(r)) {
+    bool services = strcmp(cmd, "services") == 0 || strcmp(cmd, "services-detail") == 0;
+    char *text = !json && services ? status_client_summary(NULL, r, NULL) : NULL;
+    if (text) {
+        fputs(text, out); /* each service as `status` shows it */
+        free(text);
+    } else if (!json && json_is_string(r)) {
         fputs(json_string_value(r), out); /* metrics: the text itself */
     } else if (!json && strcmp(cmd, "reload") == 0) {
         const char *m = jstr(r, "message");
@@ -681,13 +686,18 @@ int status_client_check(const char *path, FILE *out)
         fprintf(out, "ONIONFRONT %s - %s\n", words[rc], err);
         return rc;
     }
-    int rc = status_client_exit_code(st);
+    /* Start-up is not an alarm (a "starting" daemon is within tor.bootstrap_timeout of its start); to
+     * `status` it is not ready yet (1), so that a script waiting for exit 0 waits for "ok". */
+    const char *state = jstr(st, "state");
+    bool starting = state && strcmp(state, "starting") == 0;
+    int rc = starting ? STATUS_EXIT_OK : status_client_exit_code(st);
     json_t *problems = json_object_get(st, "problems");
     const json_t *services = json_object_get(st, "services");
     const char *first = json_string_value(json_array_get(problems, 0));
     /* Nagios plugin output: one line, "STATUS - text | perfdata". */
-    fprintf(out, "ONIONFRONT %s - %s%s | problems=%zu", words[rc], first ? first : "all services up",
-            json_array_size(problems) > 1 ? " (and more)" : "", json_array_size(problems));
+    fprintf(out, "ONIONFRONT %s - %s%s%s | problems=%zu", words[rc], starting ? "starting: " : "",
+            first ? first : "all services up", json_array_size(problems) > 1 ? " (and more)" : "",
+            json_array_size(problems));
     if (jint(services, "total") >= 0) /* perfdata the daemon reports */
         fprintf(out, " services=%lld uploaded=%lld", jint(services, "total"), jint(services, "uploaded"));
     fputc('\n', out);

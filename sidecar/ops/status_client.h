@@ -47,9 +47,11 @@ char *status_client_summary(const json_t *status, const json_t *services, const 
 
 /* `onionfront status` (without a command) and `check` exit codes, Nagios/monit style (the table in
  * onionfront(1) and --help). */
-#define STATUS_EXIT_OK 0       /* "state": "ok" */
-#define STATUS_EXIT_DEGRADED 1 /* "degraded": something is listed under "problems" */
-#define STATUS_EXIT_DOWN 2     /* "down" (no usable tor, a service down end to end), or not running */
+#define STATUS_EXIT_OK 0       /* "state": "ok" (and, for `check` only, "starting": within tor.bootstrap_timeout
+                                  of the start) */
+#define STATUS_EXIT_DEGRADED 1 /* "degraded": something is listed under "problems"; for `status`, "starting" */
+#define STATUS_EXIT_DOWN 2     /* "down" (no usable tor, no tor bootstrapped after tor.bootstrap_timeout, a
+                                  service down end to end), or not running */
 #define STATUS_EXIT_UNKNOWN 3  /* cannot tell: the config cannot be read, the socket refused this user, no
                                   usable answer */
 
@@ -57,7 +59,8 @@ char *status_client_summary(const json_t *status, const json_t *services, const 
 int status_client_exit_code(const json_t *status);
 
 /* `onionfront check`: one Nagios-plugin line on `out`, "ONIONFRONT OK|WARNING|CRITICAL|UNKNOWN - <the
- * first problem, or all services up> | problems=N services=N uploaded=N"; returns the exit code as above
+ * first problem ("starting: " before it while starting), or all services up> | problems=N services=N
+ * uploaded=N"; returns the exit code as above ("starting" is OK)
  * (CRITICAL with the reason when onionfront is not running, UNKNOWN when it cannot tell). */
 int status_client_check(const char *path, FILE *out);
 
@@ -66,7 +69,7 @@ int status_client_check(const char *path, FILE *out);
  * `json`, one object {"status", "services", "backends", "circuits"}, where a command the daemon could not
  * answer is null); with a command, send only that one with its `nargs` arguments (log-level LEVEL
  * [SECONDS]; others take none) and print its result (metrics as text, reload and log-level as a line,
- * others as JSON); with a word that is not one of the daemon's commands (its "help" list), show the
+ * services and services-detail as the summary's service views, others as JSON; `json`: the JSON); with a word that is not one of the daemon's commands (its "help" list), show the
  * service of that name in full (status SERVICE; with `json` its object, with the per-HSDir detail).
  * Errors go to `errf`, prefixed "onionfront <prog>: " (the command word
  * the user typed: "status", "log-level", "restart-tor"). Returns the exit code: without a command, and for a service,

@@ -1,12 +1,16 @@
-/* fuzz_config.c — libFuzzer target for sidecar/config/config.c: any bytes through config_load_string.
+/* fuzz_config.c — libFuzzer target for sidecar/config/config.c: any bytes through config_load_string and
+ * config_load_string_errors (which goes on past bad values: every error collected).
  *
- * Must never crash, leak or overflow the error buffer; a loaded config is also walked (every string read,
+ * Must never crash, leak or overflow the error buffer; both must agree, and every error list be
+ * non-empty with non-empty messages; a loaded config is also walked (every string read,
  * the comparisons run against itself) so that a half-initialised struct shows up under ASan/UBSan. */
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "sidecar/config/config.h"
+#include "sidecar/config/config_errors.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -50,6 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char err[256];
     memset(err, 0, sizeof err);
     struct config *c = config_load_string((const char *)data, size, err, sizeof err - 1);
+    bool loaded = c != NULL;
     if (c) {
         volatile size_t sum = fuzz_config_walk(c);
         (void)sum;
@@ -57,5 +62,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else if (err[0] == '\0' || err[sizeof err - 1] != '\0') {
         __builtin_trap(); /* every failure explains itself, within the buffer */
     }
+    struct config_errors errs = {0};
+    struct config *c2 = config_load_string_errors((const char *)data, size, &errs);
+    if (!c2 == loaded || (!c2 && config_errors_count(&errs) == 0) || (c2 && config_errors_count(&errs) != 0))
+        __builtin_trap();
+    for (size_t i = 0; i < errs.n; i++)
+        if (errs.msg[i][0] == '\0')
+            __builtin_trap();
+    config_free(c2);
+    config_errors_clear(&errs);
     return 0;
 }

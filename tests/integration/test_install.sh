@@ -1,7 +1,8 @@
 #!/bin/bash
 # `make install` and the README's production path (issues: reliability/security/deployment; 27):
 #  A. PREFIX=/usr DESTDIR=tmp puts the binary, both man pages, the templates, web-server snippets and alert
-#     rules, the documentation (README.md and docs/ in share/doc/onionfront), the systemd units (in
+#     rules, the documentation (README.md, docs/ and the other pages it links, in share/doc/onionfront with
+#     the source tree's layout, every relative link resolving there), the systemd units (in
 #     /usr/lib/systemd/system, ExecStart=/usr/bin/onionfront) and the sysusers.d entry under tmp, with the
 #     right modes; PREFIX=/usr/local moves all of it, the units' ExecStart= included; the installed binary
 #     runs and accepts every installed example config; the man pages render with `groff -man -ww -z`
@@ -18,8 +19,11 @@
 #     `onionfront check-config`, `systemctl enable --now onionfront` — done as systemd would from the
 #     installed unit file: its StateDirectory=/RuntimeDirectory= with their modes and owner, UMask=, and
 #     its ExecStartPre= and ExecStart= lines (parsed from the file) as its User=/Group= without
-#     capabilities, READY=1 awaited on a stand-in notify socket (Type=notify) — and `onionfront status`,
-#     which must come to exit 0. onionfront and its tor run as onionfront, the keys are its own, the
+#     capabilities and in a private user namespace as PrivateUsers=yes makes one, READY=1 awaited on a
+#     stand-in notify socket (Type=notify) — and `onionfront status`, which must come to exit 0. Then, as
+#     `systemctl reload` would, its ExecReload= with a bad config exits non-zero naming the field and value
+#     while the running config stays; and `onionfront check` as a monitoring user of its own works once
+#     that user is in the unit's group and status.allowed_gids lists it (docs/operations.md), not before. onionfront and its tor run as onionfront, the keys are its own, the
 #     address status prints is the key's, and pages come from both backends through the onion.
 #  D. Every shipped example (templates/onionfront*.json, as installed) passes ExecStartPre= and starts as
 #     the unit runs it (READY=1, still running), then stops with exit 0 at SIGTERM; only the private
@@ -27,8 +31,8 @@
 # C and D write to /usr, /etc, /var/lib and /run: the whole script runs in a private mount namespace with
 # an overlay on each (upper layers in its temporary directory), so nothing reaches the real system — the
 # test checks that the real /etc/passwd did not change — and all of it is gone when the script ends.
-# Not covered here: the sandbox settings of the unit (systemd-analyze in test_systemd.sh checks them;
-# there is no systemd as PID 1 to apply them) and `systemctl enable` itself.
+# Not covered here: the sandbox settings of the unit other than PrivateUsers= (systemd-analyze in
+# test_systemd.sh checks them; there is no systemd as PID 1 to apply them) and `systemctl enable` itself.
 set -u
 if [[ ${OF_INSTALL_NS:-} != 1 ]]; then
   if ! unshare --mount --propagation private true 2>/dev/null; then
@@ -73,7 +77,7 @@ if ! install_to "$dest" /usr; then
 fi
 of_check "nothing is installed outside DESTDIR" test -z "$(find "$dest" -mindepth 1 -maxdepth 1 ! -name usr)"
 of_check "binary /usr/bin/onionfront, mode 755" test "$(mode_of "$dest/usr/bin/onionfront")" = 755
-docs=$(cd "$OF_ROOT" && ls docs/*.md | sed 's|^docs/|share/doc/onionfront/|')
+docs=$(cd "$OF_ROOT" && ls docs/*.md systemd/README.md docker/README.md tests/bench/RESULTS.md | sed 's|^|share/doc/onionfront/|')
 for f in share/man/man1/onionfront.1 share/man/man5/onionfront.json.5 lib/systemd/system/onionfront.service \
   lib/systemd/system/onionfront-onion-location.path lib/systemd/system/onionfront-onion-location.service \
   lib/sysusers.d/onionfront.conf share/onionfront/onionfront.example.json \
@@ -82,8 +86,22 @@ for f in share/man/man1/onionfront.1 share/man/man5/onionfront.json.5 lib/system
   share/onionfront/prometheus-alerts.yml share/doc/onionfront/README.md $docs; do
   of_check "/usr/$f, mode 644" test "$(mode_of "$dest/usr/$f")" = 644
 done
-of_check "the configuration reference is installed as share/doc/onionfront/configuration.md" \
-  cmp -s "$OF_ROOT/docs/configuration.md" "$dest/usr/share/doc/onionfront/configuration.md"
+of_check "the configuration reference is installed as share/doc/onionfront/docs/configuration.md" \
+  cmp -s "$OF_ROOT/docs/configuration.md" "$dest/usr/share/doc/onionfront/docs/configuration.md"
+# The installed documentation keeps the source tree's layout: every relative link in every installed page
+# (the README's to docs/, systemd/, docker/ and tests/bench/, the pages' to ../README.md) names an installed file.
+inst_broken=""
+while IFS= read -r md; do
+  while IFS= read -r target; do
+    target=${target%%#*}
+    [[ -z $target || $target == *://* || $target == mailto:* ]] && continue
+    [[ -e $(dirname "$md")/$target ]] || inst_broken="$inst_broken ${md#"$dest/usr/share/doc/onionfront/"}->$target"
+  done < <(grep -o '](\([^)]*\))' "$md" | sed 's/^](\(.*\))$/\1/')
+done < <(find "$dest/usr/share/doc/onionfront" -name '*.md')
+of_check "every relative link of the installed documentation resolves${inst_broken:+ (broken:$inst_broken)}" \
+  test -z "$inst_broken"
+of_check "... the README's nine docs/ links among them" \
+  test "$(grep -o '](docs/[^)]*)' "$dest/usr/share/doc/onionfront/README.md" | sort -u | wc -l)" -ge 9
 of_check "the unit runs /usr/bin/onionfront" \
   grep -qx 'ExecStart=/usr/bin/onionfront -c /etc/onionfront/onionfront.json run' "$dest/usr/lib/systemd/system/onionfront.service"
 
@@ -92,6 +110,24 @@ of_check "the installed binary reports its version" \
 for cfg in "$dest"/usr/share/onionfront/onionfront*.json; do
   of_check "installed $(basename "$cfg") passes check-config" "$dest/usr/bin/onionfront" check-config "$cfg"
 done
+
+# check-config like haproxy -c: three mistakes, three lines (field and value each), then the count.
+printf '%s\n' '{"state_dir": "/var/lib/x", "run_dir": "/run/x", "log_level": "loud",' \
+  ' "services": [{"name": "web", "colour": 1, "ports": [{"virtual": 70000, "target": "127.0.0.1:8080"}]}]}' \
+  >"$OF_TMP/three.json"
+"$dest/usr/bin/onionfront" check-config "$OF_TMP/three.json" 2>"$OF_TMP/three.err"
+rc=$?
+of_log "check-config with three mistakes: exit $rc: $(cat "$OF_TMP/three.err")"
+of_check "check-config reports three mistakes in one run, each with field and value, and exits 1" \
+  bash -c '[[ $1 -eq 1 ]] && grep -q "log_level: must be one of .*, not \"loud\"" "$2" &&
+    grep -q "services\[0\]\.colour: unknown key; valid here: name, " "$2" &&
+    grep -q "services\[0\]\.ports\[0\]\.virtual: invalid port \"70000\" (must be 1-65535)" "$2" &&
+    grep -q ": 3 errors$" "$2"' _ "$rc" "$OF_TMP/three.err"
+printf '# my onion\n{}\n' >"$OF_TMP/hash.json"
+of_check "check-config names a '#' comment" \
+  bash -c '"$1" check-config "$2" 2>&1 | grep -q "line 1: .#. comments are not JSON"' _ "$dest/usr/bin/onionfront" "$OF_TMP/hash.json"
+of_check "the installed binary's version command names tor's version too" \
+  bash -c '"$1" -c /nonexistent version 2>/dev/null | grep -Eq "^tor [0-9]+\.[0-9]+"' _ "$dest/usr/bin/onionfront"
 
 man1=$dest/usr/share/man/man1/onionfront.1
 man5=$dest/usr/share/man/man5/onionfront.json.5
@@ -112,7 +148,8 @@ if command -v man >/dev/null; then
     "EXIT STATUS" "SEE ALSO"; do
     of_check "onionfront(1) has the section $section" grep -qx "$section" "$OF_TMP/onionfront.txt"
   done
-  for word in check-config import-key status SIGHUP SIGTERM READY=1 WATCHDOG=1 tor.user; do
+  for word in check-config import-key status SIGHUP SIGTERM READY=1 WATCHDOG=1 tor.user docs/https.md \
+    tor.drain_timeout; do
     of_check "onionfront(1) mentions $word" grep -qF -- "$word" "$OF_TMP/onionfront.txt"
   done
   MANWIDTH=100 man -l "$man5" 2>>"$OF_TMP/man.err" >"$OF_TMP/config.txt"
@@ -134,7 +171,7 @@ if install_to "$dest2" /usr/local; then
     "$dest2/usr/local/lib/systemd/system/onionfront.service"
   of_check "PREFIX=/usr/local: man page in /usr/local/share/man" test -f "$dest2/usr/local/share/man/man5/onionfront.json.5"
   of_check "PREFIX=/usr/local: documentation in /usr/local/share/doc/onionfront" \
-    test -f "$dest2/usr/local/share/doc/onionfront/configuration.md"
+    test -f "$dest2/usr/local/share/doc/onionfront/docs/configuration.md"
   of_check "PREFIX=/usr/local: nothing under /usr/bin" test ! -e "$dest2/usr/bin"
 else
   of_fail "make install DESTDIR=$dest2 PREFIX=/usr/local"
@@ -153,6 +190,13 @@ for md in "$readme" "$OF_ROOT"/docs/*.md "$OF_ROOT"/systemd/README.md "$OF_ROOT"
   done < <(grep -o '](\([^)]*\))' "$md" | sed 's/^](\(.*\))$/\1/')
 done
 of_check "every relative link of the documentation names a file${broken:+ (broken:$broken)}" test -z "$broken"
+of_check "README links every page of docs/" \
+  bash -c 'for f in "$1"/docs/*.md; do grep -q "](docs/${f##*/})" "$1/README.md" || exit 1; done' _ "$OF_ROOT"
+# troubleshooting.md names the probe's repair steps as the code logs them, in the code's order.
+steps=$(grep -o 'repair step [0-9]: [a-z-]*' "$OF_ROOT/sidecar/probe/probe.c" | uniq)
+doc_steps=$(grep -o 'repair step [0-9]: [a-z-]*' "$OF_ROOT/docs/troubleshooting.md" | uniq)
+of_check "troubleshooting.md's repair steps are the code's, in its order ($(echo $steps | tr '\n' ' '))" \
+  test -n "$steps" -a "$steps" = "$doc_steps"
 
 # ======================================== C. the production path ========================================
 # README blocks: the fenced block after the marker comment whose first line starts with $1.
@@ -243,17 +287,49 @@ U_RUNTIME_MODE=$(unit_get RuntimeDirectoryMode)
 U_CONFDIR=$(unit_get ConfigurationDirectory)
 U_PRE=$(unit_get ExecStartPre)
 U_START=$(unit_get ExecStart)
+U_RELOAD=$(unit_get ExecReload)
+U_PRIVATE_USERS=$(unit_get PrivateUsers)
 of_check "the unit is Type=notify" test "$(unit_get Type)" = notify
 of_check "the unit names User=, Group=, its directories and both Exec lines" \
   test -n "$U_USER" -a -n "$U_GROUP" -a -n "$U_STATE" -a -n "$U_RUNTIME" -a -n "$U_PRE" -a -n "$U_START"
 # This emulation splits Exec lines on blanks: refuse what it would get wrong (quotes, specifiers,
 # variables, escapes, systemd's command prefixes).
 plain_words() { [[ $1 =~ ^[A-Za-z0-9/][A-Za-z0-9/._=\ -]*$ ]]; }
-for l in "$U_PRE" "$U_START"; do
+for l in "$U_PRE" "$U_START" "$U_RELOAD"; do
   of_check "Exec line '$l' is plain words" plain_words "$l"
 done
 u_uid=$(id -u "$U_USER" 2>/dev/null)
+u_gid=$(getent group "$U_GROUP" | cut -d: -f3)
 AS_UNIT=(setpriv --reuid="$U_USER" --regid="$U_GROUP" --init-groups --no-new-privs --inh-caps=-all --bounding-set=-all)
+# PrivateUsers=yes as systemd sets it up: a user namespace where only root and the unit's user and group
+# are mapped (every other uid and gid reads 65534 inside). The helper unshares itself, has a child write
+# its maps from outside, then execs the rest (so the unit's process keeps the helper's pid).
+if [[ $U_PRIVATE_USERS == yes ]]; then
+  cat >"$OF_TMP/private_users.py" <<'EOF_PY'
+import ctypes, os, sys
+uid, gid, cmd = sys.argv[1], sys.argv[2], sys.argv[3:]
+go_r, go_w = os.pipe()
+child = os.fork()
+if child == 0:
+    os.read(go_r, 1)
+    parent = os.getppid()
+    with open("/proc/%d/uid_map" % parent, "w") as f:
+        f.write("0 0 1\n%s %s 1\n" % (uid, uid))
+    with open("/proc/%d/gid_map" % parent, "w") as f:
+        f.write("0 0 1\n%s %s 1\n" % (gid, gid))
+    os._exit(0)
+if ctypes.CDLL(None, use_errno=True).unshare(0x10000000) != 0:  # CLONE_NEWUSER
+    sys.exit("unshare: %s" % os.strerror(ctypes.get_errno()))
+os.write(go_w, b"x")
+_, status = os.waitpid(child, 0)
+if status != 0:
+    sys.exit("private_users: writing the id maps failed")
+os.execvp(cmd[0], cmd)
+EOF_PY
+  AS_UNIT=(/usr/bin/python3 "$OF_TMP/private_users.py" "$u_uid" "$u_gid" "${AS_UNIT[@]}")
+fi
+of_check "the unit has PrivateUsers=yes, emulated here (only root, $U_USER and $U_GROUP mapped)" \
+  test "$U_PRIVATE_USERS" = yes
 
 # A stand-in for systemd's notify socket, where the unit's user can reach it.
 notify_dir=/run/of-test-notify
@@ -334,6 +410,59 @@ EOF
 
 uid_of_pid() { awk '/^Uid:/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
 
+# unit_reload LABEL: `systemctl reload onionfront` — the unit's ExecReload= as its user, in its user
+# namespace. Sets reload_rc; its stderr in $OF_TMP/reload.err.
+unit_reload() {
+  local cmd
+  read -ra cmd <<<"$U_RELOAD"
+  (umask "${U_UMASK:-0022}" && exec "${AS_UNIT[@]}" timeout 60 "${cmd[@]}") >"$OF_TMP/reload.out" 2>"$OF_TMP/reload.err"
+  reload_rc=$?
+  of_log "$1: ExecReload= exit $reload_rc: $(cat "$OF_TMP/reload.out" "$OF_TMP/reload.err")"
+}
+
+# With the quick start running: a refused reload fails `systemctl reload` with the reason and the running
+# config stays; a Nagios-style check as a user of its own works once it is in the unit's group and
+# status.allowed_gids lists that group (docs/operations.md), and not before.
+unit_reload_and_monitor() {
+  local conf=/etc/onionfront/onionfront.json good=$OF_TMP/good.json out rc
+  of_check "onionfront runs in the private user namespace (only root and $U_USER mapped)" \
+    test "$(awk '{ print $1 }' "/proc/$OF_PID/uid_map" | sort -n | tr '\n' ' ')" = "0 $u_uid "
+  cp "$conf" "$good"
+  python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); c["services"][0]["ports"][0]["virtual"] = 70000
+json.dump(c, open(sys.argv[1], "w"))' "$conf"
+  unit_reload "a port of 70000"
+  of_check "systemctl reload (ExecReload=) with a bad config: exit non-zero" test "$reload_rc" -ne 0
+  of_check "... the reason on stderr: field and value" \
+    grep -q 'services\[0\]\.ports\[0\]\.virtual: invalid port "70000"' "$OF_TMP/reload.err"
+  cp "$good" "$conf"
+  of_check "... the running config stays: onionfront status still exits 0" onionfront status
+  unit_reload "the config back"
+  of_check "systemctl reload with the good config: exit 0" test "$reload_rc" -eq 0
+
+  useradd --system --no-create-home --shell /usr/sbin/nologin of-nagios
+  useradd --system --no-create-home --shell /usr/sbin/nologin -G "$U_GROUP" of-nagios2
+  out=$(runuser -u of-nagios2 -- onionfront check 2>&1)
+  rc=$?
+  of_log "check as of-nagios2 (in $U_GROUP), not yet listed: exit $rc: $out"
+  of_check "a monitoring user not listed in status.allowed_gids is refused (UNKNOWN, exit 3)" test "$rc" -eq 3
+  python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); c.setdefault("status", {})["allowed_gids"] = [int(sys.argv[2])]
+json.dump(c, open(sys.argv[1], "w"), indent=2)' "$conf" "$u_gid"
+  unit_reload "status.allowed_gids [$u_gid]"
+  of_check "systemctl reload with status.allowed_gids: exit 0" test "$reload_rc" -eq 0
+  out=$(runuser -u of-nagios2 -- onionfront check 2>&1)
+  rc=$?
+  of_log "check as of-nagios2 (in $U_GROUP, its gid listed): exit $rc: $out"
+  of_check "the check as a monitoring user in group $U_GROUP: ONIONFRONT OK, exit 0" \
+    bash -c '[[ $1 -eq 0 && $2 == "ONIONFRONT OK - "* ]]' _ "$rc" "$out"
+  out=$(runuser -u of-nagios -- onionfront check 2>&1)
+  rc=$?
+  of_log "check as of-nagios (not in $U_GROUP): exit $rc: $out"
+  of_check "... a user outside that group cannot (exit 3)" test "$rc" -eq 3
+  of_check "... and the group may enter run_dir (0710) but reaches only the status socket there" \
+    bash -c 'test "$(stat -c %a /run/'"$U_RUNTIME"')" = 710 && ! runuser -u of-nagios2 -- ls /run/'"$U_RUNTIME"' >/dev/null 2>&1'
+  cp "$good" "$conf"
+}
+
 # --- the quick start ---
 p1=$(of_free_port)
 of_start_backend web1 "$p1" http || exit 1
@@ -391,6 +520,7 @@ if ((started)); then
   done
   of_check "pages through the onion came from both backends (seen:${seen:- none})" \
     bash -c '[[ $1 == *web1* && $1 == *web2* ]]' _ "$seen"
+  unit_reload_and_monitor
   unit_stop "quick start"
 fi
 

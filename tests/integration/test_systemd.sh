@@ -11,7 +11,11 @@
 #    standing in for systemd's (on the private network): STATUS= while tor starts, READY=1 only after tor
 #    bootstrapped with the services handed over, STATUS= when the service becomes reachable,
 #    RELOADING=1/READY=1 around SIGHUP, STOPPING=1 at SIGTERM, WATCHDOG=1 at half WATCHDOG_USEC; and
-#    tor does not inherit NOTIFY_SOCKET.
+#    tor does not inherit NOTIFY_SOCKET;
+#  - `systemctl reload` tells the truth: the unit's ExecReload= line, run as systemd runs it (its words,
+#    the config path pointed at this test's file), exits 0 for a good config and non-zero with the reason
+#    on stderr for a refused one (a bad value, a field that needs a restart, a '#' comment), and the
+#    running config stays (the service and its port still served, as `status services` shows).
 # The unit checks work without systemd as PID 1.
 set -u
 source "$(dirname "$0")/lib.sh"
@@ -70,9 +74,10 @@ systemd-analyze security --offline=true --threshold="$threshold" "$OF_TMP/unsand
 of_check "the unsandboxed unit fails the same threshold" test $? -ne 0
 
 # --- what the daemon relies on ---------------------------------------------------------------------------
-for setting in Type=notify NotifyAccess=main WatchdogSec=30s Restart=on-failure "ExecReload=/bin/kill -HUP \$MAINPID" \
+for setting in Type=notify NotifyAccess=main WatchdogSec=30s Restart=on-failure \
+  "ExecReload=$prefix/bin/onionfront -c /etc/onionfront/onionfront.json reload" \
   User=onionfront StateDirectory=onionfront StateDirectoryMode=0700 RuntimeDirectory=onionfront \
-  RuntimeDirectoryMode=0700 ConfigurationDirectory=onionfront CapabilityBoundingSet= UMask=0077 LimitCORE=0; do
+  RuntimeDirectoryMode=0710 PrivateUsers=yes ConfigurationDirectory=onionfront CapabilityBoundingSet= UMask=0077 LimitCORE=0; do
   of_check "onionfront.service has $setting" grep -qxF "$setting" "$units/onionfront.service"
 done
 
@@ -136,6 +141,45 @@ for ((i = 0; i < 50; i++)); do ready_after_reload && break; sleep 0.1; done
 of_check "SIGHUP: READY=1 again after it" ready_after_reload
 
 of_check "WATCHDOG=1 keeps coming after the reload's READY=1" wait_pings_after '^READY=1'
+
+# --- ExecReload=, as `systemctl reload onionfront` runs it ---------------------------------------------
+reload_line=$(sed -n 's/^ExecReload=//p' "$units/onionfront.service" | tail -n 1)
+read -ra reload_cmd <<<"${reload_line//\/etc\/onionfront\/onionfront.json/$config}"
+of_log "ExecReload=: ${reload_cmd[*]}"
+cp "$config" "$OF_TMP/good.json"
+exec_reload() { # LABEL: run it; its exit status in reload_rc, its stderr in $OF_TMP/reload.err
+  "${reload_cmd[@]}" >"$OF_TMP/reload.out" 2>"$OF_TMP/reload.err"
+  reload_rc=$?
+  of_log "$1: ExecReload= exit $reload_rc: $(cat "$OF_TMP/reload.out" "$OF_TMP/reload.err")"
+}
+still_serving() { # the running config's service and port, from the daemon itself
+  "$OF_BIN" -c "$OF_TMP/good.json" status services --json 2>/dev/null |
+    python3 -c 'import json, sys; s = json.load(sys.stdin); sys.exit(not (len(s) == 1 and s[0]["name"] == "alpha" and [p["virtual"] for p in s[0]["ports"]] == [80]))'
+}
+exec_reload "unchanged config"
+of_check "ExecReload=, a good config: exit 0" test "$reload_rc" -eq 0
+of_check "ExecReload=, a good config: says it reloaded" grep -q '^reloaded: applied ' "$OF_TMP/reload.out"
+# refused by the daemon: a field that needs a restart
+python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); c["tor"]["instances"] = 2; json.dump(c, open(sys.argv[2], "w"))' \
+  "$OF_TMP/good.json" "$config"
+exec_reload "tor.instances changed"
+of_check "ExecReload=, tor.instances changed: exit non-zero" test "$reload_rc" -ne 0
+of_check "... the reason on stderr" grep -q 'tor.instances changed, which needs a restart' "$OF_TMP/reload.err"
+of_check "... the daemon logged the same refusal" grep -q 'reload: tor.instances changed' "$log"
+# a bad value
+python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); c["services"][0]["ports"][0]["virtual"] = 70000; json.dump(c, open(sys.argv[2], "w"))' \
+  "$OF_TMP/good.json" "$config"
+exec_reload "a port of 70000"
+of_check "ExecReload=, a port of 70000: exit non-zero" test "$reload_rc" -ne 0
+of_check "... the reason on stderr names the field" grep -q 'services\[0\]\.ports\[0\]\.virtual' "$OF_TMP/reload.err"
+# not JSON
+{ echo '# my onion'; cat "$OF_TMP/good.json"; } >"$config"
+exec_reload "a '#' comment"
+of_check "ExecReload=, a '#' comment: exit non-zero" test "$reload_rc" -ne 0
+of_check "... the reason on stderr" grep -q 'line 1' "$OF_TMP/reload.err"
+of_check "after the refusals onionfront runs" kill -0 "$OF_PID"
+of_check "... with the running config: alpha, port 80 (status services)" still_serving
+cp "$OF_TMP/good.json" "$config"
 of_stop_onionfront
 of_check "SIGTERM: onionfront exits 0" test $? -eq 0
 of_check "SIGTERM: STOPPING=1" grep -q '^STOPPING=1|STATUS=stopping' "$notify_log"

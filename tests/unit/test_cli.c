@@ -4,7 +4,7 @@
  * Why: operators run these by hand and from scripts; the exit code and the first line are what they see.
  *
  * Covers: check-config prints "PATH: OK (N services, tor MODE)" and returns 0, and names the file and
- * the problem (returning 1) for a bad one, and each problem of what a valid file refers to (preflight.h:
+ * the problem (returning 1) for a bad one, every problem of a file with several (field, value, count), and each problem of what a valid file refers to (preflight.h:
  * a missing tor.binary and an unknown tor.user at once), making nothing; the key commands (import-key, export-key, new-key) reach
  * keycmd.c with their arguments, which names a service the config does not have; client-auth add, list
  * and remove reach clientauth_cmd.c, which names the command and the unknown service, and any other
@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "sidecar/cli/cli.h"
+#include "sidecar/core/version.h"
 #include "tests/fake/tmpdir.h"
 
 struct ctx {
@@ -141,6 +142,24 @@ static void test_check_config(void **state)
     assert_non_null(strstr(buf, bad));
     assert_non_null(strstr(buf, "state_dir: is required"));
 
+    /* Three mistakes: all three in one run, each with its field and value, then how many (haproxy -c). */
+    write_file(bad, "{\"state_dir\":\"/var/lib/of\",\"run_dir\":\"/run/of\",\"log_level\":\"loud\","
+                    "\"services\":[{\"name\":\"web\",\"colour\":1,\"ports\":[{\"virtual\":70000,"
+                    "\"target\":\"127.0.0.1:8080\"}]}]}");
+    capture_begin(c);
+    rc = cli_check_config(bad);
+    capture_end(c, "err", buf, sizeof(buf));
+    assert_int_equal(rc, 1);
+    snprintf(want, sizeof(want),
+             "%s: log_level: must be one of \"debug\", \"info\", \"notice\", \"warn\", \"error\", not \"loud\"\n"
+             "%s: services[0].colour: unknown key; valid here: ",
+             bad, bad);
+    if (strncmp(buf, want, strlen(want)) != 0)
+        fail_msg("got:\n%s", buf);
+    snprintf(want, sizeof(want), "\n%s: services[0].ports[0].virtual: invalid port \"70000\" (must be 1-65535)\n%s: 3 errors\n",
+             bad, bad);
+    assert_non_null(strstr(buf, want));
+
     /* A valid file that refers to what is not there: every problem, one line each, and nothing made. */
     snprintf(bad, sizeof(bad), "%s/refers.json", c->dir);
     char json[1024];
@@ -228,7 +247,7 @@ static void test_client_auth(void **state)
     }
 }
 
-/* status, check, log-level and restart-tor: their options, and the exit status table. */
+/* status, check, log-level, reload and restart-tor: their options, and the exit status table. */
 static void test_status(void **state)
 {
     struct ctx *c = *state;
@@ -260,6 +279,12 @@ static void test_status(void **state)
         {"log-level", {"-s", nosock, "debug"}, 3, 1, "err", "onionfront log-level: onionfront is not running"},
         {"restart-tor", {"-s", nosock}, 2, 1, "err", "onionfront restart-tor: onionfront is not running"},
         {"status", {"-s", nosock, "reload"}, 3, 1, "err", "onionfront status: onionfront is not running"},
+        /* reload (the unit's ExecReload=): a config it cannot read is refused, exit 1, the daemon not asked */
+        {"reload", {"-c", noconf}, 2, 1, "err", "onionfront reload: "},
+        {"reload", {"-c", noconf}, 2, 1, "err", "; refused, the running config stays"},
+        {"reload", {"-s", nosock}, 2, 1, "err", "onionfront reload: onionfront is not running"},
+        {"reload", {NULL}, 0, 1, "err", "onionfront reload: onionfront is not running"},
+        {"reload", {"now"}, 1, 2, "err", "@onionfront reload: unexpected argument 'now'"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char *args[4] = {cases[i].args[0], cases[i].args[1], cases[i].args[2], cases[i].args[3]};
@@ -300,7 +325,7 @@ static void test_command(void **state)
                {"new-key", 2, "onionfront new-key: too many arguments"},
                {"frobnicate", 0, "onionfront: unknown command 'frobnicate'"},
                {"stop", 0, "onionfront: unknown command 'stop'"},
-               {"version", 0, "onionfront: unknown command 'version'"},
+               {"version", 1, "onionfront version: too many arguments"},
                {"run", 1, "onionfront run: too many arguments"},
                {"help", 1, "onionfront help: too many arguments"}};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -310,6 +335,13 @@ static void test_command(void **state)
         assert_int_equal(rc, 2);
         assert_usage_error(buf, bad[i].why);
     }
+    /* version: onionfront's and the config's tor.binary's (a script answering as tor 0.4.9.11) */
+    capture_begin(c);
+    rc = cli_command(c->conf, "version", 0, args);
+    capture_end(c, "out", buf, sizeof(buf));
+    assert_int_equal(rc, 0);
+    snprintf(want, sizeof(want), "onionfront " ONIONFRONT_VERSION "\ntor 0.4.9.11 (%s/tor)\n", c->dir);
+    assert_string_equal(buf, want);
     /* help: the usage text on stdout, exit 0, with the exit status table */
     capture_begin(c);
     rc = cli_command(c->conf, "help", 0, args);

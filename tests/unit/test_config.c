@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "sidecar/config/config.h"
+#include "sidecar/config/config_errors.h"
 #include "tests/fake/tmpdir.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
@@ -135,15 +136,15 @@ static const struct bad_case bad_cases[] = {
 
     /* top level */
     BAD(WITH("'statedir':'/x'"), "statedir: unknown key; did you mean \"state_dir\"?"),
-    BAD(WITH("'a\\u0001b':1"), "a\\x01b: unknown key"),
-    BAD(WITH("'a\\\"b\\\\':1"), "a\\\"b\\\\: unknown key"),
+    BAD(WITH("'a\\u0001b':1"), "a\\x01b: unknown key; valid here: state_dir, run_dir, log_level, log_format, tor, services, status, metrics, limits, probe, onion_location"),
+    BAD(WITH("'a\\\"b\\\\':1"), "a\\\"b\\\\: unknown key; valid here: state_dir, run_dir, log_level, log_format, tor, services, status, metrics, limits, probe, onion_location"),
     BAD(WITH("'" LONG108 "':1"),
-        "/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...: unknown key"),
+        "/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...: unknown key; valid here: state_dir, run_dir, log_level, log_format, tor, services, status, metrics, limits, probe, onion_location"),
     BAD(SVC(",'key_dir':'/var/lib/of'"),
         "services[0].key_dir: \"/var/lib/of\" overlaps tor's DataDirectory \"/var/lib/of/tor\""),
     BAD("{'run_dir':'/run/of'," SVC1 "}", "state_dir: is required"),
     BAD("{'state_dir':'/var/lib/of'," SVC1 "}", "run_dir: is required"),
-    BAD("{'state_dir':5,'run_dir':'/run/of'," SVC1 "}", "state_dir: must be a string"),
+    BAD("{'state_dir':5,'run_dir':'/run/of'," SVC1 "}", "state_dir: must be a string, not 5"),
     BAD("{'state_dir':'var/lib/of','run_dir':'/run/of'," SVC1 "}", "state_dir: must be an absolute path"),
     BAD("{'state_dir':'','run_dir':'/run/of'," SVC1 "}", "state_dir: must be an absolute path"),
     BAD("{'state_dir':'/var/../of','run_dir':'/run/of'," SVC1 "}",
@@ -172,11 +173,11 @@ static const struct bad_case bad_cases[] = {
         "sockets under it)"),
     BAD("{'state_dir':'/var/lib/of','run_dir':'" LONG60 "'," SVC1 "}",
         "run_dir: must be at most 56 bytes (unix socket paths under it are limited to 107 bytes)"),
-    BAD(WITH("'log_level':'loud'"), "log_level: must be one of \"debug\", \"info\", \"notice\", \"warn\", \"error\""),
-    BAD(WITH("'log_level':3"), "log_level: must be one of \"debug\", \"info\", \"notice\", \"warn\", \"error\""),
+    BAD(WITH("'log_level':'loud'"), "log_level: must be one of \"debug\", \"info\", \"notice\", \"warn\", \"error\", not \"loud\""),
+    BAD(WITH("'log_level':3"), "log_level: must be one of \"debug\", \"info\", \"notice\", \"warn\", \"error\", not 3"),
     BAD(TOP("'log_level':'info'"), "services: is required"),
-    BAD(WITH("'log_format':'syslog'"), "log_format: must be one of \"text\", \"json\""),
-    BAD(WITH("'log_format':true"), "log_format: must be one of \"text\", \"json\""),
+    BAD(WITH("'log_format':'syslog'"), "log_format: must be one of \"text\", \"json\", not \"syslog\""),
+    BAD(WITH("'log_format':true"), "log_format: must be one of \"text\", \"json\", not true"),
     BAD(TOP("'services':[]"), "services: must have 1-512 entries"),
     BAD(TOP("'services':{}"), "services: must be an array"),
     BAD(TOP("'services':[1]"), "services[0]: must be an object"),
@@ -189,28 +190,28 @@ static const struct bad_case bad_cases[] = {
 
     /* tor */
     BAD(TOR("'mod':'spawn'"), "tor.mod: unknown key; did you mean \"mode\"?"),
-    BAD(TOR("'mode':'fork'"), "tor.mode: must be one of \"spawn\", \"attach\""),
-    BAD(TOR("'command_timeout':'30'"), "tor.command_timeout: must be an integer"),
-    BAD(TOR("'command_timeout':30.5"), "tor.command_timeout: must be an integer"),
-    BAD(TOR("'command_timeout':true"), "tor.command_timeout: must be an integer"),
-    BAD(TOR("'command_timeout':0"), "tor.command_timeout: must be 1-600"),
-    BAD(TOR("'command_timeout':601"), "tor.command_timeout: must be 1-600"),
-    BAD(TOR("'bootstrap_timeout':9"), "tor.bootstrap_timeout: must be 10-3600"),
-    BAD(TOR("'bootstrap_timeout':3601"), "tor.bootstrap_timeout: must be 10-3600"),
-    BAD(TOR("'restart_backoff_max':0"), "tor.restart_backoff_max: must be 1-3600"),
-    BAD(TOR("'restart_backoff_max':-5"), "tor.restart_backoff_max: must be 1-3600"),
-    BAD(TOR("'instances':0"), "tor.instances: must be 1-4"),
-    BAD(TOR("'instances':5"), "tor.instances: must be 1-4"),
-    BAD(TOR("'instances':'2'"), "tor.instances: must be an integer"),
-    BAD(TOR("'tors_per_service':0"), "tor.tors_per_service: must be 1-4"),
+    BAD(TOR("'mode':'fork'"), "tor.mode: must be one of \"spawn\", \"attach\", not \"fork\""),
+    BAD(TOR("'command_timeout':'30'"), "tor.command_timeout: must be an integer, not \"30\""),
+    BAD(TOR("'command_timeout':30.5"), "tor.command_timeout: must be an integer, not 30.5"),
+    BAD(TOR("'command_timeout':true"), "tor.command_timeout: must be an integer, not true"),
+    BAD(TOR("'command_timeout':0"), "tor.command_timeout: invalid value \"0\" (must be 1-600)"),
+    BAD(TOR("'command_timeout':601"), "tor.command_timeout: invalid value \"601\" (must be 1-600)"),
+    BAD(TOR("'bootstrap_timeout':9"), "tor.bootstrap_timeout: invalid value \"9\" (must be 10-3600)"),
+    BAD(TOR("'bootstrap_timeout':3601"), "tor.bootstrap_timeout: invalid value \"3601\" (must be 10-3600)"),
+    BAD(TOR("'restart_backoff_max':0"), "tor.restart_backoff_max: invalid value \"0\" (must be 1-3600)"),
+    BAD(TOR("'restart_backoff_max':-5"), "tor.restart_backoff_max: invalid value \"-5\" (must be 1-3600)"),
+    BAD(TOR("'instances':0"), "tor.instances: invalid value \"0\" (must be 1-4)"),
+    BAD(TOR("'instances':5"), "tor.instances: invalid value \"5\" (must be 1-4)"),
+    BAD(TOR("'instances':'2'"), "tor.instances: must be an integer, not \"2\""),
+    BAD(TOR("'tors_per_service':0"), "tor.tors_per_service: invalid value \"0\" (must be 1-4)"),
     BAD(TOR("'instances':2,'tors_per_service':3"),
         "tor.tors_per_service: must be at most tor.instances (2): each service is hosted by that many of the tors"),
     BAD(TOR("'tors_per_service':2"),
         "tor.tors_per_service: must be at most tor.instances (1): each service is hosted by that many of the tors"),
-    BAD(TOR("'drain_timeout':3601"), "tor.drain_timeout: must be 0-3600"),
-    BAD(TOR("'drain_timeout':-1"), "tor.drain_timeout: must be 0-3600"),
+    BAD(TOR("'drain_timeout':3601"), "tor.drain_timeout: invalid value \"3601\" (must be 0-3600)"),
+    BAD(TOR("'drain_timeout':-1"), "tor.drain_timeout: invalid value \"-1\" (must be 0-3600)"),
     BAD(TOR("'binary':'tor'"), "tor.binary: must be an absolute path"),
-    BAD(TOR("'binary':null"), "tor.binary: must be a string"),
+    BAD(TOR("'binary':null"), "tor.binary: must be a string, not null"),
     BAD(TOR("'control_socket':'/run/tor/control'"),
         "tor.control_socket: not allowed in spawn mode (onionfront uses /run/of/control/control.sock)"),
     BAD(TOR("'mode':'attach'"), "tor.control_socket: is required in attach mode"),
@@ -226,7 +227,7 @@ static const struct bad_case bad_cases[] = {
     BAD(TOR("'user':'Root'"), "tor.user: must be a user name: " CONFIG_USER_NAME_RULE),
     BAD(TOR("'user':''"), "tor.user: must be a user name: " CONFIG_USER_NAME_RULE),
     BAD(TOR("'user':'1tor'"), "tor.user: must be a user name: " CONFIG_USER_NAME_RULE),
-    BAD(TOR("'user':0"), "tor.user: must be a string"),
+    BAD(TOR("'user':0"), "tor.user: must be a string, not 0"),
     BAD(TOR("'user':'a23456789012345678901234567890123'"), "tor.user: must be a user name: " CONFIG_USER_NAME_RULE),
     BAD(TOR("'extra_torrc':'SocksPort 0'"), "tor.extra_torrc: must be an array"),
     BAD(TOR("'extra_torrc':[1]"), "tor.extra_torrc[0]: must be a string"),
@@ -273,7 +274,7 @@ static const struct bad_case bad_cases[] = {
     /* services[] */
     BAD(SVC(",'portz':[]"), "services[0].portz: unknown key; did you mean \"ports\"?"),
     BAD(SERVICES("{" PORTS1 "}"), "services[0].name: is required"),
-    BAD(SERVICES("{'name':7," PORTS1 "}"), "services[0].name: must be a string"),
+    BAD(SERVICES("{'name':7," PORTS1 "}"), "services[0].name: must be a string, not 7"),
     BAD(SERVICES("{'name':'Web'," PORTS1 "}"), "services[0].name: must be " CONFIG_SERVICE_NAME_RULE),
     BAD(SERVICES("{'name':'-web'," PORTS1 "}"), "services[0].name: must be " CONFIG_SERVICE_NAME_RULE),
     BAD(SERVICES("{'name':''," PORTS1 "}"), "services[0].name: must be " CONFIG_SERVICE_NAME_RULE),
@@ -282,7 +283,7 @@ static const struct bad_case bad_cases[] = {
     BAD(SERVICES("{'name':'web'," PORTS1 "},{'name':'api'," PORTS1 "},{'name':'web'," PORTS1 "}"),
         "services[2].name: duplicate service name \"web\""),
     BAD(SVC(",'key_dir':'keys/web'"), "services[0].key_dir: must be an absolute path"),
-    BAD(SVC(",'key_dir':5"), "services[0].key_dir: must be a string"),
+    BAD(SVC(",'key_dir':5"), "services[0].key_dir: must be a string, not 5"),
     BAD(SERVICES("{'name':'a','key_dir':'/keys/x'," PORTS1 "},{'name':'b','key_dir':'/keys/x/'," PORTS1 "}"),
         "services[1].key_dir: \"/keys/x\" is already used by services[0]"),
     BAD(SERVICES("{'name':'a','key_dir':'/var/lib/of/keys/b'," PORTS1 "},{'name':'b'," PORTS1 "}"),
@@ -311,41 +312,41 @@ static const struct bad_case bad_cases[] = {
     BAD(SVC(",'key_dir':'/run/of/keys'"), "services[0].key_dir: \"/run/of/keys\" overlaps run_dir \"/run/of\""),
     BAD(SVC(",'key_dir':'/var/lib'"),
         "services[0].key_dir: \"/var/lib\" overlaps tor's DataDirectory \"/var/lib/of/tor\""),
-    BAD(SVC(",'max_streams':65536"), "services[0].max_streams: must be 0-65535"),
-    BAD(SVC(",'max_streams':-1"), "services[0].max_streams: must be 0-65535"),
+    BAD(SVC(",'max_streams':65536"), "services[0].max_streams: invalid value \"65536\" (must be 0-65535)"),
+    BAD(SVC(",'max_streams':-1"), "services[0].max_streams: invalid value \"-1\" (must be 0-65535)"),
     /* services[].dos */
     BAD(SVC(",'dos':[]"), "services[0].dos: must be an object"),
     BAD(SVC(",'dos':{'powx':{}}"), "services[0].dos.powx: unknown key; did you mean \"pow\"?"),
     BAD(SVC(",'dos':{'pow':true}"), "services[0].dos.pow: must be an object"),
-    BAD(SVC(",'dos':{'pow':{'enabled':1}}"), "services[0].dos.pow.enabled: must be true or false"),
-    BAD(SVC(",'dos':{'pow':{'effort':1}}"), "services[0].dos.pow.effort: unknown key"),
-    BAD(SVC(",'dos':{'pow':{'queue_rate':'250'}}"), "services[0].dos.pow.queue_rate: must be an integer"),
-    BAD(SVC(",'dos':{'pow':{'queue_rate':-1}}"), "services[0].dos.pow.queue_rate: must be 0-2147483647"),
-    BAD(SVC(",'dos':{'pow':{'queue_rate':1.5}}"), "services[0].dos.pow.queue_rate: must be an integer"),
-    BAD(SVC(",'dos':{'pow':{'queue_burst':2147483648}}"), "services[0].dos.pow.queue_burst: must be 0-2147483647"),
+    BAD(SVC(",'dos':{'pow':{'enabled':1}}"), "services[0].dos.pow.enabled: must be true or false, not 1"),
+    BAD(SVC(",'dos':{'pow':{'effort':1}}"), "services[0].dos.pow.effort: unknown key; valid here: enabled, queue_rate, queue_burst"),
+    BAD(SVC(",'dos':{'pow':{'queue_rate':'250'}}"), "services[0].dos.pow.queue_rate: must be an integer, not \"250\""),
+    BAD(SVC(",'dos':{'pow':{'queue_rate':-1}}"), "services[0].dos.pow.queue_rate: invalid value \"-1\" (must be 0-2147483647)"),
+    BAD(SVC(",'dos':{'pow':{'queue_rate':1.5}}"), "services[0].dos.pow.queue_rate: must be an integer, not 1.5"),
+    BAD(SVC(",'dos':{'pow':{'queue_burst':2147483648}}"), "services[0].dos.pow.queue_burst: invalid value \"2147483648\" (must be 0-2147483647)"),
     BAD(SVC(",'dos':{'pow':{'queue_rate':3000}}"),
         "services[0].dos.pow.queue_burst: must be at least queue_rate (3000); tor refuses a smaller burst"),
     BAD(SVC(",'dos':{'pow':{'enabled':true,'queue_rate':10,'queue_burst':9}}"),
         "services[0].dos.pow.queue_burst: must be at least queue_rate (10); tor refuses a smaller burst"),
-    BAD(SVC(",'dos':{'intro':{'enabled':'yes'}}"), "services[0].dos.intro.enabled: must be true or false"),
-    BAD(SVC(",'dos':{'intro':{'rate_per_sec':0}}"), "services[0].dos.intro.rate_per_sec: must be 1-2147483647"),
-    BAD(SVC(",'dos':{'intro':{'burst_per_sec':0}}"), "services[0].dos.intro.burst_per_sec: must be 1-2147483647"),
+    BAD(SVC(",'dos':{'intro':{'enabled':'yes'}}"), "services[0].dos.intro.enabled: must be true or false, not \"yes\""),
+    BAD(SVC(",'dos':{'intro':{'rate_per_sec':0}}"), "services[0].dos.intro.rate_per_sec: invalid value \"0\" (must be 1-2147483647)"),
+    BAD(SVC(",'dos':{'intro':{'burst_per_sec':0}}"), "services[0].dos.intro.burst_per_sec: invalid value \"0\" (must be 1-2147483647)"),
     BAD(SVC(",'dos':{'intro':{'rate_per_sec':300}}"),
         "services[0].dos.intro.burst_per_sec: must be at least rate_per_sec (300); tor refuses a smaller burst"),
     BAD(SVC(",'dos':{'intro':[]}"), "services[0].dos.intro: must be an object"),
-    BAD(SVC(",'dos':{'num_intro_points':0}"), "services[0].dos.num_intro_points: must be 1-20"),
-    BAD(SVC(",'dos':{'num_intro_points':21}"), "services[0].dos.num_intro_points: must be 1-20"),
-    BAD(SVC(",'dos':{'num_intro_points':'3'}"), "services[0].dos.num_intro_points: must be an integer"),
-    BAD(SVC(",'dos':{'max_streams':65536}"), "services[0].dos.max_streams: must be 0-65535"),
+    BAD(SVC(",'dos':{'num_intro_points':0}"), "services[0].dos.num_intro_points: invalid value \"0\" (must be 1-20)"),
+    BAD(SVC(",'dos':{'num_intro_points':21}"), "services[0].dos.num_intro_points: invalid value \"21\" (must be 1-20)"),
+    BAD(SVC(",'dos':{'num_intro_points':'3'}"), "services[0].dos.num_intro_points: must be an integer, not \"3\""),
+    BAD(SVC(",'dos':{'max_streams':65536}"), "services[0].dos.max_streams: invalid value \"65536\" (must be 0-65535)"),
     BAD(SVC(",'max_streams':5,'dos':{'max_streams':5}"),
         "services[0].dos.max_streams: set it here or as services[0].max_streams, not both"),
     BAD(SVC(",'dos':{'max_streams_close_circuit':1}"),
-        "services[0].dos.max_streams_close_circuit: must be true or false"),
+        "services[0].dos.max_streams_close_circuit: must be true or false, not 1"),
     BAD(SVC(",'dos':{'max_streams_close_circuit':true}"),
         "services[0].dos.max_streams_close_circuit: needs a max_streams above 0 (0 = unlimited, nothing to exceed)"),
     BAD(SERVICES("{'name':'a','key_dir':'/k/a'," PORTS1 "},{'name':'b','key_dir':'/k/b'," PORTS1
                  ",'dos':{'pow':{'queue_burst':-5}}}"),
-        "services[1].dos.pow.queue_burst: must be 0-2147483647"),
+        "services[1].dos.pow.queue_burst: invalid value \"-5\" (must be 0-2147483647)"),
     /* services[].client_auth */
 #define ALICE "{'name':'alice','public_key':'N2NU7BSRL6YODZCYPN4CREB54TYLKGIE2KYOQWLFYC23ZJVCE5DQ'}"
     BAD(SVC(",'client_auth':[" ALICE "],'onion_location':true"),
@@ -365,25 +366,25 @@ static const struct bad_case bad_cases[] = {
             "{'name':'b','public_key':'n2nu7bsrl6yodzcypn4creb54tylkgie2kyoqwlfyc23zjvce5dq'}]"),
         "services[0].client_auth[1].public_key: the same key as client \"a\""),
     BAD(SVC(",'client_auth':[{'name':'a','public_key':'N2NU7BSRL6YODZCYPN4CREB54TYLKGIE2KYOQWLFYC23ZJVCE5DQ','x':1}]"),
-        "services[0].client_auth[0].x: unknown key"),
+        "services[0].client_auth[0].x: unknown key; valid here: name, public_key"),
     BAD(SERVICES("{'name':'web'}"), "services[0].ports: is required"),
     BAD(SERVICES("{'name':'web','ports':[]}"), "services[0].ports: must have 1-64 entries"),
     BAD(SERVICES("{'name':'web','ports':{}}"), "services[0].ports: must be an array"),
     BAD(SERVICES("{'name':'web','ports':['80']}"), "services[0].ports[0]: must be an object"),
 
     /* ports[] */
-    BAD(PORT("'virtual':80,'tagret':'127.0.0.1:8080'"), P0 ".tagret: unknown key; did you mean \"target\"?"),
+    BAD(PORT("'virtual':80,'tagret':'127.0.0.1:8080'"), P0 ".tagret: unknown key; did you mean \"target\"? (and 1 more error: onionfront check-config lists them all)"),
     BAD(PORT("'target':'127.0.0.1:8080'"), P0 ".virtual: is required"),
-    BAD(PORT("'virtual':'80','target':'127.0.0.1:8080'"), P0 ".virtual: must be an integer"),
-    BAD(PORT("'virtual':0,'target':'127.0.0.1:8080'"), P0 ".virtual: must be 1-65535"),
-    BAD(PORT("'virtual':65536,'target':'127.0.0.1:8080'"), P0 ".virtual: must be 1-65535"),
+    BAD(PORT("'virtual':'80','target':'127.0.0.1:8080'"), P0 ".virtual: must be an integer, not \"80\""),
+    BAD(PORT("'virtual':0,'target':'127.0.0.1:8080'"), P0 ".virtual: invalid port \"0\" (must be 1-65535)"),
+    BAD(PORT("'virtual':65536,'target':'127.0.0.1:8080'"), P0 ".virtual: invalid port \"65536\" (must be 1-65535)"),
     BAD(SERVICES("{'name':'web','ports':[{'virtual':80,'target':'127.0.0.1:1'},"
                  "{'virtual':80,'target':'127.0.0.1:2'}]}"),
         "services[0].ports[1].virtual: duplicate virtual port 80"),
     BAD(PORT("'virtual':80,'target':'127.0.0.1:8080','backends':[{'address':'127.0.0.1:8081'}]"),
         P0 ": must have either \"target\" or \"backends\", not both"),
     BAD(PORT("'virtual':80"), P0 ": must have \"target\" or \"backends\""),
-    BAD(PORT("'virtual':80,'target':8080"), P0 ".target: must be a string"),
+    BAD(PORT("'virtual':80,'target':8080"), P0 ".target: must be a string, not 8080"),
     BAD(TARGET("1.2.3.4"), P0 ".target: " ADDR_FORMS),
     BAD(TARGET("host:0"), P0 ".target: port must be 1-65535"),
     BAD(TARGET("host:70000"), P0 ".target: port must be 1-65535"),
@@ -417,9 +418,9 @@ static const struct bad_case bad_cases[] = {
     BAD(PORT("'virtual':80,'backends':{}"), P0 ".backends: must be an array"),
     BAD(BACKENDS(""), P0 ".backends: must have 1-64 entries"),
     BAD(BACKENDS("'127.0.0.1:8081'"), P0 ".backends[0]: must be an object"),
-    BAD(BACKENDS("{'adress':'127.0.0.1:8081'}"), P0 ".backends[0].adress: unknown key; did you mean \"address\"?"),
+    BAD(BACKENDS("{'adress':'127.0.0.1:8081'}"), P0 ".backends[0].adress: unknown key; did you mean \"address\"? (and 1 more error: onionfront check-config lists them all)"),
     BAD(BACKENDS("{'name':'a'}"), P0 ".backends[0].address: is required"),
-    BAD(BACKENDS("{'address':['127.0.0.1:8081']}"), P0 ".backends[0].address: must be a string"),
+    BAD(BACKENDS("{'address':['127.0.0.1:8081']}"), P0 ".backends[0].address: must be a string, not an array"),
     BAD(BACKENDS("{'address':'127.0.0.1:1'},{'address':'localhost'}"), P0 ".backends[1].address: " ADDR_FORMS),
     BAD(BACKENDS("{'name':'a b','address':'127.0.0.1:8081'}"), P0 ".backends[0].name: must be " CONFIG_BACKEND_NAME_RULE),
     BAD(BACKENDS("{'name':'','address':'127.0.0.1:8081'}"), P0 ".backends[0].name: must be " CONFIG_BACKEND_NAME_RULE),
@@ -435,55 +436,55 @@ static const struct bad_case bad_cases[] = {
         P0 ".backends[1].address: \"[0:0::1]:1\" is already used by backends[0]"),
     BAD(BACKENDS("{'address':'/run/a.sock'},{'address':'unix:/run//a.sock'}"),
         P0 ".backends[1].address: \"unix:/run//a.sock\" is already used by backends[0]"),
-    BAD(BACKENDS("{'address':'127.0.0.1:1','weight':257}"), P0 ".backends[0].weight: must be 0-256"),
-    BAD(BACKENDS("{'address':'127.0.0.1:1','weight':-1}"), P0 ".backends[0].weight: must be 0-256"),
-    BAD(BACKENDS("{'address':'127.0.0.1:1','weight':1.5}"), P0 ".backends[0].weight: must be an integer"),
+    BAD(BACKENDS("{'address':'127.0.0.1:1','weight':257}"), P0 ".backends[0].weight: invalid value \"257\" (must be 0-256)"),
+    BAD(BACKENDS("{'address':'127.0.0.1:1','weight':-1}"), P0 ".backends[0].weight: invalid value \"-1\" (must be 0-256)"),
+    BAD(BACKENDS("{'address':'127.0.0.1:1','weight':1.5}"), P0 ".backends[0].weight: must be an integer, not 1.5"),
     BAD(PORT("'virtual':80,'target':'127.0.0.1:1','balance':'random'"),
-        P0 ".balance: must be one of \"round_robin\", \"least_conn\", \"circuit\""),
+        P0 ".balance: must be one of \"round_robin\", \"least_conn\", \"circuit\", not \"random\""),
     BAD(PORT("'virtual':80,'target':'127.0.0.1:1','connect_timeout_ms':99"),
-        P0 ".connect_timeout_ms: must be 100-60000"),
+        P0 ".connect_timeout_ms: invalid value \"99\" (must be 100-60000)"),
     BAD(PORT("'virtual':80,'target':'127.0.0.1:1','connect_timeout_ms':60001"),
-        P0 ".connect_timeout_ms: must be 100-60000"),
+        P0 ".connect_timeout_ms: invalid value \"60001\" (must be 100-60000)"),
     BAD(PORT("'virtual':80,'target':'127.0.0.1:1','max_streams_per_circuit':65536"),
-        P0 ".max_streams_per_circuit: must be 0-65535"),
+        P0 ".max_streams_per_circuit: invalid value \"65536\" (must be 0-65535)"),
     BAD(PORT("'virtual':80,'target':'127.0.0.1:1','circuit_stream_rate':65536"),
-        P0 ".circuit_stream_rate: must be 0-65535"),
-    BAD(PORT("'virtual':80,'target':'127.0.0.1:1','circuit_stream_rate':'5'"), P0 ".circuit_stream_rate: must be an integer"),
+        P0 ".circuit_stream_rate: invalid value \"65536\" (must be 0-65535)"),
+    BAD(PORT("'virtual':80,'target':'127.0.0.1:1','circuit_stream_rate':'5'"), P0 ".circuit_stream_rate: must be an integer, not \"5\""),
     BAD(PORT("'virtual':80,'target':'127.0.0.1:1','circuit_stream_rate':5,'circuit_stream_burst':0"),
-        P0 ".circuit_stream_burst: must be 1-131070"),
+        P0 ".circuit_stream_burst: invalid value \"0\" (must be 1-131070)"),
     BAD(PORT("'virtual':80,'target':'127.0.0.1:1','circuit_stream_burst':5"),
         P0 ".circuit_stream_burst: needs circuit_stream_rate > 0"),
-    BAD(PORT("'virtual':80,'target':'127.0.0.1:1','idle_timeout':86401"), P0 ".idle_timeout: must be 0-86400"),
-    BAD(PORT("'virtual':80,'target':'127.0.0.1:1','idle_timeout':-1"), P0 ".idle_timeout: must be 0-86400"),
+    BAD(PORT("'virtual':80,'target':'127.0.0.1:1','idle_timeout':86401"), P0 ".idle_timeout: invalid value \"86401\" (must be 0-86400)"),
+    BAD(PORT("'virtual':80,'target':'127.0.0.1:1','idle_timeout':-1"), P0 ".idle_timeout: invalid value \"-1\" (must be 0-86400)"),
     BAD(PORT("'virtual':80,'target':'127.0.0.1:1','proxy_protocol':'yes'"),
-        P0 ".proxy_protocol: must be true or false"),
+        P0 ".proxy_protocol: must be true or false, not \"yes\""),
     BAD(PORT("'virtual':80,'target':'127.0.0.1:1','proxy_protocol':1"),
-        P0 ".proxy_protocol: must be true or false"),
+        P0 ".proxy_protocol: must be true or false, not 1"),
 
     /* health */
     BAD(PORT("'virtual':80,'target':'127.0.0.1:1','health':'tcp'"), H0 ": must be an object"),
-    BAD(HEALTH("'intervall':1000"), H0 ".intervall: unknown key"),
-    BAD(HEALTH("'type':'icmp'"), H0 ".type: must be one of \"tcp\", \"http\", \"https\", \"none\""),
-    BAD(HEALTH("'interval_ms':99"), H0 ".interval_ms: must be 100-3600000"),
-    BAD(HEALTH("'interval_ms':3600001"), H0 ".interval_ms: must be 100-3600000"),
-    BAD(HEALTH("'timeout_ms':49"), H0 ".timeout_ms: must be 50-60000"),
-    BAD(HEALTH("'timeout_ms':60001,'interval_ms':100000"), H0 ".timeout_ms: must be 50-60000"),
+    BAD(HEALTH("'intervall':1000"), H0 ".intervall: unknown key; valid here: type, interval_ms, timeout_ms, rise, fall, method, path, host, expect_status, ca_file, tls_verify"),
+    BAD(HEALTH("'type':'icmp'"), H0 ".type: must be one of \"tcp\", \"http\", \"https\", \"none\", not \"icmp\""),
+    BAD(HEALTH("'interval_ms':99"), H0 ".interval_ms: invalid value \"99\" (must be 100-3600000)"),
+    BAD(HEALTH("'interval_ms':3600001"), H0 ".interval_ms: invalid value \"3600001\" (must be 100-3600000)"),
+    BAD(HEALTH("'timeout_ms':49"), H0 ".timeout_ms: invalid value \"49\" (must be 50-60000)"),
+    BAD(HEALTH("'timeout_ms':60001,'interval_ms':100000"), H0 ".timeout_ms: invalid value \"60001\" (must be 50-60000)"),
     BAD(HEALTH("'interval_ms':1000,'timeout_ms':1000"), H0 ".timeout_ms: must be less than interval_ms (1000)"),
     BAD(HEALTH("'timeout_ms':3000"), H0 ".timeout_ms: must be less than interval_ms (2000)"),
     BAD(HEALTH("'interval_ms':500"), H0 ".interval_ms: must be greater than timeout_ms (1000)"),
-    BAD(HEALTH("'rise':0"), H0 ".rise: must be 1-100"),
-    BAD(HEALTH("'fall':101"), H0 ".fall: must be 1-100"),
+    BAD(HEALTH("'rise':0"), H0 ".rise: invalid value \"0\" (must be 1-100)"),
+    BAD(HEALTH("'fall':101"), H0 ".fall: invalid value \"101\" (must be 1-100)"),
     BAD(HEALTH("'path':'/healthz'"), H0 ".path: only allowed for http and https checks"),
     BAD(HEALTH("'type':'none','expect_status':[200]"), H0 ".expect_status: only allowed for http and https checks"),
     BAD(HEALTH("'type':'tcp','method':'GET'"), H0 ".method: only allowed for http and https checks"),
     BAD(HEALTH("'type':'tcp','host':null"), H0 ".host: only allowed for http and https checks"),
-    BAD(HEALTH("'type':'http','method':'POST'"), H0 ".method: must be one of \"GET\", \"HEAD\", \"OPTIONS\""),
-    BAD(HEALTH("'type':'http','method':'get'"), H0 ".method: must be one of \"GET\", \"HEAD\", \"OPTIONS\""),
+    BAD(HEALTH("'type':'http','method':'POST'"), H0 ".method: must be one of \"GET\", \"HEAD\", \"OPTIONS\", not \"POST\""),
+    BAD(HEALTH("'type':'http','method':'get'"), H0 ".method: must be one of \"GET\", \"HEAD\", \"OPTIONS\", not \"get\""),
     BAD(HEALTH("'type':'http','path':'healthz'"), H0 ".path: must start with \"/\""),
     BAD(HEALTH("'type':'http','path':''"), H0 ".path: must start with \"/\""),
     BAD(HEALTH("'type':'http','path':'/a b'"), H0 ".path: must be printable ASCII without spaces"),
     BAD(HEALTH("'type':'https','path':'/a\\r\\nX: y'"), H0 ".path: must be printable ASCII without spaces"),
-    BAD(HEALTH("'type':'http','path':1"), H0 ".path: must be a string"),
+    BAD(HEALTH("'type':'http','path':1"), H0 ".path: must be a string, not 1"),
     BAD(HEALTH("'type':'http','host':''"), H0 ".host: must not be empty (use null for the default)"),
     BAD(HEALTH("'type':'http','host':5"), H0 ".host: must be a string or null"),
     BAD(HEALTH("'type':'http','host':'a b'"), H0 ".host: must be printable ASCII without spaces"),
@@ -497,10 +498,10 @@ static const struct bad_case bad_cases[] = {
     BAD(HEALTH("'ca_file':'/etc/of/ca.pem'"), H0 ".ca_file: only allowed for https checks"),
     BAD(HEALTH("'type':'none','tls_verify':true"), H0 ".tls_verify: only allowed for https checks"),
     BAD(HEALTH("'type':'http','tls_verify':false"), H0 ".tls_verify: only allowed for https checks"),
-    BAD(HEALTH("'type':'https','tls_verify':'no'"), H0 ".tls_verify: must be true or false"),
-    BAD(HEALTH("'type':'https','tls_verify':0"), H0 ".tls_verify: must be true or false"),
-    BAD(HEALTH("'type':'https','ca_file':5"), H0 ".ca_file: must be a string"),
-    BAD(HEALTH("'type':'https','ca_file':null"), H0 ".ca_file: must be a string"),
+    BAD(HEALTH("'type':'https','tls_verify':'no'"), H0 ".tls_verify: must be true or false, not \"no\""),
+    BAD(HEALTH("'type':'https','tls_verify':0"), H0 ".tls_verify: must be true or false, not 0"),
+    BAD(HEALTH("'type':'https','ca_file':5"), H0 ".ca_file: must be a string, not 5"),
+    BAD(HEALTH("'type':'https','ca_file':null"), H0 ".ca_file: must be a string, not null"),
     BAD(HEALTH("'type':'https','ca_file':''"), H0 ".ca_file: must be an absolute path"),
     BAD(HEALTH("'type':'https','ca_file':'ca.pem'"), H0 ".ca_file: must be an absolute path"),
     BAD(HEALTH("'type':'https','ca_file':'/etc/a\\nb'"), H0 ".ca_file: must not contain control characters"),
@@ -512,7 +513,7 @@ static const struct bad_case bad_cases[] = {
         H0 ".ca_file: not allowed with tls_verify false (no certificate is checked)"),
 
     /* status */
-    BAD(STATUS("'sock':'/x'"), "status.sock: unknown key"),
+    BAD(STATUS("'sock':'/x'"), "status.sock: unknown key; valid here: socket, allowed_uids, allowed_gids, admin_uids, admin_gids"),
     BAD(STATUS("'socket':'status.sock'"), "status.socket: must be an absolute path"),
     BAD(STATUS("'socket':'" LONG108 "'"),
         "status.socket: must be at most 107 bytes (the limit for unix socket paths)"),
@@ -528,7 +529,7 @@ static const struct bad_case bad_cases[] = {
     BAD(STATUS("'admin_uids':[1000,1000]"), "status.admin_uids[1]: duplicate uid 1000"),
     BAD(STATUS("'admin_gids':[true]"), "status.admin_gids[0]: must be an integer"),
     BAD(STATUS("'admin_gids':[4294967295]"), "status.admin_gids[0]: must be 0-4294967294"),
-    BAD(STATUS("'admins':[0]"), "status.admins: unknown key"),
+    BAD(STATUS("'admins':[0]"), "status.admins: unknown key; valid here: socket, allowed_uids, allowed_gids, admin_uids, admin_gids"),
 
     /* metrics */
     BAD(METRICS("'listn':'127.0.0.1:9464'"), "metrics.listn: unknown key; did you mean \"listen\"?"),
@@ -544,22 +545,22 @@ static const struct bad_case bad_cases[] = {
 
     /* limits */
     BAD(WITH("'limits':5"), "limits: must be an object"),
-    BAD(LIMITS("'max_streams':5"), "limits.max_streams: unknown key"),
-    BAD(LIMITS("'max_open_streams':-1"), "limits.max_open_streams: must be 0-1000000"),
-    BAD(LIMITS("'max_open_streams':1000001"), "limits.max_open_streams: must be 0-1000000"),
-    BAD(LIMITS("'max_open_streams':'auto'"), "limits.max_open_streams: must be an integer"),
+    BAD(LIMITS("'max_streams':5"), "limits.max_streams: unknown key; valid here: max_open_streams"),
+    BAD(LIMITS("'max_open_streams':-1"), "limits.max_open_streams: invalid value \"-1\" (must be 0-1000000)"),
+    BAD(LIMITS("'max_open_streams':1000001"), "limits.max_open_streams: invalid value \"1000001\" (must be 0-1000000)"),
+    BAD(LIMITS("'max_open_streams':'auto'"), "limits.max_open_streams: must be an integer, not \"auto\""),
 
     /* probe */
     BAD(PROBE("'intervall':300"), "probe.intervall: unknown key; did you mean \"interval\"?"),
-    BAD(PROBE("'interval':4"), "probe.interval: must be 5-86400"),
-    BAD(PROBE("'timeout':601"), "probe.timeout: must be 5-600"),
-    BAD(PROBE("'window':0"), "probe.window: must be 1-100"),
-    BAD(PROBE("'window':3,'down_after':4"), "probe.down_after: must be 1-3"),
-    BAD(PROBE("'client_tor':1"), "probe.client_tor: must be true or false"),
-    BAD(PROBE("'hsfetch_interval':9"), "probe.hsfetch_interval: must be 10-86400"),
-    BAD(PROBE("'hsfetch_interval':86401"), "probe.hsfetch_interval: must be 10-86400"),
-    BAD(PROBE("'republish_deadline':3601"), "probe.republish_deadline: must be 10-3600"),
-    BAD(PROBE("'republish_deadline':'120'"), "probe.republish_deadline: must be an integer"),
+    BAD(PROBE("'interval':4"), "probe.interval: invalid value \"4\" (must be 5-86400)"),
+    BAD(PROBE("'timeout':601"), "probe.timeout: invalid value \"601\" (must be 5-600)"),
+    BAD(PROBE("'window':0"), "probe.window: invalid value \"0\" (must be 1-100)"),
+    BAD(PROBE("'window':3,'down_after':4"), "probe.down_after: invalid value \"4\" (must be 1-3)"),
+    BAD(PROBE("'client_tor':1"), "probe.client_tor: must be true or false, not 1"),
+    BAD(PROBE("'hsfetch_interval':9"), "probe.hsfetch_interval: invalid value \"9\" (must be 10-86400)"),
+    BAD(PROBE("'hsfetch_interval':86401"), "probe.hsfetch_interval: invalid value \"86401\" (must be 10-86400)"),
+    BAD(PROBE("'republish_deadline':3601"), "probe.republish_deadline: invalid value \"3601\" (must be 10-3600)"),
+    BAD(PROBE("'republish_deadline':'120'"), "probe.republish_deadline: must be an integer, not \"120\""),
 
     /* onion_location */
     BAD(OLOC("'dir':'/etc/nginx/of','onchange':[]"), "onion_location.onchange: unknown key; did you mean \"on_change\"?"),
@@ -593,16 +594,16 @@ static const struct bad_case bad_cases[] = {
     BAD(OLOC("'dir':'/etc/nginx','listen':'10.0.0.5:8081','allow':['fd00::/64']"),
         "onion_location.allow[0]: fd00::/64 can never match: listen (10.0.0.5:8081) is IPv4"),
     /* services[].mode and onion_location */
-    BAD(SVC(",'mode':'hidden'"), "services[0].mode: must be one of \"single\", \"anonymous\""),
-    BAD(SVC(",'mode':1"), "services[0].mode: must be one of \"single\", \"anonymous\""),
-    BAD(SVC(",'onion_location':'yes'"), "services[0].onion_location: must be true or false"),
+    BAD(SVC(",'mode':'hidden'"), "services[0].mode: must be one of \"single\", \"anonymous\", not \"hidden\""),
+    BAD(SVC(",'mode':1"), "services[0].mode: must be one of \"single\", \"anonymous\", not 1"),
+    BAD(SVC(",'onion_location':'yes'"), "services[0].onion_location: must be true or false, not \"yes\""),
     BAD(TOP("'tor':{'mode':'attach','control_socket':'/run/tor/control'},'services':[{'name':'web','mode':"
             "'anonymous'," PORTS1 "}]"),
         "services[0].mode: \"anonymous\" needs tor.mode \"spawn\": onionfront runs the anonymous services' tor "
         "itself, and an attached tor is a single-onion tor"),
     /* services[].probe */
     BAD(SVC(",'probe':{'port':81}"), "services[0].probe.port: must be one of the service's virtual ports"),
-    BAD(SVC(",'probe':{'type':'ping'}"), "services[0].probe.type: must be one of \"http\", \"connect\""),
+    BAD(SVC(",'probe':{'type':'ping'}"), "services[0].probe.type: must be one of \"http\", \"connect\", not \"ping\""),
     BAD(SVC(",'probe':{'path':'x'}"), "services[0].probe.path: must start with \"/\""),
     BAD(SVC(",'probe':{'expect_status':[99]}"), "services[0].probe.expect_status[0]: must be 100-599"),
     BAD(SVC(",'probe':{'type':'connect','path':'/'}"), "services[0].probe.path: only allowed for http probes"),
@@ -1021,7 +1022,8 @@ static void test_unknown_key_with_valid_fields(void **state)
     struct test_state *ts = *state;
     struct config *c = load_sq(WITH("'metrics':{'listen':null},'metrics_off':0"), ts->err, sizeof ts->err);
     assert_null(c);
-    assert_string_equal(ts->err, "metrics_off: unknown key");
+    assert_string_equal(ts->err, "metrics_off: unknown key; valid here: state_dir, run_dir, log_level, log_format, "
+                                 "tor, services, status, metrics, limits, probe, onion_location");
 }
 
 /* Each enum value loads from its spelling and the stringer gives the spelling back. */
@@ -1615,6 +1617,56 @@ static void test_leaf_copy(void **state)
     assert_string_equal(hcopy.path, "/");
 }
 
+/* Every error in one run (config_load_string_errors): a bad value or an unknown key is reported and the
+ * parse goes on, each error with its field path and the bad value, in the file's order; a structural
+ * error still ends it; the one-line form is the first error and how many more. */
+static void test_every_error(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *json;
+        const char *errors; /* each followed by "|" */
+    } cases[] = {
+        {WITH("'log_level':'loud','tor':{'instances':9,'drain_timeout':'x'}"),
+         "log_level: must be one of \"debug\", \"info\", \"notice\", \"warn\", \"error\", not \"loud\"|"
+         "tor.instances: invalid value \"9\" (must be 1-4)|tor.drain_timeout: must be an integer, not \"x\"|"},
+        /* two services, two ports each: every bad port */
+        {SERVICES("{'name':'a','ports':[{'virtual':70000,'target':'127.0.0.1:1'},{'virtual':0,'target':'127.0.0.1:2'}]},"
+                  "{'name':'b','ports':[{'virtual':80,'target':'127.0.0.1:3','proxy_protocol':'yes'}]}"),
+         "services[0].ports[0].virtual: invalid port \"70000\" (must be 1-65535)|"
+         "services[0].ports[1].virtual: invalid port \"0\" (must be 1-65535)|"
+         "services[1].ports[0].proxy_protocol: must be true or false, not \"yes\"|"},
+        /* unknown keys, near and not, at several places */
+        {WITH("'metric':{},'limits':{'zzz':1,'max_open_streams':-1}"),
+         "metric: unknown key; did you mean \"metrics\"?|"
+         "limits.zzz: unknown key; valid here: max_open_streams|"
+         "limits.max_open_streams: invalid value \"-1\" (must be 0-1000000)|"},
+        /* a structural error ends the parse after the errors before it */
+        {TOP("'log_format':'xml','services':{}"),
+         "log_format: must be one of \"text\", \"json\", not \"xml\"|services: must be an array|"},
+        /* JSON syntax: one error, with its cause */
+        {"# onionfront\n{}", "line 1: '#' comments are not JSON (JSON has no comments): remove the comment|"},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        char *json = sq(cases[i].json), got[4096] = "";
+        struct config_errors errs = {0};
+        struct config *cfg = config_load_string_errors(json, strlen(json), &errs);
+        assert_null(cfg);
+        for (size_t k = 0; k < errs.n; k++)
+            snprintf(got + strlen(got), sizeof got - strlen(got), "%s|", errs.msg[k]);
+        if (strcmp(got, cases[i].errors) != 0)
+            fail_msg("case %zu\n  want: %s\n  got:  %s", i, cases[i].errors, got);
+        char one[512];
+        config_errors_summary(&errs, one, sizeof one);
+        size_t n = config_errors_count(&errs);
+        if (n > 1 && !strstr(one, n == 2 ? "(and 1 more error: onionfront check-config lists them all)"
+                                         : "more errors: onionfront check-config lists them all)"))
+            fail_msg("case %zu: summary %s", i, one);
+        config_errors_clear(&errs);
+        free(json);
+    }
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -1644,6 +1696,7 @@ int main(void)
         T(test_leaf_copy),
         T(test_service_modes),
         T(test_private_onion_location),
+        T(test_every_error),
     };
     static struct CMUnitTest bad_tests[ARRAY_LEN(bad_cases)];
     for (size_t i = 0; i < ARRAY_LEN(bad_cases); i++)

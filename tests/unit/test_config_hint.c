@@ -4,7 +4,7 @@
  * Why: jansson says where it stopped ("string or '}' expected near '/'"), not why; people write
  * comments and trailing commas into config files, and save them with a byte order mark.
  *
- * Covers, as tables: each mistake (line comment, block comment, trailing comma in an object and in a
+ * Covers, as tables: each mistake (line comment, block comment, '#' comment, trailing comma in an object and in a
  * list, single quotes, an empty or blank file, a BOM) -> the cause at its own line and column; things
  * that only look like one inside a string ("http://x", "a,}") -> jansson's own message; a mistake after
  * the real error is not blamed; no text (the file vanished) -> jansson's. Unknown keys -> the nearest
@@ -41,6 +41,9 @@ static void test_json_errors(void **state)
         {"{\n  // the site\n  \"a\": 1\n}", "line 2, column 3: a comment, but JSON has no comments (// or /* */): "
                                            "remove it"},
         {"{\"a\": 1, /* why */ \"b\": 2}", "line 1, column 10: a comment, but JSON has no comments"},
+        {"# my onion\n{\"a\": 1}", "line 1: '#' comments are not JSON (JSON has no comments): remove the comment"},
+        {"{\n  \"a\": 1, # port\n  \"b\": 2\n}", "line 2: '#' comments are not JSON"},
+        {"{\"a\": \"#not a comment\", }", "line 1, column 23: a comma after the last item"},
         {"{\"a\": 1,\n}", "line 1, column 8: a comma after the last item of a list or object, which JSON does not "
                           "allow (no trailing comma): remove it"},
         {"{\"a\": [1, 2, ]}", "line 1, column 12: a comma after the last item"},

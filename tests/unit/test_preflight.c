@@ -33,6 +33,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
+#include <grp.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -395,6 +397,105 @@ static void test_dirs(void **state)
     config_free(conf);
 }
 
+/* check-config run by root for the shipped unit (check_owner): existing directories, key directories and
+ * keys must belong to the unit's user; those of another user are each named with their owner and the
+ * chown to run. Without check_owner (or with the right owner) nothing is said. */
+static void test_owner(void **state)
+{
+    struct ctx *c = *state;
+    char path[400], err[256];
+    fake_tor(c, "tor", "0.4.9.11", "yes");
+    static const char *const dirs[] = {"state", "state/keys", "run"};
+    for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s", c->dir, dirs[i]);
+        assert_int_equal(mkdir(path, 0700), 0);
+    }
+    snprintf(path, sizeof(path), "%s/state/keys/web", c->dir);
+    struct onion_key k;
+    if (keys_load_or_create(path, &k, NULL, err, sizeof(err)) < 0)
+        fail_msg("key: %s", err);
+    onion_key_clear(&k);
+    struct config *conf = load(c, SPAWN("'binary':'@D@/tor'") "'services':[" SVC("") "]}");
+    uid_t me = geteuid(), other = me + 4242;
+    const struct {
+        bool check;
+        uid_t owner;
+        size_t problems;
+    } cases[] = {{false, 0, 0}, {true, me, 0}, {true, other, 5}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct preflight_opts o = {.scope = PREFLIGHT_ALL, .euid = me, .control_timeout_ms = 300,
+                                   .nofile_hard = c->nofile_hard, .check_owner = cases[i].check,
+                                   .owner = cases[i].owner};
+        size_t n = preflight_run(conf, &o, &c->pf);
+        size_t owned = 0;
+        for (size_t j = 0; j < n && j < PREFLIGHT_MAX_PROBLEMS; j++) {
+            char want[200];
+            snprintf(want, sizeof(want), "not by uid %lu, the user the systemd unit runs onionfront as (chown %lu: ",
+                     (unsigned long)other, (unsigned long)other);
+            owned += strstr(c->pf.problems[j], want) != NULL;
+        }
+        if (owned != cases[i].problems)
+            fail_msg("case %zu: %zu ownership problems, not %zu (%zu in all; last: %s)", i, owned,
+                     cases[i].problems, n, n ? c->pf.problems[n - 1] : "");
+    }
+    /* state_dir, state_dir/keys, the key directory, its key, run_dir: each named */
+    static const char *const named[] = {"state_dir: @D@/state is owned by", "state_dir: @D@/state/keys is owned by",
+                                        "services[0].key_dir: @D@/state/keys/web is owned by",
+                                        "services[0].key_dir: @D@/state/keys/web/hs_ed25519_secret_key is owned by",
+                                        "run_dir: @D@/run is owned by"};
+    for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++) {
+        char want[600];
+        snprintf(want, sizeof(want), "%.*s%s%s", (int)(strstr(named[i], "@D@") - named[i]), named[i], c->dir,
+                 strstr(named[i], "@D@") + 3);
+        bool found = false;
+        for (size_t j = 0; j < c->pf.n && j < PREFLIGHT_MAX_PROBLEMS; j++)
+            found = found || strncmp(c->pf.problems[j], want, strlen(want)) == 0;
+        if (!found)
+            fail_msg("no \"%s\"", want);
+    }
+    config_free(conf);
+}
+
+/* check-config as the service user before the first start: state_dir in /var/lib and run_dir in /run,
+ * which the unit's StateDirectory=/RuntimeDirectory= make, are no problem though this user cannot make
+ * them; elsewhere they are; the daemon's own start still needs them. Run as an unprivileged user (root
+ * becomes nobody in a child for it). */
+static void test_systemd_made(void **state)
+{
+    struct ctx *c = *state;
+    fake_tor(c, "tor", "0.4.9.11", "yes");
+    char sys[300], other[300];
+    snprintf(sys, sizeof(sys), "{'state_dir':'/var/lib/of-test-preflight-%d','run_dir':'/run/of-test-preflight-%d',"
+             "'tor':{'binary':'@D@/tor'},'services':[" SVC("") "]}", (int)getpid(), (int)getpid());
+    snprintf(other, sizeof(other), "{'state_dir':'/usr/of-test-preflight-%d','run_dir':'/usr/of-test-run-%d',"
+             "'tor':{'binary':'@D@/tor'},'services':[" SVC("") "]}", (int)getpid(), (int)getpid());
+    struct config *a = load(c, sys), *b = load(c, other);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        if (geteuid() == 0 && (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+                               setresuid(65534, 65534, 65534) < 0))
+            _exit(10);
+        const char *got = run(c, a, PREFLIGHT_ALL, geteuid(), NULL);
+        if (strstr(got, "state_dir:") || strstr(got, "run_dir:"))
+            _exit(11);
+        got = run(c, a, PREFLIGHT_START, geteuid(), NULL);
+        if (!strstr(got, "state_dir:") || !strstr(got, "run_dir:"))
+            _exit(12); /* a start without them still fails */
+        got = run(c, b, PREFLIGHT_ALL, geteuid(), NULL);
+        if (!strstr(got, "state_dir:") || !strstr(got, "run_dir:"))
+            _exit(13);
+        _exit(0);
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        fail_msg("child: %d (10 cannot drop root, 11 a problem for systemd's directories, 12 the start does not "
+                 "need them, 13 no problem elsewhere)", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    config_free(a);
+    config_free(b);
+}
+
 /* The services' listeners and health checks against RLIMIT_NOFILE's hard limit: two services (a listener
  * and a check each) fit exactly with the other shares and the fewest streams, one descriptor less is a
  * problem naming the numbers, for a start as for check-config. 512 services, each key directory still to
@@ -482,6 +583,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_attach, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keys, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dirs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_owner, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_systemd_made, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fd_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_touches_nothing, setup, teardown),
     };

@@ -13,7 +13,8 @@
  * "backends" with each pool's streams; the metrics text with every module's families (and without a
  * status server); a refused service: its whole refusal once in "problems" instead of its upload, "refused"
  * in "services", not reachable for Onion-Location; a port with some backends down: degraded, the down ones
- * named with their last result (a drained one is not down), with the tor running too. */
+ * named with their last result (a drained one is not down), with the tor running too; start-up: a tor
+ * bootstrapping within tor.bootstrap_timeout of the start is "starting", past it "down". */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -466,6 +467,72 @@ static void test_running_degraded(void **state)
     json_decref(st);
 }
 
+static bool bootstrapping(void *arg)
+{
+    struct test *x = arg;
+    return worker_tor_state(x->w) == TOR_BOOTSTRAPPING || fake_ctl_failure(x->fake);
+}
+
+/* Start-up is not an alarm: within tor.bootstrap_timeout of the start, a tor bootstrapping and a service
+ * waiting for its first upload are "starting" (check: OK); past it, a tor that has not bootstrapped is
+ * "down" (CRITICAL) and says why; a problem that is not one of start-up is "degraded" at any time. */
+static void test_starting(void **state)
+{
+    struct test *x = *state;
+    const struct fake_ctl_step script[] = {
+        AUTH_AND_SETUP(GOOD_GETCONF, GOOD_GETINFO),
+        {FAKE_CTL_EXPECT, HS_OPTIONS_LINE, 0},
+        {FAKE_CTL_EXPECT, GETCONF_LINE, 0},
+        {FAKE_CTL_EXPECT, VERIFY_INFO_LINE, 0},
+        {FAKE_CTL_EXPECT, BOOTSTRAP_LINE, 0},
+        {FAKE_CTL_SEND, NO_HS_OPTIONS GOOD_GETCONF VERIFY_INFO
+         "250-status/bootstrap-phase=NOTICE BOOTSTRAP PROGRESS=50 TAG=loading_descriptors SUMMARY=\"x\"\r\n"
+         "250 OK\r\n", 0},
+        {FAKE_CTL_EXPECT_PREFIX, "SETCONF HiddenServiceDir=", 0},
+        {FAKE_CTL_SEND, "250 OK\r\n", 0},
+        {FAKE_CTL_PAUSE, NULL, LOOP_BOUND_MS}};
+    make_parts(x,
+               "{'name':'a','ports':[{'virtual':80,'health':{'type':'tcp'},'backends':["
+               "{'name':'web1','address':'127.0.0.1:8081'},{'name':'web2','address':'127.0.0.1:8082'}]}]}",
+               script, ARRAY_LEN(script));
+    char err[256], problems[2048];
+    assert_int_equal(worker_start(x->w, err, sizeof(err)), 0);
+    assert_int_equal(fake_ctl_run_until(x->base, bootstrapping, x, LOOP_BOUND_MS), 0);
+    if (fake_ctl_failure(x->fake))
+        fail_msg("fake control port: %s", fake_ctl_failure(x->fake));
+    unsigned timeout = x->conf->tor.bootstrap_timeout;
+    const struct {
+        long ago;          /* onionfront started this many seconds ago */
+        bool backend_down; /* and a problem that is not one of start-up */
+        const char *state, *first_problem;
+    } cases[] = {
+        {0, false, "starting", "tor is bootstrapping|"},
+        {(long)timeout - 1, false, "starting", "tor is bootstrapping|"},
+        {(long)timeout, false, "down", "tor is bootstrapping, not bootstrapped within tor.bootstrap_timeout (300 s) of the start|"},
+        {(long)timeout * 10, false, "down", "tor is bootstrapping, not bootstrapped within"},
+        {0, true, "degraded", "tor is bootstrapping|"},
+    };
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        x->src.started = now;
+        x->src.started.tv_sec -= cases[i].ago;
+        if (cases[i].backend_down) {
+            struct backend_pool *pool;
+            assert_int_equal(proxy_pools(x->proxy, &pool, 1), 1);
+            backend_passive_failure(backend_pool_get(pool, 0), CHECK_RESET, "");
+        }
+        json_t *st = report_status_json(&x->src);
+        problems_of(st, problems, sizeof(problems));
+        if (strcmp(json_string_value(json_object_get(st, "state")), cases[i].state) != 0 ||
+            strncmp(problems, cases[i].first_problem, strlen(cases[i].first_problem)) != 0)
+            fail_msg("case %zu: state %s, problems %s", i, json_string_value(json_object_get(st, "state")),
+                     problems);
+        assert_non_null(strstr(problems, "|service a: no descriptor upload confirmed yet|"));
+        json_decref(st);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -475,6 +542,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_running_ok, setup, teardown),
         cmocka_unit_test_setup_teardown(test_some_backends_down, setup, teardown),
         cmocka_unit_test_setup_teardown(test_running_degraded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_starting, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -383,8 +383,7 @@ static void test_connect_not_running(void **state)
 
 static json_t *srv_status(void *arg)
 {
-    (void)arg;
-    return load(canned_status);
+    return load(arg); /* the server's status document (start_server_with) */
 }
 
 static json_t *srv_services(void *arg)
@@ -433,7 +432,7 @@ static int srv_log_level(const char *level, unsigned seconds, char *msg, size_t 
 /* A status server (no circuits provider) in a child process, for at most 20 s. */
 /* Fork a status server on `path` and return once it listens: the child writes one byte on a pipe after
  * listen() (the socket file appears at bind(), before connections are accepted). */
-static pid_t start_server(const char *path)
+static pid_t start_server_with(const char *path, const char *status_doc)
 {
     int ready[2];
     assert_int_equal(pipe(ready), 0);
@@ -448,8 +447,7 @@ static pid_t start_server(const char *path)
     }
     close(ready[0]);
     struct event_base *base = event_base_new();
-    int dummy = 0;
-    struct status_providers p = {&dummy,      srv_status, srv_services,  srv_backends,    NULL,
+    struct status_providers p = {(void *)status_doc, srv_status, srv_services,  srv_backends,    NULL,
                                  srv_metrics, srv_reload, srv_log_level, srv_restart_tor, srv_services};
     struct status_server *srv = status_server_new(base, &p);
     struct status_conf conf = {.socket = (char *)path};
@@ -465,6 +463,11 @@ static pid_t start_server(const char *path)
     status_server_free(srv);
     event_base_free(base);
     _exit(0);
+}
+
+static pid_t start_server(const char *path)
+{
+    return start_server_with(path, canned_status);
 }
 
 static void stop_server(pid_t pid)
@@ -511,6 +514,15 @@ static void test_check_line(void **state)
     assert_string_equal(out, "ONIONFRONT WARNING - service beta: no descriptor upload confirmed yet | problems=1\n");
     free(out);
     stop_server(pid);
+    /* starting (within tor.bootstrap_timeout of the start): OK, saying so; `status` still exits 1 */
+    pid = start_server_with(s->path, "{\"state\":\"starting\",\"problems\":[\"tor is bootstrapping (50 %)\","
+                                     "\"service beta: no descriptor upload confirmed yet\"]}");
+    o = open_memstream(&out, &len);
+    assert_int_equal(status_client_check(s->path, o), STATUS_EXIT_OK);
+    fclose(o);
+    assert_string_equal(out, "ONIONFRONT OK - starting: tor is bootstrapping (50 %) (and more) | problems=2\n");
+    free(out);
+    stop_server(pid);
 }
 
 static void test_run_against_server(void **state)
@@ -535,6 +547,21 @@ static void test_run_against_server(void **state)
     assert_int_equal(json_array_size(json_object_get(all, "backends")), 2);
     assert_true(json_is_null(json_object_get(all, "circuits")));
     json_decref(all);
+    free(out);
+    free(err);
+
+    /* services: text, each service as the summary shows it; --json: the daemon's JSON */
+    out = run(s->path, "services", false, &rc, &err);
+    assert_int_equal(rc, 0);
+    const char *first = "\nservice alpha: abc.onion\n  port 80      -> 127.0.0.1:8080";
+    if (strncmp(out, first, strlen(first)) != 0)
+        fail_msg("services as text:\n%s", out);
+    assert_non_null(strstr(out, "\nservice beta: def.onion\n"));
+    free(out);
+    free(err);
+    out = run(s->path, "services", true, &rc, &err);
+    assert_int_equal(rc, 0);
+    assert_int_equal(out[0], '[');
     free(out);
     free(err);
 
@@ -675,6 +702,21 @@ static void test_unknown(void **state)
     json_t *none = json_object();
     assert_int_equal(status_client_exit_code(none), STATUS_EXIT_UNKNOWN); /* no "state": cannot tell */
     json_decref(none);
+    /* each state's exit code for `status` */
+    static const struct {
+        const char *state;
+        int rc;
+    } states[] = {{"ok", STATUS_EXIT_OK},
+                  {"starting", STATUS_EXIT_DEGRADED}, /* `status`: not ready yet; `check` says OK */
+                  {"degraded", STATUS_EXIT_DEGRADED},
+                  {"down", STATUS_EXIT_DOWN},
+                  {"something new", STATUS_EXIT_DEGRADED}};
+    for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++) {
+        json_t *st = json_pack("{s:s}", "state", states[i].state);
+        if (status_client_exit_code(st) != states[i].rc)
+            fail_msg("state %s: exit %d, not %d", states[i].state, status_client_exit_code(st), states[i].rc);
+        json_decref(st);
+    }
     stop_server(pid);
 }
 
