@@ -143,9 +143,14 @@ double probe_restart_gap(const struct probe *p);
  * {"state", "probes", "failures_in_window", "last": null | {"time", "ok", "stage", "detail",
  *  "descriptor_seconds", "ttfb_seconds", "http_status"}, "last_success", "down_since",
  *  "repairs": [{"step", "time", "declined" (only a restart_tor step that was not done: why)}],
- *  "recovered_at", "client_auth": null | {"keyless", "detail", "time"}, "withdrawn": null | why}
+ *  "recovered_at", "client_auth": null | {"keyless", "detail", "time"}, "withdrawn": null | why,
+ *  "tls": null | certwatch_to_json's object (a "tls" probe port)}
  *  (times ISO 8601 UTC). A withdrawn service's state is "down". */
 json_t *probe_service_to_json(const struct probe *p, const char *address);
+
+/* Append to `problems` each TLS certificate finding of the services with a "tls" probe port
+ * (certwatch_problems). Return the worst: 0 none, 1 a warning, 2 critical (certwatch.h's thresholds). */
+int probe_tls_problems(const struct probe *p, json_t *problems);
 
 /* {"enabled", "client_tor": {"state", "pid", "restarts", "socks_socket"}}: the client tor. New reference. */
 json_t *probe_to_json(const struct probe *p);
