@@ -246,7 +246,6 @@ static const struct {
     {"onionfront_tls_cert_expiry_timestamp_seconds",
      "The notAfter of the TLS certificate served on a service's tls port (endpoint onion: as a visitor gets it "
      "through tor; else by that backend), seconds since the epoch."},
-    {"onionfront_tls_cert_days_left", "Whole days until that certificate's notAfter (negative once expired)."},
     {"onionfront_tls_cert_name_match", "1 if that certificate's subjectAltName covers the onion name, else 0."},
     {"onionfront_tls_cert_trusted", "1 if that certificate chain verifies against the system's CA store, else 0."},
     {"onionfront_tls_cert_self_signed", "1 if that certificate is self-signed (Tor Browser accepts it), else 0."},
@@ -266,7 +265,6 @@ static int certwatch_view_metric(const struct certwatch_view *v, const char *nam
     double val = 0;
     switch (which) {
     case CERTWATCH_M_EXPIRY: val = (double)v->cert.not_after; break;
-    case CERTWATCH_M_DAYS_LEFT: val = (double)v->cert.days_left; break;
     case CERTWATCH_M_NAME_MATCH: val = v->cert.name_ok; break;
     case CERTWATCH_M_TRUSTED: val = v->cert.trust == TLSCERT_TRUSTED; break;
     case CERTWATCH_M_SELF_SIGNED: val = v->cert.trust == TLSCERT_SELF_SIGNED; break;

@@ -59,17 +59,16 @@ json_t *certwatch_to_json(const struct certwatch_svc *cw);
 /* The metric families, each started once per scrape with certwatch_metric_family and then sampled for
  * every watched service with certwatch_metric (endpoint "onion" for the visitor's certificate, else the
  * backend's address as written): onionfront_tls_cert_expiry_timestamp_seconds{service,endpoint},
- * onionfront_tls_cert_days_left, onionfront_tls_cert_name_match, onionfront_tls_cert_trusted,
+ * onionfront_tls_cert_name_match, onionfront_tls_cert_trusted,
  * onionfront_tls_cert_self_signed, onionfront_tls_cert_read_ok. Return 0 or -1. */
 enum certwatch_metric {
     CERTWATCH_M_EXPIRY,
-    CERTWATCH_M_DAYS_LEFT,
     CERTWATCH_M_NAME_MATCH,
     CERTWATCH_M_TRUSTED,
     CERTWATCH_M_SELF_SIGNED,
     CERTWATCH_M_READ_OK,
 };
-#define CERTWATCH_N_METRICS 6
+#define CERTWATCH_N_METRICS 5
 int certwatch_metric_family(enum certwatch_metric which, struct metrics *m);
 int certwatch_metric(const struct certwatch_svc *cw, const char *name, enum certwatch_metric which,
                      struct metrics *m);
