@@ -31,6 +31,9 @@
  * overdue first; with more services than fit, a service's interval stretches instead of the client tor
  * being overrun.
  *
+ * On a "tls" probe port (config.h's port_conf.tls) the fetch is https and each probe also reads the
+ * certificate a visitor got and each backend's (certwatch.h).
+ *
  * Owns the client tor's supervisor, its curl loop, each service's probe state. Not the services'
  * identities (service_id.c), not the repairs themselves (the actions do them on the workers). */
 #ifndef ONIONFRONT_PROBE_H
@@ -160,7 +163,8 @@ json_t *probe_to_json(const struct probe *p);
  * onionfront_probe_ttfb_seconds{service} (histogram), onionfront_probe_descriptor_seconds{service},
  * onionfront_probe_repairs_total{service,step}, onionfront_probe_client_up,
  * onionfront_service_open_without_key{service} (1: a private service opened to a client without a key,
- * withdrawn). Return 0 or -1. */
+ * withdrawn), and the onionfront_tls_cert_* gauges of services with a "tls" probe port (certwatch.h).
+ * Return 0 or -1. */
 int probe_metrics(const struct probe *p, struct metrics *m);
 
 #endif
