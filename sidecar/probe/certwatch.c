@@ -97,6 +97,12 @@ static void certwatch_record(struct certwatch_view *v, CURL *easy, CURLcode rc, 
 
 void certwatch_onion_done(struct certwatch_svc *cw, CURL *easy, CURLcode rc, const char *why)
 {
+    struct curl_certinfo *ci = NULL;
+    bool got_chain = curl_easy_getinfo(easy, CURLINFO_CERTINFO, &ci) == CURLE_OK && ci && ci->num_of_certs > 0;
+    /* A probe that failed before the handshake is the probe's finding (its stage says where); the
+     * certificate visitors last got stays what it was. */
+    if (!got_chain && cw->onion.read)
+        return;
     certwatch_record(&cw->onion, easy, rc, why);
 }
 

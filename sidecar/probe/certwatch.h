@@ -39,7 +39,9 @@ void certwatch_free(struct certwatch_svc *cw);
  * service whatever the certificate (the verdict is ours: a self-signed onion certificate is fine). */
 void certwatch_prepare(CURL *easy);
 
-/* The probe's https fetch is over (`rc`, curl's message `why`): record the chain the visitor got. */
+/* The probe's https fetch is over (`rc`, curl's message `why`): record the chain the visitor got. A
+ * fetch that got no chain (it failed before the handshake: the probe reports that) leaves the last
+ * certificate read in place; with none read yet it is recorded as unread, with `why`. */
 void certwatch_onion_done(struct certwatch_svc *cw, CURL *easy, CURLcode rc, const char *why);
 
 /* Read the certificate of each backend of `pc` (a "tls" port) on `loop`, each bounded by `timeout_ms`.
