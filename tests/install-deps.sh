@@ -12,11 +12,12 @@ build="build-essential pkg-config libevent-dev libjansson-dev libcurl4-openssl-d
 # nginx, apache2-bin: the Onion-Location snippets against real web servers (test_onion_location).
 # python3: JSON checks and a signal-mask wrapper in the integration scripts; python3-stem: decrypting a
 # fetched onion descriptor in test_dos (a test tool only); jq: test_probe.
+# openssl: the test CA and the TLS backends (openssl s_server) of test_tls.
 # prometheus: promtool checks and unit-tests templates/prometheus-alerts.yml (test_prometheus_rules).
 # onionbalance: Debian's Onionbalance 0.2.2 (test_onionbalance). Not in the runtime set: a product
 # dependency only of a machine whose config has an Onionbalance frontend (multi-machine set-ups, docs/high-availability.md);
 # instances need nothing but tor.
-test="$build libcmocka-dev clang curl iproute2 tor valgrind procps python3 python3-stem systemd groff-base man-db nginx apache2-bin jq prometheus onionbalance"
+test="$build libcmocka-dev clang curl iproute2 tor valgrind procps python3 python3-stem systemd groff-base man-db nginx apache2-bin jq prometheus onionbalance openssl"
 bench="$test haproxy gnuplot-nox strace"
 
 case "$what" in

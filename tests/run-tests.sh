@@ -120,7 +120,7 @@ lane_setup() {
     n=$(basename "$s" .sh)
     case $n in
       test_onionbalance) w=310 ;; test_roll) w=180 ;; test_combinations) w=170 ;; test_many) w=165 ;;
-      test_testnet) w=150 ;; test_probe) w=145 ;; test_instances) w=110 ;; test_sharding) w=200 ;; test_faults) w=105 ;;
+      test_testnet) w=150 ;; test_probe) w=145 ;; test_tls) w=45 ;; test_instances) w=110 ;; test_sharding) w=200 ;; test_faults) w=105 ;;
       test_supervision) w=100 ;; test_clientauth) w=90 ;; test_reload) w=90 ;; test_modes) w=85 ;;
       test_limits) w=70 ;; test_metrics_exposure) w=65 ;; test_core) w=50 ;; test_install) w=45 ;; test_logs) w=40 ;;
       test_backends) w=40 ;; test_migrate) w=80 ;; test_tor_reload) w=35 ;; test_privilege) w=30 ;; test_dos) w=30 ;;

@@ -706,7 +706,7 @@ static int config_parse_port(struct config_ctx *c, const char *obj, json_t *o, s
 {
     static const char *const keys[] = {"virtual", "target", "backends", "balance", "connect_timeout_ms",
                                        "max_streams_per_circuit", "circuit_stream_rate", "circuit_stream_burst",
-                                       "idle_timeout", "proxy_protocol", "health", NULL};
+                                       "idle_timeout", "proxy_protocol", "tls", "health", NULL};
     struct port_conf *pc = &svc->ports[idx];
     char p[FIELD_PATH_LEN];
 
@@ -771,11 +771,13 @@ static int config_parse_port(struct config_ctx *c, const char *obj, json_t *o, s
     pc->max_streams_per_circuit = CONFIG_DEFAULT_MAX_STREAMS_PER_CIRCUIT;
     pc->idle_timeout_s = CONFIG_DEFAULT_IDLE_TIMEOUT_S;
     pc->proxy_protocol = false;
+    pc->tls = false;
     if (config_get_uint(c, obj, o, "connect_timeout_ms", false, 100, 60000, &pc->connect_timeout_ms) < 0 ||
         config_get_uint(c, obj, o, "max_streams_per_circuit", false, 0, 65535, &pc->max_streams_per_circuit) < 0 ||
         config_get_uint(c, obj, o, "circuit_stream_rate", false, 0, 65535, &pc->circuit_stream_rate) < 0 ||
         config_get_uint(c, obj, o, "idle_timeout", false, 0, 86400, &pc->idle_timeout_s) < 0 ||
-        config_get_bool(c, obj, o, "proxy_protocol", &pc->proxy_protocol) < 0)
+        config_get_bool(c, obj, o, "proxy_protocol", &pc->proxy_protocol) < 0 ||
+        config_get_bool(c, obj, o, "tls", &pc->tls) < 0)
         return -1;
     pc->circuit_stream_burst = pc->circuit_stream_rate * 2 > 10 ? pc->circuit_stream_rate * 2 : 10;
     if (config_get_uint(c, obj, o, "circuit_stream_burst", false, 1, 131070, &pc->circuit_stream_burst) < 0)
@@ -969,6 +971,11 @@ static int config_parse_probe_target(struct config_ctx *c, const char *obj, json
     struct probe_target_conf *pt = &svc->probe;
     char p[FIELD_PATH_LEN];
     pt->port = service_conf_find_port(svc, 80) ? 80 : svc->ports[0].virtual_port;
+    for (size_t i = 0; i < svc->n_ports; i++) /* the certificate a visitor gets is watched on the first TLS port */
+        if (svc->ports[i].tls) {
+            pt->port = svc->ports[i].virtual_port;
+            break;
+        }
     snprintf(pt->path, sizeof pt->path, "/");
     if (o && (config_check_object(c, obj, o) < 0 || config_check_keys(c, obj, o, keys) < 0))
         return -1;
@@ -980,7 +987,8 @@ static int config_parse_probe_target(struct config_ctx *c, const char *obj, json
         config_sub(p, obj, "port");
         return config_fail(c, p, "must be one of the service's virtual ports");
     }
-    int type = pt->port == 80 ? PROBE_TARGET_HTTP : PROBE_TARGET_CONNECT;
+    const struct port_conf *target = service_conf_find_port(svc, pt->port);
+    int type = pt->port == 80 || target->tls ? PROBE_TARGET_HTTP : PROBE_TARGET_CONNECT;
     if (o && config_get_enum(c, obj, o, "type", config_probe_types, &type) < 0)
         return -1;
     pt->type = (enum probe_target_type)type;

@@ -115,6 +115,8 @@ struct port_conf {
     unsigned idle_timeout_s;          /* a stream with no byte either way this long is closed; 0 = off;
                                          0-86400, default CONFIG_DEFAULT_IDLE_TIMEOUT_S */
     bool proxy_protocol;              /* send a PROXY v2 header to backends */
+    bool tls; /* "tls": its backends serve HTTPS; the probe reads the certificate a visitor gets and each
+                 backend's (certwatch.h) */
     struct health_conf health;
 };
 
@@ -151,8 +153,9 @@ enum probe_target_type {
 
 /* What the end-to-end probe (probe.h) fetches from one service: "services[i].probe". */
 struct probe_target_conf {
-    enum probe_target_type type; /* default: http when `port` is 80, else connect */
-    uint16_t port;               /* a virtual port of the service; default 80 if it has one, else the first */
+    enum probe_target_type type; /* default: http when `port` is 80 or a "tls" port (then https), else connect */
+    uint16_t port;               /* a virtual port of the service; default the first "tls" port, else 80 if it
+                                    has one, else the first */
     char path[CONFIG_HTTP_PATH_MAX + 1]; /* http: default "/" */
     uint16_t expect_status[CONFIG_MAX_EXPECT_STATUS];
     size_t n_expect_status;                    /* 0 = any 2xx or 3xx */

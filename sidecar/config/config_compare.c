@@ -62,7 +62,7 @@ bool port_conf_equal(const struct port_conf *a, const struct port_conf *b)
 {
     if (a->virtual_port != b->virtual_port || a->n_backends != b->n_backends || a->balance != b->balance ||
         a->connect_timeout_ms != b->connect_timeout_ms ||
-        a->max_streams_per_circuit != b->max_streams_per_circuit || a->proxy_protocol != b->proxy_protocol ||
+        a->max_streams_per_circuit != b->max_streams_per_circuit || a->proxy_protocol != b->proxy_protocol || a->tls != b->tls ||
         a->circuit_stream_rate != b->circuit_stream_rate || a->circuit_stream_burst != b->circuit_stream_burst ||
         a->idle_timeout_s != b->idle_timeout_s ||
         !health_conf_equal(&a->health, &b->health))

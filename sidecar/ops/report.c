@@ -292,6 +292,8 @@ json_t *report_status_json(const struct report_src *r)
     report_pool_problems(r, problems);
     ob_frontend_problems(r->ob, problems);
     bool probe_down = report_probe_problems(r, problems);
+    static const char *const tls_levels[] = {"ok", "warning", "critical"};
+    int tls = r->probe ? probe_tls_problems(r->probe, problems) : 0; /* the check's TLS verdict (certwatch.h) */
     /* "starting" when every problem is one of start-up, within its window (report_tor_usable). */
     const char *state = r->shutting_down || !usable || probe_down     ? "down"
                         : json_array_size(problems) == 0               ? "ok"
@@ -304,11 +306,13 @@ json_t *report_status_json(const struct report_src *r)
     json_object_del(tor, "uptime_seconds");
     json_object_del(tor, "verdict");
     json_object_set_new(tor, "mode", json_string(tor_mode_str(r->conf->tor.mode)));
-    return json_pack("{s:s, s:s, s:I, s:I, s:I, s:o, s:o, s:o, s:o, s:{s:I, s:I}}", "state", state, "version",
+    json_t *st = json_pack("{s:s, s:s, s:I, s:I, s:I, s:o, s:o, s:o, s:o, s:{s:I, s:I}}", "state", state, "version",
                      ONIONFRONT_VERSION, "pid", (json_int_t)getpid(), "started", (json_int_t)r->started_wall,
                      "uptime_seconds", (json_int_t)(now.tv_sec - r->started.tv_sec), "problems", problems, "tor",
                      tor, "tors", tors, "roll", roll ? roll_to_json(roll) : json_null(), "services", "total",
                      (json_int_t)n, "uploaded", (json_int_t)uploaded);
+    json_object_set_new(st, "certificates", json_string(tls_levels[tls >= 0 && tls <= 2 ? tls : 0]));
+    return st;
 }
 
 /* The services; without `detail`, each descriptor's and the served copies' per-HSDir lists are left

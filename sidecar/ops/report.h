@@ -47,8 +47,10 @@ struct report_src {
  * first upload not confirmed yet), degraded (something listed in "problems": tor not bootstrapped, a
  * tor mode violation, a refused service (its key is missing or not the recorded one), a service without
  * a confirmed upload, with failed HSDirs, not found by the periodic HSFETCH (hsfetch) or not single
- * onion, a port without a backend up or with some of its backends down, each named), ok —
- * with tor's state, each tor's row and the rolling restart ("roll": roll_to_json). Returns a new
+ * onion, a port without a backend up or with some of its backends down, each named, a TLS certificate
+ * finding (certwatch.h)), ok — with tor's state, each tor's row, the rolling restart ("roll":
+ * roll_to_json) and "certificates": ok, warning or critical, the worst TLS certificate finding at
+ * certwatch.h's thresholds. Returns a new
  * reference. */
 json_t *report_status_json(const struct report_src *r);
 

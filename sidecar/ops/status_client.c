@@ -480,6 +480,58 @@ static void summary_probe(struct out *o, const json_t *svc)
                detail && *detail ? ": " : "", detail ? detail : "", when ? when : "?", ok_at ? ok_at : "never");
 }
 
+/* One certificate as a line: days left, the name, the trust ("self-signed" is no error for an onion). */
+static void summary_tls_view(struct out *o, const char *label, const json_t *v)
+{
+    const char *err = jstr(v, "error"), *trust = jstr(v, "trust"), *detail = jstr(v, "trust_detail");
+    out_printf(o, "  %-12s ", label);
+    if (err || !jstr(v, "not_after")) {
+        out_printf(o, "no certificate read: %s\n", err ? err : "not yet");
+        return;
+    }
+    out_printf(o, "expires %s (%lld days)%s, %s", jstr(v, "not_after"), jint(v, "days_left"),
+               json_is_true(json_object_get(v, "name_matches")) ? "" : ", DOES NOT NAME THE ONION",
+               trust && strcmp(trust, "self_signed") == 0 ? "self-signed" : trust ? trust : "?");
+    if (detail && *detail)
+        out_printf(o, " (%s)", detail);
+    if (json_is_false(json_object_get(v, "same_as_onion")))
+        out_printf(o, ", not the certificate visitors get");
+    out_printf(o, "\n");
+}
+
+/* The "tls" port's certificates: the visitor's, then each backend's. */
+static void summary_tls(struct out *o, const json_t *svc)
+{
+    const json_t *tls = json_object_get(json_object_get(svc, "probe"), "tls"), *v;
+    size_t i;
+    if (!json_is_object(tls))
+        return;
+    summary_tls_view(o, "tls visitor", json_object_get(tls, "onion"));
+    json_array_foreach(json_object_get(tls, "backends"), i, v) {
+        char label[300];
+        snprintf(label, sizeof(label), "tls %s", jstr(v, "endpoint") ? jstr(v, "endpoint") : "?");
+        summary_tls_view(o, label, v);
+    }
+}
+
+/* `check`: the daemon's TLS certificate verdict ("certificates") raises the exit code to WARNING or
+ * CRITICAL at certwatch.h's thresholds; the first TLS problem is then the one named. */
+static int status_client_tls_exit(const json_t *st, int rc, const char **first)
+{
+    const char *c = jstr(st, "certificates");
+    int tls = !c ? 0 : strcmp(c, "critical") == 0 ? STATUS_EXIT_DOWN : strcmp(c, "warning") == 0 ? STATUS_EXIT_DEGRADED : 0;
+    if (rc == STATUS_EXIT_UNKNOWN || tls <= rc)
+        return rc;
+    size_t i;
+    const json_t *p;
+    json_array_foreach(json_object_get(st, "problems"), i, p)
+        if (json_is_string(p) && strstr(json_string_value(p), ": TLS: ")) {
+            *first = json_string_value(p);
+            break;
+        }
+    return tls;
+}
+
 static void summary_service(struct out *o, const json_t *svc, const json_t *backends, bool several)
 {
     if (!json_is_object(svc))
@@ -535,6 +587,7 @@ static void summary_service(struct out *o, const json_t *svc, const json_t *back
     if (several)
         summary_served(o, svc);
     summary_probe(o, svc);
+    summary_tls(o, svc);
     summary_tor_metrics(o, svc);
     if (name)
         summary_backends(o, name, backends);
@@ -694,6 +747,7 @@ int status_client_check(const char *path, FILE *out)
     json_t *problems = json_object_get(st, "problems");
     const json_t *services = json_object_get(st, "services");
     const char *first = json_string_value(json_array_get(problems, 0));
+    rc = status_client_tls_exit(st, rc, &first);
     /* Nagios plugin output: one line, "STATUS - text | perfdata". */
     fprintf(out, "ONIONFRONT %s - %s%s%s | problems=%zu", words[rc], starting ? "starting: " : "",
             first ? first : "all services up", json_array_size(problems) > 1 ? " (and more)" : "",

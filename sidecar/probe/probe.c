@@ -21,6 +21,7 @@
 #include "sidecar/core/log.h"
 #include "sidecar/core/metrics.h"
 #include "sidecar/identity/probeauth.h"
+#include "sidecar/probe/certwatch.h"
 #include "sidecar/identity/service_id.h"
 #include "sidecar/tor/tor.h"
 #include "sidecar/core/pace.h"
@@ -46,6 +47,8 @@ struct probe_svc {
     char address[57];
     char name[CONFIG_SERVICE_NAME_MAX + 1];
     bool live;   /* seen in the last sync */
+    bool tls_fetch;            /* the fetch in flight is https on a "tls" port */
+    struct certwatch_svc *tls; /* that port's certificates (certwatch.h); NULL without one */
     bool keyless;   /* this pass holds no key for the service (the first of a private service's two) */
     bool withdrawn; /* service_id_withdrawn: off every tor, not probed until a reload */
     enum probe_keyless keyless_verdict;
@@ -341,6 +344,8 @@ static void probe_fetch_done_cb(CURL *easy, CURLcode rc, const char *errbuf, voi
         probe_keyless_done(s, rc, errbuf && errbuf[0] ? errbuf : curl_easy_strerror(rc));
         return;
     }
+    if (s->tls_fetch && s->tls)
+        certwatch_onion_done(s->tls, easy, rc, errbuf && errbuf[0] ? errbuf : curl_easy_strerror(rc));
     const struct service_conf *sc = config_find_service(s->p->conf, s->name);
     struct probe_result r = {.time = time(NULL), .desc_s = s->desc_s, .ttfb_s = -1};
     curl_off_t t = 0;
@@ -396,6 +401,20 @@ static void probe_fail_now(struct probe_svc *s, enum probe_stage stage, const ch
     probe_done(s, &r);
 }
 
+/* A "tls" probe port: read each backend's certificate beside the visitor's (certwatch.h). */
+static void probe_tls_watch(struct probe_svc *s, const struct port_conf *tp, unsigned timeout_ms)
+{
+    if (!tp || !tp->tls) {
+        certwatch_free(s->tls);
+        s->tls = NULL;
+        return;
+    }
+    if (!s->tls && !(s->tls = certwatch_new(s->address)))
+        return;
+    if (!s->keyless)
+        certwatch_check_backends(s->tls, s->p->curl, tp, timeout_ms);
+}
+
 /* The descriptor is in (or its fetch is over): connect through a fresh circuit. */
 static void probe_fetch(struct probe_svc *s)
 {
@@ -409,10 +428,14 @@ static void probe_fetch(struct probe_svc *s)
     }
     s->phase = PHASE_FETCH;
     const struct probe_target_conf *t = &sc->probe;
+    const struct port_conf *tp = service_conf_find_port(sc, t->port);
+    s->tls_fetch = tp && tp->tls && !s->keyless;
+    probe_tls_watch(s, tp, end > now ? (unsigned)(end - now) : 1000);
     char port[8] = "";
-    if (t->port != 80)
+    if (t->port != (s->tls_fetch ? 443 : 80))
         snprintf(port, sizeof(port), ":%u", (unsigned)t->port);
-    snprintf(url, sizeof(url), "http://%s.onion%s%s", s->address, port, t->type == PROBE_TARGET_HTTP ? t->path : "/");
+    snprintf(url, sizeof(url), "%s://%s.onion%s%s", s->tls_fetch ? "https" : "http", s->address, port,
+             t->type == PROBE_TARGET_HTTP ? t->path : "/");
     snprintf(proxy, sizeof(proxy), "socks5h://localhost%s", tor_sup_socks_socket(p->tor));
     snprintf(user, sizeof(user), "onionfront-probe-%s%lu", s->keyless ? "nokey-" : "", ++p->seq);
     CURL *e = curl_easy_init();
@@ -431,6 +454,8 @@ static void probe_fetch(struct probe_svc *s)
     curl_easy_setopt(e, CURLOPT_USERAGENT, "onionfront-probe");
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, probe_body_cb);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, s);
+    if (s->tls_fetch)
+        certwatch_prepare(e);
     if (t->type == PROBE_TARGET_CONNECT || s->keyless) /* without a key only the stream's opening counts */
         curl_easy_setopt(e, CURLOPT_CONNECT_ONLY, 1L);
     unsigned left = end > now + 1000 ? (unsigned)(end - now) : 1000;
@@ -608,6 +633,7 @@ static void probe_sync(struct probe *p)
             continue;
         }
         probe_svc_abandon(&p->svcs[i]);
+        certwatch_free(p->svcs[i].tls);
         memmove(&p->svcs[i], &p->svcs[i + 1], (p->n - i - 1) * sizeof(p->svcs[0]));
         p->n--;
     }
@@ -756,8 +782,10 @@ void probe_free(struct probe *p)
 {
     if (!p)
         return;
-    for (size_t i = 0; i < p->n; i++)
+    for (size_t i = 0; i < p->n; i++) {
         probe_svc_abandon(&p->svcs[i]);
+        certwatch_free(p->svcs[i].tls);
+    }
     tor_sup_free(p->tor); /* its connection: pending HSFETCH answers are dropped with it */
     check_http_loop_free(p->curl);
     if (p->tick_ev)
@@ -824,12 +852,25 @@ json_t *probe_service_to_json(const struct probe *p, const char *address)
     const struct service_id *id = service_ids_find(p->ids, address);
     const char *withdrawn = id ? service_id_withdrawn(id) : NULL;
     enum ladder_state state = s->withdrawn ? LADDER_DOWN : s->ladder.state;
-    return json_pack("{s:s, s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "state", ladder_state_str(state),
+    json_t *j = json_pack("{s:s, s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "state", ladder_state_str(state),
                      "probes", (json_int_t)s->ladder.n, "failures_in_window", (json_int_t)ladder_failures(&s->ladder),
                      "last", last, "last_success", probe_time_json(s->last_success), "down_since",
                      probe_time_json(s->ladder.state == LADDER_DOWN ? s->down_since_wall : 0), "repairs", repairs,
                      "recovered_at", probe_time_json(s->recovered_wall), "client_auth", auth, "withdrawn",
                      withdrawn ? json_string(withdrawn) : json_null());
+    json_object_set_new(j, "tls", s->tls ? certwatch_to_json(s->tls) : json_null());
+    return j;
+}
+
+int probe_tls_problems(const struct probe *p, json_t *problems)
+{
+    enum certwatch_level worst = CERTWATCH_OK;
+    for (size_t i = 0; i < p->n; i++) {
+        enum certwatch_level l = p->svcs[i].tls ? certwatch_problems(p->svcs[i].tls, p->svcs[i].name, problems)
+                                                : CERTWATCH_OK;
+        worst = l > worst ? l : worst;
+    }
+    return (int)worst;
 }
 
 json_t *probe_to_json(const struct probe *p)
@@ -916,5 +957,11 @@ int probe_metrics(const struct probe *p, struct metrics *m)
                                 (const char *const[]){"service", p->svcs[i].name, "step",
                                                       ladder_step_str((enum ladder_step)st), NULL},
                                 (double)p->svcs[i].repairs[st]);
+    for (int k = 0; !rc && k < CERTWATCH_N_METRICS; k++) {
+        rc = certwatch_metric_family((enum certwatch_metric)k, m);
+        for (size_t i = 0; !rc && i < p->n; i++)
+            if (p->svcs[i].tls)
+                rc = certwatch_metric(p->svcs[i].tls, p->svcs[i].name, (enum certwatch_metric)k, m);
+    }
     return rc ? -1 : 0;
 }

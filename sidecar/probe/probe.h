@@ -31,6 +31,9 @@
  * overdue first; with more services than fit, a service's interval stretches instead of the client tor
  * being overrun.
  *
+ * On a "tls" probe port (config.h's port_conf.tls) the fetch is https and each probe also reads the
+ * certificate a visitor got and each backend's (certwatch.h).
+ *
  * Owns the client tor's supervisor, its curl loop, each service's probe state. Not the services'
  * identities (service_id.c), not the repairs themselves (the actions do them on the workers). */
 #ifndef ONIONFRONT_PROBE_H
@@ -143,9 +146,14 @@ double probe_restart_gap(const struct probe *p);
  * {"state", "probes", "failures_in_window", "last": null | {"time", "ok", "stage", "detail",
  *  "descriptor_seconds", "ttfb_seconds", "http_status"}, "last_success", "down_since",
  *  "repairs": [{"step", "time", "declined" (only a restart_tor step that was not done: why)}],
- *  "recovered_at", "client_auth": null | {"keyless", "detail", "time"}, "withdrawn": null | why}
+ *  "recovered_at", "client_auth": null | {"keyless", "detail", "time"}, "withdrawn": null | why,
+ *  "tls": null | certwatch_to_json's object (a "tls" probe port)}
  *  (times ISO 8601 UTC). A withdrawn service's state is "down". */
 json_t *probe_service_to_json(const struct probe *p, const char *address);
+
+/* Append to `problems` each TLS certificate finding of the services with a "tls" probe port
+ * (certwatch_problems). Return the worst: 0 none, 1 a warning, 2 critical (certwatch.h's thresholds). */
+int probe_tls_problems(const struct probe *p, json_t *problems);
 
 /* {"enabled", "client_tor": {"state", "pid", "restarts", "socks_socket"}}: the client tor. New reference. */
 json_t *probe_to_json(const struct probe *p);
@@ -155,7 +163,8 @@ json_t *probe_to_json(const struct probe *p);
  * onionfront_probe_ttfb_seconds{service} (histogram), onionfront_probe_descriptor_seconds{service},
  * onionfront_probe_repairs_total{service,step}, onionfront_probe_client_up,
  * onionfront_service_open_without_key{service} (1: a private service opened to a client without a key,
- * withdrawn). Return 0 or -1. */
+ * withdrawn), and the onionfront_tls_cert_* gauges of services with a "tls" probe port (certwatch.h).
+ * Return 0 or -1. */
 int probe_metrics(const struct probe *p, struct metrics *m);
 
 #endif

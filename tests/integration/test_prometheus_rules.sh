@@ -10,7 +10,11 @@ PROMTOOL=$(command -v promtool) || { of_fail "promtool is missing (tests/install
 rules=$OF_ROOT/templates/prometheus-alerts.yml
 tests=$OF_ROOT/tests/prometheus/alerts-test.yml
 of_check "promtool check rules accepts the shipped rules" "$PROMTOOL" check rules "$rules"
+for a in OnionTLSCertExpiresSoon OnionTLSCertExpiring; do
+  of_check "the test fires $a" grep -q "alertname: $a" "$OF_ROOT/tests/prometheus/tls-alerts-test.yml"
+done
 for a in OnionServiceDown OnionDescriptorNotConfirmed OnionBackendPoolEmpty OnionNotSingleOnion OnionTorRestartLoop \
+  OnionTLSCertNameMismatch \
   OnionbalanceNotPublishing; do
   of_check "the test fires $a" grep -q "alertname: $a" "$tests"
 done
@@ -18,6 +22,10 @@ done
 rc=$?
 cat "$OF_TMP/test.out" >&2
 of_check "promtool test rules passes" test $rc -eq 0
+(cd "$(dirname "$tests")" && "$PROMTOOL" test rules tls-alerts-test.yml) >"$OF_TMP/tls.out" 2>&1
+rc=$?
+cat "$OF_TMP/tls.out" >&2
+of_check "promtool test rules passes for the TLS certificate alerts over weeks" test $rc -eq 0
 # The same tests, expecting OnionServiceDown for the healthy service too: promtool must say no.
 mkdir -p "$OF_TMP/broken"
 sed -e "s|\.\./\.\./templates/|$OF_ROOT/templates/|" -e 's/exp_labels: {severity: page, instance: a, service: web}/exp_labels: {severity: page, instance: a, service: ok}/' \

@@ -735,6 +735,36 @@ static void test_idle_timeout(void **state)
     }
 }
 
+/* A port's "tls" marker: off by default; on, the probe targets the first tls port over https (type http)
+ * unless probe.port says otherwise; a port's marker counts as a difference on reload. */
+static void test_tls_port(void **state)
+{
+    struct test_state *ts = *state;
+    struct config *c = load_ok(ts, PORT("'virtual':80,'target':'127.0.0.1:8080'"));
+    assert_false(c->services[0].ports[0].tls);
+    config_free(c);
+    c = load_ok(ts, SERVICES("{'name':'web','ports':[{'virtual':80,'target':'127.0.0.1:8080'},"
+                             "{'virtual':443,'target':'127.0.0.1:8443','tls':true}]}"));
+    const struct service_conf *s = &c->services[0];
+    assert_true(service_conf_find_port(s, 443)->tls);
+    assert_false(service_conf_find_port(s, 80)->tls);
+    assert_int_equal(s->probe.port, 443);
+    assert_int_equal(s->probe.type, PROBE_TARGET_HTTP);
+    struct config *c2 = load_ok(ts, SERVICES("{'name':'web','ports':[{'virtual':80,'target':'127.0.0.1:8080'},"
+                                             "{'virtual':443,'target':'127.0.0.1:8443'}]}"));
+    assert_int_equal(c2->services[0].probe.port, 80);
+    assert_false(port_conf_equal(service_conf_find_port(s, 443), service_conf_find_port(&c2->services[0], 443)));
+    config_free(c2);
+    config_free(c);
+    c = load_ok(ts, SERVICES("{'name':'web','ports':[{'virtual':8443,'target':'127.0.0.1:8443','tls':true}],"
+                             "'probe':{'port':8443,'type':'connect'}}"));
+    assert_int_equal(c->services[0].probe.type, PROBE_TARGET_CONNECT);
+    config_free(c);
+    char err[256];
+    assert_null(load_sq(PORT("'virtual':443,'target':'127.0.0.1:8443','tls':'yes'"), err, sizeof(err)));
+    assert_string_equal(err, P0 ".tls: must be true or false");
+}
+
 /* Every field set to a value other than its default. */
 static void test_full_config(void **state)
 {
@@ -1674,6 +1704,7 @@ int main(void)
     static const struct CMUnitTest tests[] = {
         T(test_minimal_defaults),
         T(test_idle_timeout),
+        T(test_tls_port),
         T(test_full_config),
         T(test_attach_mode),
         T(test_addresses),

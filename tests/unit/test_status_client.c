@@ -125,6 +125,21 @@ static const struct {
      "onionfront: ok, up 59s\n\nservice a: (no address yet)\n\nservice ?: (no address yet)\n"
      "  port -1      ->\n"},
     {"{\"state\":\"ok\",\"uptime_seconds\":200000}", NULL, NULL, "onionfront: ok, up 2d 7h\n"},
+    /* A tls port's certificates: the visitor's, then each backend's, self-signed no error, a name
+     * mismatch and another certificate than visitors get said, one not read with why. */
+    {NULL,
+     "[{\"name\":\"t\",\"address\":\"x.onion\",\"probe\":{\"state\":\"reachable\",\"last\":null,\"tls\":{"
+     "\"port\":443,\"onion\":{\"endpoint\":\"onion\",\"not_after\":\"2027-01-01T00:00:00Z\",\"days_left\":89,"
+     "\"name_matches\":true,\"trust\":\"self_signed\",\"trust_detail\":\"\",\"error\":null},"
+     "\"backends\":[{\"endpoint\":\"10.0.0.2:443\",\"not_after\":\"2026-12-12T00:00:00Z\",\"days_left\":4,"
+     "\"name_matches\":false,\"trust\":\"untrusted\",\"trust_detail\":\"unable to get local issuer certificate\","
+     "\"same_as_onion\":false,\"error\":null},{\"endpoint\":\"10.0.0.3:443\",\"error\":\"Connection refused\"}]}}}]",
+     NULL,
+     "\nservice t: x.onion\n  probe        reachable (not probed yet)\n"
+     "  tls visitor  expires 2027-01-01T00:00:00Z (89 days), self-signed\n"
+     "  tls 10.0.0.2:443 expires 2026-12-12T00:00:00Z (4 days), DOES NOT NAME THE ONION, untrusted (unable to get "
+     "local issuer certificate), not the certificate visitors get\n"
+     "  tls 10.0.0.3:443 no certificate read: Connection refused\n"},
     /* Descriptor counts win over the plain "uploaded" flag; a backend up needs no reason. */
     {NULL,
      "[{\"name\":\"s\",\"address\":\"x.onion\",\"uploaded\":true,\"descriptor\":{\"hsdirs_confirmed\":0,"
