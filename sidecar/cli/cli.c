@@ -344,9 +344,12 @@ int cli_check_config(const char *path)
     }
     signal(SIGPIPE, SIG_IGN); /* cp_conn.h: talking to an attached tor */
     struct preflight_opts o = {.scope = PREFLIGHT_ALL, .euid = geteuid()};
-    /* root checking a config for the shipped unit (its user exists, tor.user unset): the unit runs
-     * onionfront as that user, so what exists must be that user's */
-    const struct passwd *unit_user = o.euid == 0 && !c->tor.user ? getpwnam(PREFLIGHT_UNIT_USER) : NULL;
+    /* root checking a config for the shipped unit (its state directory, its user exists, tor.user unset):
+     * the unit runs onionfront as that user, so what exists must be that user's. Another state_dir is a
+     * set-up of the operator's own (a root daemon, a test), whose owner the unit does not decide. */
+    bool for_unit = c->state_dir && strcmp(c->state_dir, PREFLIGHT_UNIT_STATE_DIR) == 0;
+    const struct passwd *unit_user =
+        o.euid == 0 && !c->tor.user && for_unit ? getpwnam(PREFLIGHT_UNIT_USER) : NULL;
     if (unit_user) {
         o.check_owner = true;
         o.owner = unit_user->pw_uid;

@@ -59,6 +59,7 @@ struct preflight_opts {
 /* systemd/onionfront.service's User=: check-config run by root checks ownership against it (when that
  * user exists and tor.user is unset, as under the shipped unit). */
 #define PREFLIGHT_UNIT_USER "onionfront"
+#define PREFLIGHT_UNIT_STATE_DIR "/var/lib/onionfront" /* the shipped unit's StateDirectory= */
 
 #define PREFLIGHT_MAX_PROBLEMS 32
 #define PREFLIGHT_PROBLEM_MAX 1400

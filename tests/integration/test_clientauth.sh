@@ -262,7 +262,7 @@ chmod 600 "$keydir/authorized_clients/mallory.auth"
 refuse_step "the reload refuses the service, naming mallory.auth" \
   "service priv: REFUSED: client authorization: .*authorized_clients/mallory.auth: unknown file"
 of_check "onionfront status shows the refusal" \
-  bash -c '"$1" -c "$2" status services 2>&1 | grep -q "REFUSED: client authorization"' _ "$OF_BIN" "$config"
+  bash -c '"$1" -c "$2" status services --json 2>&1 | grep -q "REFUSED: client authorization"' _ "$OF_BIN" "$config"
 of_check "client-auth list says the directory disagrees (exit 1)" \
   bash -c '! "$1" -c "$2" client-auth list priv >/dev/null 2>&1' _ "$OF_BIN" "$config"
 if fetch_desc "$OF_TMP/inner-planted.txt"; then

@@ -56,22 +56,27 @@ nonanon+='If the HiddenServiceNonAnonymousMode option is changed, Tor will refus
 nonanon+='same directories, to protect your anonymity against config errors\. This setting is for experimental use '
 nonanon+='only\.|This copy of Tor was compiled or configured to run in a non-anonymous mode\. It will provide NO '
 nonanon+='ANONYMITY\.)$'
+# ... and so are, on a private network only (its extra torrc sets TestingTorNetwork 1), its testing lines.
+testnet='\[warn\] (TestingTorNetwork is set\. |You have used DirAuthority or AlternateDirAuthority )'
 of_check "tor's HiddenServiceNonAnonymousMode warning has priority 5" \
   grep -Eq '^<5>tor: .* \[warn\] HiddenServiceNonAnonymousMode is set\.' "$log"
 of_check "tor's non-anonymous mode warning has priority 5" \
   grep -Eq '^<5>tor: .* \[warn\] This copy of Tor was compiled or configured to run in a non-anonymous mode\.' "$log"
 of_check "any other [warn] line of the service tor has priority 4" grep -Eq '^<4>tor: .* \[warn\] ' "$log"
 of_check "no other tor [warn] line below priority 4" \
-  bash -c "! grep -E '^<[5-7]>tor: .* \[(warn|err)\] ' '$log' | grep -Ev '^<5>tor: [^[]*$nonanon'"
+  bash -c "! grep -E '^<[5-7]>tor: .* \[(warn|err)\] ' '$log' | grep -Ev '^<5>tor: [^[]*$nonanon' |
+    grep -Ev '^<5>tor: [^[]*$testnet'"
+of_check "tor's TestingTorNetwork warning has priority 5 on the private network" \
+  grep -Eq '^<5>tor: .* \[warn\] TestingTorNetwork is set\.' "$log"
 # A healthy start (up to the page fetched): the lines at warning or worse of onionfront and its service
-# tor are onionfront's own warning, what tor says of the private network (TestingTorNetwork,
-# DirAuthority) and, as this test runs as root without tor.user, that tor runs as root (true here; with
-# tor.user it is notice: test_tor). The probe's client tor is left out: on an 11-relay network it also
-# warns that no node fits its layer-2 vanguards.
+# tor are onionfront's own warning and, as this test runs as root without tor.user, that tor runs as root
+# (true here; with tor.user it is notice: test_torwarn). What tor says of the private network is notice
+# (above). The probe's client tor is left out: on an 11-relay network it also warns that no node fits its
+# layer-2 vanguards.
 grep -E '^<[0-4]>' "$log" | grep -v '^<[0-4]>probe-tor: ' >"$OF_TMP/start-warnings.log"
-grep -Ev '^<4>SINGLE ONION SERVICE MODE|^<4>tor: [^[]*\[warn\] (TestingTorNetwork is set\.|You have used DirAuthority or AlternateDirAuthority|You are running Tor as root\.)' \
+grep -Ev '^<4>SINGLE ONION SERVICE MODE|^<4>tor: [^[]*\[warn\] You are running Tor as root\.' \
   "$OF_TMP/start-warnings.log" >"$OF_TMP/start-warnings-other.log"
-of_check "a healthy start warns only once, onionfront's own warning (and the testnet's)" \
+of_check "a healthy start warns only once, onionfront's own warning (and tor run as root by the test)" \
   test ! -s "$OF_TMP/start-warnings-other.log"
 head -n 5 "$OF_TMP/start-warnings-other.log" | cut -c 1-300 >&2
 of_check "an info line has priority 6" grep -q '^<6>status: listening on ' "$log"
