@@ -271,15 +271,18 @@ lane_run() {
 
 # How many tors run at once, and the load, sampled every 5 s for the whole run (printed at the end): what
 # the suite asks of a 2-core machine.
+# The sampler is no child of this shell (started from a subshell that exits at once), so that the lanes'
+# `wait` never waits for it; it ends by itself when this script is gone.
+runner_pid=$$
 load_sampler() {
-  while :; do
+  while kill -0 "$runner_pid" 2>/dev/null; do
     printf '%s %s\n' "$(ps -e -o comm= | grep -c '^tor$')" "$(cut -d ' ' -f 1 /proc/loadavg)"
     sleep 5
   done
 }
-load_sampler >"$log_dir/load.txt" 2>/dev/null &
-sampler_pid=$!
-trap 'kill "$sampler_pid" 2>/dev/null' EXIT
+(load_sampler >"$log_dir/load.txt" 2>/dev/null </dev/null & echo "$!" >"$log_dir/load.pid")
+sampler_stop() { kill "$(cat "$log_dir/load.pid" 2>/dev/null)" 2>/dev/null; }
+trap sampler_stop EXIT
 
 if [ "$what" = all ] || [ "$what" = unit ]; then
   echo "== unit tests"
@@ -341,7 +344,7 @@ for n in $failures; do
   # Each with the two lines before it: what a test logs just before a check is often its measurement.
   grep -E -B2 "$fail_re" "$log_dir/$n.log" | head -n 30 | cut -c1-300 | sed 's/^/    | /'
 done
-kill "$sampler_pid" 2>/dev/null
+sampler_stop
 if [ -s "$log_dir/load.txt" ]; then
   awk '{ t += $1; if ($1 > m) m = $1; l += $2; if ($2 > ml) ml = $2; n++ }
        END { if (n) printf "== tors running at once: %.0f on average, %d at most; load average %.1f on average, %.1f at most (%d samples, %s)\n", t / n, m, l / n, ml, n, "'"$log_dir/load.txt"'" }' "$log_dir/load.txt"
