@@ -384,7 +384,7 @@ static void test_poison_a_anonymous_then_single(void **state)
     assert_false(k.has_secret);
     sub(dst, sizeof dst, s, "dst");
     assert_int_equal(keys_import(hs, dst, NULL, err, sizeof err), -1);
-    assert_non_null(strstr(err, "anonymous hidden service"));
+    assert_non_null(strstr(err, "would show where that hidden service is"));
     assert_false(exists(s->base, "dst"));
 }
 
