@@ -762,7 +762,7 @@ static void test_tls_port(void **state)
     config_free(c);
     char err[256];
     assert_null(load_sq(PORT("'virtual':443,'target':'127.0.0.1:8443','tls':'yes'"), err, sizeof(err)));
-    assert_string_equal(err, P0 ".tls: must be true or false");
+    assert_string_equal(err, P0 ".tls: must be true or false, not \"yes\"");
 }
 
 /* Every field set to a value other than its default. */
