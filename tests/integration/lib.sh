@@ -49,6 +49,36 @@ of_init() {
 
 of_track_pid() { OF_PIDS+=("$1"); }
 
+# of_in_private_mounts SCRIPT ARGS... — run the calling script again in a private mount namespace (its
+# overlays and bind mounts vanish with it), once; without one (not root) it fails with its closing line.
+of_in_private_mounts() {
+  [[ ${OF_PRIVATE_MOUNTS:-} == 1 ]] && return 0
+  if ! unshare --mount --propagation private true 2>/dev/null; then
+    echo "FAIL: $(basename "$1" .sh) needs a private mount namespace (unshare --mount, as root)" >&2
+    echo "0 passed, 1 failed"
+    exit 1
+  fi
+  OF_PRIVATE_MOUNTS=1 exec unshare --mount --propagation private -- bash "$@"
+}
+
+# A script's mounts (OF_MOUNTS, each appended once mounted): of_mounts_init makes its cleanup stop what
+# the test started, then take the mounts down (last first), then of_cleanup.
+OF_MOUNTS=()
+of_mounts_cleanup() {
+  local pid i
+  for pid in "${OF_PIDS[@]}"; do of_stop_pid "$pid" 15; done
+  OF_PIDS=()
+  for ((i = ${#OF_MOUNTS[@]} - 1; i >= 0; i--)); do
+    umount "${OF_MOUNTS[i]}" 2>/dev/null || umount -l "${OF_MOUNTS[i]}"
+  done
+  OF_MOUNTS=()
+  of_cleanup
+}
+of_mounts_init() {
+  trap of_mounts_cleanup EXIT
+  trap 'of_mounts_cleanup; exit 130' INT TERM
+}
+
 # End one process by PID: TERM, wait up to $2 seconds (default 15), then KILL.
 of_stop_pid() {
   local pid=$1 limit=${2:-15} i

@@ -34,32 +34,11 @@
 # Not covered here: the sandbox settings of the unit other than PrivateUsers= (systemd-analyze in
 # test_systemd.sh checks them; there is no systemd as PID 1 to apply them) and `systemctl enable` itself.
 set -u
-if [[ ${OF_INSTALL_NS:-} != 1 ]]; then
-  if ! unshare --mount --propagation private true 2>/dev/null; then
-    echo "FAIL: test_install needs a private mount namespace (unshare --mount, as root)" >&2
-    echo "0 passed, 1 failed"
-    exit 1
-  fi
-  OF_INSTALL_NS=1 exec unshare --mount --propagation private -- bash "$0" "$@"
-fi
 source "$(dirname "$0")/lib.sh"
+of_in_private_mounts "$0" "$@"
 of_require_testnet
 of_init
-
-OF_MOUNTS=()
-# Stop what the test started, then take the overlays down, then remove the temporary directory.
-install_cleanup() {
-  local pid i
-  for pid in "${OF_PIDS[@]}"; do of_stop_pid "$pid" 15; done
-  OF_PIDS=()
-  for ((i = ${#OF_MOUNTS[@]} - 1; i >= 0; i--)); do
-    umount "${OF_MOUNTS[i]}" 2>/dev/null || umount -l "${OF_MOUNTS[i]}"
-  done
-  OF_MOUNTS=()
-  of_cleanup
-}
-trap install_cleanup EXIT
-trap 'install_cleanup; exit 130' INT TERM
+of_mounts_init
 
 install_to() { # DESTDIR PREFIX
   make -C "$OF_ROOT" --no-print-directory install DESTDIR="$1" PREFIX="$2" >"$OF_TMP/install.log" 2>&1

@@ -23,31 +23,11 @@
 #     addresses, and both are fetched through the private network's client tor.
 #  E. The source directories are unchanged throughout (checksums, modes, owners): they stay the backup.
 set -u
-if [[ ${OF_MIGRATE_NS:-} != 1 ]]; then
-  if ! unshare --mount --propagation private true 2>/dev/null; then
-    echo "FAIL: test_migrate needs a private mount namespace (unshare --mount, as root)" >&2
-    echo "0 passed, 1 failed"
-    exit 1
-  fi
-  OF_MIGRATE_NS=1 exec unshare --mount --propagation private -- bash "$0" "$@"
-fi
 source "$(dirname "$0")/lib.sh"
+of_in_private_mounts "$0" "$@"
 of_require_testnet
 of_init
-
-OF_MOUNTS=()
-migrate_cleanup() {
-  local pid i
-  for pid in "${OF_PIDS[@]}"; do of_stop_pid "$pid" 15; done
-  OF_PIDS=()
-  for ((i = ${#OF_MOUNTS[@]} - 1; i >= 0; i--)); do
-    umount "${OF_MOUNTS[i]}" 2>/dev/null || umount -l "${OF_MOUNTS[i]}"
-  done
-  OF_MOUNTS=()
-  of_cleanup
-}
-trap migrate_cleanup EXIT
-trap 'migrate_cleanup; exit 130' INT TERM
+of_mounts_init
 
 # ============================ A. an operator's two tors, as tor leaves them ============================
 port_web=$(of_free_port)
