@@ -65,6 +65,9 @@ sleep 3
 of_check "after the bucket refills, the same circuit is served again" fetch burst "$OF_TMP/again.html"
 
 # --- idle_timeout -----------------------------------------------------------------------------------------
+# Other streams of this test may end idle too (a served request whose backend keeps its connection open
+# after the answer, on a busy machine): the idle stream below is counted on top of those.
+idle_before=$(stat_of closed_idle)
 t0=$(of_now)
 out=$(python3 - "$TESTNET_SOCKS_PORT" "$addr" <<'PY'
 import socket, struct, sys, time
@@ -86,10 +89,10 @@ rc=$?
 of_log "idle stream: $out (total $(of_elapsed "$t0") s)"
 of_check "an idle stream through tor is ended (the client sees it close)" test "$rc" -eq 0 -a -n "$out"
 closed=$(stat_of closed_idle)
-of_check "and counted: closed_idle ($closed) = 1" test "$closed" = 1
-of_check "/metrics counts it" \
-  bash -c '"$1" -c "$2" status metrics | grep -qx "onionfront_proxy_idle_closed_total{service=\"web\",port=\"80\"} 1"' \
-  _ "$OF_BIN" "$config"
+of_check "and counted: closed_idle ($closed) > $idle_before before it" test "$closed" -gt "$idle_before"
+of_check "/metrics counts it as status does" \
+  bash -c '"$1" -c "$2" status metrics | grep -qx "onionfront_proxy_idle_closed_total{service=\"web\",port=\"80\"} $3"' \
+  _ "$OF_BIN" "$config" "$closed"
 of_stop_onionfront
 of_check "onionfront stopped cleanly" test $? -eq 0
 of_summary
