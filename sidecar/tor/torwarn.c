@@ -43,6 +43,21 @@ static const struct torwarn_entry {
      "hs_cache_decrement_allocation(): Bug: Underflow in hs_cache_decrement_allocation"},
 };
 
+/* Whether `text` is `e`'s message. tor ends each of its BUG lines (log domain LD_BUG) with the version it
+ * runs, " (on Tor 0.4.9.11 )" (log.c, tor_bug_suffix): a whole message may carry that suffix. */
+static bool torwarn_text_matches(const struct torwarn_entry *e, const char *text)
+{
+    size_t n = strlen(e->text);
+    if (strncmp(text, e->text, n) != 0)
+        return false;
+    if (!e->whole || text[n] == '\0')
+        return true;
+    const char *rest = text + n, *suffix = " (on Tor ";
+    size_t rest_len = strlen(rest);
+    return strncmp(rest, suffix, strlen(suffix)) == 0 && rest_len > strlen(suffix) && rest[rest_len - 1] == ')' &&
+           strchr(rest + strlen(suffix), '(') == NULL;
+}
+
 static bool torwarn_applies(enum torwarn_when w, const struct torwarn_ctx *c)
 {
     switch (w) {
@@ -71,8 +86,7 @@ enum torwarn_kind torwarn_classify(const char *text, const struct torwarn_ctx *c
 {
     for (size_t i = 0; i < sizeof(torwarn_table) / sizeof(torwarn_table[0]); i++) {
         const struct torwarn_entry *e = &torwarn_table[i];
-        bool match = e->whole ? strcmp(text, e->text) == 0 : strncmp(text, e->text, strlen(e->text)) == 0;
-        if (!match || !torwarn_applies(e->when, ctx))
+        if (!torwarn_text_matches(e, text) || !torwarn_applies(e->when, ctx))
             continue;
         if (e->kind == TORWARN_REMOVED_SERVICE && !torwarn_removed_service_text(text))
             continue;

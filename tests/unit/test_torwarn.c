@@ -91,6 +91,11 @@ static void test_line_relay_level(void **state)
         {TS "[warn] " BUGKEY, &single, LOG_LVL_WARN, TORWARN_UNEXPECTED},  /* tor's BUG variant stays */
         {TS "[warn] " CACHEBUG, &client, LOG_LVL_NOTICE, TORWARN_CLIENT_CACHE_BUG},
         {TS "[warn] " CACHEBUG, &single, LOG_LVL_WARN, TORWARN_UNEXPECTED},
+        /* as tor 0.4.9.11 writes it: a BUG line ends with tor's version */
+        {TS "[warn] " CACHEBUG " (on Tor 0.4.9.11 )", &client, LOG_LVL_NOTICE, TORWARN_CLIENT_CACHE_BUG},
+        {TS "[warn] " CACHEBUG " (on Tor 0.4.9.11 )", &single, LOG_LVL_WARN, TORWARN_UNEXPECTED},
+        {TS "[warn] " CACHEBUG " and more (on Tor 0.4.9.11 )", &client, LOG_LVL_WARN, TORWARN_UNEXPECTED},
+        {TS "[warn] " NOANON " (on Tor 0.4.9.11 )", &single, LOG_LVL_NOTICE, TORWARN_NON_ANONYMOUS_MODE},
         {TS "[warn] Your clock is skewed", &single_root, LOG_LVL_WARN, TORWARN_UNEXPECTED},
         {TS "[err] " NOANON, &single, LOG_LVL_ERROR, TORWARN_UNEXPECTED},
         {TS "[notice] " NOANON, &single, LOG_LVL_NOTICE, TORWARN_UNEXPECTED},
