@@ -16,6 +16,10 @@ mkdir -p "$log_dir"
 OF_MARGINS_FILE=$(pwd)/$log_dir/margins.tsv
 export OF_MARGINS_FILE
 : >"$OF_MARGINS_FILE"
+# A failed integration script leaves its logs (onionfront's, tor's) here (lib.sh, of_keep_failed_logs).
+OF_KEEP_FAILED_DIR=$(pwd)/$log_dir/kept
+export OF_KEEP_FAILED_DIR
+rm -rf "$OF_KEEP_FAILED_DIR"
 
 # The first base port B in 19000, 19100 ... 28900 such that no socket uses B..B+49 (the private
 # network's ports; the tests' own ports are below 19000, the kernel's ephemeral range above 32767).

@@ -10,7 +10,8 @@
 # Bounds: each make run ends after RUN_TIMEOUT seconds (default 7200; a run that hits it fails). The hog's
 # processes are ended by PID after each run (and by the EXIT/INT/TERM trap), and each runs under
 # `timeout RUN_TIMEOUT+60` so that it ends by itself even if this script is killed with SIGKILL.
-# KEEP_LOGS=DIR keeps each run's full output there (default: the last 40 lines are shown on failure).
+# KEEP_LOGS=DIR keeps each run's full output there, with the clone's build/test-logs (each script's output,
+# and under kept/ the logs of the scripts that failed); without it the last 40 lines are shown on failure.
 #
 #   tests/stress-make-test.sh                        three runs of make test (make stress-test)
 #   RUNS=1 MAKE_TARGET=unit tests/stress-make-test.sh   a quick check of the script itself
@@ -110,7 +111,10 @@ for ((run = 1; run <= RUNS; run++)); do
     grep -E '^failed:|FAIL' "$log" | head -n 20 | sed 's/^/    | /'
     [ -n "$KEEP_LOGS" ] || tail -n 40 "$log" | sed 's/^/    | /'
   fi
-  [ -z "$KEEP_LOGS" ] || cp "$log" "$KEEP_LOGS/run-$run.log"
+  if [ -n "$KEEP_LOGS" ]; then
+    cp "$log" "$KEEP_LOGS/run-$run.log"
+    [ ! -d "$clone/build/test-logs" ] || cp -r "$clone/build/test-logs" "$KEEP_LOGS/run-$run-test-logs"
+  fi
   echo "run $run: $verdict (exit $rc) in $took s: ${summary:-no summary line}"
   results+=("$(printf '%-4s %-6s %7ss  %s' "$run" "$verdict" "$took" "${summary:-no summary line (exit $rc)}")")
   cleanup
