@@ -418,13 +418,14 @@ void roll_tick(struct roll *r)
         if (!r->ops.is_up(r->ops.arg, k)) {
             roll_finish(r, false, "aborted: tor %zu went down again before its descriptors were confirmed", k + 1);
         } else if (r->ops.published_since(r->ops.arg, k, r->stopped_at)) {
-            log_info("restart-tor: tor %zu's descriptors confirmed %.1f s after its stop", k + 1, now - r->stopped_at);
+            log_info("restart-tor: tor %zu's descriptors answered by every HSDir %.1f s after its stop", k + 1,
+                     now - r->stopped_at);
             r->done[k] = true;
             r->n_done++;
             roll_next(r);
         } else if (in_step >= ROLL_PUBLISH_S) {
-            roll_finish(r, false, "aborted: tor %zu's descriptors were not confirmed within %.0f s", k + 1,
-                        ROLL_PUBLISH_S);
+            roll_finish(r, false, "aborted: tor %zu's descriptors were not answered by every HSDir within %.0f s",
+                        k + 1, ROLL_PUBLISH_S);
         }
         return;
     case ROLL_IDLE:

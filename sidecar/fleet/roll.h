@@ -85,7 +85,7 @@ struct roll_ops {
      * tor's that is up, not k's. */
     bool (*serves)(void *arg, size_t s, size_t k);
     /* Has tor k, for every service, an upload round that started at or after `since` (now's clock),
-     * confirmed by every responsible HSDir? */
+     * answered by every responsible HSDir (accepted, or refused as holding one at least as new)? */
     bool (*published_since)(void *arg, size_t k, double since);
     /* Make tor s build and upload new descriptors now, before tor k ends: and, for the services of tor k
      * that s does not host (tor.tors_per_service), one other tor up that hosts each. 0, or -1 if s cannot. */

@@ -442,6 +442,11 @@ double worker_service_fetched_round_at(const struct worker *w, const char *addre
     return descriptor_service_fetched_round_at(w->descriptors, address, complete, rejected);
 }
 
+double worker_service_round_answered_at(const struct worker *w, const char *address, bool *answered)
+{
+    return descriptor_service_round_answered_at(w->descriptors, address, answered);
+}
+
 json_t *worker_service_descriptor_json(const struct worker *w, const char *address)
 {
     return descriptor_service_to_json(w->descriptors, address);

@@ -159,10 +159,12 @@ json_t *worker_services_to_json(const struct worker *w);
 
 /* The descriptor of `address` its tor uploads: the counts (descriptor_service_counts: 0, or -1 if not
  * tracked), the latest upload round of the one clients fetch (descriptor_service_fetched_round_at; -1
- * if never; `rejected` may be NULL), its status JSON (a new reference, NULL if not tracked). */
+ * if never; `rejected` may be NULL), whether every HSDir answered that round
+ * (descriptor_service_round_answered_at), its status JSON (a new reference, NULL if not tracked). */
 int worker_service_counts(const struct worker *w, const char *address, struct descriptor_counts *out);
 double worker_service_fetched_round_at(const struct worker *w, const char *address, bool *complete,
                                        bool *rejected);
+double worker_service_round_answered_at(const struct worker *w, const char *address, bool *answered);
 json_t *worker_service_descriptor_json(const struct worker *w, const char *address);
 /* Re-post the service's descriptors to the HSDirs (descriptor_repost). Return 0 or -1. */
 int worker_repost(struct worker *w, const char *address);

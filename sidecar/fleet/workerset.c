@@ -327,17 +327,20 @@ static bool workerset_roll_serves(void *arg, size_t s, size_t k)
 }
 
 /* Roll: for every service tor k hosts, its latest upload started at or after `since` and every
- * responsible HSDir accepted it. */
+ * responsible HSDir answered it. Accepted everywhere is not required: another tor of the same key that
+ * encoded the same revision (the same second, as at a time-period rotation) may have been first, and
+ * no later upload of tor k comes for an hour. Which tor HSDirs serve is the next hand-over's question
+ * (roll_handover_tick), which has the survivor publish anew when it is not the one served. */
 static bool workerset_roll_published_since(void *arg, size_t k, double since)
 {
     const struct workerset *ws = arg;
-    bool complete;
+    bool answered;
     for (size_t i = 0; i < service_ids_count(ws->ids); i++) {
         const struct service_id *id = service_ids_at(ws->ids, i);
         if (!workerset_publishes(id) || !workerset_hosts(ws, ws->workers[k], id))
             continue;
-        double at = worker_service_fetched_round_at(ws->workers[k], id->address, &complete, NULL);
-        if (!complete || at < (since < 0 ? 0 : since))
+        double at = worker_service_round_answered_at(ws->workers[k], id->address, &answered);
+        if (!answered || at < (since < 0 ? 0 : since))
             return false;
     }
     return true;

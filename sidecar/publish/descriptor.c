@@ -700,32 +700,47 @@ bool descriptor_service_reachable(const struct descriptor_tracker *t, const char
     return held && (!s->hsfetch.valid || s->hsfetch.ok);
 }
 
-double descriptor_service_fetched_round_at(const struct descriptor_tracker *t, const char *address, bool *complete,
-                                           bool *rejected)
+/* The latest upload round of the descriptor clients fetch: its HSDirs, how many accepted it and how many
+ * refused it as holding one at least as new. NULL if it was never uploaded (or the address is unknown). */
+static const struct desc *desc_fetched_round(const struct descriptor_tracker *t, const char *address,
+                                             unsigned *total, unsigned *accepted, unsigned *refused)
 {
     const struct desc_service *s = desc_svc_find(t, address);
     int slot = s ? desc_target_slot(s) : -1;
-    *complete = false;
-    if (rejected)
-        *rejected = false;
+    *total = *accepted = *refused = 0;
     if (slot < 0 || s->slots[slot].round == 0)
-        return -1;
-    /* Accepted (UPLOADED) only: an HSDir answers UPLOAD_REJECTED when it holds a revision at least as high,
-     * and that may be another tor's descriptor encoded in the same second (tor's revision counter counts
-     * seconds), so "present" says nothing about whose descriptor it serves. */
+        return NULL;
     const struct desc *d = &s->slots[slot];
-    unsigned total = 0, accepted = 0, refused = 0;
     for (size_t i = 0; d->used && i < d->n; i++) {
         if (d->hsdirs[i].round != d->round)
             continue;
-        total++;
-        accepted += d->hsdirs[i].state == DESC_HSDIR_CONFIRMED;
-        refused += d->hsdirs[i].state == DESC_HSDIR_PRESENT;
+        (*total)++;
+        *accepted += d->hsdirs[i].state == DESC_HSDIR_CONFIRMED;
+        *refused += d->hsdirs[i].state == DESC_HSDIR_PRESENT;
     }
+    return d;
+}
+
+double descriptor_service_fetched_round_at(const struct descriptor_tracker *t, const char *address, bool *complete,
+                                           bool *rejected)
+{
+    unsigned total, accepted, refused;
+    /* Accepted (UPLOADED) only: an HSDir answers UPLOAD_REJECTED when it holds a revision at least as high,
+     * and that may be another tor's descriptor encoded in the same second (tor's revision counter counts
+     * seconds), so "present" says nothing about whose descriptor it serves. */
+    const struct desc *d = desc_fetched_round(t, address, &total, &accepted, &refused);
     *complete = total > 0 && accepted == total;
     if (rejected)
         *rejected = total > 0 && refused == total;
-    return d->round_at;
+    return d ? d->round_at : -1;
+}
+
+double descriptor_service_round_answered_at(const struct descriptor_tracker *t, const char *address, bool *answered)
+{
+    unsigned total, accepted, refused;
+    const struct desc *d = desc_fetched_round(t, address, &total, &accepted, &refused);
+    *answered = total > 0 && accepted + refused == total;
+    return d ? d->round_at : -1;
 }
 
 void descriptor_service_hsdir_upload(const struct descriptor_tracker *t, const char *address, const char *desc_id,

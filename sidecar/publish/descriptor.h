@@ -156,6 +156,11 @@ bool descriptor_service_reachable(const struct descriptor_tracker *t, const char
  * it (workerset_served compares these for failover and the rolling restart). */
 double descriptor_service_fetched_round_at(const struct descriptor_tracker *t, const char *address, bool *complete,
                                            bool *rejected);
+/* As descriptor_service_fetched_round_at, with *answered set if every responsible HSDir of that round
+ * answered it: accepted, or refused as holding a descriptor at least as new. Tors with one key that rotate
+ * to a new time period in the same second encode descriptors of the same revision, and each HSDir keeps
+ * the first to arrive: such a round is answered but never complete. */
+double descriptor_service_round_answered_at(const struct descriptor_tracker *t, const char *address, bool *answered);
 
 /* Several tors with one key (served.h): at each probe also read tor's own current descriptor (GETINFO
  * hs/service/desc/id/<addr>) for descriptor_service_own. Off by default (one tor has nothing to compare). */

@@ -384,6 +384,33 @@ static void test_fetched_round_rejected_not_complete(void **state)
     assert_true(rejected); /* this round changed nothing on the HSDirs */
 }
 
+/* descriptor_service_round_answered_at (a rolling restart's "the restarted tor publishes"): a round is
+ * answered once every responsible HSDir accepted it or refused it as holding one at least as new — the
+ * case of two tors with one key encoding the same revision at a time-period rotation, which leaves the
+ * round answered but never complete — and not while an HSDir has not answered. */
+static void test_round_answered_with_rejections(void **state)
+{
+    struct fixture *f = *state;
+    bool answered = true, complete = true;
+    assert_true(descriptor_service_round_answered_at(f->t, ONION, &answered) < 0);
+    assert_false(answered);
+    feed_range(f, start_events, 0, N_UPLOAD_END);
+    assert_true(descriptor_service_round_answered_at(f->t, ONION, &answered) == T0);
+    assert_false(answered); /* no HSDir answered yet */
+    /* every HSDir but one accepts; that one refuses the current descriptor (it holds the other tor's) */
+    for (size_t i = N_UPLOAD_END; i < N_START; i++)
+        if (!strstr(start_events[i], RELAY3))
+            feed(f, start_events[i]);
+    assert_true(descriptor_service_round_answered_at(f->t, ONION, &answered) == T0);
+    assert_false(answered); /* RELAY3 has not answered */
+    feed(f, "650 HS_DESC FAILED " ONION " NO_AUTH $" RELAY3 "~tnrelay3 " ID_A " REASON=UPLOAD_REJECTED");
+    feed(f, "650 HS_DESC FAILED " ONION " NO_AUTH $" RELAY3 "~tnrelay3 " ID_B " REASON=UPLOAD_REJECTED");
+    assert_true(descriptor_service_round_answered_at(f->t, ONION, &answered) == T0);
+    assert_true(answered);
+    assert_true(descriptor_service_fetched_round_at(f->t, ONION, &complete, NULL) == T0);
+    assert_false(complete); /* answered, yet not accepted everywhere */
+}
+
 /* The same HSDir is responsible for both descriptors: the first UPLOADED confirms the earlier upload,
  * the second one the other; one UPLOADED alone leaves the other pending. */
 static void test_uploaded_without_id_shared_hsdir(void **state)
@@ -1408,6 +1435,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_uploaded_without_id_shared_hsdir, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fetched_round_rejected_not_complete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fetched_round_at, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_round_answered_with_rejections, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ambiguous_match_corrected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_duplicates, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_hsdir_no_answer, setup, teardown),

@@ -638,7 +638,7 @@ static void test_deadlines(void **state)
     x->f.up[0] = true;
     advance(x, 1);
     advance(x, ROLL_PUBLISH_S);
-    assert_last(x, false, "descriptors were not confirmed");
+    assert_last(x, false, "descriptors were not answered by every HSDir");
 }
 
 /* Visitors' rendezvous circuits: a tor with no stream but circuits open is not ended until the visitors
