@@ -26,6 +26,7 @@
 #include "sidecar/core/fdbudget.h"
 #include "sidecar/core/fsutil.h"
 #include "sidecar/core/log.h"
+#include "sidecar/core/unixsock.h"
 #include "sidecar/config/service_socket.h"
 #include "sidecar/datapath/backend.h"
 #include "sidecar/datapath/proxyproto.h"
@@ -269,8 +270,6 @@ struct proxy_port *proxy_port_new(struct proxy *px, const struct service_conf *s
                                          char *err, size_t errlen)
 {
     struct proxy_port *pp = calloc(1, sizeof(*pp));
-    struct sockaddr_un sun = {.sun_family = AF_UNIX};
-    struct stat st;
     if (!pp) {
         snprintf(err, errlen, "out of memory");
         return NULL;
@@ -290,27 +289,9 @@ struct proxy_port *proxy_port_new(struct proxy *px, const struct service_conf *s
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
-    /* A socket left by an earlier run would make bind fail; anything else at that path is not ours,
-     * and neither is a socket something still accepts on. */
-    memcpy(sun.sun_path, pp->path, strlen(pp->path) + 1);
-    if (lstat(pp->path, &st) == 0) {
-        if (!S_ISSOCK(st.st_mode)) {
-            snprintf(err, errlen, "%s exists and is not a socket", pp->path);
-            goto fail;
-        }
-        int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        bool live = probe >= 0 && connect(probe, (struct sockaddr *)&sun, sizeof(sun)) == 0;
-        if (probe >= 0)
-            close(probe);
-        if (live) {
-            snprintf(err, errlen, "%s is in use by another process (a second onionfront?)", pp->path);
-            goto fail;
-        }
-        if (unlink(pp->path) < 0) {
-            snprintf(err, errlen, "cannot remove the stale socket %s: %s", pp->path, strerror(errno));
-            goto fail;
-        }
-    }
+    /* A socket left by an earlier run would make bind fail. */
+    if (unixsock_clear_stale(pp->path, NULL, err, errlen) < 0)
+        goto fail;
     /* Access is the proxy directory's job: 0700 and onionfront's, or 0710 with tor's group when tor runs
      * as another user (handover.c), which tor's user can pass but not change. A socket needs write
      * permission for tor to connect whichever user tor runs as: 0666 from its first instant (the umask
