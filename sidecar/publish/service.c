@@ -788,8 +788,7 @@ int service_mgr_renew(struct service_mgr *m, bool pow_safe)
 {
     if (!m->conn || !m->foreign_known || m->unpublishing)
         return -1;
-    const char *how = getenv("ONIONFRONT_RENEW"); /* "readd": the older renewal, kept for make bench */
-    if (!pow_safe || (how && strcmp(how, "readd") == 0))
+    if (!pow_safe || m->conf->tor.renewal == TOR_RENEWAL_READD)
         return service_readd(m);
     return service_send(m, true);
 }
