@@ -9,9 +9,8 @@
  * 1-65535"); JSON syntax errors name line and column.
  * Does not: create or inspect directories, resolve host names, talk to tor, or log; the only file it
  * looks at besides the config is each health.ca_file (a readable regular file, not parsed here).
- * One job despite its length: it is the schema, one parse function per section over shared field
- * getters that name the path, and the cross-field checks need every section's result in one place (the
- * value rules already live apart). */
+ * The schema: one parse function per section over shared field getters that name the path; the
+ * cross-field checks need every section's result (the value rules live in config_value.c). */
 #include "sidecar/config/config.h"
 
 #include <arpa/inet.h>

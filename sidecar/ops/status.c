@@ -4,9 +4,8 @@
  * Owns the socket file, the listener and the client connections. Does not own what the replies say:
  * every command's data comes from the providers main.c hands in. Nothing here blocks; a misbehaving
  * client costs at most STATUS_MAX_LINE of input and STATUS_MAX_OUTPUT of output before it is dropped.
- * One job despite its length: the status protocol end to end (the pure parser, the peer and access
- * rules and the server sections share one command table and one access model, and tests reach each
- * section through the same header). */
+ * The status protocol end to end: the pure parser, the peer and access rules and the server share one
+ * command table and one access model. */
 #include "sidecar/ops/status.h"
 
 #include <errno.h>

@@ -23,7 +23,7 @@ struct service_ids;
  * descriptors, eight HSDirs), and tor 0.4.9 then spends its CPU re-matching every waiting upload stream to
  * every new circuit; uploads left waiting past SocksTimeout or the directory stall limit are dropped with
  * no HS_DESC FAILED and no retry until the next descriptor (tests/testnet/README.md, "Many services on one
- * tor": from ~35 services on a 2-core machine). So services are admitted to a tor in a window: at most
+ * tor"). So services are admitted to a tor in a window: at most
  * SERVICE_ADMIT_WINDOW at a time whose first uploads tor has not all answered, each counted for at most
  * SERVICE_ADMIT_WAIT_S; more go in one SETCONF once at least SERVICE_ADMIT_STEP slots are free (or all
  * that wait fit). Services with PoW on wait for the last step and go in together, since every SETCONF
