@@ -9,9 +9,8 @@
  * 1-65535"); JSON syntax errors name line and column.
  * Does not: create or inspect directories, resolve host names, talk to tor, or log; the only file it
  * looks at besides the config is each health.ca_file (a readable regular file, not parsed here).
- * One job despite its length: it is the schema, one parse function per section over shared field
- * getters that name the path, and the cross-field checks need every section's result in one place (the
- * value rules already live apart). */
+ * The schema: one parse function per section over shared field getters that name the path; the
+ * cross-field checks need every section's result (the value rules live in config_value.c). */
 #include "sidecar/config/config.h"
 
 #include <arpa/inet.h>
@@ -344,12 +343,13 @@ static const char *const config_log_format_names[] = {"text", "json", NULL};
 static const char *const config_probe_types[] = {"http", "connect", NULL};
 static const char *const config_addr_kinds[] = {"inet", "unix", NULL};
 static const char *const config_service_modes[] = {"single", "anonymous", NULL};
+static const char *const config_tor_renewals[] = {"pow", "readd", NULL};
 
 static int config_parse_tor(struct config_ctx *c, json_t *o, struct config *cfg)
 {
     static const char *const keys[] = {"mode", "binary", "control_socket", "user", "bootstrap_timeout",
                                        "command_timeout", "restart_backoff_max", "extra_torrc", "instances",
-                                       "drain_timeout", "tors_per_service", NULL};
+                                       "drain_timeout", "tors_per_service", "renewal", NULL};
     struct tor_conf *t = &cfg->tor;
     json_t *empty = NULL;
     int rc = -1;
@@ -371,6 +371,10 @@ static int config_parse_tor(struct config_ctx *c, json_t *o, struct config *cfg)
     if (config_get_enum(c, "tor", o, "mode", config_tor_modes, &mode) < 0)
         goto out;
     t->mode = (enum tor_mode)mode;
+    int renewal = TOR_RENEWAL_POW;
+    if (config_get_enum(c, "tor", o, "renewal", config_tor_renewals, &renewal) < 0)
+        goto out;
+    t->renewal = (enum tor_renewal)renewal;
     bool spawn = t->mode == TOR_MODE_SPAWN;
 
     static const char *const spawn_only[] = {"binary", "user", "extra_torrc", NULL};

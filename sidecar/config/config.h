@@ -44,6 +44,12 @@ enum tor_mode {
     TOR_MODE_ATTACH, /* onionfront uses a running tor through tor.control_socket */
 };
 
+/* How a tor taking over makes tor upload new descriptors (tor.renewal, service_mgr_renew). */
+enum tor_renewal {
+    TOR_RENEWAL_POW,   /* a moment of PoW parameters: same introduction points */
+    TOR_RENEWAL_READD, /* the services removed and added again: new introduction points */
+};
+
 enum balance_policy {
     BALANCE_ROUND_ROBIN,
     BALANCE_LEAST_CONN,
@@ -193,6 +199,7 @@ struct tor_conf {
     unsigned tors_per_service;    /* 1..instances: how many of them host each single onion (placement.h);
                                      instances (every tor hosts every service) unless set */
     unsigned drain_timeout;       /* seconds, 0-3600: a roll's longest drain of each tor (roll.h) */
+    enum tor_renewal renewal;     /* read at each renewal, so a reload applies it */
     char **extra_torrc;           /* spawn only: validated torrc lines */
     size_t n_extra_torrc;
 };

@@ -49,8 +49,9 @@
  *    the backend, out: to it) when it ends. Failed attempts end when the stream is connected elsewhere
  *    or closed, so the backends it must not retry stay valid until then.
  * Streams end themselves from their callbacks through a deferred event; proxy_free ends all at once.
- * In four files over one private header (proxy_int.h): proxy.c the proxy and its streams; proxy_listen.c
- * the listeners, the stream cap and tor's PROXY line; proxy_circ.c the circuits; proxy_splice.c splice. */
+ * In five files over one private header (proxy_int.h), each calling only the ones after it: proxy.c the
+ * proxy; proxy_listen.c the listeners, the stream cap and tor's PROXY line; proxy_stream.c the streams;
+ * proxy_splice.c splice; proxy_circ.c the circuits. */
 #ifndef ONIONFRONT_PROXY_H
 #define ONIONFRONT_PROXY_H
 

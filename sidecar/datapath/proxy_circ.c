@@ -2,8 +2,8 @@
  * circuit_stream_rate): for each port, a hash of the circuits tor named in its PROXY lines, with their
  * open streams and their new-stream token bucket, and the admission of a new stream against both limits.
  *
- * Owns the struct proxy_circ records of each port (proxy_int.h). Not the streams (proxy.c), the PROXY
- * line that names the circuit (proxy_listen.c) or the counters' reporting (proxy.c). */
+ * Owns the struct proxy_circ records of each port (proxy_int.h). Not the streams (proxy_stream.c), the
+ * PROXY line that names the circuit (proxy_listen.c) or the counters' reporting (proxy.c). */
 #include "sidecar/datapath/proxy.h"
 #include "sidecar/datapath/proxy_int.h"
 

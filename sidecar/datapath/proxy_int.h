@@ -1,11 +1,13 @@
-/* proxy_int.h — the proxy's state, private to sidecar/datapath/proxy.c, proxy_listen.c, proxy_circ.c and
- * proxy_splice.c. Nothing else includes it: the rest of onionfront sees the proxy only through proxy.h.
+/* proxy_int.h — the proxy's state, private to sidecar/datapath/proxy.c, proxy_listen.c, proxy_stream.c,
+ * proxy_splice.c and proxy_circ.c. Nothing else includes it: the rest of onionfront sees the proxy only
+ * through proxy.h.
  *
- * proxy.c owns the streams and the proxy itself, proxy_listen.c the ports (listeners, the stream cap,
- * tor's PROXY line), proxy_circ.c each port's circuit records, proxy_splice.c a stream's splice pumps;
- * they share these structs and the functions below. Include sidecar/datapath/proxy.h first (its types
- * are used here; including it from here would make a circle of proxy.c and this header for make
- * check-layering). */
+ * proxy.c owns the proxy itself, proxy_listen.c the ports (listeners, the stream cap, tor's PROXY line),
+ * proxy_stream.c the streams, proxy_splice.c a stream's splice pumps, proxy_circ.c each port's circuit
+ * records; they share these structs and the functions below, listed from the top file down: each file
+ * calls only the sections below its own, so no file calls back into one that calls it. Include
+ * sidecar/datapath/proxy.h first (its types are used here; including it from here would make a circle
+ * of proxy.c and this header for make check-layering). */
 #ifndef ONIONFRONT_PROXY_INT_H
 #define ONIONFRONT_PROXY_INT_H
 
@@ -13,6 +15,8 @@
 #error "include sidecar/datapath/proxy.h before sidecar/datapath/proxy_int.h"
 #endif
 
+#include <event2/bufferevent.h>
+#include <event2/event.h>
 #include <event2/util.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -23,12 +27,12 @@
 #include "sidecar/config/config.h"
 #include "sidecar/datapath/check.h"
 
-struct bufferevent;
 struct evconnlistener;
 struct evdns_base;
 struct event;
 struct event_base;
 struct splice_pump;
+struct splice_pump_cbs;
 struct backend;
 
 #define PROXY_CIRC_BUCKETS 256
@@ -130,33 +134,7 @@ struct proxy_stream {
     uint64_t bytes_in, bytes_out; /* from / to the backend */
 };
 
-/* ---- proxy.c: streams ---------------------------------------------------------------------------------- */
-
-/* `ms` milliseconds as a timeval. */
-struct timeval proxy_ms(unsigned ms);
-/* Free `s` (never from inside one of its own bufferevent callbacks: see proxy_stream_close). If its port
- * was removed by a reload and this was its last stream, the port goes too when `may_free_port`. */
-void proxy_stream_free(struct proxy_stream *s, bool may_free_port);
-/* End the stream: cut every callback at once and free it from s->ev on the next loop pass. */
-void proxy_stream_close(struct proxy_stream *s);
-/* s->ev's callback: the header, connect and fin deadlines, and the deferred free after a close. */
-void proxy_stream_timer_cb(evutil_socket_t fd, short what, void *arg);
-/* Give the stream to the next usable backend not tried yet, or close it when there is none. */
-void proxy_stream_connect_next(struct proxy_stream *s);
-/* Let `bev` write what is about to be added to its output. */
-void proxy_stream_enable_write(struct bufferevent *bev);
-/* Count `n` bytes read from side `from` (as they are read, for the port's counters). */
-void proxy_stream_count(struct proxy_stream *s, enum stream_side from, size_t n);
-/* Side `side` ended (EOF read). */
-void proxy_stream_side_ended(struct proxy_stream *s, enum stream_side side);
-/* Pass the half-close of side `from` on to the other side once everything read from `from` is written. */
-void proxy_stream_pass_eof(struct proxy_stream *s, enum stream_side from);
-/* An error or reset (errno `e`) on side `side`: close both sides at once. */
-void proxy_stream_side_failed(struct proxy_stream *s, enum stream_side side, int e);
-/* Bytes the stream holds: its bufferevents' buffers and its splice pipes. */
-size_t proxy_stream_buffered(const struct proxy_stream *s);
-
-/* ---- proxy_listen.c: ports, the stream cap, tor's PROXY line ------------------------------------------ */
+/* ---- proxy_listen.c: ports, the stream cap, tor's PROXY line (called by proxy.c) ---------------------- */
 
 /* Take limits.max_open_streams from `conf` (0: derived from the descriptor limit, less proxy_held_fds). */
 void proxy_set_stream_cap(struct proxy *px, const struct config *conf);
@@ -165,10 +143,36 @@ struct proxy_port *proxy_port_new(struct proxy *px, const struct service_conf *s
                                   char *err, size_t errlen);
 /* Stop accepting on `pp` and remove its socket file (its streams go on). */
 void proxy_port_unlisten(struct proxy_port *pp);
-/* Unlink `pp` from its proxy and free it with its streams, circuits and pool. */
+/* Stop accepting on `pp`, unlink it from its proxy and free it with its streams, circuits and pool. */
 void proxy_port_destroy(struct proxy_port *pp);
 
-/* ---- proxy_circ.c: circuits ------------------------------------------------------------------------------ */
+/* ---- proxy_stream.c: streams (called by proxy.c and proxy_listen.c) ------------------------------------ */
+
+/* End the stream: cut every callback at once and free it from s->ev on the next loop pass. */
+void proxy_stream_close(struct proxy_stream *s);
+/* s->ev's callback: the header, connect and fin deadlines, and the deferred free after a close. */
+void proxy_stream_timer_cb(evutil_socket_t fd, short what, void *arg);
+/* Give the stream to the next usable backend not tried yet, or close it when there is none. */
+void proxy_stream_connect_next(struct proxy_stream *s);
+/* Bytes the stream holds: its bufferevents' buffers and its splice pipes. */
+size_t proxy_stream_buffered(const struct proxy_stream *s);
+/* Unlink `pp` from its proxy and free it with its streams, circuits and pool. Its listener must be gone
+ * (proxy_port_unlisten): a port removed by a reload goes this way with its last stream. */
+void proxy_port_free(struct proxy_port *pp);
+
+/* ---- proxy_splice.c: bulk streams (called by proxy_stream.c) ------------------------------------------ */
+
+/* Is the stream due to move to splice (on, open, past splice_min, a pipe pair left)? */
+bool proxy_stream_wants_splice(const struct proxy_stream *s);
+/* Move the stream, which is due and has nothing buffered, to splice pumps reporting to `cbs` (each
+ * called with the struct stream_pipe of its direction). Return 0: moved, or left on the bufferevents
+ * when no pipe could be made; -1: a pump did not start (close the stream). */
+int proxy_splice_start(struct proxy_stream *s, const struct splice_pump_cbs *cbs);
+/* Back to the bufferevents, the bytes in the pipes first (they were read before anything the
+ * bufferevents will read). Return 0, or -1 (out of memory: close the stream). */
+int proxy_splice_stop(struct proxy_stream *s);
+
+/* ---- proxy_circ.c: circuits (called by proxy_listen.c and proxy_stream.c) ------------------------------ */
 
 /* Admit a new stream (`stream_id`, for logs) of circuit `id` (not 0) on `pp`, whose settings are `pc`
  * (max_streams_per_circuit, circuit_stream_rate). Return 0 with the stream counted on its circuit (undo
@@ -180,11 +184,16 @@ void proxy_circ_dec(struct proxy_port *pp, uint32_t id);
 /* Free every circuit record of `pp`. */
 void proxy_circ_clear(struct proxy_port *pp);
 
-/* ---- proxy_splice.c: bulk streams ------------------------------------------------------------------------ */
+/* ---- shared by the files above ------------------------------------------------------------------------- */
 
-/* Is the stream due to move to splice (on, open, past splice_min, a pipe pair left)? */
-bool proxy_stream_wants_splice(const struct proxy_stream *s);
-/* Move the stream to splice pumps if it is due and nothing of it is buffered; otherwise leave it. */
-void proxy_stream_try_splice(struct proxy_stream *s);
+/* Let `bev` write what is about to be added to its output. Only then: libevent registers the write
+ * event at once when EV_WRITE is enabled, even with nothing to write, which costs two epoll_ctl calls and
+ * a wake-up per side of every stream; once enabled it stays so, and libevent adds and removes the write
+ * event as data comes and goes. */
+static inline void proxy_enable_write(struct bufferevent *bev)
+{
+    if (!(bufferevent_get_enabled(bev) & EV_WRITE))
+        bufferevent_enable(bev, EV_WRITE);
+}
 
 #endif

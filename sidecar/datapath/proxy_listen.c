@@ -4,8 +4,8 @@
  * the stream goes to a backend.
  *
  * Owns struct proxy_port's listener, resume timer and socket file, and a stream until its PROXY line is
- * read. Not the streams' connecting and copying (proxy.c), the circuit limits (proxy_circ.c) or the
- * pools (backend.c). */
+ * read. Not the streams' connecting and copying (proxy_stream.c), the circuit limits (proxy_circ.c)
+ * or the pools (backend.c). */
 #include "sidecar/datapath/proxy.h"
 #include "sidecar/datapath/proxy_int.h"
 
@@ -22,9 +22,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "sidecar/core/clock.h"
 #include "sidecar/core/fdbudget.h"
 #include "sidecar/core/fsutil.h"
 #include "sidecar/core/log.h"
+#include "sidecar/core/unixsock.h"
 #include "sidecar/config/service_socket.h"
 #include "sidecar/datapath/backend.h"
 #include "sidecar/datapath/proxyproto.h"
@@ -200,7 +202,7 @@ static void proxy_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct
     struct bufferevent *c = s->bev[SIDE_CLIENT];
     bufferevent_setcb(c, stream_header_read_cb, NULL, stream_header_event_cb, s);
     bufferevent_setwatermark(c, EV_READ, 0, PROXYPROTO_V1_MAX); /* hold no more than a line's worth */
-    struct timeval tv = proxy_ms(px->header_timeout_ms);
+    struct timeval tv = clock_tv_ms(px->header_timeout_ms);
     evtimer_add(s->ev, &tv);
     bufferevent_enable(c, EV_READ);
     /* tor writes its line as soon as it is connected, so it is usually here already: take it now rather
@@ -241,7 +243,7 @@ static void proxy_accept_error_cb(struct evconnlistener *l, void *arg)
     /* EMFILE and friends: accepting again at once would spin; pause briefly. */
     log_error("proxy %s: accept on %s: %s; pausing %d ms", pp->label, pp->path, strerror(e), PROXY_ACCEPT_PAUSE_MS);
     evconnlistener_disable(l);
-    struct timeval tv = proxy_ms(PROXY_ACCEPT_PAUSE_MS);
+    struct timeval tv = clock_tv_ms(PROXY_ACCEPT_PAUSE_MS);
     evtimer_add(pp->resume_ev, &tv);
 }
 
@@ -260,28 +262,14 @@ void proxy_port_unlisten(struct proxy_port *pp)
 
 void proxy_port_destroy(struct proxy_port *pp)
 {
-    struct proxy *px = pp->px;
-    /* Unlink from the proxy's list. */
-    for (struct proxy_port **p = &px->ports; *p; p = &(*p)->next) {
-        if (*p == pp) {
-            *p = pp->next;
-            break;
-        }
-    }
     proxy_port_unlisten(pp);
-    while (pp->streams)
-        proxy_stream_free(pp->streams, false);
-    proxy_circ_clear(pp);
-    backend_pool_free(pp->pool);
-    free(pp);
+    proxy_port_free(pp);
 }
 
 struct proxy_port *proxy_port_new(struct proxy *px, const struct service_conf *svc, const struct port_conf *pc,
                                          char *err, size_t errlen)
 {
     struct proxy_port *pp = calloc(1, sizeof(*pp));
-    struct sockaddr_un sun = {.sun_family = AF_UNIX};
-    struct stat st;
     if (!pp) {
         snprintf(err, errlen, "out of memory");
         return NULL;
@@ -301,27 +289,9 @@ struct proxy_port *proxy_port_new(struct proxy *px, const struct service_conf *s
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
-    /* A socket left by an earlier run would make bind fail; anything else at that path is not ours,
-     * and neither is a socket something still accepts on. */
-    memcpy(sun.sun_path, pp->path, strlen(pp->path) + 1);
-    if (lstat(pp->path, &st) == 0) {
-        if (!S_ISSOCK(st.st_mode)) {
-            snprintf(err, errlen, "%s exists and is not a socket", pp->path);
-            goto fail;
-        }
-        int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        bool live = probe >= 0 && connect(probe, (struct sockaddr *)&sun, sizeof(sun)) == 0;
-        if (probe >= 0)
-            close(probe);
-        if (live) {
-            snprintf(err, errlen, "%s is in use by another process (a second onionfront?)", pp->path);
-            goto fail;
-        }
-        if (unlink(pp->path) < 0) {
-            snprintf(err, errlen, "cannot remove the stale socket %s: %s", pp->path, strerror(errno));
-            goto fail;
-        }
-    }
+    /* A socket left by an earlier run would make bind fail. */
+    if (unixsock_clear_stale(pp->path, NULL, err, errlen) < 0)
+        goto fail;
     /* Access is the proxy directory's job: 0700 and onionfront's, or 0710 with tor's group when tor runs
      * as another user (handover.c), which tor's user can pass but not change. A socket needs write
      * permission for tor to connect whichever user tor runs as: 0666 from its first instant (the umask

@@ -1,6 +1,6 @@
 /* proxy_splice.c — a bulk stream's move to splice(2) and back (see proxy.h: "Bulk streams"): the two
- * splice pumps of a stream (splice_pump.c: socket -> pipe -> socket in the kernel), their callbacks into
- * the stream's counting and ending, and the way back to the bufferevents when the kernel refuses.
+ * splice pumps of a stream (splice_pump.c: socket -> pipe -> socket in the kernel), started with the
+ * callbacks the stream gives, and the way back to the bufferevents when the kernel refuses.
  *
  * A stream starts on the bufferevents (the PROXY line, the v2 header and short streams, where two pipes
  * would cost more system calls than they save) and moves to a splice pump per direction once it has
@@ -8,8 +8,9 @@
  * overtaken. A pump the kernel refuses hands the bytes in its pipe back, and the stream goes on
  * through the bufferevents.
  *
- * Owns s->pipe[], s->spliced and px->spliced. Not the stream itself (proxy.c, whose copy loop asks
- * proxy_stream_try_splice when its buffers run empty), the pumps' system calls (splice_pump.c). */
+ * Owns s->pipe[], s->spliced and px->spliced. Not the stream itself (proxy_stream.c, which decides when
+ * to move and receives the pumps' reports), the pumps' system calls (splice_pump.c). Calls nothing of the
+ * other proxy files. */
 #include "sidecar/datapath/proxy.h"
 #include "sidecar/datapath/proxy_int.h"
 
@@ -22,7 +23,6 @@
 #include "sidecar/core/log.h"
 #include "sidecar/datapath/splice_pump.h"
 
-
 bool proxy_stream_wants_splice(const struct proxy_stream *s)
 {
     const struct proxy *px = s->port->px;
@@ -30,45 +30,9 @@ bool proxy_stream_wants_splice(const struct proxy_stream *s)
            px->spliced < px->max_spliced;
 }
 
-static void stream_pipe_moved_cb(size_t n, void *arg)
-{
-    struct stream_pipe *sp = arg;
-    proxy_stream_count(sp->s, sp->from, n);
-}
-
-static void stream_pipe_done_cb(void *arg)
-{
-    struct stream_pipe *sp = arg;
-    proxy_stream_side_ended(sp->s, sp->from);
-    proxy_stream_pass_eof(sp->s, sp->from); /* nothing is buffered towards the other side: shut it now */
-}
-
-static void stream_unsplice(struct proxy_stream *s);
-
-static void stream_pipe_failed_cb(int err, bool at_source, void *arg)
-{
-    struct stream_pipe *sp = arg;
-    struct proxy_stream *s = sp->s;
-    struct proxy *px = s->port->px;
-    if (splice_pump_is_refusal(err)) {
-        log_info("proxy %s: splice refused (%s); copying through buffers from now on", s->port->label,
-                 strerror(err));
-        px->splice_on = false;
-        stream_unsplice(s);
-        return;
-    }
-    proxy_stream_side_failed(s, at_source ? sp->from : !sp->from, err);
-}
-
-static const struct splice_pump_cbs stream_pipe_cbs = {stream_pipe_moved_cb, stream_pipe_done_cb,
-                                                       stream_pipe_failed_cb};
-
-/* Move the stream to splice pumps if it is due and nothing of it is buffered; otherwise leave it. */
-void proxy_stream_try_splice(struct proxy_stream *s)
+int proxy_splice_start(struct proxy_stream *s, const struct splice_pump_cbs *cbs)
 {
     struct proxy *px = s->port->px;
-    if (!proxy_stream_wants_splice(s) || proxy_stream_buffered(s) > 0)
-        return;
     for (int from = 0; from < 2; from++) {
         struct stream_pipe *sp = &s->pipe[from];
         sp->s = s;
@@ -76,13 +40,13 @@ void proxy_stream_try_splice(struct proxy_stream *s)
         if (s->eof[from]) /* that direction is over (its EOF was passed on: nothing is buffered) */
             continue;
         sp->pump = splice_pump_new(px->base, bufferevent_getfd(s->bev[from]), bufferevent_getfd(s->bev[!from]),
-                                   &stream_pipe_cbs, sp);
+                                   cbs, sp);
         if (!sp->pump) { /* no descriptor for a pipe, say: stay on the bufferevents */
             log_debug("proxy %s: stream %llu: no splice: %s", s->port->label, (unsigned long long)s->id,
                       strerror(errno));
             splice_pump_free(s->pipe[0].pump);
             s->pipe[0].pump = NULL;
-            return;
+            return 0;
         }
     }
     for (int i = 0; i < 2; i++)
@@ -91,35 +55,28 @@ void proxy_stream_try_splice(struct proxy_stream *s)
     px->spliced++;
     s->port->streams_spliced++;
     for (int from = 0; from < 2; from++)
-        if (s->pipe[from].pump && splice_pump_start(s->pipe[from].pump) < 0) {
-            proxy_stream_close(s);
-            return;
-        }
+        if (s->pipe[from].pump && splice_pump_start(s->pipe[from].pump) < 0)
+            return -1;
+    return 0;
 }
 
-/* Back to the bufferevents, the bytes in the pipes first (they were read before anything the
- * bufferevents will read). */
-static void stream_unsplice(struct proxy_stream *s)
+int proxy_splice_stop(struct proxy_stream *s)
 {
     for (int from = 0; from < 2; from++) {
         struct stream_pipe *sp = &s->pipe[from];
         if (!sp->pump)
             continue;
         struct bufferevent *to = s->bev[!from];
-        proxy_stream_enable_write(to);
+        proxy_enable_write(to);
         int rc = splice_pump_take(sp->pump, bufferevent_get_output(to));
         splice_pump_free(sp->pump); /* splice_pump.h: it touches nothing after its callback */
         sp->pump = NULL;
-        if (rc < 0) {
-            proxy_stream_close(s);
-            return;
-        }
+        if (rc < 0)
+            return -1;
         if (!s->eof[from])
             bufferevent_enable(s->bev[from], EV_READ);
     }
     s->spliced = false;
     s->port->px->spliced--;
+    return 0;
 }
-
-/* Everything queued towards `to` is written (or its queue is below the low watermark): resume reading the
- * other side if it was paused, pass its EOF on, move to splice when due. */

@@ -6,7 +6,7 @@
  * Owns only bytes in and bytes out: no I/O, no logging, no allocation. Errors go to the caller's buffer
  * and never echo the input bytes (the line comes from the network side of tor).
  *
- * What tor sends (tor's export_hs_client_circuit_id(), measured with 0.4.9.11):
+ * What tor sends (tor's export_hs_client_circuit_id(), tor 0.4.9):
  *     PROXY TCP6 fc00:dead:beef:4dad::<gid >> 16 in hex>:<gid & 0xffff in hex> ::1 <gid & 0xffff> <virtport>\r\n
  * e.g. "PROXY TCP6 fc00:dead:beef:4dad::0:3b ::1 59 80\r\n": the 32-bit global circuit id is the low 32 bits
  * of the source address (within fc00:dead:beef:4dad::/64) and, modulo 65536, the source port; the

@@ -14,36 +14,20 @@
  *   X25519_public(a) == (1 + y_pk) / (1 - y_pk)
  * with OpenSSL's X25519 and BIGNUM modular arithmetic: no hand-written curve arithmetic. This proves
  * that the public key is +-a*B; only the sign bit of x is not covered (a file whose public key was
- * negated on purpose). That last bit is checked by tor when it loads the directory: tor compares the
- * whole public key with the one it derives from the secret key and refuses a mismatch (measured:
- * "[warn] .../hs_ed25519_public_key does not match .../hs_ed25519_secret_key!  If you are trying to
- * restore from backup, make sure you didn't mix up the key files. ..." then "[warn] Error loading
- * rendezvous service keys" and tor exits 1), and it rewrites `hostname` from the key it uses; the
- * caller compares tor's hostname with onion_key.address after tor has started.
+ * negated on purpose). That last bit is checked by tor when it loads the directory: tor compares the whole
+ * public key with the one it derives from the secret key and refuses to start on a mismatch
+ * ("hs_ed25519_public_key does not match hs_ed25519_secret_key"), and it rewrites `hostname` from the key it
+ * uses; the caller compares tor's hostname with onion_key.address after tor has started.
  *
- * Anonymity rule ("poisoning"). MEASURED with Debian's tor 0.4.9.11 (DisableNetwork 1, SocksPort 0,
- * a HiddenServiceDir with HiddenServicePort "80 127.0.0.1:8080"):
- *  - In non-anonymous mode (HiddenServiceSingleHopMode 1 + HiddenServiceNonAnonymousMode 1) tor warns
- *      "[warn] HiddenServiceNonAnonymousMode is set. Every hidden service on this tor instance is
- *       NON-ANONYMOUS. If the HiddenServiceNonAnonymousMode option is changed, Tor will refuse to launch
- *       hidden services from the same directories, to protect your anonymity against config errors.
- *       This setting is for experimental use only."
- *      "[warn] This copy of Tor was compiled or configured to run in a non-anonymous mode. It will
- *       provide NO ANONYMITY."
- *    but writes NO onion_service_non_anonymous file: the directory holds only authorized_clients/,
- *    hostname, hs_ed25519_public_key, hs_ed25519_secret_key, exactly as in anonymous mode. (The
- *    poisoning code lived in rendservice.c, removed with v2 services; tor <= 0.4.5 created an empty
- *    0600 onion_service_non_anonymous for new single onion directories and refused mismatches.)
- *  (a) A directory first used by an anonymous (normal) hidden service, then by tor in single onion
- *      mode: NOT refused, with the same or a fresh DataDirectory. No message beyond the two warnings
- *      above; tor keeps running, hostname unchanged.
- *  (b) A fresh mkp224o-like directory (the two key files only) in single onion mode: accepted; tor
- *      adds authorized_clients/ and hostname, no marker file.
- *  (c) A directory with an (empty, 0600) onion_service_non_anonymous, in anonymous mode: accepted; no
- *      message at all; the file is left alone.
- *  So tor 0.4.9 refuses none of these: its warning promises a protection it no longer implements.
- *  (Tor does refuse a HiddenServiceDir with group/other bits: "[warn] Permissions on directory ... are
- *  too permissive." and exits; it accepts a 0644 secret key file inside a 0700 directory.)
+ * Anonymity rule ("poisoning"). A key directory used by an anonymous service must never serve a single
+ * onion: that would tie the service to this server's location. tor up to 0.4.5 enforced this: it
+ * created an empty 0600 onion_service_non_anonymous in each new single-onion directory and refused a
+ * directory used in the other mode. The code went with v2 services (rendservice.c): tor 0.4.9 in
+ * non-anonymous mode still warns that it "will refuse to launch hidden services from the same
+ * directories" if the mode changes, but writes no marker and refuses neither a directory an anonymous
+ * service used, run as a single onion, nor a marked directory in anonymous mode. It checks only the
+ * directory's permissions (group/other bits refused; a 0644 secret key inside a 0700 directory
+ * accepted).
  *
  * onionfront therefore enforces the rule itself, the way tor <= 0.4.5 did, with the same marker file:
  *  - A directory onionfront creates gets the marker *before* any key is written.
@@ -306,7 +290,7 @@ static int keys_read_dir(const char *dir, bool strict, struct onion_key *out, bo
 
     /* Permissions. The secret key: no group/other bit at all. The public key and hostname are public
      * (mkp224o writes them 0644), but must not be writable by others. tor itself only checks the
-     * directory (measured: a 0644 secret key in a 0700 directory is accepted); we are stricter. */
+     * directory (a 0644 secret key in a 0700 directory is accepted); we are stricter. */
     if (strict && (sst.st_mode & 077)) {
         snprintf(err, errlen, "%s: mode %s gives group/other access to the secret key; it must be 0600 "
                  "(chmod 600 %s)", spath, fs_mode_str(sst.st_mode, ms), spath);

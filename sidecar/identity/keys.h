@@ -8,7 +8,7 @@
  *   onion_service_non_anonymous  empty marker: these keys are (to be) used by a single onion service
  *
  * Owns creating, loading, validating and importing those directories, and onionfront's anonymity rule
- * (keys.c, top comment: what tor 0.4.9 does and does not do, measured). Does not start tor, does not
+ * (keys.c, top comment: why onionfront enforces it when tor does not). Does not start tor, does not
  * publish anything, never logs (errors go to the caller's buffer, naming the path) and never puts key
  * material in a message. */
 #ifndef ONIONFRONT_KEYS_H
@@ -24,7 +24,7 @@
 #define KEYS_SECRET_FILE_LEN 96 /* 32-byte header + 64-byte expanded secret key */
 #define KEYS_PUBLIC_FILE "hs_ed25519_public_key"
 #define KEYS_HOSTNAME_FILE "hostname"
-/* The name tor up to 0.4.5 used to mark ("poison") a single onion service's directory. */
+/* The marker file tor up to 0.4.5 wrote into a single onion service's directory ("poisoning"). */
 #define KEYS_POISON_FILE "onion_service_non_anonymous"
 /* A v2 (16-character address) service's key: tor wrote it up to 0.4.5; onionfront cannot use it. */
 #define KEYS_V2_FILE "private_key"

@@ -562,9 +562,9 @@ static struct metrics_http *metrics_http_start(struct event_base *base, const st
     metrics_http_resume_cb(-1, 0, h); /* parks the resume timer */
     evhttp_set_bevcb(h->http, metrics_http_bev_cb, h);
     /* No per-read/write timeout from evhttp: the deadline bounds the whole connection. libevent 2.1.12
-     * arms evhttp's timeout on the filter bufferevent, and a connection the client closed (HTTP/1.0,
-     * "Connection: close") then crashed the loop when that timeout came due after the filter was freed
-     * (SEGV in bufferevent_decref_and_unlock_ ~10 s later; tests/integration/test_probe.sh). */
+     * arms evhttp's timeout on the filter bufferevent and fires it after the filter is freed when the
+     * client closed first (HTTP/1.0, "Connection: close"): a use after free in
+     * bufferevent_decref_and_unlock_ (tests/integration/test_probe.sh covers it). */
     evhttp_set_timeout(h->http, -1);
     evhttp_set_max_headers_size(h->http, METRICS_HTTP_MAX_HEADERS);
     evhttp_set_max_body_size(h->http, METRICS_HTTP_MAX_BODY);

@@ -556,7 +556,7 @@ size_t report_reachability(const struct report_src *r, struct onionloc_entry *ou
                              ? ob_frontend_state(r->ob) == OB_FE_PUBLISHING
                              : workers_service_reachable(workers, n_workers, id->address);
         bool up = r->probe && probe_verdict(r->probe, id->address, &st)
-                      ? st != LADDER_DOWN && running /* a lost tor withdraws it at once, as before */
+                      ? st != LADDER_DOWN && running /* a lost tor withdraws it before the probe's next verdict */
                       : published;
         up = up && !r->shutting_down && id->address[0] && !worker_service_violation(report_host(r, n), id->address);
         /* Advertised only where the service asks for it (services[].onion_location). */

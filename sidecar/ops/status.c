@@ -4,9 +4,8 @@
  * Owns the socket file, the listener and the client connections. Does not own what the replies say:
  * every command's data comes from the providers main.c hands in. Nothing here blocks; a misbehaving
  * client costs at most STATUS_MAX_LINE of input and STATUS_MAX_OUTPUT of output before it is dropped.
- * One job despite its length: the status protocol end to end (the pure parser, the peer and access
- * rules and the server sections share one command table and one access model, and tests reach each
- * section through the same header). */
+ * The status protocol end to end: the pure parser, the peer and access rules and the server share one
+ * command table and one access model. */
 #include "sidecar/ops/status.h"
 
 #include <errno.h>
@@ -29,6 +28,7 @@
 #include "sidecar/core/fdbudget.h"
 #include "sidecar/core/fsutil.h"
 #include "sidecar/core/log.h"
+#include "sidecar/core/unixsock.h"
 
 #ifndef SO_PEERGROUPS
 #define SO_PEERGROUPS 59 /* Linux >= 4.13; asm-generic/socket.h */
@@ -998,27 +998,6 @@ int status_server_set_acl(struct status_server *s, const struct status_conf *con
     return 0;
 }
 
-/* Is something accepting connections on the socket file at `path`? 1 yes, 0 no (stale), -1 error. */
-static int status_socket_alive(const char *path, char *err, size_t errlen)
-{
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        snprintf(err, errlen, "status.socket: socket(): %s", strerror(errno));
-        return -1;
-    }
-    int rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
-    int e = errno;
-    close(fd);
-    if (rc == 0 || e == EAGAIN || e == EINPROGRESS)
-        return 1; /* connected, or a full backlog: someone listens */
-    if (e == ECONNREFUSED || e == ENOENT)
-        return 0;
-    snprintf(err, errlen, "status.socket: %s exists and cannot be probed: %s", path, strerror(e));
-    return -1;
-}
-
 /* Give the bound socket `path` (in directory `parent`) to the group status.allowed_gids[0], else
  * status.admin_gids[0], if set. By name, relative to the directory's descriptor and without following a symlink — and only in a
  * directory nobody but onionfront's user can change (else a hard link or symlink swapped in for the
@@ -1078,28 +1057,14 @@ int status_server_listen(struct status_server *s, const struct status_conf *conf
         snprintf(err, errlen, "status.socket: directory %s does not exist", parent);
         return -1;
     }
-    if (lstat(path, &st) == 0) {
-        if (!S_ISSOCK(st.st_mode)) {
-            snprintf(err, errlen, "status.socket: %s exists and is not a socket; not replacing it", path);
-            return -1;
-        }
-        int alive = status_socket_alive(path, err, errlen);
-        if (alive < 0)
-            return -1;
-        if (alive) {
-            snprintf(err, errlen, "status.socket: %s: another process (an onionfront already running?) is "
-                                  "listening on it", path);
-            return -1;
-        }
-        if (unlink(path) < 0 && errno != ENOENT) {
-            snprintf(err, errlen, "status.socket: cannot remove the stale socket %s: %s", path, strerror(errno));
-            return -1;
-        }
-        log_info("status: removed the stale socket %s", path);
-    } else if (errno != ENOENT) {
-        snprintf(err, errlen, "status.socket: %s: %s", path, strerror(errno));
+    bool removed;
+    char why[256];
+    if (unixsock_clear_stale(path, &removed, why, sizeof(why)) < 0) {
+        snprintf(err, errlen, "status.socket: %s", why);
         return -1;
     }
+    if (removed)
+        log_info("status: removed the stale socket %s", path);
 
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {

@@ -1,7 +1,6 @@
-/* probe.c — the end-to-end probe through onionfront's own client tor (see probe.h). One job despite its
- * length: each service's probe (schedule, HSFETCH and fetch through the client tor, result, the repair
- * ladder's next step) is one cycle over one struct probe_svc, and the client tor it runs through exists
- * only for it. */
+/* probe.c — the end-to-end probe through onionfront's own client tor (see probe.h). Each service's
+ * probe (schedule, HSFETCH and fetch through the client tor, result, the repair ladder's next step) is
+ * one cycle over one struct probe_svc, and the client tor it runs through exists only for it. */
 #include "sidecar/probe/probe.h"
 
 #include <curl/curl.h>

@@ -145,7 +145,7 @@ static void circdrain_close_rend(struct circdrain *d, unsigned long circ)
 /* Are rendezvous circuits closed yet? Only once the looks have found no introduction circuit for
  * CIRCDRAIN_INTRO_QUIET_MS: while tor still re-establishes the ones closed, a visitor sent off its
  * circuit to re-introduce itself could land on one in the instant it is closed and wait for a
- * rendezvous that never comes (measured: 30 s); once there are none, its introduction is refused at
+ * rendezvous that never comes (until its own timeout); once there are none, its introduction is refused at
  * once and it fetches the other tor's descriptor. */
 static bool circdrain_rend_phase(const struct circdrain *d, uint64_t now)
 {
@@ -296,9 +296,8 @@ void circdrain_look_now(struct circdrain *d)
  * ones closed, a few times each, then picks new introduction points) is closed at once, at its first
  * event, before its ESTABLISH_INTRO can reach the introduction point: that point then refuses a
  * visitor's INTRODUCE1 (the visitor tries its next one, then fetches the other tor's descriptor). Left
- * to the next look, it was established for up to CIRCDRAIN_LOOK_MS, and a visitor introduced through it
- * in the instant it was closed waited for a rendezvous that never came (measured: at the start of most
- * drains of the tor whose descriptor the visitor held, 16-18 s with a 5 s circuit build timeout). */
+ * to the next look, it would be established for up to CIRCDRAIN_LOOK_MS, and a visitor introduced
+ * through it in the instant it is closed would wait for a rendezvous that never comes. */
 static void circdrain_circ_cb(struct cp_conn *c, const struct cp_reply *ev, void *arg)
 {
     struct circdrain *d = arg;

@@ -2,25 +2,23 @@
  * request is lost when it ends.
  *
  * Why: a visitor's tor sends every request of a browser tab on its open rendezvous circuit to one of our
- * tors. Ending that tor while the visitor still uses the circuit fails the request sent in the moment
- * between the tor's end and the DESTROY reaching the visitor (measured: 1-2 per roll, docs/internals.md);
- * unmodified tor cannot move an open circuit to another tor. A visitor stops using a rendezvous circuit
- * by itself once it is MaxCircuitDirtiness old (10 minutes by default), and then closes it; its next
- * request introduces itself anew, with the descriptor it holds. So the tor to be ended, while another tor
- * already is the one HSDirs serve:
+ * tors. Ending that tor while the visitor still uses the circuit fails the request sent in the moment between
+ * the tor's end and the DESTROY reaching the visitor (docs/internals.md); unmodified tor cannot move an open
+ * circuit to another tor. A visitor stops using a rendezvous circuit by itself once it is MaxCircuitDirtiness
+ * old (10 minutes by default), and then closes it; its next request introduces itself anew, with the
+ * descriptor it holds. So the tor to be ended, while another tor already is the one HSDirs serve:
  *  - uploads no descriptor any more (SETCONF PublishHidServDescriptors=0), so HSDirs keep serving the
  *    other tor's;
- *  - takes no new introduction: at each look its HS_SERVICE_INTRO circuits are closed (CLOSECIRCUIT),
- *    and each one tor launches to re-establish them is closed at its first CIRC event, before it is
- *    established. tor re-establishes them a few times, then stops for the rest of its period (measured
- *    on the private network: after ~5 s). A visitor whose cached descriptor names them fails that
- *    introduction and fetches the descriptor again: the other tor's (a delay of a few seconds, not a
- *    failed request);
+ *  - takes no new introduction: at each look its HS_SERVICE_INTRO circuits are closed (CLOSECIRCUIT), and
+ *    each one tor launches to re-establish them is closed at its first CIRC event, before it is established.
+ *    tor re-establishes them a few times, then stops for the rest of its period. A visitor whose cached
+ *    descriptor names them fails that introduction and fetches the descriptor again: the other tor's (a delay
+ *    of a few seconds, not a failed request);
  *  - then, once the looks have found no introduction circuit for CIRCDRAIN_INTRO_QUIET_MS (so that a
  *    visitor sent to introduce itself anew is refused at once, not stranded by a closing circuit),
  *    closes each visitor's rendezvous circuit at a moment when the visitor has just been answered: a
- *    visitor's tor keeps using a rendezvous circuit for as long as it lasts (measured: tor 0.4.9.11
- *    clients reuse it well past MaxCircuitDirtiness and never close it by themselves), so waiting for
+ *    visitor's tor keeps using a rendezvous circuit for as long as it lasts (tor's clients reuse it well
+ *    past MaxCircuitDirtiness and never close it by themselves), so waiting for
  *    visitors to let go does not end. When the data path sees the last stream of a circuit of this tor
  *    end (proxy_set_stream_end_cb), the circuit is closed CIRCDRAIN_CLOSE_DELAY_MS later with
  *    "CLOSECIRCUIT <id> IfUnused" (tor keeps it if a new stream came meanwhile); the DESTROY usually
@@ -31,15 +29,15 @@
  *    look, IfUnused. One still connecting to the rendezvous point, new, or that never carried a stream
  *    is left alone: its visitor's tor may send a request on it any moment (a never-used one serves
  *    any new stream of that tor); it is closed after its first stream, or cut at the limit. Only a
- *    request the visitor sends while the DESTROY travels can still fail (one network path's latency;
- *    measured on the loaded private network: up to 1.2 s from the close to the visitor's tor). tor gives
- *    a visitor no way to move a request to another circuit, so no close is free of this race;
+ *    request the visitor sends while the DESTROY travels can still fail (one network path's latency
+ *    from the close to the visitor's tor). tor gives a visitor no way to move a request to another
+ *    circuit, so no close is free of this race;
  *  - the tor is drained (circdrain_is_drained) once the looks (GETINFO circuit-status) have found neither
  *    an introduction nor a rendezvous circuit on it for CIRCDRAIN_QUIET_MS: tor re-establishes closed
- *    introduction circuits a few times before it gives up for a while (measured: ~5 s), and a visitor
- *    introduced through one of them in that time must get its rendezvous circuit — ending the tor then
- *    would leave that visitor waiting for a rendezvous that never comes (measured: a 30 s hang). The
- *    roll ends the tor once it is drained and the data path has no stream through it, or at its limit.
+ *    introduction circuits a few times before it gives up for a while, and a visitor introduced
+ *    through one of them in that time must get its rendezvous circuit — ending the tor then would leave
+ *    that visitor waiting for a rendezvous that never comes, until its own timeout. The roll ends the
+ *    tor once it is drained and the data path has no stream through it, or at its limit.
  * If the tor is to stay after all (the roll aborted), circdrain_stop makes it publish again.
  *
  * Owns the look timer, the looks' commands and what the last look found. Not the connection (tor.c's)

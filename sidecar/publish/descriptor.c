@@ -7,9 +7,11 @@
  * queries on that record. It is the one file that creates, feeds and frees the state, so its life cycle
  * is read in one place.
  *
- * Not here: the HSFETCH of our own descriptors from the HSDirs and the re-posting (HSPOST) they lead to
- * (descriptor_hsfetch.c, which this file hands fetch answers and the tick to), the JSON and metrics
- * views (descriptor_report.c), the control connection (tor.c), the services (service.c). */
+ * Not here: the lookups on the record and a descriptor's status (descriptor_lookup.c, below this file
+ * and descriptor_hsfetch.c), the HSFETCH of our own descriptors from the HSDirs and the re-posting
+ * (HSPOST) they lead to (descriptor_hsfetch.c, which this file hands fetch answers and the tick to),
+ * the JSON and metrics views (descriptor_report.c), the control connection (tor.c), the services
+ * (service.c). */
 #include "sidecar/publish/descriptor.h"
 #include "sidecar/publish/descriptor_int.h"
 
@@ -59,11 +61,6 @@ const char *desc_status_str(enum desc_status s)
     return "unknown";
 }
 
-const char *desc_slot_str(int slot)
-{
-    return slot == 0 ? "current" : slot == 1 ? "next" : "unknown";
-}
-
 /* Deadlines, backoffs, the hsfetch schedule and ages: on the monotonic clock, never the wall clock (its
  * readings are past 0, which the `*_at` fields use for "never", once the system has run a moment). */
 static double desc_mono_clock(void *arg)
@@ -81,11 +78,6 @@ static double desc_wall_clock(void *arg)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-double desc_now(const struct descriptor_tracker *t)
-{
-    return t->clock(t->clock_arg);
-}
-
 static int desc_conn_send(void *arg, const char *cmd, cp_conn_reply_cb cb, void *cb_arg)
 {
     struct descriptor_tracker *t = arg;
@@ -97,55 +89,6 @@ static int desc_conn_send(void *arg, const char *cmd, cp_conn_reply_cb cb, void 
         return -1;
     }
     return 0;
-}
-
-/* ---- lookups ---------------------------------------------------------------------------------------- */
-
-struct desc_service *desc_svc_find(const struct descriptor_tracker *t, const char *address)
-{
-    if (!address)
-        return NULL;
-    for (size_t i = 0; i < t->n; i++)
-        if (onion_address_equal(t->svcs[i]->address, address))
-            return t->svcs[i];
-    return NULL;
-}
-
-int desc_slot_of_id(const struct desc_service *s, const char *id)
-{
-    for (int i = 0; i < 2; i++)
-        if (s->slots[i].used && id && strcmp(s->slots[i].id, id) == 0)
-            return i;
-    return -1;
-}
-
-static struct desc_hsdir *hsdir_find(struct desc *d, const char *fp)
-{
-    for (size_t i = 0; i < d->n; i++)
-        if (strcmp(d->hsdirs[i].fp, fp) == 0)
-            return &d->hsdirs[i];
-    return NULL;
-}
-
-/* The entry for `fp` in the latest upload round of `d`, or NULL. */
-struct desc_hsdir *desc_hsdir_current(struct desc *d, const char *fp)
-{
-    struct desc_hsdir *h = d->used ? hsdir_find(d, fp) : NULL;
-    return h && h->round == d->round ? h : NULL;
-}
-
-bool desc_hsdir_holds(const struct desc_hsdir *h)
-{
-    return h->state == DESC_HSDIR_CONFIRMED || h->state == DESC_HSDIR_PRESENT;
-}
-
-/* The slot whose descriptor clients fetch: the one the last fetch requested, else current, else next. */
-int desc_target_slot(const struct desc_service *s)
-{
-    int i = s->client_id[0] ? desc_slot_of_id(s, s->client_id) : -1;
-    if (i >= 0)
-        return i;
-    return s->slots[0].used ? 0 : s->slots[1].used ? 1 : -1;
 }
 
 static void desc_clear(struct desc *d)
@@ -160,79 +103,6 @@ static void desc_init(struct desc *d, const char *id, double created_at)
     d->used = true;
     snprintf(d->id, sizeof(d->id), "%s", id);
     d->created_at = created_at;
-}
-
-/* ---- status and logging ------------------------------------------------------------------------------ */
-
-struct desc_tally {
-    unsigned total, holding, pending, failed;
-};
-
-static struct desc_tally desc_count(const struct desc *d)
-{
-    struct desc_tally c = {0};
-    for (size_t i = 0; d->used && i < d->n; i++) {
-        const struct desc_hsdir *h = &d->hsdirs[i];
-        if (h->round != d->round)
-            continue;
-        c.total++;
-        if (desc_hsdir_holds(h))
-            c.holding++;
-        else if (h->state == DESC_HSDIR_FAILED)
-            c.failed++;
-        else
-            c.pending++;
-    }
-    return c;
-}
-
-enum desc_status desc_status_of(const struct desc *d)
-{
-    struct desc_tally c = desc_count(d);
-    if (c.total == 0)
-        return DESC_STATUS_NONE;
-    if (c.failed)
-        return DESC_STATUS_INCOMPLETE;
-    if (c.pending)
-        return DESC_STATUS_UPLOADING;
-    return DESC_STATUS_COMPLETE;
-}
-
-/* Log a descriptor's status when it settles into complete or incomplete (not every step between), and
- * schedule the first hsfetch of the service once its first round has settled. */
-void desc_status_changed(struct desc_service *s, int slot, double now)
-{
-    struct desc *d = &s->slots[slot];
-    enum desc_status st = desc_status_of(d);
-    if (st != DESC_STATUS_COMPLETE && st != DESC_STATUS_INCOMPLETE)
-        return;
-    if (!s->hsfetch_armed && s->next_hsfetch_at > 0 && s->next_hsfetch_at > now + DESC_FIRST_HSFETCH_S) {
-        s->next_hsfetch_at = now + DESC_FIRST_HSFETCH_S;
-        s->hsfetch_armed = true;
-    }
-    if (st == d->logged)
-        return;
-    d->logged = st;
-    struct desc_tally c = desc_count(d);
-    if (st == DESC_STATUS_COMPLETE) {
-        log_info_f(LOG_SERVICE(s->name), "service %s: descriptor %.8s (%s) is on all %u responsible HSDirs", s->name,
-                   d->id, desc_slot_str(slot), c.total);
-        return;
-    }
-    char list[512] = "";
-    size_t len = 0;
-    for (size_t i = 0; i < d->n && len < sizeof(list) - 1; i++) {
-        const struct desc_hsdir *h = &d->hsdirs[i];
-        if (h->round != d->round || h->state != DESC_HSDIR_FAILED)
-            continue;
-        int w = snprintf(list + len, sizeof(list) - len, "%s$%s~%s (%s)", len ? ", " : "", h->fp, h->nick,
-                         h->reason);
-        if (w < 0)
-            break;
-        len += (size_t)w;
-    }
-    log_notice_f(LOG_SERVICE(s->name), "service %s: descriptor %.8s (%s) is on %u of %u responsible HSDirs; failed: %s",
-                 s->name, d->id, desc_slot_str(slot), c.holding, c.total, list);
 }
 
 /* ---- HS_DESC: descriptors and uploads ---------------------------------------------------------------- */
@@ -310,7 +180,7 @@ static void desc_upload(struct descriptor_tracker *t, struct desc_service *s, co
         d->blocked_logged = false;
     }
     d->last_upload_event_at = now;
-    struct desc_hsdir *h = hsdir_find(d, e->hsdir_fp);
+    struct desc_hsdir *h = desc_hsdir_find(d, e->hsdir_fp);
     if (!h && !(h = desc_add_hsdir(d, e->hsdir_fp))) {
         log_error("descriptor: out of memory");
         return;

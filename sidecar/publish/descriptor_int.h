@@ -3,7 +3,8 @@
  * the tracker only through descriptor.h.
  *
  * descriptor.c owns this state (it creates, feeds and frees it); descriptor_hsfetch.c and
- * descriptor_report.c read and change it through these structs and the helpers below. Include
+ * descriptor_report.c read and change it through these structs and the helpers below. descriptor.c
+ * calls descriptor_hsfetch.c; both call descriptor_lookup.c, which calls neither. Include
  * sidecar/publish/descriptor.h first (its types are used here; including it from here would make a
  * circle of descriptor.c and this header for make check-layering). */
 #ifndef ONIONFRONT_DESCRIPTOR_INT_H
@@ -154,7 +155,12 @@ struct descriptor_tracker {
     struct pace pace;           /* the spread of hsfetch starts (pace.h) */
 };
 
-/* ---- descriptor.c: lookups and the upload record ---------------------------------------------------- */
+/* ---- descriptor_lookup.c: lookups and a descriptor's status ---------------------------------------- */
+
+/* How many HSDirs of one descriptor's latest upload round are in each state. */
+struct desc_tally {
+    unsigned total, holding, pending, failed;
+};
 
 /* "current", "next" or "unknown": a slot's name in logs and JSON. */
 const char *desc_slot_str(int slot);
@@ -164,6 +170,8 @@ double desc_now(const struct descriptor_tracker *t);
 struct desc_service *desc_svc_find(const struct descriptor_tracker *t, const char *address);
 /* The slot (0, 1) holding descriptor `id`, or -1. */
 int desc_slot_of_id(const struct desc_service *s, const char *id);
+/* The entry for `fp` in `d`, whatever its round, or NULL. */
+struct desc_hsdir *desc_hsdir_find(struct desc *d, const char *fp);
 /* The entry for `fp` in the latest upload round of `d`, or NULL. */
 struct desc_hsdir *desc_hsdir_current(struct desc *d, const char *fp);
 /* True if the HSDir holds the descriptor (confirmed or present). */
@@ -171,6 +179,8 @@ bool desc_hsdir_holds(const struct desc_hsdir *h);
 /* The slot whose descriptor clients fetch: the one the last fetch requested, else current, else next;
  * -1 if none. */
 int desc_target_slot(const struct desc_service *s);
+/* The HSDirs of the latest upload round of `d` by their state (none for an unused slot). */
+struct desc_tally desc_count(const struct desc *d);
 /* A descriptor's overall state from its latest upload round. */
 enum desc_status desc_status_of(const struct desc *d);
 /* Log a descriptor's status when it settles, and schedule the service's first HSFETCH then. */

@@ -8,7 +8,7 @@
 #include <string.h>
 
 
-#define SERVED_CERT_MAX 512 /* decoded bytes of a signing-key certificate kept: ~140 in practice */
+#define SERVED_CERT_MAX 512 /* decoded bytes of a signing-key certificate kept (cert-spec: 104 + extensions) */
 
 /* The next line of body[*pos..len) into line/llen (without its CR LF); false at the end. */
 static bool served_next_line(const char *body, size_t len, size_t *pos, const char **line, size_t *llen)

@@ -1,7 +1,8 @@
 /* service.c — SETCONF publication of onionfront's services on one tor (see service.h): every path here
  * (publish, renew, re-add, foreign services, a tor that lost ours, unpublish) builds or checks the one
- * SETCONF of the service_mgr's HiddenService* lines on one tor. Which waiting services it admits is
- * service_admit.c's (the state both share: service_int.h). */
+ * SETCONF of the service_mgr's HiddenService* lines on one tor. Which services this tor takes is
+ * service_hosted.c's, which waiting ones it admits service_admit.c's (the state all three share:
+ * service_int.h); this file calls both, and service_admit.c calls service_hosted.c, never back. */
 #include "sidecar/publish/service.h"
 #include "sidecar/publish/service_int.h"
 
@@ -47,42 +48,6 @@ struct service_mgr *service_mgr_new(const struct config *conf, struct service_id
         return NULL;
     }
     return m;
-}
-
-const struct service_id *service_id_at(const struct service_mgr *m, size_t i)
-{
-    return service_ids_at(m->ids, i);
-}
-
-/* Is the service `sc` this tor's: of its mode and, for a single onion, placed on this tor (placement.h)? */
-static bool service_conf_here(const struct service_mgr *m, const struct service_conf *sc)
-{
-    return sc->mode == m->mode && (m->mode != SERVICE_MODE_SINGLE || (sc->tor_mask >> m->instance & 1u));
-}
-
-bool service_mgr_hosts(const struct service_mgr *m, size_t i)
-{
-    return i < m->n && service_conf_here(m, service_id_at(m, i)->conf);
-}
-
-bool service_mgr_all_public(const struct service_mgr *m, const struct config *conf)
-{
-    for (size_t i = 0; m->mode == SERVICE_MODE_SINGLE && i < conf->n_services; i++)
-        if (service_conf_here(m, &conf->services[i]) && conf->services[i].n_clients > 0)
-            return false;
-    return m->mode == SERVICE_MODE_SINGLE;
-}
-
-bool service_for_tor(const struct service_mgr *m, size_t i)
-{
-    /* An Onionbalance frontend's key is the master key: Onionbalance publishes it, never a tor. */
-    return service_mgr_hosts(m, i) && !service_id_refusal(service_id_at(m, i)) && !m->services[i].copy_bad &&
-           !m->services[i].ob_bad && service_id_at(m, i)->conf->onionbalance.role != OB_ROLE_FRONTEND;
-}
-
-bool service_in_tor(const struct service_mgr *m, size_t i)
-{
-    return service_for_tor(m, i) && m->services[i].admitted;
 }
 
 void service_mgr_free(struct service_mgr *m)
@@ -823,8 +788,7 @@ int service_mgr_renew(struct service_mgr *m, bool pow_safe)
 {
     if (!m->conn || !m->foreign_known || m->unpublishing)
         return -1;
-    const char *how = getenv("ONIONFRONT_RENEW"); /* "readd": the older renewal, kept for make bench */
-    if (!pow_safe || (how && strcmp(how, "readd") == 0))
+    if (!pow_safe || m->conf->tor.renewal == TOR_RENEWAL_READD)
         return service_readd(m);
     return service_send(m, true);
 }

@@ -84,8 +84,8 @@ bool service_mgr_all_public(const struct service_mgr *m, const struct config *co
  * with PoW on thus gets one new descriptor, one without gets two and ends as configured. Without
  * `pow_safe` (the tor's version is unknown or older than TORCAPS_POW_MIN_VERSION, whose PoW code could
  * crash), or when tor refuses PoW (built without the pow module), the services are removed and re-added
- * instead (new introduction points, their circuits rebuilt); so too with ONIONFRONT_RENEW=readd in the
- * environment (make bench compares the two). Return 0, or -1 if nothing was sent (no connection yet). */
+ * instead (new introduction points, their circuits rebuilt); so too with tor.renewal "readd" in the
+ * config. Return 0, or -1 if nothing was sent (no connection yet). */
 int service_mgr_renew(struct service_mgr *m, bool pow_safe);
 /* Send the HiddenService* group again as the identities say now (a service refused or withdrawn since is
  * left out, so tor stops publishing it; the others keep their descriptors). Return 0, or -1 if this tor

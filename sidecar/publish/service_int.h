@@ -1,7 +1,7 @@
 /* service_int.h — the service manager's state, private to sidecar/publish/service.c (the SETCONF of the
- * group and everything tor says back) and service_admit.c (the admission window). Nothing else includes
- * it: the rest of onionfront sees the manager only through service.h. Include sidecar/publish/service.h
- * first. */
+ * group and everything tor says back), service_admit.c (the admission window) and service_hosted.c
+ * (which services this tor takes). Nothing else includes it: the rest of onionfront sees the manager
+ * only through service.h. Include sidecar/publish/service.h first. */
 #ifndef ONIONFRONT_SERVICE_INT_H
 #define ONIONFRONT_SERVICE_INT_H
 
@@ -15,6 +15,7 @@
 
 #include "controlproto/cp_event.h"
 
+struct service_conf;
 struct service_id;
 struct service_ids;
 
@@ -22,7 +23,7 @@ struct service_ids;
  * descriptors, eight HSDirs), and tor 0.4.9 then spends its CPU re-matching every waiting upload stream to
  * every new circuit; uploads left waiting past SocksTimeout or the directory stall limit are dropped with
  * no HS_DESC FAILED and no retry until the next descriptor (tests/testnet/README.md, "Many services on one
- * tor": from ~35 services on a 2-core machine). So services are admitted to a tor in a window: at most
+ * tor"). So services are admitted to a tor in a window: at most
  * SERVICE_ADMIT_WINDOW at a time whose first uploads tor has not all answered, each counted for at most
  * SERVICE_ADMIT_WAIT_S; more go in one SETCONF once at least SERVICE_ADMIT_STEP slots are free (or all
  * that wait fit). Services with PoW on wait for the last step and go in together, since every SETCONF
@@ -73,14 +74,21 @@ struct service_mgr {
     bool admit_said;      /* services wait for the window (logged once until all are in) */
 };
 
+/* ---- service_hosted.c (called by service.c and service_admit.c) ---- */
+
 /* The i-th service's identity. */
 const struct service_id *service_id_at(const struct service_mgr *m, size_t i);
+
+/* Is the service `sc` this tor's: of its mode and, for a single onion, placed on this tor (placement.h)? */
+bool service_conf_here(const struct service_mgr *m, const struct service_conf *sc);
 
 /* Is the i-th service to be handed to tor (hosted here, not refused), admitted or not? */
 bool service_for_tor(const struct service_mgr *m, size_t i);
 
 /* Is the i-th service handed to tor: to be, and admitted (service_admit_and_mark)? */
 bool service_in_tor(const struct service_mgr *m, size_t i);
+
+/* ---- service_admit.c (called by service.c) ---- */
 
 /* Would a SETCONF now admit a worthwhile step of waiting services (SERVICE_ADMIT_STEP)? `now`: monotonic
  * seconds. */

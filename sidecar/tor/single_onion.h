@@ -42,8 +42,8 @@ bool anonymous_tor_check(const struct cp_info *conf, const struct cp_info *liste
 /* The circuit rules, one per mode, for a BUILT HS_SERVICE_INTRO or HS_SERVICE_REND circuit (verify.c).
  * A single onion's: one hop, straight to the introduction or rendezvous relay, with ONEHOP_TUNNEL
  * (proposal 260; TOR-FACTS). An anonymous service's: at least 3 hops and no ONEHOP_TUNNEL — tor builds
- * them through its guard (and, with vanguards-lite, a layer-2 guard) to the relay: 4 hops measured on
- * the private network; a one-hop circuit would show the relay this server's address. */
+ * them through its guard (and, with vanguards-lite, a layer-2 guard) to the relay, usually 4 hops; a
+ * one-hop circuit would show the relay this server's address. */
 bool single_onion_circ_fits(const struct cp_event_circ *c);
 bool anonymous_circ_fits(const struct cp_event_circ *c);
 #define ANONYMOUS_MIN_HOPS 3

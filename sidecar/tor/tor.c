@@ -1,8 +1,8 @@
 /* tor.c — spawn/attach, control connection, bootstrap, mode verification and restart for onionfront's
  * tor (see tor.h). Services are not this file's business: it hands each new verified connection to the
- * ready() callback and reports its loss through lost(). One job despite its length: a single state
- * machine (enum tor_state) whose process, connection, bootstrap and verification steps each move the
- * same struct tor_sup on, so every transition and its restart rule read in one place. */
+ * ready() callback and reports its loss through lost(). A single state machine (enum tor_state) whose
+ * process, connection, bootstrap and verification steps each move the same struct tor_sup on, so every
+ * transition and its restart rule read in one place. */
 #include "sidecar/tor/tor.h"
 
 #include <errno.h>

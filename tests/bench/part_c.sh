@@ -35,7 +35,7 @@
 #        the kill: what a new visitor's first request takes with no failover at all (the reference).
 #    Tor alone has no supervisor: its tor is killed once at the end and both clients are given 20 s.
 #  - the SIGKILLs once more with two tors and the survivor's older renewal (set-up "of2r": onionfront run
-#    with ONIONFRONT_RENEW=readd, which removes and re-adds the services: new introduction points) instead
+#    with "tor": {"renewal": "readd"}, which removes and re-adds the services: new introduction points) instead
 #    of the PoW trigger (a PoW-parameter change: same introduction points), for the row "with and without
 #    the trigger"; no idle or restart figures for it.
 # BENCH_C_COLS picks set-ups (default "alone of1 of2 of2r"; e.g. "of2 of2r" for the failover rows only).
@@ -333,16 +333,16 @@ part_c() {
 
 	for col in "${C_RUN[@]}"; do
 		s=c
-		unset ONIONFRONT_RENEW
+		unset OF_TOR_RENEWAL
 		case $col in
 		alone) s=b ;;
 		of1) OF_TOR_INSTANCES=1 ;;
 		of2) OF_TOR_INSTANCES=2 ;;
-		of2r) OF_TOR_INSTANCES=2; export ONIONFRONT_RENEW=readd ;; # onionfront's older renewal (service.h)
+		of2r) OF_TOR_INSTANCES=2; OF_TOR_RENEWAL=readd ;; # tor.renewal: onionfront's older renewal (service.h)
 		*) say "part C: no set-up $col"; continue ;;
 		esac
-		start_setup "$s" "$col" || { say "part C: $col did not start"; unset ONIONFRONT_RENEW; continue; }
-		unset ONIONFRONT_RENEW
+		start_setup "$s" "$col" || { say "part C: $col did not start"; unset OF_TOR_RENEWAL; continue; }
+		unset OF_TOR_RENEWAL
 		if ! poll_fetch "${ADDR[$s]}" 180 || { [[ $s == c ]] && ! wait_until 180 c_settled; }; then
 			say "part C: $col (${ADDR[$s]}) not reachable or not up within 180 s"
 			stop_setup "$s"
@@ -365,7 +365,7 @@ part_c() {
 		fi
 		stop_setup "$s"
 	done
-	unset OF_TOR_INSTANCES
+	unset OF_TOR_INSTANCES OF_TOR_RENEWAL
 	net_stop
 }
 

@@ -227,7 +227,7 @@ write_of_config() {
   "state_dir": "$W/$1/state",
   "run_dir": "$W/$1/run",
   "log_level": "info",
-  "tor": { "mode": "spawn", "bootstrap_timeout": 300, "instances": ${OF_TOR_INSTANCES:-1}, "extra_torrc": $(extra_torrc_json) },
+  "tor": { "mode": "spawn", "bootstrap_timeout": 300, "instances": ${OF_TOR_INSTANCES:-1}, "renewal": "${OF_TOR_RENEWAL:-pow}", "extra_torrc": $(extra_torrc_json) },
   "services": [ { "name": "bench", "mode": "$mode", "key_dir": "$2",
                   "ports": [ { "virtual": 80, "backends": $3 } ] } ]
 }

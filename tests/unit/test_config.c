@@ -210,6 +210,7 @@ static const struct bad_case bad_cases[] = {
         "tor.tors_per_service: must be at most tor.instances (1): each service is hosted by that many of the tors"),
     BAD(TOR("'drain_timeout':3601"), "tor.drain_timeout: invalid value \"3601\" (must be 0-3600)"),
     BAD(TOR("'drain_timeout':-1"), "tor.drain_timeout: invalid value \"-1\" (must be 0-3600)"),
+    BAD(TOR("'renewal':'restart'"), "tor.renewal: must be one of \"pow\", \"readd\", not \"restart\""),
     BAD(TOR("'binary':'tor'"), "tor.binary: must be an absolute path"),
     BAD(TOR("'binary':null"), "tor.binary: must be a string, not null"),
     BAD(TOR("'control_socket':'/run/tor/control'"),
@@ -645,6 +646,7 @@ static void test_minimal_defaults(void **state)
     assert_int_equal(c->tor.instances, 1);
     assert_int_equal(c->tor.tors_per_service, 1);
     assert_int_equal(c->tor.drain_timeout, 120);
+    assert_int_equal(c->tor.renewal, TOR_RENEWAL_POW);
     assert_int_equal(c->tor.n_extra_torrc, 0);
     assert_null(c->tor.extra_torrc);
 
@@ -1109,6 +1111,10 @@ static void test_stringers_round_trip(void **state)
     assert_true(same);
     c = load_ok(ts, TOR("'mode':'spawn'"));
     same = strcmp(tor_mode_str(c->tor.mode), "spawn") == 0;
+    config_free(c);
+    assert_true(same);
+    c = load_ok(ts, TOR("'renewal':'readd'"));
+    same = c->tor.renewal == TOR_RENEWAL_READD;
     config_free(c);
     assert_true(same);
     assert_string_equal(backend_addr_kind_str(BACKEND_ADDR_UNIX), "unix");

@@ -1391,6 +1391,32 @@ static void test_renew_all_pow_and_refused(void **state)
     assert_true(fake_ctl_done(c->fake));
 }
 
+/* tor.renewal "readd": the renewal removes and re-adds the services (the group without ours, then with
+ * them) instead of the PoW trigger, on a tor where PoW would be safe. */
+static void test_renew_readd_by_config(void **state)
+{
+    struct ctx *c = *state;
+    const char *d = c->dir;
+    c->tor_json = "{'mode':'attach','control_socket':'/run/tor/control','renewal':'readd'}";
+    start_mgr(c, WEB "," API_DOS);
+    script_attach(c);
+    step(c, FAKE_CTL_SEND, 0, NO_HS_GETCONF);
+    step(c, FAKE_CTL_EXPECT, 0, "SETCONF " WEB_TOR " " API_DOS_TOR, d, d, d, d, d);
+    step(c, FAKE_CTL_SEND, 0, "250 OK\r\n" UPLOADED_EV, service_mgr_address(c->m, 1));
+    /* the renewal: without ours, then with them (no PoW SETCONF) */
+    step(c, FAKE_CTL_EXPECT, 0, "SETCONF HiddenServiceDir");
+    step(c, FAKE_CTL_SEND, 0, "250 OK\r\n");
+    step(c, FAKE_CTL_EXPECT, 0, "SETCONF " WEB_TOR " " API_DOS_TOR, d, d, d, d, d);
+    step(c, FAKE_CTL_SEND, 0, "250 OK\r\n");
+    script_sync(c);
+    attach_fake(c);
+    assert_int_equal(fake_ctl_run_until(c->base, api_uploaded, c, LOOP_BOUND_MS), 0);
+    assert_int_equal(service_mgr_renew(c->m, true), 0);
+    sync_fake(c);
+    check_fake(c);
+    assert_true(fake_ctl_done(c->fake));
+}
+
 /* Onionbalance roles: an instance gets HiddenServiceOnionBalanceInstance in its group and its ob_config in
  * its key directory (written before the SETCONF is sent); a frontend's key is the master key, which only
  * Onionbalance publishes: it is never handed to tor, and tor lacking it is no reason to re-apply. */
@@ -1728,6 +1754,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_dos_reload_resends_group, setup, teardown),
         cmocka_unit_test_setup_teardown(test_renew_pow_trigger, setup, teardown),
         cmocka_unit_test_setup_teardown(test_renew_all_pow_and_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_renew_readd_by_config, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fresh_tor_unpublish_and_detach, setup, teardown),
         cmocka_unit_test_setup_teardown(test_getconf_refused_sends_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reload_before_getconf_answer, setup, teardown),
