@@ -93,17 +93,20 @@ bytes=$(wc -c <"$OF_TMP/status.json")
 of_log "status --json: $bytes bytes for $N services"
 
 # --- one service's backend killed ------------------------------------------------------------------------
-# HS_DESC events of the service tor from before the kill to the end, each line stamped with the time.
+# Each service's descriptor ids now (current and next): a re-registration in this time period would
+# create them again (an id is the blinded key of the period), a rotation creates new ones. Read before
+# the event stream starts: a rotation at this moment (its CREATED events already seen by onionfront, so
+# in this list) must not be in the stream as well, where it would look like a rebuild.
+status_json
+jq -r '.services[] | .name as $n | .descriptor.descriptors[] | "\($n) \(.id)"' "$OF_TMP/status.json" | sort -u >"$OF_TMP/ids-before.txt"
+of_check "status names the services' descriptor ids" test "$(cut -d' ' -f1 "$OF_TMP/ids-before.txt" | sort -u | wc -l)" -eq "$N"
+# HS_DESC events of the service tor from before the kill to the end, each line stamped with the time;
+# the kill waits for tor's answer to the subscription (its "250 OK" line).
 events=$OF_TMP/hsdesc-events.txt
 of_torctl "$ctl" -e HS_DESC -t 600 > >(while IFS= read -r l; do printf '%(%s)T %s\n' -1 "$l"; done >"$events") 2>&1 &
 ev_pid=$!
 of_track_pid "$ev_pid"
-sleep 1
-# Each service's descriptor ids now (current and next): a re-registration in this time period would
-# create them again (an id is the blinded key of the period), a rotation creates new ones.
-status_json
-jq -r '.services[] | .name as $n | .descriptor.descriptors[] | "\($n) \(.id)"' "$OF_TMP/status.json" | sort -u >"$OF_TMP/ids-before.txt"
-of_check "status names the services' descriptor ids" test "$(cut -d' ' -f1 "$OF_TMP/ids-before.txt" | sort -u | wc -l)" -eq "$N"
+of_check "the HS_DESC event stream is subscribed" of_wait_until 30 grep -q ' 250 OK' "$events"
 mark=$(wc -l <"$log")
 after_mark() { tail -n +"$((mark + 1))" "$log"; }
 of_stop_pid "$victim_pid"
