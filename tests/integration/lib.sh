@@ -96,14 +96,15 @@ of_stop_pid() {
   return 0
 }
 
-# The logs of a script that failed (onionfront's, tor's, the backends' — *.log files only, never keys or
-# state) are copied under OF_KEEP_FAILED_DIR/SCRIPT (run-tests.sh sets it to build/test-logs/kept), so a
-# failure on a clean clone can be traced to its cause after the temporary directory is gone.
+# The logs of a script that failed (onionfront's, tor's, the backends', clients' errors: *.log and *.err
+# files only, never keys or state) are copied under OF_KEEP_FAILED_DIR/SCRIPT (run-tests.sh sets it to
+# build/test-logs/kept), so a failure on a clean clone can be traced to its cause after the temporary
+# directory is gone.
 of_keep_failed_logs() {
   [[ ${OF_FAILED:-0} -gt 0 && -n ${OF_KEEP_FAILED_DIR:-} && -n $OF_TMP && -d $OF_TMP ]] || return 0
   local dest=$OF_KEEP_FAILED_DIR/$(basename "$0" .sh)
   mkdir -p "$dest" &&
-    (cd "$OF_TMP" && find . -name '*.log' -type f -size -50M -print0 | xargs -0r cp --parents -t "$dest") 2>/dev/null
+    (cd "$OF_TMP" && find . \( -name '*.log' -o -name '*.err' \) -type f -size -50M -print0 | xargs -0r cp --parents -t "$dest") 2>/dev/null
   return 0
 }
 
