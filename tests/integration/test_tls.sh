@@ -11,7 +11,8 @@
 #  - A swapped to a certificate for another name: the visitor's certificate and A's do not name the onion,
 #    name_match 0, OnionTLSCertNameMismatch fires, `check` exits 2;
 #  - both renewed (90 days, the right name): every view 89 days, no alert, `check` exits 0;
-#  - a certificate expiring in 20 days on B: `check` exits 1 (WARNING), OnionTLSCertExpiresSoon fires.
+#  - a certificate expiring in 20 days on B: `check` exits 1 (WARNING), OnionTLSCertExpiresSoon fires;
+#  - the shipped Grafana dashboard names only families /metrics has, its TLS panels included.
 set -u
 source "$(dirname "$0")/lib.sh"
 of_require_testnet
@@ -194,5 +195,13 @@ of_check "the swap is behind the probe and the health checks (no problem but TLS
 check_rc
 of_check "check exits 1 (WARNING) naming B" bash -c "test $? -eq 1 && grep -q '^ONIONFRONT WARNING - service shop: TLS: backend 127.0.0.1:$port_b' '$OF_TMP/check.out'"
 
+# The shipped Grafana dashboard shows only families this daemon exports (its TLS panels included).
+"$OF_BIN" -c "$config" status metrics >"$OF_TMP/metrics-final.txt"
+unknown=""
+for fam in $(grep -o 'onionfront_[a-z_]*' "$OF_ROOT/templates/grafana-dashboard.json" | sed 's/_bucket$//' | sort -u); do
+  grep -q "^# TYPE $fam " "$OF_TMP/metrics-final.txt" || unknown+=" $fam"
+done
+of_check "every family of templates/grafana-dashboard.json is in /metrics${unknown:+ (not:$unknown)}" test -z "$unknown"
+of_check "the dashboard has the TLS panels" grep -q 'onionfront_tls_cert_expiry_timestamp_seconds' "$OF_ROOT/templates/grafana-dashboard.json"
 of_check "onionfront stops cleanly (no sanitizer report)" of_stop_onionfront
 of_summary
