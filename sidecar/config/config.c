@@ -382,7 +382,7 @@ static int config_parse_tor(struct config_ctx *c, json_t *o, struct config *cfg)
         goto out;
 
     if (spawn) {
-        /* tor.c writes these into the torrc unquoted (DataDirectory, ControlPort unix:...). */
+        /* tor_process.c writes these into the torrc unquoted (DataDirectory, ControlPort unix:...). */
         static const char *const dirs[] = {"state_dir", "run_dir"};
         const char *vals[] = {cfg->state_dir, cfg->run_dir};
         for (size_t i = 0; i < 2; i++) {
