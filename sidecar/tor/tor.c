@@ -3,7 +3,7 @@
  * ready() callback and reports its loss through lost(). A single state machine (enum tor_state) whose
  * process, connection, bootstrap and verification steps each move the same struct tor_sup on, so every
  * transition and its restart rule read in one place. What a tor is made of outside the connection (its
- * paths, torrc and command line, a leftover from an earlier run, its CPU time) is tor_process.c's. */
+ * paths, torrc and command line, a leftover from an earlier run) is tor_process.c's. */
 #include "sidecar/tor/tor.h"
 #include "sidecar/tor/tor_int.h"
 
@@ -187,6 +187,45 @@ static void tor_send_getinfo(struct tor_sup *t, const char *key, cp_conn_reply_c
     if (!cmd || cp_conn_send(t->conn, cmd, cb, t, err, sizeof(err)) < 0)
         log_warnx("%s: cannot send GETINFO %s: %s", t->label, key, err);
     free(cmd);
+}
+
+int tor_stat_cpu_ticks(const char *stat, unsigned long long *ticks)
+{
+    /* proc(5): "pid (comm) state ppid ... utime stime ..."; comm may hold anything, so count the
+     * fields after its last ')': state is field 3, utime 14, stime 15. */
+    const char *p = stat ? strrchr(stat, ')') : NULL;
+    unsigned long long utime, stime;
+    if (!p)
+        return -1;
+    p++;
+    for (int field = 3; field < 14; field++) {
+        while (*p == ' ')
+            p++;
+        if (!*p)
+            return -1;
+        while (*p && *p != ' ')
+            p++;
+    }
+    if (sscanf(p, " %llu %llu", &utime, &stime) != 2)
+        return -1;
+    *ticks = utime + stime;
+    return 0;
+}
+
+/* The CPU time (clock ticks) tor's process has used, or -1 (no pid known, gone, unreadable). */
+static int tor_cpu_ticks(const struct tor_sup *t, unsigned long long *ticks)
+{
+    char path[64], buf[1024];
+    long pid = t->child ? (long)proc_pid(t->child) : t->tor_pid;
+    if (pid <= 0)
+        return -1;
+    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "re");
+    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = '\0';
+    return n ? tor_stat_cpu_ticks(buf, ticks) : -1;
 }
 
 /* cp_conn's busy check (cp_conn.h): tor left a command unanswered for its whole time. Did its process

@@ -1,21 +1,25 @@
 /* tor_int.h — the supervisor's state, private to sidecar/tor/tor.c (the state machine: control
  * connection, bootstrap, verification, restart) and tor_process.c (what a tor is made of outside the
- * connection: its paths, torrc and command line, a leftover from an earlier run, its CPU time). Nothing
- * else includes it: the rest of onionfront sees a tor only through tor.h. tor.c calls into tor_process.c,
- * never the other way. Include sidecar/tor/tor.h first. */
+ * connection: its paths, torrc and command line, a leftover from an earlier run). Nothing else includes
+ * it: the rest of onionfront sees a tor only through tor.h. tor.c calls into tor_process.c, never the
+ * other way; so this header needs only tor_types.h, not tor.h. */
 #ifndef ONIONFRONT_TOR_INT_H
 #define ONIONFRONT_TOR_INT_H
-
-#ifndef ONIONFRONT_TOR_H
-#error "include sidecar/tor/tor.h before sidecar/tor/tor_int.h"
-#endif
 
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <time.h>
 
+#include "sidecar/tor/tor_types.h"
+
+struct config;
+struct cp_conn;
+struct event;
+struct event_base;
 struct instance_paths;
+struct proc;
+struct proc_mgr;
 
 struct tor_sup {
     struct event_base *base;
@@ -67,10 +71,6 @@ const char *tor_client_name(const struct tor_sup *t);
 
 /* tor.binary, or Debian's tor for a probe client beside an attached tor. */
 const char *tor_binary(const struct tor_sup *t);
-
-/* The CPU time (clock ticks) tor's process has used into *ticks. Return 0, or -1 (no pid known, gone,
- * unreadable). */
-int tor_cpu_ticks(const struct tor_sup *t, unsigned long long *ticks);
 
 /* Fill `argv` (NULL-terminated) with tor's command line as onionfront starts it. */
 void tor_argv(const struct tor_sup *t, const char *argv[6]);

@@ -1,10 +1,9 @@
 /* tor_process.c — what a tor is made of outside its control connection (see tor_int.h): where its files
- * go, the torrc it is started with and its command line, recognising and ending a tor left by an earlier
- * run on the same DataDirectory, and the CPU time its process has used (the busy check).
+ * go, the torrc it is started with and its command line, and recognising and ending a tor left by an
+ * earlier run on the same DataDirectory.
  *
  * Owns no state of its own: each function reads or fills the supervisor's record. It does not move the
  * state machine (tor.c does, and calls in here); nothing here calls back into tor.c. */
-#include "sidecar/tor/tor.h"
 #include "sidecar/tor/tor_int.h"
 
 #include <arpa/inet.h>
@@ -45,45 +44,6 @@ const char *tor_client_name(const struct tor_sup *t)
 const char *tor_binary(const struct tor_sup *t)
 {
     return t->conf->tor.binary ? t->conf->tor.binary : "/usr/bin/tor";
-}
-
-int tor_stat_cpu_ticks(const char *stat, unsigned long long *ticks)
-{
-    /* proc(5): "pid (comm) state ppid ... utime stime ..."; comm may hold anything, so count the
-     * fields after its last ')': state is field 3, utime 14, stime 15. */
-    const char *p = stat ? strrchr(stat, ')') : NULL;
-    unsigned long long utime, stime;
-    if (!p)
-        return -1;
-    p++;
-    for (int field = 3; field < 14; field++) {
-        while (*p == ' ')
-            p++;
-        if (!*p)
-            return -1;
-        while (*p && *p != ' ')
-            p++;
-    }
-    if (sscanf(p, " %llu %llu", &utime, &stime) != 2)
-        return -1;
-    *ticks = utime + stime;
-    return 0;
-}
-
-/* The CPU time (clock ticks) tor's process has used, or -1 (no pid known, gone, unreadable). */
-int tor_cpu_ticks(const struct tor_sup *t, unsigned long long *ticks)
-{
-    char path[64], buf[1024];
-    long pid = t->child ? (long)proc_pid(t->child) : t->tor_pid;
-    if (pid <= 0)
-        return -1;
-    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-    FILE *f = fopen(path, "re");
-    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-    if (f)
-        fclose(f);
-    buf[n] = '\0';
-    return n ? tor_stat_cpu_ticks(buf, ticks) : -1;
 }
 
 /* tor's command line as onionfront starts it (argv, NULL-terminated): one place, for the launch and for
