@@ -284,7 +284,7 @@ static void pf_private_dir(struct pf *p, const char *field, const char *path)
         pf_made(p, path);
 }
 
-/* status.socket: in run_dir, or in a directory that exists (status.c makes no other). */
+/* status.socket: in run_dir, or in a directory that exists (status_server.c makes no other). */
 static void pf_status_dir(struct pf *p)
 {
     char parent[PATH_MAX];
@@ -384,7 +384,7 @@ size_t preflight_run(const struct config *c, const struct preflight_opts *o, str
         pf_control_socket(&p);
     }
     /* In the order onionfront makes them: state_dir and its keys/ (service_id.c), the key directories,
-     * run_dir (status.c, proxy.c, tor.c), the others. */
+     * run_dir (status_server.c, proxy.c, tor.c), the others. */
     pf_private_dir(&p, "state_dir", c->state_dir);
     snprintf(keys, sizeof(keys), "%s%skeys", c->state_dir, strcmp(c->state_dir, "/") ? "/" : "");
     if (pf_is_made(&p, c->state_dir))

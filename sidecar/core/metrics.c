@@ -2,7 +2,7 @@
  *
  * Owns the text being built (an open_memstream buffer) and the list of families started, so that each
  * family's # HELP and # TYPE appear once. Does not know any metric: modules append their own. Does not
- * serve anything (status.c does). */
+ * serve anything (status_server.c does). */
 #include "sidecar/core/metrics.h"
 
 #include <math.h>

@@ -1,6 +1,6 @@
 /* metrics.h — a writer for Prometheus text exposition format (version 0.0.4): each family's # HELP and
  * # TYPE once, then its samples, label values escaped. Modules append their own families
- * (service_mgr_metrics, backend_pool_metrics, descriptor_metrics ...); status.c serves the result on the
+ * (service_mgr_metrics, backend_pool_metrics, descriptor_metrics ...); status_server.c serves the result on the
  * status socket ("metrics") and, optionally, on a loopback HTTP port.
  *
  * Owns only the text being built. Names must follow Prometheus conventions (onionfront_ prefix,

@@ -2,7 +2,8 @@
  * at build time, so an installed onionfront never runs with a template that does not match its code).
  *
  * Owns only text generation and the checks that keep the rendered file safe (no line injection, no
- * option that would undo single-onion mode). Writing the file and starting tor belong to tor.c. */
+ * option that would undo single-onion mode). Writing the file belongs to tor_process.c, starting tor to
+ * tor.c. */
 #ifndef ONIONFRONT_TORRC_H
 #define ONIONFRONT_TORRC_H
 

@@ -1,4 +1,4 @@
-/* test_cp_real_tor.c — controlproto/cp_conn.c against a real Debian tor (/usr/bin/tor).
+/* test_cp_real_tor.c — controlproto/cp_conn.c (and cp_conn_auth.c) against a real Debian tor (/usr/bin/tor).
  *
  * Owns one tor process for the whole group: started with posix_spawn in a mkdtemp directory with
  * DisableNetwork 1, SocksPort 0, a unix ControlPort in a 0700 directory, CookieAuthentication 1 and its own

@@ -1,5 +1,5 @@
-/* test_cp_conn.c — unit tests for controlproto/cp_conn.c against the scripted fake control port
- * (tests/fake/fake_ctl.c) on a real event loop.
+/* test_cp_conn.c — unit tests for controlproto/cp_conn.c and cp_conn_auth.c against the scripted fake
+ * control port (tests/fake/fake_ctl.c) on a real event loop.
  *
  * Covers: authentication (SAFECOOKIE with a cookie file the test writes, a wrong SERVERHASH, COOKIE,
  * HASHEDPASSWORD, NULL, refusals, a cookie of the wrong size, a quoted COOKIEFILE), pipelining (three

@@ -171,7 +171,7 @@ static int teardown(void **state)
 static struct config *load_conf(struct ctx *c, const char *services)
 {
     char json[4096], err[512];
-    /* anonymous services need a spawned tor (config.c); the manager itself does not care */
+    /* anonymous services need a spawned tor (config_service.c); the manager itself does not care */
     const char *tor = c->tor_json                    ? c->tor_json
                       : strstr(services, "anonymous") ? "{}"
                                                       : "{'mode':'attach','control_socket':'/run/tor/control'}";

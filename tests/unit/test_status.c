@@ -1,6 +1,6 @@
-/* test_status.c — unit tests for sidecar/ops/status.c: the request parser (table), the reply encoder with
- * fake providers, the peer check and what each access level may run (tables: admin, read-only, none),
- * and the server on a real unix socket in a temporary directory
+/* test_status.c — unit tests for sidecar/ops/status.c and status_server.c: the request parser (table),
+ * the reply encoder with fake providers, the peer check and what each access level may run (tables:
+ * admin, read-only, none), and the server on a real unix socket in a temporary directory
  * driven by the real event loop: every command, pipelining, split and CRLF lines, malformed and unknown
  * requests, an oversized line, 50 clients at once, the connection cap, a client that never reads large
  * replies (backpressure and the write timeout, while another client is still served), idle clients,

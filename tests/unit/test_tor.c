@@ -1,5 +1,5 @@
-/* test_tor.c — unit tests for sidecar/tor/tor.c in attach mode against the scripted fake control port
- * (tests/fake/fake_ctl.c) on a real event loop.
+/* test_tor.c — unit tests for sidecar/tor/tor.c (and tor_process.c) in attach mode against the scripted
+ * fake control port (tests/fake/fake_ctl.c) on a real event loop.
  *
  * Covers: the verification of an attached tor (table: single-hop mode off, non-anonymous mode off, a
  * SocksPort or another client listener open -> failed() with a reason naming the problem, ready() never
